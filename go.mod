@@ -1,0 +1,3 @@
+module github.com/acemq-go/acemq
+
+go 1.24

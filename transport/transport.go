@@ -1,0 +1,350 @@
+// Package transport is the seam between the AceMQ engine and a broker.
+//
+// It is deliberately narrow, in the way database/sql/driver is: a transport
+// moves bytes and reports what the broker said. It never decides retry,
+// dead-lettering, timeouts or recovery; the engine in package acemq owns all
+// of that and talks to every broker through these interfaces only.
+//
+// A transport registers itself for one or more URL schemes with Register.
+// The memory:// and amqp:// / amqps:// transports are registered by package
+// acemq itself, so users never need a blank import for them.
+package transport
+
+import (
+	"context"
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"sort"
+	"sync"
+	"time"
+)
+
+// Table is an AMQP field table: header values and declaration arguments.
+// Values are strings, signed integers of any width, booleans, float64,
+// []byte, time.Time, nested Table or []any, as AMQP 0-9-1 allows.
+type Table map[string]any
+
+// Properties are the AMQP basic properties AceMQ reads and writes.
+type Properties struct {
+	ContentType  string
+	MessageID    string
+	ReplyTo      string
+	DeliveryMode uint8 // 1 transient, 2 persistent; 0 means transient
+	Priority     uint8
+	Headers      Table
+}
+
+// Message is one publish: where it goes, its flags, properties and body.
+type Message struct {
+	Exchange   string
+	RoutingKey string
+	Mandatory  bool
+	Properties
+	Body []byte
+}
+
+// Delivery is one message handed to a consumer or returned by Get.
+type Delivery struct {
+	Properties
+	Body        []byte
+	Exchange    string
+	RoutingKey  string
+	Redelivered bool
+	DeliveryTag uint64
+	ConsumerTag string
+	// MessageCount is the number of messages left in the queue after a Get;
+	// zero for consumer deliveries.
+	MessageCount int
+}
+
+// Outcome is the broker's answer to a confirmed publish.
+type Outcome uint8
+
+const (
+	// Acked: the broker took responsibility for the message.
+	Acked Outcome = iota + 1
+	// Nacked: the broker refused to take responsibility for it.
+	Nacked
+	// Returned: a mandatory message reached no queue (basic.return came
+	// before the ack).
+	Returned
+	// Lost: the channel or connection ended before the broker answered;
+	// whether the message arrived is unknown.
+	Lost
+)
+
+// String names the outcome in lower case.
+func (o Outcome) String() string {
+	switch o {
+	case Acked:
+		return "acked"
+	case Nacked:
+		return "nacked"
+	case Returned:
+		return "returned"
+	case Lost:
+		return "lost"
+	}
+	return fmt.Sprintf("outcome(%d)", uint8(o))
+}
+
+// Confirmation is what the broker said about one publish.
+type Confirmation struct {
+	Outcome Outcome
+	// ReplyCode and ReplyText are the broker's basic.return fields when
+	// Outcome is Returned (312 NO_ROUTE, typically).
+	ReplyCode uint16
+	ReplyText string
+	// Err is the cause when Outcome is Lost.
+	Err error
+}
+
+// ConfirmFunc receives the answer to one publish. It is called exactly once,
+// from a goroutine owned by the transport, and must not block.
+type ConfirmFunc func(Confirmation)
+
+// Publisher is a publishing channel. Publish is safe for concurrent use;
+// implementations serialise only the frame write, never the confirm wait.
+type Publisher interface {
+	// Publish writes msg. On a confirming publisher, done is called exactly
+	// once with the broker's answer (or Lost when the channel ends first);
+	// on a non-confirming publisher done must be nil and is never called.
+	//
+	// A returned error wrapping ErrNotWritten means nothing was written and
+	// done will not be called; any other error means the write may have
+	// happened and done will still be called if it was registered.
+	Publish(ctx context.Context, msg *Message, done ConfirmFunc) error
+	// Confirming reports whether the channel is in confirm mode.
+	Confirming() bool
+	// Done is closed when the channel has ended, for any reason.
+	Done() <-chan struct{}
+	// Close ends the channel. Pending confirms are answered Lost.
+	Close() error
+}
+
+// ExchangeKind is an exchange type.
+type ExchangeKind string
+
+// The exchange kinds AceMQ declares.
+const (
+	Direct  ExchangeKind = "direct"
+	Topic   ExchangeKind = "topic"
+	Fanout  ExchangeKind = "fanout"
+	Headers ExchangeKind = "headers"
+)
+
+// ExchangeSpec describes an exchange declaration.
+type ExchangeSpec struct {
+	Name       string
+	Kind       ExchangeKind
+	Durable    bool
+	AutoDelete bool
+	Internal   bool
+	Passive    bool
+	Args       Table
+}
+
+// QueueSpec describes a queue declaration. An empty Name asks the broker
+// to generate one (returned in QueueInfo.Name).
+type QueueSpec struct {
+	Name       string
+	Durable    bool
+	Exclusive  bool
+	AutoDelete bool
+	Passive    bool
+	Args       Table
+}
+
+// QueueInfo is what the broker reports about a queue.
+type QueueInfo struct {
+	Name      string
+	Messages  int // ready messages
+	Consumers int
+}
+
+// BindingSpec binds a queue to an exchange.
+type BindingSpec struct {
+	Queue      string
+	Exchange   string
+	RoutingKey string
+	Args       Table
+}
+
+// ConsumeSpec describes a subscription.
+type ConsumeSpec struct {
+	Queue     string
+	Tag       string
+	Exclusive bool
+	Args      Table
+}
+
+// Channel is a general-purpose channel: declarations, consuming, pulling
+// and settling. Its methods are safe for concurrent use, but a failed
+// declaration closes the channel (as AMQP does), so declarations that may
+// fail belong on a throwaway channel.
+type Channel interface {
+	DeclareExchange(ctx context.Context, spec ExchangeSpec) error
+	DeleteExchange(ctx context.Context, name string) error
+	DeclareQueue(ctx context.Context, spec QueueSpec) (QueueInfo, error)
+	DeleteQueue(ctx context.Context, name string) (purged int, err error)
+	PurgeQueue(ctx context.Context, name string) (purged int, err error)
+	BindQueue(ctx context.Context, spec BindingSpec) error
+	UnbindQueue(ctx context.Context, spec BindingSpec) error
+
+	// Qos sets this channel's per-consumer prefetch (never global QoS).
+	Qos(prefetch int) error
+	// Consume subscribes. Deliveries arrive on the returned channel, which
+	// is closed when the subscription is cancelled or the channel ends.
+	Consume(ctx context.Context, spec ConsumeSpec) (<-chan Delivery, error)
+	// Cancel stops a subscription; deliveries already sent stay unacked.
+	Cancel(ctx context.Context, tag string) error
+	// Get pulls one message (basic.get, manual ack). ok is false when the
+	// queue is empty.
+	Get(ctx context.Context, queue string) (d Delivery, ok bool, err error)
+
+	Ack(tag uint64) error
+	Nack(tag uint64, requeue bool) error
+	Reject(tag uint64, requeue bool) error
+
+	// Done is closed when the channel has ended; Err then says why
+	// (nil after a plain Close).
+	Done() <-chan struct{}
+	Err() error
+	Close() error
+}
+
+// Connection is one broker connection.
+type Connection interface {
+	// Channel opens a general-purpose channel.
+	Channel(ctx context.Context) (Channel, error)
+	// Publisher opens a publishing channel, in confirm mode when confirm
+	// is true.
+	Publisher(ctx context.Context, confirm bool) (Publisher, error)
+	// Done is closed when the connection has ended (lost or closed).
+	Done() <-chan struct{}
+	// Err says why the connection ended; nil after Close.
+	Err() error
+	// Close closes the connection and every channel on it.
+	Close() error
+}
+
+// Credentials returns the user name and password for one dial.
+type Credentials func(ctx context.Context) (user, password string, err error)
+
+// Config is everything a Driver needs to dial.
+type Config struct {
+	// URL is the URL given to Connect (for memory://, the broker name is
+	// its host part).
+	URL string
+	// Addresses are host:port pairs to try in order; empty means the URL's.
+	Addresses []string
+	// Start is the index in Addresses to try first (recovery starts at the
+	// address after the one lost).
+	Start int
+	// ConnectionName is the client-provided connection name operators see.
+	ConnectionName string
+	// Product and Version are reported to the broker.
+	Product, Version string
+	Heartbeat        time.Duration
+	// ConnectTimeout bounds each address (TCP + TLS + AMQP handshake).
+	ConnectTimeout time.Duration
+	TLS            *tls.Config
+	// Credentials, when set, is asked on every dial.
+	Credentials Credentials
+	// OnBlocked is told when the broker blocks (active, reason) or unblocks
+	// (false, "") the connection. Called from the transport's goroutine;
+	// must not block.
+	OnBlocked func(active bool, reason string)
+}
+
+// Driver dials connections for a URL scheme.
+type Driver interface {
+	// Name is the transport name used in metric tags: "rabbitmq", "memory".
+	Name() string
+	// Capabilities lists what the broker supports, in the contract's
+	// spelling (PUBLISHER_CONFIRMS, DEAD_LETTER_NATIVE, ...).
+	Capabilities() []string
+	// Dial opens one connection. It returns the index of the address it
+	// connected to (0 when there is only one).
+	Dial(ctx context.Context, cfg Config) (conn Connection, addressIndex int, err error)
+}
+
+// ErrNotWritten marks a publish error where nothing reached the socket, so
+// the message certainly did not arrive.
+var ErrNotWritten = errors.New("transport: nothing was written")
+
+// ErrClosed is returned by operations on a closed channel or connection.
+var ErrClosed = errors.New("transport: channel or connection is closed")
+
+// Error is an error the broker reported: a channel or connection close
+// with its AMQP reply code and text. errors.As reaches it through the
+// engine's errors.
+type Error struct {
+	Code   int    // AMQP reply code, e.g. 404, 406, 320
+	Reason string // the broker's reply text
+	// Server is true when the broker closed the channel or connection.
+	Server bool
+	// Connection is true when the whole connection was closed.
+	Connection bool
+}
+
+// Error returns the broker's code and text.
+func (e *Error) Error() string {
+	return fmt.Sprintf("broker said %d %s", e.Code, e.Reason)
+}
+
+// AMQP reply codes the engine branches on.
+const (
+	CodeContentTooLarge    = 311
+	CodeNoRoute            = 312
+	CodeConnectionForced   = 320
+	CodeAccessRefused      = 403
+	CodeNotFound           = 404
+	CodeResourceLocked     = 405
+	CodePreconditionFailed = 406
+	CodeInternalError      = 541
+)
+
+// Code returns the AMQP reply code carried by err, or 0.
+func Code(err error) int {
+	var e *Error
+	if errors.As(err, &e) {
+		return e.Code
+	}
+	return 0
+}
+
+var (
+	registryMu sync.RWMutex
+	registry   = map[string]Driver{}
+)
+
+// Register makes a driver available for a URL scheme ("memory", "amqp").
+// It is meant to be called from init functions; registering a scheme twice
+// replaces the earlier driver.
+func Register(scheme string, d Driver) {
+	registryMu.Lock()
+	defer registryMu.Unlock()
+	registry[scheme] = d
+}
+
+// Lookup returns the driver registered for scheme.
+func Lookup(scheme string) (Driver, bool) {
+	registryMu.RLock()
+	defer registryMu.RUnlock()
+	d, ok := registry[scheme]
+	return d, ok
+}
+
+// Schemes lists the registered schemes, sorted.
+func Schemes() []string {
+	registryMu.RLock()
+	defer registryMu.RUnlock()
+	out := make([]string, 0, len(registry))
+	for s := range registry {
+		out = append(out, s)
+	}
+	sort.Strings(out)
+	return out
+}
