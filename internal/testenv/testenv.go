@@ -1,0 +1,113 @@
+// Package testenv finds the real parts tests run against: the family's
+// fixtures in ../shared/fixtures, a RabbitMQ node and a PostgreSQL server
+// started by scripts/.
+//
+// Outside CI a missing part skips the test with a sentence saying what is
+// missing and how to get it. Under CI=true, or with ACEMQ_REQUIRE_SERVICES=1
+// (which `make test` sets), a missing part fails the test instead, so a
+// green `make test` never hides a skipped broker test.
+package testenv
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+// Required reports whether missing services and fixtures must fail tests.
+func Required() bool {
+	return os.Getenv("CI") == "true" || os.Getenv("ACEMQ_REQUIRE_SERVICES") == "1"
+}
+
+func missing(t testing.TB, format string, args ...any) {
+	t.Helper()
+	msg := fmt.Sprintf(format, args...)
+	if Required() {
+		t.Fatalf("%s (required under CI=true / ACEMQ_REQUIRE_SERVICES=1)", msg)
+	}
+	t.Skip(msg)
+}
+
+// RepoRoot returns the directory holding the module's go.mod.
+func RepoRoot(t testing.TB) string {
+	t.Helper()
+	dir, err := os.Getwd()
+	if err != nil {
+		t.Fatalf("testenv: %v", err)
+	}
+	for {
+		if b, err := os.ReadFile(filepath.Join(dir, "go.mod")); err == nil &&
+			strings.Contains(string(b), "module github.com/acemq-go/acemq\n") {
+			return dir
+		}
+		parent := filepath.Dir(dir)
+		if parent == dir {
+			t.Fatalf("testenv: cannot find the acemq module root above the working directory")
+		}
+		dir = parent
+	}
+}
+
+// Fixture returns the bytes of ../shared/fixtures/name, read in place.
+func Fixture(t testing.TB, name string) []byte {
+	t.Helper()
+	path := filepath.Join(RepoRoot(t), "..", "shared", "fixtures", name)
+	if dir := os.Getenv("ACEMQ_FIXTURES_DIR"); dir != "" {
+		path = filepath.Join(dir, name)
+	}
+	b, err := os.ReadFile(path)
+	if err != nil {
+		missing(t, "the family fixture %s is not readable (%v); check out shared/ beside this repository", path, err)
+	}
+	return b
+}
+
+// AMQPURL returns the URL of the test RabbitMQ node (ACEMQ_TEST_AMQP_URL).
+func AMQPURL(t testing.TB) string {
+	t.Helper()
+	u := os.Getenv("ACEMQ_TEST_AMQP_URL")
+	if u == "" {
+		missing(t, "ACEMQ_TEST_AMQP_URL is not set, so this RabbitMQ test cannot run; `make test` starts a private node and sets it")
+	}
+	return u
+}
+
+// PostgresURL returns the URL of the test PostgreSQL server
+// (ACEMQ_TEST_POSTGRES_URL).
+func PostgresURL(t testing.TB) string {
+	t.Helper()
+	u := os.Getenv("ACEMQ_TEST_POSTGRES_URL")
+	if u == "" {
+		missing(t, "ACEMQ_TEST_POSTGRES_URL is not set, so this PostgreSQL test cannot run; `make test` starts a private cluster and sets it")
+	}
+	return u
+}
+
+// RabbitCtl runs rabbitmqctl against the test node through the command
+// named by ACEMQ_TEST_RABBITMQCTL (scripts/rabbitmq.sh writes one) and
+// returns its combined output. It fails the test on error.
+func RabbitCtl(t testing.TB, args ...string) string {
+	t.Helper()
+	ctl := os.Getenv("ACEMQ_TEST_RABBITMQCTL")
+	if ctl == "" {
+		missing(t, "ACEMQ_TEST_RABBITMQCTL is not set, so this test cannot control the broker; `make test` sets it")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	out, err := exec.CommandContext(ctx, ctl, args...).CombinedOutput()
+	if err != nil {
+		t.Fatalf("testenv: %s %s: %v\n%s", ctl, strings.Join(args, " "), err, out)
+	}
+	return string(out)
+}
+
+// Unique returns prefix plus a suffix unique to this test run, for queue and
+// exchange names on a shared broker.
+func Unique(prefix string) string {
+	return fmt.Sprintf("%s.%d.%d", prefix, os.Getpid(), time.Now().UnixNano()%1_000_000_000)
+}
