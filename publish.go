@@ -1,7 +1,18 @@
 package acemq
 
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/acemq-go/acemq/transport"
+)
+
 // Sent is what actually went on the wire: the envelope after interceptors,
-// the destination and content type, and the outcome.
+// the destination and content type, and the outcome. Its envelope id is
+// the one to log.
 type Sent struct {
 	Envelope    Envelope
 	Exchange    string
@@ -11,4 +22,567 @@ type Sent struct {
 	Outcome string
 	// Mandatory is true when the publish was mandatory; it was then routed.
 	Mandatory bool
+}
+
+// PublishContext is what a publish interceptor sees and may change: the
+// destination, the envelope, the payload (before encoding) and the flags.
+// What it leaves is what is sent and returned.
+type PublishContext struct {
+	Exchange   string
+	RoutingKey string
+	Envelope   Envelope
+	Payload    any
+	Persistent bool
+	Mandatory  bool
+}
+
+// SetHeader sets one application header on the envelope. A reserved
+// x-acemq- name is refused with the contract error and nothing is set.
+func (p *PublishContext) SetHeader(name string, value any) error {
+	e, err := p.Envelope.WithHeader(name, value)
+	if err != nil {
+		return err
+	}
+	p.Envelope = e
+	return nil
+}
+
+// PublishInterceptor runs on every application publish (each batch member,
+// requests and replies too) before encoding, on the publishing goroutine,
+// concurrently: one that keeps state must be goroutine-safe. Returning an
+// error (or panicking) aborts the publish: nothing is written, the outcome
+// is "failed" and the error wraps the interceptor's. Interceptors do not
+// run for library hops (retries, set-asides, replays, outbox relay).
+type PublishInterceptor func(ctx context.Context, p *PublishContext) error
+
+// SendOption adjusts one Send or SendAll.
+type SendOption func(*sendOptions)
+
+type sendOptions struct {
+	env        *Envelope
+	envs       []Envelope
+	fieldsSet  []string
+	typ        string
+	version    int
+	corr       string
+	cause      string
+	replyTo    string
+	headers    map[string]any
+	headerErrs []error
+	key        *string
+	mandatory  *bool
+	persistent *bool
+	priority   uint8
+	codec      Codec
+}
+
+func (o *sendOptions) field(name string) { o.fieldsSet = append(o.fieldsSet, name) }
+
+// WithEnvelope sends with this envelope instead of building one. Missing
+// id, correlation, attempt, version and first-seen are filled in. It cannot
+// be combined with the envelope-field options (WithType, WithHeader, …).
+func WithEnvelope(e Envelope) SendOption { return func(o *sendOptions) { o.env = &e } }
+
+// WithBatchEnvelopes gives SendAll one envelope per payload; a length
+// mismatch fails before anything is written.
+func WithBatchEnvelopes(envs []Envelope) SendOption { return func(o *sendOptions) { o.envs = envs } }
+
+// WithType sets the envelope type (default: the routing key, or "message").
+func WithType(t string) SendOption {
+	return func(o *sendOptions) { o.typ = t; o.field("WithType") }
+}
+
+// WithVersion sets the payload schema version (default 1).
+func WithVersion(v int) SendOption {
+	return func(o *sendOptions) { o.version = v; o.field("WithVersion") }
+}
+
+// WithCorrelationID sets the correlation id (default: the message id).
+func WithCorrelationID(id string) SendOption {
+	return func(o *sendOptions) { o.corr = id; o.field("WithCorrelationID") }
+}
+
+// WithCausationID names the message that caused this one.
+func WithCausationID(id string) SendOption {
+	return func(o *sendOptions) { o.cause = id; o.field("WithCausationID") }
+}
+
+// WithReplyTo sets the reply address (written as AMQP reply-to and the
+// acemq-reply-to header).
+func WithReplyTo(addr string) SendOption {
+	return func(o *sendOptions) { o.replyTo = addr; o.field("WithReplyTo") }
+}
+
+// WithHeader sets one application header. A reserved x-acemq- name makes
+// the send fail with the contract error before anything is written.
+func WithHeader(name string, value any) SendOption {
+	return func(o *sendOptions) {
+		o.field("WithHeader")
+		if len(name) >= len(ReservedPrefix) && name[:len(ReservedPrefix)] == ReservedPrefix {
+			o.headerErrs = append(o.headerErrs, reservedHeaderError(name))
+			return
+		}
+		if o.headers == nil {
+			o.headers = map[string]any{}
+		}
+		o.headers[name] = value
+	}
+}
+
+// WithRoutingKey overrides the publisher's routing key for this send.
+func WithRoutingKey(key string) SendOption { return func(o *sendOptions) { o.key = &key } }
+
+// Mandatory makes this send fail with an unroutable PublishError when the
+// broker can route it to no queue.
+func Mandatory() SendOption { t := true; return func(o *sendOptions) { o.mandatory = &t } }
+
+// Transient sends this message with delivery mode 1: a broker restart
+// loses it.
+func Transient() SendOption { f := false; return func(o *sendOptions) { o.persistent = &f } }
+
+// WithPriority sets the AMQP priority.
+func WithPriority(p uint8) SendOption { return func(o *sendOptions) { o.priority = p } }
+
+// WithSendCodec encodes this send with c instead of the publisher's codec.
+func WithSendCodec(c Codec) SendOption { return func(o *sendOptions) { o.codec = c } }
+
+// PublisherOption configures a Publisher.
+type PublisherOption func(*publisherConfig)
+
+type publisherConfig struct {
+	codec     Codec
+	mandatory bool
+	transient bool
+}
+
+// PublisherCodec sets the publisher's codec (default: the Conn's).
+func PublisherCodec(c Codec) PublisherOption { return func(p *publisherConfig) { p.codec = c } }
+
+// PublisherMandatory makes every send of this publisher mandatory.
+func PublisherMandatory() PublisherOption { return func(p *publisherConfig) { p.mandatory = true } }
+
+// PublisherTransient makes every send of this publisher transient.
+func PublisherTransient() PublisherOption { return func(p *publisherConfig) { p.transient = true } }
+
+// Publisher sends payloads of type T to one destination. Building one
+// opens nothing and registers nothing; keep one per message type. It is
+// safe for concurrent use: concurrent Sends pipeline.
+type Publisher[T any] struct {
+	c          *Conn
+	exchange   string
+	routingKey string
+	cfg        publisherConfig
+}
+
+// NewPublisher returns a publisher for exchange and routing key ("" and a
+// queue name publish straight to that queue).
+func NewPublisher[T any](c *Conn, exchange, routingKey string, opts ...PublisherOption) *Publisher[T] {
+	p := &Publisher[T]{c: c, exchange: exchange, routingKey: routingKey}
+	for _, o := range opts {
+		o(&p.cfg)
+	}
+	return p
+}
+
+// Send publishes one payload and returns once the broker has confirmed it,
+// with what went on the wire. Every failure is a *PublishError (errors.As):
+// a *PublishingPausedError when it was refused unsent (blocked or
+// recovering; safe to retry), Unroutable when a mandatory message reached
+// no queue, and otherwise a failure that may have arrived. Send is safe
+// for concurrent use and never holds a lock while waiting for the broker.
+func (p *Publisher[T]) Send(ctx context.Context, payload T, opts ...SendOption) (Sent, error) {
+	return p.c.send(ctx, p.exchange, p.routingKey, &p.cfg, payload, opts)
+}
+
+// SendAll publishes payloads pipelined: every message is written (in waves
+// within the outstanding ceiling) before confirms are awaited, and every
+// message is awaited even after a failure, so the counts are real. Results
+// come back in payload order. It is not atomic. If any message failed the
+// error is a *BatchPublishError carrying every result; it counts as paused
+// only when every failure was a refusal, and unroutable only when every
+// failure was unroutable.
+func (p *Publisher[T]) SendAll(ctx context.Context, payloads []T, opts ...SendOption) ([]Sent, error) {
+	anys := make([]any, len(payloads))
+	for i := range payloads {
+		anys[i] = payloads[i]
+	}
+	return p.c.sendAll(ctx, p.exchange, p.routingKey, &p.cfg, anys, opts)
+}
+
+// Publish sends one payload with the Conn's codec to exchange and routing
+// key. It behaves as Publisher.Send.
+func (c *Conn) Publish(ctx context.Context, exchange, routingKey string, payload any, opts ...SendOption) (Sent, error) {
+	return c.send(ctx, exchange, routingKey, &publisherConfig{}, payload, opts)
+}
+
+type prepared struct {
+	msg  transport.Message
+	sent Sent
+	err  error
+	typ  string
+}
+
+func (c *Conn) buildEnvelope(o *sendOptions, given *Envelope, routingKey string) (Envelope, error) {
+	var env Envelope
+	if given != nil {
+		env = *given
+		if env.ID == "" {
+			env.ID = NewEnvelope().ID
+		}
+		if env.Version == 0 {
+			env.Version = 1
+		}
+		if env.Attempt == 0 {
+			env.Attempt = 1
+		}
+		if env.FirstSeen.IsZero() {
+			env.FirstSeen = time.Now().Truncate(time.Millisecond)
+		}
+	} else {
+		env = NewEnvelope()
+		if o.version != 0 {
+			env.Version = o.version
+		}
+		env.Type = o.typ
+		if o.corr != "" {
+			env.CorrelationID = o.corr
+		}
+		env.CausationID = o.cause
+		env.ReplyTo = o.replyTo
+		if len(o.headers) > 0 {
+			env = env.WithHeaders(o.headers)
+		}
+	}
+	if env.CorrelationID == "" {
+		env.CorrelationID = env.ID
+	}
+	if env.Type == "" {
+		env.Type = routingKey
+		if env.Type == "" {
+			env.Type = "message"
+		}
+	}
+	if env.Origin == "" {
+		env.Origin = c.origin
+	}
+	return env, env.Validate()
+}
+
+// prepare builds one message: envelope, interceptors, encoding. It never
+// touches the broker.
+func (c *Conn) prepare(ctx context.Context, exchange, routingKey string, pc *publisherConfig, o *sendOptions, given *Envelope, payload any) (pr prepared) {
+	key := routingKey
+	if o.key != nil {
+		key = *o.key
+	}
+	pr.msg.Exchange, pr.msg.RoutingKey = exchange, key
+	fail := func(reason string, err error) prepared {
+		pr.err = newPubErr(&pr.msg, OutcomeFailed, reason, false, err)
+		return pr
+	}
+	if given != nil && len(o.fieldsSet) > 0 {
+		return fail(fmt.Sprintf("both an envelope and envelope fields (%v) were given; pass one or the other, because the two answers differ", o.fieldsSet), nil)
+	}
+	if len(o.headerErrs) > 0 {
+		err := errors.Join(o.headerErrs...)
+		return fail(err.Error(), err)
+	}
+	env, err := c.buildEnvelope(o, given, key)
+	pr.msg.MessageID = env.ID
+	pr.typ = env.Type
+	if err != nil {
+		return fail(fmt.Sprintf("the envelope is not valid: %v", err), err)
+	}
+	pctx := PublishContext{
+		Exchange:   exchange,
+		RoutingKey: key,
+		Envelope:   env,
+		Payload:    payload,
+		Persistent: !pc.transient,
+		Mandatory:  pc.mandatory,
+	}
+	if o.persistent != nil {
+		pctx.Persistent = *o.persistent
+	}
+	if o.mandatory != nil {
+		pctx.Mandatory = *o.mandatory
+	}
+	if err := c.runPublishInterceptors(ctx, &pctx); err != nil {
+		return fail(fmt.Sprintf("an interceptor refused it: %v", err), err)
+	}
+	env = pctx.Envelope
+	if env.ID == "" || env.Validate() != nil {
+		return fail("an interceptor left an envelope that cannot be sent", env.Validate())
+	}
+	pr.msg.Exchange, pr.msg.RoutingKey, pr.msg.MessageID = pctx.Exchange, pctx.RoutingKey, env.ID
+	pr.typ = env.Type
+	codec := c.cfg.codec
+	if pc.codec != nil {
+		codec = pc.codec
+	}
+	if o.codec != nil {
+		codec = o.codec
+	}
+	body, err := codec.Encode(pctx.Payload)
+	if err != nil {
+		return fail(fmt.Sprintf("the payload could not be encoded: %v", err), err)
+	}
+	mode := uint8(2)
+	if !pctx.Persistent {
+		mode = 1
+	}
+	pr.msg.Mandatory = pctx.Mandatory
+	pr.msg.Properties = transport.Properties{
+		ContentType:  codec.ContentType(),
+		MessageID:    env.ID,
+		ReplyTo:      env.ReplyTo,
+		DeliveryMode: mode,
+		Priority:     o.priority,
+		Headers:      env.render(),
+	}
+	pr.msg.Body = body
+	pr.sent = Sent{
+		Envelope:    env,
+		Exchange:    pctx.Exchange,
+		RoutingKey:  pctx.RoutingKey,
+		ContentType: codec.ContentType(),
+		Mandatory:   pctx.Mandatory,
+	}
+	return pr
+}
+
+func (c *Conn) runPublishInterceptors(ctx context.Context, p *PublishContext) (err error) {
+	if len(c.cfg.publishIcpt) == 0 {
+		return nil
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("acemq: a publish interceptor panicked: %v", r)
+		}
+	}()
+	for _, ic := range c.cfg.publishIcpt {
+		if err := ic(ctx, p); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (c *Conn) finish(pr *prepared, start time.Time, err error) (Sent, error) {
+	r := PublishReport{
+		Exchange:    pr.msg.Exchange,
+		RoutingKey:  pr.msg.RoutingKey,
+		MessageType: pr.typ,
+		Duration:    time.Since(start),
+		Envelope:    pr.sent.Envelope,
+		Err:         err,
+	}
+	if err == nil {
+		r.Outcome = pr.sent.Outcome
+	} else {
+		var pe *PublishError
+		if errors.As(err, &pe) {
+			r.Outcome = pe.Outcome
+		} else {
+			r.Outcome = OutcomeFailed
+		}
+	}
+	c.reportPublish(r)
+	if err != nil {
+		return Sent{}, err
+	}
+	return pr.sent, nil
+}
+
+func (c *Conn) send(ctx context.Context, exchange, routingKey string, pc *publisherConfig, payload any, opts []SendOption) (Sent, error) {
+	start := time.Now()
+	c.stats.published.Add(1)
+	var o sendOptions
+	for _, f := range opts {
+		f(&o)
+	}
+	pr := c.prepare(ctx, exchange, routingKey, pc, &o, o.env, payload)
+	if pr.err != nil {
+		return c.finish(&pr, start, pr.err)
+	}
+	msg := &pr.msg
+	if c.cfg.waitForRecovery {
+		wctx := ctx
+		if _, ok := ctx.Deadline(); !ok {
+			var cancel context.CancelFunc
+			wctx, cancel = context.WithTimeout(ctx, c.cfg.confirmTimeout)
+			defer cancel()
+		}
+		if err := c.awaitPublishable(wctx, msg, false); err != nil {
+			return c.finish(&pr, start, err)
+		}
+	} else if err := c.refusal(msg); err != nil {
+		return c.finish(&pr, start, err)
+	}
+	if !c.cfg.confirms && !msg.Mandatory {
+		pr.sent.Outcome = OutcomePublished
+		return c.finish(&pr, start, c.publishUnconfirmed(ctx, msg))
+	}
+	pr.sent.Outcome = OutcomeConfirmed
+	return c.finish(&pr, start, c.publishConfirmed(ctx, msg))
+}
+
+// batchSlot is one batch member's answer, written by the confirm callback.
+type batchSlot struct {
+	cf      transport.Confirmation
+	written bool
+	done    bool
+}
+
+type batch struct {
+	mu        sync.Mutex
+	slots     []batchSlot
+	pending   int
+	finalized bool
+	allDone   chan struct{}
+	c         *Conn
+}
+
+func (b *batch) confirmFunc(i int) transport.ConfirmFunc {
+	return func(cf transport.Confirmation) {
+		<-b.c.permits
+		b.mu.Lock()
+		defer b.mu.Unlock()
+		if b.finalized {
+			return
+		}
+		b.slots[i].cf, b.slots[i].done = cf, true
+		b.pending--
+		if b.pending == 0 {
+			close(b.allDone)
+		}
+	}
+}
+
+func (c *Conn) sendAll(ctx context.Context, exchange, routingKey string, pc *publisherConfig, payloads []any, opts []SendOption) ([]Sent, error) {
+	start := time.Now()
+	var o sendOptions
+	for _, f := range opts {
+		f(&o)
+	}
+	n := len(payloads)
+	if o.envs != nil && len(o.envs) != n {
+		return nil, fmt.Errorf("acemq: SendAll was given %d payloads and %d envelopes; give one envelope per payload", n, len(o.envs))
+	}
+	c.stats.published.Add(int64(n))
+	prs := make([]prepared, n)
+	errs := make([]error, n)
+	for i := range payloads {
+		given := o.env
+		if o.envs != nil {
+			given = &o.envs[i]
+		}
+		prs[i] = c.prepare(ctx, exchange, routingKey, pc, &o, given, payloads[i])
+		errs[i] = prs[i].err
+	}
+	b := &batch{slots: make([]batchSlot, n), allDone: make(chan struct{}), c: c}
+	var stopErr func(msg *transport.Message) error // set when writing must stop
+	for i := range prs {
+		if errs[i] != nil {
+			continue
+		}
+		msg := &prs[i].msg
+		if stopErr != nil {
+			errs[i] = stopErr(msg)
+			continue
+		}
+		if err := c.refusal(msg); err != nil {
+			errs[i] = err
+			continue
+		}
+		if !c.cfg.confirms && !msg.Mandatory {
+			prs[i].sent.Outcome = OutcomePublished
+			errs[i] = c.publishUnconfirmed(ctx, msg)
+			continue
+		}
+		prs[i].sent.Outcome = OutcomeConfirmed
+		if err := c.acquire(ctx, msg); err != nil {
+			errs[i] = err
+			var pe *PublishError
+			errors.As(err, &pe)
+			reason, cause := pe.Reason, pe.Err
+			stopErr = func(m *transport.Message) error { return newPubErr(m, OutcomeFailed, reason, false, cause) }
+			continue
+		}
+		b.mu.Lock()
+		b.pending++
+		b.slots[i].written = true
+		b.mu.Unlock()
+		_, p := c.pickPublisher()
+		if err := p.Publish(ctx, msg, b.confirmFunc(i)); err != nil && errors.Is(err, transport.ErrNotWritten) {
+			<-c.permits
+			b.mu.Lock()
+			b.pending--
+			b.slots[i].written = false
+			b.mu.Unlock()
+			if rerr := c.refusal(msg); rerr != nil {
+				errs[i] = rerr
+			} else {
+				errs[i] = newPaused(msg, reasonLostWaiting, "")
+			}
+		}
+	}
+	b.mu.Lock()
+	if b.pending == 0 {
+		close(b.allDone)
+	}
+	b.mu.Unlock()
+	t := time.NewTimer(c.cfg.confirmTimeout)
+	var waitErr error
+	select {
+	case <-b.allDone:
+	case <-t.C:
+		waitErr = context.DeadlineExceeded
+	case <-ctx.Done():
+		waitErr = ctx.Err()
+	}
+	t.Stop()
+	b.mu.Lock()
+	b.finalized = true
+	slots := b.slots
+	b.mu.Unlock()
+
+	sents := make([]Sent, n)
+	results := make([]Result, n)
+	be := &BatchPublishError{Total: n, AllPaused: true, AllUnroutable: true}
+	for i := range prs {
+		err := errs[i]
+		if err == nil && slots[i].written {
+			msg := &prs[i].msg
+			switch {
+			case slots[i].done:
+				err = classify(msg, slots[i].cf)
+			case waitErr == context.DeadlineExceeded:
+				err = newPubErr(msg, OutcomeFailed, fmt.Sprintf("the broker did not confirm it within %s, so it may have arrived; publish it again only if a duplicate is acceptable", c.cfg.confirmTimeout), true, nil)
+			default:
+				err = newPubErr(msg, OutcomeFailed, fmt.Sprintf("the caller stopped waiting before the broker confirmed it (%v), so it may have arrived", waitErr), true, waitErr)
+			}
+		}
+		s, err := c.finish(&prs[i], start, err)
+		sents[i] = s
+		results[i] = Result{Sent: s, Err: err}
+		if err != nil {
+			be.Failed++
+			if be.First == nil {
+				be.First = err
+			}
+			if !IsPaused(err) {
+				be.AllPaused = false
+			}
+			if !IsUnroutable(err) {
+				be.AllUnroutable = false
+			}
+		}
+	}
+	if be.Failed == 0 {
+		return sents, nil
+	}
+	be.Confirmed = n - be.Failed
+	be.Results = results
+	return sents, be
 }

@@ -91,3 +91,6 @@ func (p RetryPolicy) ConsumerWait(d time.Duration, u float64) time.Duration {
 
 // String renders the policy ("exponential(6, 10s, 5m0s)").
 func (p RetryPolicy) String() string { panic("retry: not implemented yet") }
+
+// rungCollision names the real rung queue of q in a collision error.
+func (p RetryPolicy) rungCollision(q string) error { panic("retry: not implemented yet") }

@@ -1,0 +1,442 @@
+package acemq
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/url"
+	"os"
+	"runtime/debug"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/acemq-go/acemq/transport"
+	// TRANSPORTS: _ "github.com/acemq-go/acemq/transport/memory"
+	// TRANSPORTS: _ "github.com/acemq-go/acemq/transport/rabbitmq"
+)
+
+// State is where a Conn is in its life.
+type State int32
+
+// Conn states.
+const (
+	// StateOpen: connected; publishing and consuming.
+	StateOpen State = iota
+	// StateLost: the connection was lost and waits for a recovery attempt.
+	StateLost
+	// StateReopening: a new connection is up and its channels, topology
+	// and consumers are being restored.
+	StateReopening
+	// StateClosing: Close is draining consumers.
+	StateClosing
+	// StateClosed: closed, by Close or because recovery gave up.
+	StateClosed
+)
+
+// String names the state.
+func (s State) String() string {
+	switch s {
+	case StateOpen:
+		return "open"
+	case StateLost:
+		return "lost"
+	case StateReopening:
+		return "reopening"
+	case StateClosing:
+		return "closing"
+	case StateClosed:
+		return "closed"
+	}
+	return fmt.Sprintf("state(%d)", int32(s))
+}
+
+type blockState struct {
+	active bool
+	reason string
+}
+
+type pubSet struct {
+	gen      uint64
+	confirm  []transport.Publisher
+	plain    transport.Publisher // non-confirming, only with confirms off
+	inFlight atomic.Int64
+}
+
+// Conn is a connection to a broker that keeps the AceMQ contract: it
+// recovers from connection loss on its own, re-declaring what it declared
+// and re-attaching its consumers, and refuses publishes it cannot make
+// rather than losing them. A Conn holds two broker connections, one for
+// publishing and one for consuming, so a broker that blocks publishers
+// does not stall consumers' acks.
+//
+// A Conn is safe for concurrent use by any number of goroutines.
+type Conn struct {
+	cfg       config
+	driver    transport.Driver
+	tcfg      transport.Config
+	scheme    string
+	redacted  string
+	origin    string
+	logger    *slog.Logger
+	permits   chan struct{}
+	pubs      atomic.Pointer[pubSet]
+	state     atomic.Int32
+	blocked   atomic.Pointer[blockState]
+	gaveUpErr atomic.Pointer[error]
+	stats     Stats
+
+	mu        sync.Mutex
+	gen       uint64
+	pubConn   transport.Connection
+	conConn   transport.Connection
+	addrIndex int
+	decls     []Declaration
+	declKeys  map[string]bool
+	consumers map[*consumerCore]struct{}
+	stateCh   chan struct{}
+
+	events     chan Event
+	eventsDone chan struct{}
+	closing    chan struct{}
+	closed     chan struct{}
+	superDone  chan struct{}
+	closeOnce  sync.Once
+	closeErr   error
+	lostAt     atomic.Int64
+}
+
+// Connect dials the broker named by rawURL (memory://name, amqp://…,
+// amqps://…) and returns an open Conn. Options are validated before any
+// dial. With several addresses (WithAddresses) each is tried once, in
+// order, within the connection timeout and ctx; the error lists every
+// address's cause.
+func Connect(ctx context.Context, rawURL string, opts ...Option) (*Conn, error) {
+	cfg := defaultConfig()
+	for _, o := range opts {
+		o(&cfg)
+	}
+	u, err := url.Parse(rawURL)
+	if err != nil {
+		return nil, configErr("url", "%q is not a URL: %v", redactURL(rawURL), err)
+	}
+	scheme := strings.ToLower(u.Scheme)
+	driver, ok := transport.Lookup(scheme)
+	if !ok {
+		return nil, configErr("url", "no transport is registered for scheme %q; known schemes: %s (memory:// and amqp(s):// need no import)", u.Scheme, strings.Join(transport.Schemes(), ", "))
+	}
+	if scheme == "memory" && u.Query().Get("confirms") == "off" {
+		cfg.confirms = false
+	}
+	if cfg.tls != nil && scheme == "amqp" {
+		cfg.problem("WithTLS", "TLS settings were given with an amqp:// URL, which is plaintext; use amqps://")
+	}
+	if cfg.credentials != nil && u.User != nil {
+		cfg.problem("WithCredentials", "the URL carries user information and a credentials provider was given; use one source of credentials")
+	}
+	if len(cfg.problems) > 0 {
+		return nil, errors.Join(cfg.problems...)
+	}
+	if cfg.codec == nil {
+		cfg.codec = JSON()
+	}
+	logger := cfg.logger
+	if logger == nil {
+		logger = slog.Default()
+	}
+	origin := cfg.origin
+	if origin == "" {
+		host, err := os.Hostname()
+		if err != nil || host == "" {
+			host = "unknown-host"
+		}
+		origin = cfg.clientName + "@" + host
+	}
+	c := &Conn{
+		cfg:       cfg,
+		driver:    driver,
+		scheme:    scheme,
+		redacted:  redactURL(rawURL),
+		origin:    origin,
+		logger:    logger.With("component", "acemq"),
+		permits:   make(chan struct{}, cfg.maxOutstanding),
+		declKeys:  map[string]bool{},
+		consumers: map[*consumerCore]struct{}{},
+		stateCh:   make(chan struct{}),
+		closing:   make(chan struct{}),
+		closed:    make(chan struct{}),
+		superDone: make(chan struct{}),
+	}
+	c.tcfg = transport.Config{
+		URL:            rawURL,
+		Addresses:      cfg.addresses,
+		ConnectionName: cfg.clientName,
+		Product:        "AceMQ for Go",
+		Version:        libraryVersion(),
+		Heartbeat:      cfg.heartbeat,
+		ConnectTimeout: cfg.connectTimeout,
+		TLS:            cfg.tls,
+		Credentials:    cfg.credentials,
+	}
+	if scheme == "amqp" && u.Hostname() != "" && !isLoopback(u.Hostname()) {
+		c.logger.Warn("acemq: plaintext amqp:// to a host that is not loopback; credentials and messages cross the network unencrypted, use amqps://", "url", c.redacted)
+	}
+	if cfg.onEvent != nil {
+		c.events = make(chan Event, 64)
+		c.eventsDone = make(chan struct{})
+		go c.dispatchEvents()
+	}
+	if err := c.dial(ctx, 0); err != nil {
+		c.stopEvents()
+		return nil, err
+	}
+	c.state.Store(int32(StateOpen))
+	go c.supervise()
+	return c, nil
+}
+
+func isLoopback(host string) bool {
+	if host == "localhost" {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
+}
+
+func redactURL(raw string) string {
+	u, err := url.Parse(raw)
+	if err != nil || u.User == nil {
+		return raw
+	}
+	if _, has := u.User.Password(); has {
+		u.User = url.UserPassword(u.User.Username(), "***")
+	}
+	return strings.Replace(u.String(), "%2A%2A%2A", "***", 1)
+}
+
+func libraryVersion() string {
+	if bi, ok := debug.ReadBuildInfo(); ok {
+		if bi.Main.Path == "github.com/acemq-go/acemq" && bi.Main.Version != "" && bi.Main.Version != "(devel)" {
+			return bi.Main.Version
+		}
+		for _, d := range bi.Deps {
+			if d.Path == "github.com/acemq-go/acemq" {
+				return d.Version
+			}
+		}
+	}
+	return "unknown"
+}
+
+// dial opens both connections and the publishing channels, starting at
+// address index start. It does not touch consumers or declarations.
+func (c *Conn) dial(ctx context.Context, start int) error {
+	pcfg := c.tcfg
+	pcfg.Start = start
+	pcfg.ConnectionName = c.cfg.clientName + " (publishing)"
+	pcfg.OnBlocked = c.onBlocked
+	pc, idx, err := c.driver.Dial(ctx, pcfg)
+	if err != nil {
+		return fmt.Errorf("acemq: cannot connect to %s: %w", c.redacted, err)
+	}
+	ccfg := c.tcfg
+	ccfg.Start = idx
+	ccfg.ConnectionName = c.cfg.clientName + " (consuming)"
+	cc, _, err := c.driver.Dial(ctx, ccfg)
+	if err != nil {
+		_ = pc.Close()
+		return fmt.Errorf("acemq: cannot connect to %s: %w", c.redacted, err)
+	}
+	set, err := c.openPublishers(ctx, pc)
+	if err != nil {
+		_ = pc.Close()
+		_ = cc.Close()
+		return err
+	}
+	c.mu.Lock()
+	c.gen++
+	set.gen = c.gen
+	c.pubConn, c.conConn, c.addrIndex = pc, cc, idx
+	c.mu.Unlock()
+	c.pubs.Store(set)
+	return nil
+}
+
+func (c *Conn) openPublishers(ctx context.Context, pc transport.Connection) (*pubSet, error) {
+	set := &pubSet{}
+	for i := 0; i < c.cfg.publishChannels; i++ {
+		p, err := pc.Publisher(ctx, true)
+		if err != nil {
+			return nil, fmt.Errorf("acemq: cannot open a publishing channel: %w", err)
+		}
+		set.confirm = append(set.confirm, p)
+	}
+	if !c.cfg.confirms {
+		p, err := pc.Publisher(ctx, false)
+		if err != nil {
+			return nil, fmt.Errorf("acemq: cannot open a publishing channel: %w", err)
+		}
+		set.plain = p
+	}
+	return set, nil
+}
+
+// State returns the Conn's current state.
+func (c *Conn) State() State { return State(c.state.Load()) }
+
+func (c *Conn) setState(s State) {
+	c.mu.Lock()
+	c.state.Store(int32(s))
+	close(c.stateCh)
+	c.stateCh = make(chan struct{})
+	c.mu.Unlock()
+}
+
+// stateChanged returns a channel closed at the next state or blocked change.
+func (c *Conn) stateChanged() <-chan struct{} {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.stateCh
+}
+
+func (c *Conn) broadcast() {
+	c.mu.Lock()
+	close(c.stateCh)
+	c.stateCh = make(chan struct{})
+	c.mu.Unlock()
+}
+
+// Blocked reports, without a round trip, whether the broker has blocked
+// the publishing connection (RabbitMQ's memory or disk alarm).
+func (c *Conn) Blocked() bool {
+	b := c.blocked.Load()
+	return b != nil && b.active
+}
+
+// BlockedReason is the broker's reason for the current block ("low on
+// memory"), or "" when not blocked.
+func (c *Conn) BlockedReason() string {
+	if b := c.blocked.Load(); b != nil && b.active {
+		return b.reason
+	}
+	return ""
+}
+
+// Outstanding is how many confirmed publishes are waiting for the broker's
+// answer now. Pinned at the ceiling means the broker stopped answering.
+func (c *Conn) Outstanding() int { return len(c.permits) }
+
+// Origin is the origin stamped on envelopes this Conn publishes.
+func (c *Conn) Origin() string { return c.origin }
+
+// Transport names the broker kind: "rabbitmq" or "memory".
+func (c *Conn) Transport() string { return c.driver.Name() }
+
+// Capabilities lists what the broker supports, in the contract's spelling.
+func (c *Conn) Capabilities() []string { return c.driver.Capabilities() }
+
+// Codec is the Conn's default codec.
+func (c *Conn) Codec() Codec { return c.cfg.codec }
+
+// Logger is the Conn's logger.
+func (c *Conn) Logger() *slog.Logger { return c.logger }
+
+// ConfirmTimeout is the configured confirm timeout.
+func (c *Conn) ConfirmTimeout() time.Duration { return c.cfg.confirmTimeout }
+
+func (c *Conn) onBlocked(active bool, reason string) {
+	if active {
+		c.blocked.Store(&blockState{active: true, reason: reason})
+		c.logger.Warn("acemq: the broker has blocked this connection; publishing is paused", "reason", reason)
+		c.emit(Event{Kind: EventBlocked, Reason: reason})
+	} else {
+		c.blocked.Store(nil)
+		c.logger.Info("acemq: the broker has unblocked this connection; publishing resumes")
+		c.emit(Event{Kind: EventUnblocked})
+	}
+	c.broadcast()
+}
+
+// channel opens a throwaway channel on the consuming connection.
+func (c *Conn) channel(ctx context.Context) (transport.Channel, error) {
+	c.mu.Lock()
+	cc := c.conConn
+	c.mu.Unlock()
+	if c.State() == StateClosed {
+		return nil, ErrClosed
+	}
+	return cc.Channel(ctx)
+}
+
+// Channel opens a raw channel on the consuming connection, for operator
+// tools that need basic.get, purge or queue inspection. The caller owns it
+// and must Close it. It does not survive a recovery.
+func (c *Conn) Channel(ctx context.Context) (transport.Channel, error) { return c.channel(ctx) }
+
+// Apply validates t and declares it on the broker: exchanges, then queues,
+// then bindings, each on a short-lived channel. It stops at the first
+// refusal with an error naming the entity and the broker's text. What it
+// declares is declared again after every recovery. Idempotent.
+func (c *Conn) Apply(ctx context.Context, t *Topology) error {
+	if err := t.Validate(); err != nil {
+		return err
+	}
+	decls := t.Declarations()
+	if err := applyDeclarations(ctx, c.channel, decls); err != nil {
+		return err
+	}
+	c.record(decls)
+	return nil
+}
+
+// Plan compares t with the broker without changing anything: each exchange
+// and queue would be created, matches, or differs (with the broker's text).
+func (c *Conn) Plan(ctx context.Context, t *Topology) (Plan, error) {
+	if err := t.Validate(); err != nil {
+		return Plan{}, err
+	}
+	return planDeclarations(ctx, c.channel, t.Declarations())
+}
+
+func declKey(d Declaration) string {
+	switch d.Kind {
+	case DeclExchange:
+		return "e:" + d.Exchange.Name
+	case DeclQueue:
+		return "q:" + d.Queue.Name
+	default:
+		return "b:" + d.Binding.Queue + "\x00" + d.Binding.Exchange + "\x00" + d.Binding.RoutingKey
+	}
+}
+
+// record remembers declarations for re-declaration after recovery, in
+// original order, once each.
+func (c *Conn) record(decls []Declaration) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for _, d := range decls {
+		k := declKey(d)
+		if c.declKeys[k] {
+			continue
+		}
+		c.declKeys[k] = true
+		c.decls = append(c.decls, d)
+	}
+}
+
+// declaredWithDeadLettering reports whether q was declared through this
+// Conn with broker dead-lettering.
+func (c *Conn) declaredWithDeadLettering(q string) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for _, d := range c.decls {
+		if d.Kind == DeclQueue && d.Queue.Name == q {
+			_, ok := d.Queue.Args["x-dead-letter-exchange"]
+			return ok
+		}
+	}
+	return false
+}

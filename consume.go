@@ -1,0 +1,340 @@
+package acemq
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"runtime/debug"
+	"strconv"
+	"time"
+
+	"github.com/acemq-go/acemq/transport"
+)
+
+type decisionKind uint8
+
+const (
+	decNone decisionKind = iota
+	decAccept
+	decRetry
+	decReject
+	decPark
+	decInProgress
+)
+
+// Decision is what a handler answers for one delivery. The engine carries
+// it out: the handler never acks, requeues or republishes by itself. The
+// zero Decision is not an answer: it rejects the message with the reason
+// "the handler returned no decision", never a silent accept.
+type Decision struct {
+	kind  decisionKind
+	err   error
+	delay time.Duration
+}
+
+// Accept acknowledges the message: it was handled.
+func Accept() Decision { return Decision{kind: decAccept} }
+
+// Retry asks for another attempt under the consumer's retry policy. When
+// attempts or age run out the message is dead-lettered to {q}.dlq with the
+// reason; an err marked with Fatal dead-letters at once.
+func Retry(err error) Decision { return Decision{kind: decRetry, err: err} }
+
+// Reject dead-letters the message to {q}.dlq at once, with err as reason.
+func Reject(err error) Decision { return Decision{kind: decReject, err: err} }
+
+// Park sets the message aside in {q}.parked for a person to look at.
+func Park(err error) Decision { return Decision{kind: decPark, err: err} }
+
+// InProgress puts the message back on its queue after delay (≤ 0: 5s)
+// with the same attempt number: someone else is working on it. The retry
+// policy is not consulted and it is never dead-lettered for this.
+func InProgress(delay time.Duration) Decision {
+	if delay <= 0 {
+		delay = inProgressDelay
+	}
+	return Decision{kind: decInProgress, delay: delay}
+}
+
+// Err is the error the decision carries, if any.
+func (d Decision) Err() error { return d.err }
+
+// String names the decision: accept, retry, reject, park, in_progress.
+func (d Decision) String() string {
+	switch d.kind {
+	case decAccept:
+		return "accept"
+	case decRetry:
+		return "retry"
+	case decReject:
+		return "reject"
+	case decPark:
+		return "park"
+	case decInProgress:
+		return "in_progress"
+	}
+	return "none"
+}
+
+// Message is one delivery handed to a handler: the envelope, the decoded
+// payload and what the broker said about it.
+type Message[T any] struct {
+	Envelope    Envelope
+	Payload     T
+	Queue       string
+	Exchange    string
+	RoutingKey  string
+	ContentType string
+	// Body is the raw body; do not modify it.
+	Body []byte
+	// Redelivered is the broker's "may have been delivered before" flag.
+	// It is never a reason to skip work: only the envelope id identifies a
+	// duplicate.
+	Redelivered bool
+	// DeliveryCount is the quorum queue's x-delivery-count, 0 when absent.
+	// Informational only.
+	DeliveryCount int
+}
+
+// Handler handles one message and returns its decision. It runs on one of
+// the consumer's concurrency goroutines with a context that is cancelled
+// when the delivery can no longer be settled (its channel closed) or the
+// drain deadline passed. A panic is recovered and rejects the message.
+type Handler[T any] func(ctx context.Context, m *Message[T]) Decision
+
+// Inbound is what a consume interceptor sees before decoding. It may
+// change the envelope (the handler and set-aside copies see the change);
+// body changes are ignored.
+type Inbound struct {
+	Queue       string
+	Exchange    string
+	RoutingKey  string
+	ContentType string
+	Body        []byte
+	Redelivered bool
+	Envelope    Envelope
+}
+
+// ConsumeInterceptor runs on every delivery before decoding, in
+// registration order. An error (or panic) refuses the message: it is set
+// aside to {q}.dlq with the reason "an interceptor refused it: …" (outcome
+// dead_lettered), unless the error is marked Retryable, which takes the
+// retry path instead.
+type ConsumeInterceptor func(ctx context.Context, in *Inbound) error
+
+// ConsumerOption configures a consumer.
+type ConsumerOption func(*consumerConfig)
+
+type consumerConfig struct {
+	prefetch     int
+	concurrency  int
+	policy       *RetryPolicy
+	codec        Codec
+	tag          string
+	args         transport.Table
+	skipDecl     bool
+	interceptors []ConsumeInterceptor
+	drain        *time.Duration
+}
+
+// ConsumerPrefetch sets the consumer's basic.qos window (default: the
+// Conn's, 20). It must be ≥ 1.
+func ConsumerPrefetch(n int) ConsumerOption { return func(c *consumerConfig) { c.prefetch = n } }
+
+// ConsumerConcurrency sets how many handlers really run at once (default
+// 1); 1 ≤ concurrency ≤ prefetch. Ordering between messages is not kept
+// when it is above 1.
+func ConsumerConcurrency(n int) ConsumerOption { return func(c *consumerConfig) { c.concurrency = n } }
+
+// ConsumerRetry sets the consumer's retry policy (default: the Conn's).
+func ConsumerRetry(p RetryPolicy) ConsumerOption { return func(c *consumerConfig) { c.policy = &p } }
+
+// ConsumerCodec sets the codec that decodes bodies (default: the Conn's).
+// A Composite picks a member by content type.
+func ConsumerCodec(codec Codec) ConsumerOption { return func(c *consumerConfig) { c.codec = codec } }
+
+// ConsumerTag sets the consumer tag (default acemq-{queue}-{8 hex},
+// generated once and kept across recoveries).
+func ConsumerTag(tag string) ConsumerOption { return func(c *consumerConfig) { c.tag = tag } }
+
+// ConsumerArgs sets basic.consume arguments.
+func ConsumerArgs(args transport.Table) ConsumerOption {
+	return func(c *consumerConfig) { c.args = args }
+}
+
+// ConsumerInterceptors adds consume interceptors for this consumer, after
+// the Conn's.
+func ConsumerInterceptors(ics ...ConsumeInterceptor) ConsumerOption {
+	return func(c *consumerConfig) { c.interceptors = append(c.interceptors, ics...) }
+}
+
+// ConsumerDrainTimeout sets the deadline this consumer's Close spends
+// draining (default: the Conn's drain timeout).
+func ConsumerDrainTimeout(d time.Duration) ConsumerOption {
+	return func(c *consumerConfig) { c.drain = &d }
+}
+
+// WithoutDeadLetterDeclaration stops the consumer declaring its dead-letter
+// half and retry ladder at start, for topologies an operator owns. The
+// queues must then exist, or set-asides fail.
+func WithoutDeadLetterDeclaration() ConsumerOption {
+	return func(c *consumerConfig) { c.skipDecl = true }
+}
+
+// Consumer is a running subscription. Close drains it.
+type Consumer struct {
+	core *consumerCore
+}
+
+// Queue is the queue consumed.
+func (k *Consumer) Queue() string { return k.core.queue }
+
+// Tag is the consumer tag, stable across recoveries.
+func (k *Consumer) Tag() string { return k.core.tag }
+
+// InFlight is the number of deliveries received and not yet settled.
+func (k *Consumer) InFlight() int { return int(k.core.inFlight.Load()) }
+
+// Close stops the consumer: no new deliveries, prefetched but unstarted
+// ones go back to the broker unrun, running handlers finish within the
+// drain deadline (the consumer's drain timeout, or ctx's earlier deadline),
+// then the channel is released. It returns nil or a *DrainTimeoutError.
+// Idempotent.
+func (k *Consumer) Close(ctx context.Context) error {
+	timeout := k.core.drainTimeout
+	deadline := time.Now().Add(timeout)
+	if d, ok := ctx.Deadline(); ok && d.Before(deadline) {
+		deadline = d
+	}
+	err := drainAll(ctx, []*consumerCore{k.core}, deadline, timeout)
+	if ctx.Err() != nil {
+		return errors.Join(err, ctx.Err())
+	}
+	return err
+}
+
+// Consume subscribes handler h to queue and returns once the subscription
+// is live. The queue must exist (the consumer never declares it); before
+// subscribing the consumer declares its dead-letter half ({q}.dlq,
+// {q}.parked, acemq.dlx and the bindings) and, when its retry policy waits
+// in the broker, the retry ladder. Every delivery is settled by the engine
+// from h's Decision; see Decision for what each one does.
+func Consume[T any](ctx context.Context, c *Conn, queue string, h Handler[T], opts ...ConsumerOption) (*Consumer, error) {
+	cfg := consumerConfig{prefetch: c.cfg.prefetch, concurrency: 1}
+	for _, o := range opts {
+		o(&cfg)
+	}
+	policy := c.cfg.retry
+	if cfg.policy != nil {
+		policy = *cfg.policy
+	}
+	codec := c.cfg.codec
+	if cfg.codec != nil {
+		codec = cfg.codec
+	}
+	switch {
+	case h == nil:
+		return nil, configErr("handler", "the handler is nil")
+	case queue == "":
+		return nil, configErr("queue", "the queue name is empty")
+	case cfg.prefetch < 1:
+		return nil, configErr("ConsumerPrefetch", "prefetch %d is below 1; unlimited prefetch is refused", cfg.prefetch)
+	case cfg.concurrency < 1 || cfg.concurrency > cfg.prefetch:
+		return nil, configErr("ConsumerConcurrency", "concurrency %d must be between 1 and the prefetch (%d)", cfg.concurrency, cfg.prefetch)
+	}
+	if err := policy.Err(); err != nil {
+		return nil, err
+	}
+	if err := policy.rungCollision(queue); err != nil {
+		return nil, err
+	}
+	if c.State() == StateClosed || c.State() == StateClosing {
+		return nil, ErrClosed
+	}
+	tag := cfg.tag
+	if tag == "" {
+		tag = "acemq-" + queue + "-" + randomHex(4)
+	}
+	drainTimeout := c.cfg.drainTimeout
+	if cfg.drain != nil {
+		drainTimeout = *cfg.drain
+	}
+	icpt := append(append([]ConsumeInterceptor(nil), c.cfg.consumeIcpt...), cfg.interceptors...)
+	k := newConsumerCore(c, queue, tag, cfg.prefetch, cfg.concurrency, policy, cfg.args, drainTimeout)
+	k.process = func(dv *delivery) {
+		k.handle(dv, icpt, func(ctx context.Context, env Envelope) (Decision, bool, time.Duration) {
+			var m Message[T]
+			m.Envelope = env
+			m.Queue = queue
+			m.Exchange = dv.d.Exchange
+			m.RoutingKey = dv.d.RoutingKey
+			m.ContentType = dv.d.ContentType
+			m.Body = dv.d.Body
+			m.Redelivered = dv.d.Redelivered
+			m.DeliveryCount = deliveryCount(dv.d.Headers)
+			if err := codec.Decode(dv.d.ContentType, dv.d.Body, &m.Payload); err != nil {
+				if IsRetryable(err) {
+					return Retry(err), false, 0
+				}
+				return Decision{kind: decPark, err: err}, false, -1
+			}
+			start := time.Now()
+			dec := runHandler(ctx, c, h, &m)
+			return dec, true, time.Since(start)
+		})
+	}
+
+	// Before subscribing: the queue must exist, then the dead-letter half.
+	if err := k.checkQueue(ctx); err != nil {
+		return nil, err
+	}
+	if !cfg.skipDecl {
+		decls := consumerDeclarations(queue, policy)
+		if err := applyDeclarations(ctx, c.channel, decls); err != nil {
+			return nil, fmt.Errorf("acemq: cannot start consumer on %q: declaring its dead-letter queues failed: %w", queue, err)
+		}
+		c.record(decls)
+	}
+	c.mu.Lock()
+	c.consumers[k] = struct{}{}
+	c.mu.Unlock()
+	if err := k.attach(ctx); err != nil {
+		c.mu.Lock()
+		delete(c.consumers, k)
+		c.mu.Unlock()
+		k.stopWorkers()
+		return nil, fmt.Errorf("acemq: cannot start consumer on %q: %w", queue, err)
+	}
+	return &Consumer{core: k}, nil
+}
+
+func runHandler[T any](ctx context.Context, c *Conn, h Handler[T], m *Message[T]) (dec Decision) {
+	defer func() {
+		if r := recover(); r != nil {
+			c.logger.Error("acemq: the handler panicked", "queue", m.Queue, "id", m.Envelope.ID, "panic", r, "stack", string(debug.Stack()))
+			dec = Reject(Fatal(fmt.Errorf("acemq: the handler panicked on message %s: %v", m.Envelope.ID, r)))
+		}
+	}()
+	return h(ctx, m)
+}
+
+func deliveryCount(h transport.Table) int {
+	v, ok := h["x-delivery-count"]
+	if !ok {
+		return 0
+	}
+	switch n := v.(type) {
+	case int64:
+		return int(n)
+	case int32:
+		return int(n)
+	case int:
+		return n
+	case int16:
+		return int(n)
+	case string:
+		i, _ := strconv.Atoi(n)
+		return i
+	}
+	return 0
+}

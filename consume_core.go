@@ -1,0 +1,369 @@
+package acemq
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/acemq-go/acemq/transport"
+)
+
+// delivery is one message received by a consumer, tied to the channel it
+// came on: it can only be settled there.
+type delivery struct {
+	d        transport.Delivery
+	att      *attachment
+	received time.Time
+	settled  atomic.Bool
+}
+
+// attachment is one subscription on one channel. Recovery makes a new one.
+type attachment struct {
+	ch     transport.Channel
+	ctx    context.Context // cancelled when the channel ends or at hard stop
+	cancel context.CancelFunc
+}
+
+func (a *attachment) alive() bool {
+	select {
+	case <-a.ch.Done():
+		return false
+	default:
+		return true
+	}
+}
+
+type consumerCore struct {
+	c            *Conn
+	queue, tag   string
+	prefetch     int
+	concurrency  int
+	policy       RetryPolicy
+	args         transport.Table
+	drainTimeout time.Duration
+	process      func(dv *delivery)
+
+	base     context.Context
+	hardStop context.CancelFunc
+	work     chan *delivery
+	workers  sync.WaitGroup
+	readers  sync.WaitGroup
+	inFlight atomic.Int64
+
+	mu        sync.Mutex
+	att       *attachment
+	draining  bool
+	drainCh   chan struct{}
+	stalled   error
+	resub     bool
+	closed    chan struct{}
+	drainRes  error
+	drainOnce sync.Once
+
+	omu         sync.Mutex
+	outstanding int
+	zeroCh      chan struct{}
+}
+
+func newConsumerCore(c *Conn, queue, tag string, prefetch, concurrency int, policy RetryPolicy, args transport.Table, drainTimeout time.Duration) *consumerCore {
+	base, hardStop := context.WithCancel(context.Background())
+	k := &consumerCore{
+		c: c, queue: queue, tag: tag, prefetch: prefetch, concurrency: concurrency,
+		policy: policy, args: args, drainTimeout: drainTimeout,
+		base: base, hardStop: hardStop,
+		work:    make(chan *delivery, prefetch),
+		drainCh: make(chan struct{}),
+		closed:  make(chan struct{}),
+	}
+	for i := 0; i < concurrency; i++ {
+		k.workers.Add(1)
+		go k.worker()
+	}
+	return k
+}
+
+func randomHex(n int) string {
+	b := make([]byte, n)
+	_, _ = rand.Read(b)
+	return hex.EncodeToString(b)
+}
+
+func (k *consumerCore) stopWorkers() {
+	k.hardStop()
+	close(k.work)
+	k.workers.Wait()
+}
+
+// checkQueue verifies the source queue exists, on a throwaway channel.
+func (k *consumerCore) checkQueue(ctx context.Context) error {
+	ch, err := k.c.channel(ctx)
+	if err != nil {
+		return fmt.Errorf("acemq: cannot start consumer on %q: %w", k.queue, err)
+	}
+	defer ch.Close()
+	if _, err := ch.DeclareQueue(ctx, transport.QueueSpec{Name: k.queue, Passive: true}); err != nil {
+		if transport.Code(err) == transport.CodeNotFound {
+			return fmt.Errorf("acemq: cannot start consumer on %q: the queue does not exist; declare it first (Conn.Apply with a Topology), consumers never declare their source queue: %w", k.queue, err)
+		}
+		return fmt.Errorf("acemq: cannot start consumer on %q: %w", k.queue, err)
+	}
+	return nil
+}
+
+// attach opens a channel, sets the per-consumer prefetch and subscribes
+// with the consumer's stable tag.
+func (k *consumerCore) attach(ctx context.Context) error {
+	k.mu.Lock()
+	if k.draining {
+		k.mu.Unlock()
+		return nil
+	}
+	k.mu.Unlock()
+	ch, err := k.c.channel(ctx)
+	if err != nil {
+		return err
+	}
+	if err := ch.Qos(k.prefetch); err != nil {
+		_ = ch.Close()
+		return err
+	}
+	deliveries, err := ch.Consume(ctx, transport.ConsumeSpec{Queue: k.queue, Tag: k.tag, Args: k.args})
+	if err != nil {
+		_ = ch.Close()
+		return err
+	}
+	actx, cancel := context.WithCancel(k.base)
+	att := &attachment{ch: ch, ctx: actx, cancel: cancel}
+	k.mu.Lock()
+	k.att = att
+	k.stalled = nil
+	k.mu.Unlock()
+	k.readers.Add(1)
+	go k.read(att, deliveries)
+	return nil
+}
+
+func (k *consumerCore) hold() {
+	k.omu.Lock()
+	k.outstanding++
+	k.omu.Unlock()
+}
+
+// release marks dv as no longer held by this process (settled, or its
+// channel is gone). It is idempotent per delivery.
+func (k *consumerCore) release(dv *delivery) {
+	if !dv.settled.CompareAndSwap(false, true) {
+		return
+	}
+	k.inFlight.Add(-1)
+	k.omu.Lock()
+	k.outstanding--
+	if k.outstanding == 0 && k.zeroCh != nil {
+		close(k.zeroCh)
+		k.zeroCh = nil
+	}
+	k.omu.Unlock()
+}
+
+func (k *consumerCore) idle() <-chan struct{} {
+	k.omu.Lock()
+	defer k.omu.Unlock()
+	if k.outstanding == 0 {
+		ch := make(chan struct{})
+		close(ch)
+		return ch
+	}
+	if k.zeroCh == nil {
+		k.zeroCh = make(chan struct{})
+	}
+	return k.zeroCh
+}
+
+func (k *consumerCore) unsettled() int {
+	k.omu.Lock()
+	defer k.omu.Unlock()
+	return k.outstanding
+}
+
+func (k *consumerCore) isDraining() bool {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	return k.draining
+}
+
+// read forwards one attachment's deliveries to the workers. While draining
+// it sends every delivery straight back, unrun.
+func (k *consumerCore) read(att *attachment, deliveries <-chan transport.Delivery) {
+	defer k.readers.Done()
+	go func() {
+		select {
+		case <-att.ch.Done():
+		case <-k.closed:
+		}
+		att.cancel()
+	}()
+	for d := range deliveries {
+		dv := &delivery{d: d, att: att, received: time.Now()}
+		k.hold()
+		k.inFlight.Add(1)
+		if k.isDraining() {
+			k.nack(dv, true)
+			continue
+		}
+		k.work <- dv
+	}
+	// The subscription ended: drain, channel loss (recovery re-attaches),
+	// or a broker-side cancel (queue deleted), which we retry.
+	if k.isDraining() || !att.alive() {
+		return
+	}
+	k.markStalled(errors.New("the broker cancelled the subscription"))
+}
+
+func (k *consumerCore) worker() {
+	defer k.workers.Done()
+	for dv := range k.work {
+		if !dv.att.alive() {
+			k.release(dv)
+			continue
+		}
+		if k.isDraining() {
+			k.nack(dv, true) // prefetched, never started: back unrun
+			continue
+		}
+		k.process(dv)
+	}
+}
+
+// markStalled records that the consumer stopped reading and keeps trying to
+// re-subscribe with back-off until it works or the consumer closes.
+func (k *consumerCore) markStalled(cause error) {
+	k.mu.Lock()
+	k.stalled = cause
+	if k.resub || k.draining || errors.Is(cause, ErrClosed) {
+		k.mu.Unlock()
+		return
+	}
+	k.resub = true
+	k.mu.Unlock()
+	k.c.logger.Warn("acemq: a consumer stopped reading; re-subscribing with back-off", "queue", k.queue, "cause", cause)
+	go func() {
+		defer func() {
+			k.mu.Lock()
+			k.resub = false
+			k.mu.Unlock()
+		}()
+		delay := k.c.cfg.recoveryInterval
+		for {
+			t := time.NewTimer(delay)
+			select {
+			case <-t.C:
+			case <-k.drainCh:
+				t.Stop()
+				return
+			}
+			if k.c.State() != StateOpen {
+				continue // the Conn's recovery re-attaches
+			}
+			if err := k.attach(k.base); err == nil {
+				k.c.logger.Info("acemq: the consumer is reading again", "queue", k.queue)
+				return
+			}
+			delay *= 2
+			if delay > k.c.cfg.recoveryMax {
+				delay = k.c.cfg.recoveryMax
+			}
+		}
+	}()
+}
+
+// Stalled reports why the consumer is not reading, or nil.
+func (k *consumerCore) stalledErr() error {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	return k.stalled
+}
+
+func (k *consumerCore) ack(dv *delivery) {
+	if dv.att.alive() {
+		if err := dv.att.ch.Ack(dv.d.DeliveryTag); err != nil {
+			k.c.logger.Debug("acemq: an ack did not reach the broker; it will redeliver", "queue", k.queue, "error", err)
+		}
+	}
+	k.release(dv)
+}
+
+func (k *consumerCore) nack(dv *delivery, requeue bool) {
+	if dv.att.alive() {
+		_ = dv.att.ch.Nack(dv.d.DeliveryTag, requeue)
+	}
+	k.release(dv)
+}
+
+func (k *consumerCore) reject(dv *delivery) {
+	if dv.att.alive() {
+		_ = dv.att.ch.Reject(dv.d.DeliveryTag, false)
+	}
+	k.release(dv)
+}
+
+// handle runs one delivery through the interceptors, the decoder and the
+// handler (inside run), then settles it.
+func (k *consumerCore) handle(dv *delivery, icpt []ConsumeInterceptor, run func(ctx context.Context, env Envelope) (Decision, bool, time.Duration)) {
+	env := readEnvelope(dv.d.Headers, dv.d.RoutingKey, dv.d.MessageID, dv.d.ReplyTo)
+	ctx := dv.att.ctx
+	if len(icpt) > 0 {
+		in := Inbound{
+			Queue: k.queue, Exchange: dv.d.Exchange, RoutingKey: dv.d.RoutingKey,
+			ContentType: dv.d.ContentType, Body: dv.d.Body, Redelivered: dv.d.Redelivered, Envelope: env,
+		}
+		if err := runConsumeInterceptors(ctx, icpt, &in); err != nil {
+			env = in.Envelope
+			if IsRetryable(err) {
+				k.settle(dv, env, Retry(err), false, 0)
+				return
+			}
+			k.settleAside(dv, env, DeadLetterQueue(k.queue), "an interceptor refused it: "+errText(err), ConsumeDeadLettered, false, 0)
+			return
+		}
+		env = in.Envelope
+	}
+	dec, handled, dur := run(ctx, env)
+	if !handled && dec.kind == decPark && dur < 0 {
+		k.settleAside(dv, env, ParkedQueue(k.queue), "could not be decoded: "+errText(dec.err), ConsumeParked, false, 0)
+		return
+	}
+	if !dv.att.alive() {
+		// The handler outlived its channel: the decision is discarded; the
+		// broker redelivers.
+		k.release(dv)
+		return
+	}
+	k.settle(dv, env, dec, handled, dur)
+}
+
+func runConsumeInterceptors(ctx context.Context, icpt []ConsumeInterceptor, in *Inbound) (err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("acemq: a consume interceptor panicked: %v", r)
+		}
+	}()
+	for _, ic := range icpt {
+		if err := ic(ctx, in); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func errText(err error) string {
+	if err == nil {
+		return "no reason was given"
+	}
+	return err.Error()
+}

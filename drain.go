@@ -1,0 +1,94 @@
+package acemq
+
+import (
+	"context"
+	"sync"
+	"time"
+)
+
+// drainAll drains consumers concurrently under one deadline and reports
+// what was left unsettled.
+func drainAll(ctx context.Context, cores []*consumerCore, deadline time.Time, timeout time.Duration) error {
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	stranded := map[string]int{}
+	for _, k := range cores {
+		wg.Add(1)
+		go func(k *consumerCore) {
+			defer wg.Done()
+			n := k.drain(ctx, deadline)
+			if n > 0 {
+				mu.Lock()
+				stranded[k.queue] += n
+				mu.Unlock()
+			}
+		}(k)
+	}
+	wg.Wait()
+	if len(stranded) == 0 {
+		return nil
+	}
+	return &DrainTimeoutError{Timeout: timeout, Stranded: stranded}
+}
+
+// drain stops one consumer (behaviour §3.11) and returns how many
+// deliveries were left unsettled. A second call waits for the first.
+func (k *consumerCore) drain(ctx context.Context, deadline time.Time) int {
+	first := false
+	k.drainOnce.Do(func() { first = true })
+	if !first {
+		select {
+		case <-k.closed:
+		case <-ctx.Done():
+		}
+		return 0
+	}
+	defer close(k.closed)
+	k.mu.Lock()
+	k.draining = true
+	close(k.drainCh)
+	att := k.att
+	k.mu.Unlock()
+	k.c.mu.Lock()
+	delete(k.c.consumers, k)
+	k.c.mu.Unlock()
+
+	// Stop new deliveries; the channel stays open for the acks to come.
+	if att != nil && att.alive() {
+		cctx, cancel := context.WithDeadline(context.Background(), deadline)
+		_ = att.ch.Cancel(cctx, k.tag)
+		cancel()
+	}
+	timer := time.NewTimer(time.Until(deadline))
+	defer timer.Stop()
+	wait := func(t <-chan time.Time) bool {
+		select {
+		case <-k.idle():
+			return true
+		case <-t:
+			return false
+		case <-ctx.Done():
+			return false
+		}
+	}
+	if !wait(timer.C) {
+		// Deadline: cancel handler contexts, then a short grace in which
+		// returned decisions are still carried out.
+		k.hardStop()
+		grace := time.NewTimer(drainGrace)
+		wait(grace.C)
+		grace.Stop()
+	}
+	stranded := k.unsettled()
+	k.hardStop()
+	// Release the channel last: whatever is still held returns to the
+	// broker, and later decisions are discarded.
+	if att != nil {
+		_ = att.ch.Close()
+	}
+	// The transport closes a subscription's delivery channel when its
+	// channel ends, so the readers finish; then the workers can stop.
+	k.readers.Wait()
+	close(k.work)
+	return stranded
+}

@@ -1,0 +1,217 @@
+package acemq
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/acemq-go/acemq/transport"
+)
+
+// Contract sentences (contract §8.2–8.4).
+const (
+	reasonLostWaiting = "the connection has been lost and is waiting to be recovered; this message was not sent, and a retry once the recovery completes will go down the recovered connection."
+	reasonReopening   = "the connection is being recovered and its channels are not open yet. Publishing now would be refused by the broker and would close the connection again; this message was not sent, and a retry once the recovery completes will go down the recovered connection."
+	reasonNack        = "the broker refused to confirm it. The message reached the broker and the broker has not taken responsibility for it, so it must be treated as not sent"
+	reasonLost        = "the connection was lost and remade before the broker confirmed it, so whether it arrived is unknown; publish it again only if a duplicate is acceptable"
+	reasonNoQueue     = "no queue is bound to receive it"
+	reasonClosed      = "the connection has been closed; nothing was sent"
+)
+
+// Publish outcome words (contract §5.2).
+const (
+	OutcomeConfirmed  = "confirmed"
+	OutcomePublished  = "published"
+	OutcomeUnroutable = "unroutable"
+	OutcomeRefused    = "refused"
+	OutcomeFailed     = "failed"
+)
+
+func blockedReason(reason string) string {
+	s := "the broker has blocked this connection; publishing is paused"
+	if reason != "" {
+		s += ": " + reason
+	}
+	return s + ". Nothing was sent; back off and retry once the broker unblocks"
+}
+
+func newPubErr(msg *transport.Message, outcome, reason string, sent bool, cause error) *PublishError {
+	return &PublishError{
+		MessageID:  msg.MessageID,
+		Exchange:   msg.Exchange,
+		RoutingKey: msg.RoutingKey,
+		Reason:     reason,
+		Sent:       sent,
+		Outcome:    outcome,
+		Err:        cause,
+	}
+}
+
+func newPaused(msg *transport.Message, reason, brokerReason string) error {
+	return &PublishingPausedError{
+		PublishError: *newPubErr(msg, OutcomeRefused, reason, false, nil),
+		BrokerReason: brokerReason,
+	}
+}
+
+// refusal returns the error for a publish that must be declined before a
+// permit or a byte, or nil when publishing is possible now.
+func (c *Conn) refusal(msg *transport.Message) error {
+	switch State(c.state.Load()) {
+	case StateClosed:
+		if p := c.gaveUpErr.Load(); p != nil {
+			return newPubErr(msg, OutcomeRefused, reasonClosed, false, errors.Join(ErrClosed, *p))
+		}
+		return newPubErr(msg, OutcomeRefused, reasonClosed, false, ErrClosed)
+	case StateLost:
+		return newPaused(msg, reasonLostWaiting, "")
+	case StateReopening:
+		return newPaused(msg, reasonReopening, "")
+	}
+	if b := c.blocked.Load(); b != nil && b.active {
+		return newPaused(msg, blockedReason(b.reason), b.reason)
+	}
+	return nil
+}
+
+// awaitPublishable waits until a publish would not be refused, or until ctx
+// ends. blockedToo makes it wait out a broker block as well as a recovery
+// (hops); otherwise a block is refused at once (application publishes).
+func (c *Conn) awaitPublishable(ctx context.Context, msg *transport.Message, blockedToo bool) error {
+	for {
+		changed := c.stateChanged()
+		err := c.refusal(msg)
+		if err == nil {
+			return nil
+		}
+		st := c.State()
+		if st == StateClosed || (!blockedToo && st == StateOpen) {
+			return err
+		}
+		select {
+		case <-changed:
+		case <-ctx.Done():
+			return err
+		}
+	}
+}
+
+type pubWaiter struct {
+	c  *Conn
+	ch chan transport.Confirmation
+}
+
+func (w *pubWaiter) done(cf transport.Confirmation) {
+	<-w.c.permits
+	w.ch <- cf
+}
+
+// acquire takes one outstanding-publish permit, waiting at most the confirm
+// timeout and ctx.
+func (c *Conn) acquire(ctx context.Context, msg *transport.Message) error {
+	select {
+	case c.permits <- struct{}{}:
+		return nil
+	default:
+	}
+	t := time.NewTimer(c.cfg.confirmTimeout)
+	defer t.Stop()
+	select {
+	case c.permits <- struct{}{}:
+		return nil
+	case <-t.C:
+		return newPubErr(msg, OutcomeFailed, c.ceilingReason(), false, nil)
+	case <-ctx.Done():
+		return newPubErr(msg, OutcomeFailed, fmt.Sprintf("the caller stopped waiting for room to publish (%v); nothing was sent", ctx.Err()), false, ctx.Err())
+	}
+}
+
+func (c *Conn) ceilingReason() string {
+	return fmt.Sprintf("%d publishes are already waiting for a confirm and none completed within %s. The broker is not keeping up; publish more slowly rather than buffering more.",
+		c.cfg.maxOutstanding, c.cfg.confirmTimeout)
+}
+
+func (c *Conn) pickPublisher() (*pubSet, transport.Publisher) {
+	set := c.pubs.Load()
+	n := uint64(len(set.confirm))
+	i := c.stats.rr.Add(1)
+	return set, set.confirm[i%n]
+}
+
+// classify turns the broker's answer into nil or a *PublishError.
+func classify(msg *transport.Message, cf transport.Confirmation) error {
+	switch cf.Outcome {
+	case transport.Acked:
+		return nil
+	case transport.Returned:
+		reason := cf.ReplyText
+		if reason == "" {
+			reason = reasonNoQueue
+		}
+		e := newPubErr(msg, OutcomeUnroutable, reason, true, nil)
+		e.Unroutable = true
+		return e
+	case transport.Nacked:
+		return newPubErr(msg, OutcomeFailed, reasonNack, true, nil)
+	default:
+		return newPubErr(msg, OutcomeFailed, reasonLost, true, cf.Err)
+	}
+}
+
+// publishConfirmed writes msg on a confirm channel and waits for the
+// broker's answer, bounded by ctx and the confirm timeout. The caller has
+// already passed the refusal checks. It returns nil only for an ack.
+func (c *Conn) publishConfirmed(ctx context.Context, msg *transport.Message) error {
+	if err := c.acquire(ctx, msg); err != nil {
+		return err
+	}
+	_, p := c.pickPublisher()
+	w := &pubWaiter{c: c, ch: make(chan transport.Confirmation, 1)}
+	if err := p.Publish(ctx, msg, w.done); err != nil {
+		if errors.Is(err, transport.ErrNotWritten) {
+			<-c.permits
+			if rerr := c.refusal(msg); rerr != nil {
+				return rerr
+			}
+			return newPaused(msg, reasonLostWaiting, "")
+		}
+		// The write may have happened: the transport still answers.
+	}
+	t := time.NewTimer(c.cfg.confirmTimeout)
+	defer t.Stop()
+	select {
+	case cf := <-w.ch:
+		return classify(msg, cf)
+	case <-t.C:
+		return newPubErr(msg, OutcomeFailed, fmt.Sprintf("the broker did not confirm it within %s, so it may have arrived; publish it again only if a duplicate is acceptable", c.cfg.confirmTimeout), true, nil)
+	case <-ctx.Done():
+		return newPubErr(msg, OutcomeFailed, fmt.Sprintf("the caller stopped waiting before the broker confirmed it (%v), so it may have arrived", ctx.Err()), true, ctx.Err())
+	}
+}
+
+// publishUnconfirmed writes msg on the non-confirming channel (confirms
+// off, non-mandatory application publishes).
+func (c *Conn) publishUnconfirmed(ctx context.Context, msg *transport.Message) error {
+	set := c.pubs.Load()
+	if err := set.plain.Publish(ctx, msg, nil); err != nil {
+		if errors.Is(err, transport.ErrNotWritten) {
+			if rerr := c.refusal(msg); rerr != nil {
+				return rerr
+			}
+			return newPaused(msg, reasonLostWaiting, "")
+		}
+		return newPubErr(msg, OutcomeFailed, fmt.Sprintf("the write failed, so it may have arrived: %v", err), true, err)
+	}
+	return nil
+}
+
+// hop publishes a library hop: mandatory, confirmed whatever the confirm
+// setting, waiting out a block or a recovery within ctx.
+func (c *Conn) hop(ctx context.Context, msg *transport.Message) error {
+	msg.Mandatory = true
+	if err := c.awaitPublishable(ctx, msg, true); err != nil {
+		return err
+	}
+	return c.publishConfirmed(ctx, msg)
+}

@@ -1,0 +1,347 @@
+package acemq
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"syscall"
+	"time"
+
+	"github.com/acemq-go/acemq/transport"
+)
+
+// EventKind names a connection event.
+type EventKind string
+
+// Connection events (behaviour §4.1).
+const (
+	EventLost      EventKind = "lost"
+	EventRetrying  EventKind = "retrying"
+	EventRecovered EventKind = "recovered"
+	EventGaveUp    EventKind = "gave-up"
+	EventBlocked   EventKind = "blocked"
+	EventUnblocked EventKind = "unblocked"
+)
+
+// Event is a change in a Conn's connection to the broker.
+type Event struct {
+	Kind EventKind
+	At   time.Time
+	// Attempt numbers recovery attempts from 1 (retrying, recovered, gave-up).
+	Attempt int
+	// Err is the cause of a loss or of the last failed attempt.
+	Err error
+	// Reason is the broker's blocked reason.
+	Reason string
+	// Gap is how long publishing was unavailable (recovered only).
+	Gap time.Duration
+	// Skipped lists re-declarations the broker refused during recovery.
+	Skipped []error
+}
+
+func (c *Conn) emit(e Event) {
+	if c.events == nil {
+		return
+	}
+	if e.At.IsZero() {
+		e.At = time.Now()
+	}
+	select {
+	case c.events <- e:
+	case <-c.eventsDone:
+	}
+}
+
+func (c *Conn) dispatchEvents() {
+	for e := range c.events {
+		func() {
+			defer func() { _ = recover() }()
+			c.cfg.onEvent(e)
+		}()
+	}
+	close(c.eventsDone)
+}
+
+func (c *Conn) stopEvents() {
+	if c.events != nil {
+		close(c.events)
+		<-c.eventsDone
+	}
+}
+
+// supervise watches both connections and runs recovery when either ends.
+func (c *Conn) supervise() {
+	defer close(c.superDone)
+	for {
+		c.mu.Lock()
+		pc, cc := c.pubConn, c.conConn
+		c.mu.Unlock()
+		var cause error
+		select {
+		case <-c.closing:
+			return
+		case <-pc.Done():
+			cause = pc.Err()
+		case <-cc.Done():
+			cause = cc.Err()
+		}
+		select {
+		case <-c.closing:
+			return
+		default:
+		}
+		c.lose(pc, cc, cause)
+		if !c.recover() {
+			return
+		}
+	}
+}
+
+// lose enters the recovering state the moment a loss is noticed: the
+// refusal window opens now, pending confirms fail now (the transport
+// resolves them Lost as the channels end), the blocked state is cleared.
+func (c *Conn) lose(pc, cc transport.Connection, cause error) {
+	c.lostAt.Store(time.Now().UnixNano())
+	c.blocked.Store(nil)
+	c.setState(StateLost)
+	_ = pc.Close()
+	_ = cc.Close()
+	if cause == nil {
+		cause = errors.New("the connection ended")
+	}
+	c.logger.Warn("acemq: the connection to the broker was lost; recovering", "url", c.redacted, "cause", cause)
+	c.emit(Event{Kind: EventLost, Err: cause})
+}
+
+// recover retries until the connection is back, Close is called, or the
+// attempt cap is reached. It reports whether the Conn is open again.
+func (c *Conn) recover() bool {
+	delay := c.cfg.recoveryInterval
+	for attempt := 1; ; attempt++ {
+		t := time.NewTimer(delay)
+		select {
+		case <-t.C:
+		case <-c.closing:
+			t.Stop()
+			return false
+		}
+		c.emit(Event{Kind: EventRetrying, Attempt: attempt})
+		ctx, cancel := c.closingContext()
+		skipped, err := c.reconnect(ctx)
+		cancel()
+		if err == nil {
+			gap := time.Since(time.Unix(0, c.lostAt.Load()))
+			c.logger.Info("acemq: recovered the connection to the broker", "attempt", attempt, "gap", gap)
+			c.emit(Event{Kind: EventRecovered, Attempt: attempt, Gap: gap, Skipped: skipped})
+			return true
+		}
+		select {
+		case <-c.closing:
+			return false
+		default:
+		}
+		c.logger.Warn("acemq: a recovery attempt failed", "attempt", attempt, "error", err)
+		if c.cfg.recoveryAttempts > 0 && attempt >= c.cfg.recoveryAttempts {
+			gerr := fmt.Errorf("acemq: recovery gave up after %d attempts: %w", attempt, err)
+			c.gaveUpErr.Store(&gerr)
+			c.emit(Event{Kind: EventGaveUp, Attempt: attempt, Err: gerr})
+			c.logger.Error("acemq: recovery gave up; the connection is closed", "attempts", attempt, "error", err)
+			c.setState(StateClosed)
+			c.failConsumers()
+			return false
+		}
+		// A refused TCP connect costs the broker nothing, so while nothing
+		// listens we keep trying at the base interval: publishing resumes
+		// within one interval of the broker accepting connections. Any
+		// other failure (the broker answered) backs off, doubling to the cap.
+		if !isConnRefused(err) {
+			delay *= 2
+			if delay > c.cfg.recoveryMax {
+				delay = c.cfg.recoveryMax
+			}
+		}
+	}
+}
+
+func isConnRefused(err error) bool {
+	if errors.Is(err, syscall.ECONNREFUSED) {
+		return true
+	}
+	var op *net.OpError
+	return errors.As(err, &op) && errors.Is(op.Err, syscall.ECONNREFUSED)
+}
+
+// closingContext returns a context cancelled when Close starts or when
+// the returned cancel is called.
+func (c *Conn) closingContext() (context.Context, context.CancelFunc) {
+	ctx, cancel := context.WithCancel(context.Background())
+	go func() {
+		select {
+		case <-c.closing:
+			cancel()
+		case <-ctx.Done():
+		}
+	}()
+	return ctx, cancel
+}
+
+// reconnect dials, then restores in order: publishing channels, every
+// declaration, every consumer; only then does publishing reopen.
+func (c *Conn) reconnect(ctx context.Context) ([]error, error) {
+	c.mu.Lock()
+	start := c.addrIndex + 1
+	if len(c.tcfg.Addresses) <= 1 {
+		start = 0
+	} else {
+		start %= len(c.tcfg.Addresses)
+	}
+	c.mu.Unlock()
+	if err := c.dial(ctx, start); err != nil {
+		return nil, err
+	}
+	c.setState(StateReopening)
+	c.mu.Lock()
+	decls := append([]Declaration(nil), c.decls...)
+	consumers := make([]*consumerCore, 0, len(c.consumers))
+	for cc := range c.consumers {
+		consumers = append(consumers, cc)
+	}
+	c.mu.Unlock()
+	var skipped []error
+	for _, d := range decls {
+		for try := 0; ; try++ {
+			err := applyDeclarations(ctx, c.channel, []Declaration{d})
+			if err == nil {
+				break
+			}
+			code := transport.Code(err)
+			if code == transport.CodeResourceLocked && try < 5 {
+				// The old connection's exclusive queue is not reaped yet.
+				if sleepCtx(ctx, time.Duration(try+1)*200*time.Millisecond) != nil {
+					return nil, ctx.Err()
+				}
+				continue
+			}
+			if code == transport.CodePreconditionFailed || code == transport.CodeAccessRefused {
+				c.logger.Error("acemq: the broker refused a re-declaration during recovery; skipped", "error", err)
+				skipped = append(skipped, err)
+				break
+			}
+			c.abandon()
+			return nil, err
+		}
+	}
+	for _, cc := range consumers {
+		if err := cc.attach(ctx); err != nil {
+			if transport.Code(err) == transport.CodeNotFound {
+				cc.markStalled(err)
+				continue
+			}
+			c.abandon()
+			return nil, err
+		}
+	}
+	c.setState(StateOpen)
+	return skipped, nil
+}
+
+// abandon closes a half-restored connection so the next attempt starts clean.
+func (c *Conn) abandon() {
+	c.mu.Lock()
+	pc, cc := c.pubConn, c.conConn
+	c.mu.Unlock()
+	_ = pc.Close()
+	_ = cc.Close()
+	c.setState(StateLost)
+}
+
+func sleepCtx(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+func (c *Conn) failConsumers() {
+	c.mu.Lock()
+	consumers := make([]*consumerCore, 0, len(c.consumers))
+	for cc := range c.consumers {
+		consumers = append(consumers, cc)
+	}
+	c.mu.Unlock()
+	for _, cc := range consumers {
+		cc.markStalled(ErrClosed)
+	}
+}
+
+// Close drains every consumer concurrently under one deadline (the drain
+// timeout, or ctx's earlier deadline), waits within the same deadline for
+// outstanding confirms, then closes both connections. Deliveries prefetched
+// but not started go back to the broker unrun. It returns nil or a
+// *DrainTimeoutError naming what was left unsettled (it will be
+// redelivered), joined with ctx's error if ctx ended first. Close is
+// idempotent: later calls return the first call's result.
+func (c *Conn) Close(ctx context.Context) error {
+	c.closeOnce.Do(func() {
+		c.closeErr = c.close(ctx)
+		close(c.closed)
+	})
+	<-c.closed
+	return c.closeErr
+}
+
+func (c *Conn) close(ctx context.Context) error {
+	wasClosed := c.State() == StateClosed
+	if !wasClosed {
+		c.setState(StateClosing)
+	}
+	deadline := time.Now().Add(c.cfg.drainTimeout)
+	if d, ok := ctx.Deadline(); ok && d.Before(deadline) {
+		deadline = d
+	}
+	c.mu.Lock()
+	consumers := make([]*consumerCore, 0, len(c.consumers))
+	for cc := range c.consumers {
+		consumers = append(consumers, cc)
+	}
+	c.mu.Unlock()
+	drainErr := drainAll(ctx, consumers, deadline, c.cfg.drainTimeout)
+
+	// Publishing stayed open for the consumers' hops; now wait (within the
+	// same deadline) for outstanding confirms.
+	for len(c.permits) > 0 && time.Now().Before(deadline) && ctx.Err() == nil {
+		if sleepCtx(ctx, 5*time.Millisecond) != nil {
+			break
+		}
+	}
+	c.setState(StateClosed)
+	close(c.closing)
+	<-c.superDone
+	c.mu.Lock()
+	pc, cc := c.pubConn, c.conConn
+	c.mu.Unlock()
+	if set := c.pubs.Load(); set != nil {
+		for _, p := range set.confirm {
+			_ = p.Close()
+		}
+		if set.plain != nil {
+			_ = set.plain.Close()
+		}
+	}
+	_ = pc.Close()
+	_ = cc.Close()
+	c.stopEvents()
+	var errs []error
+	if drainErr != nil {
+		errs = append(errs, drainErr)
+	}
+	if ctx.Err() != nil {
+		errs = append(errs, ctx.Err())
+	}
+	return errors.Join(errs...)
+}
