@@ -3,6 +3,7 @@ package acemq
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 
 	"github.com/acemq-go/acemq/transport"
@@ -57,4 +58,88 @@ func (p Plan) String() string {
 		b.WriteString("\n")
 	}
 	return b.String()
+}
+
+// ChannelOpener opens a fresh throwaway channel.
+type ChannelOpener func(ctx context.Context) (transport.Channel, error)
+
+// PlanStatus is the result of comparing one declaration with the broker.
+type PlanStatus string
+
+// Plan statuses.
+const (
+	WouldCreate PlanStatus = "would create"
+	Matches     PlanStatus = "matches"
+	Differs     PlanStatus = "differs"
+	Unknown     PlanStatus = "unknown"
+)
+
+// PlanItem is one line of a plan.
+type PlanItem struct {
+	Declaration Declaration
+	Status      PlanStatus
+	// Detail is the broker's text for Differs, or the explanation for Unknown.
+	Detail string
+}
+
+// Plan compares a topology with the broker.
+type Plan struct {
+	Items []PlanItem
+}
+
+// planDeclarations compares each declaration with the broker: passive check
+// → would create; identical re-declare on a throwaway channel → matches,
+// 406 → differs. Bindings are unknown.
+func planDeclarations(ctx context.Context, open ChannelOpener, decls []Declaration) (Plan, error) {
+	plan := Plan{Items: make([]PlanItem, 0, len(decls))}
+	for _, d := range decls {
+		if err := ctx.Err(); err != nil {
+			return plan, err
+		}
+		if d.Kind == DeclBinding {
+			plan.Items = append(plan.Items, PlanItem{Declaration: d, Status: Unknown, Detail: bindingsUnknown})
+			continue
+		}
+		err := declareOnce(ctx, open, d, true)
+		switch {
+		case transport.Code(err) == transport.CodeNotFound:
+			plan.Items = append(plan.Items, PlanItem{Declaration: d, Status: WouldCreate})
+			continue
+		case err != nil:
+			return plan, fmt.Errorf("acemq: cannot check %s on the broker: %w", describeDecl(d), err)
+		}
+		err = declareOnce(ctx, open, d, false)
+		switch {
+		case err == nil:
+			plan.Items = append(plan.Items, PlanItem{Declaration: d, Status: Matches})
+		case transport.Code(err) == transport.CodePreconditionFailed:
+			plan.Items = append(plan.Items, PlanItem{Declaration: d, Status: Differs, Detail: brokerText(err)})
+		default:
+			return plan, fmt.Errorf("acemq: cannot compare %s with the broker: %w", describeDecl(d), err)
+		}
+	}
+	return plan, nil
+}
+
+// applyDeclarations declares each entity on a short-lived channel, in
+// order, stopping at the first refusal with an error naming the entity and
+// the broker's text.
+func applyDeclarations(ctx context.Context, open ChannelOpener, decls []Declaration) error {
+	if problems := entityProblems(decls); len(problems) > 0 {
+		return &TopologyError{Problems: problems}
+	}
+	for _, kind := range []DeclKind{DeclExchange, DeclQueue, DeclBinding} {
+		for _, d := range decls {
+			if d.Kind != kind {
+				continue
+			}
+			if err := ctx.Err(); err != nil {
+				return err
+			}
+			if err := declareOnce(ctx, open, d, false); err != nil {
+				return fmt.Errorf("acemq: the broker refused to declare %s: %w", describeDecl(d), err)
+			}
+		}
+	}
+	return nil
 }
