@@ -201,7 +201,7 @@ func (t *Topology) Queue(name string, opts ...QueueOption) *Topology {
 			t.problems = append(t.problems, fmt.Sprintf("queue %q cannot be a %s queue while it is %s: RabbitMQ only replicates a queue that outlives the connection that declared it. Leave it classic, or drop the flag.", name, r.typ, flag.word))
 		}
 	}
-	if r.transient && !r.exclusive && r.typ == Classic {
+	if r.transient && !r.exclusive {
 		t.problems = append(t.problems, fmt.Sprintf("queue %q is transient but not exclusive: RabbitMQ 4 refuses such a queue and closes the connection (541). Make it exclusive, or drop Transient.", name))
 	}
 	switch r.typ {
