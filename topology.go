@@ -38,6 +38,7 @@ type Topology struct {
 	decls       []Declaration
 	problems    []string
 	deadLetters []string
+	retries     []string
 }
 
 // ExchangeOption adjusts an exchange declaration.
@@ -209,7 +210,13 @@ func (t *Topology) Queue(name string, opts ...QueueOption) *Topology {
 	default:
 		t.problems = append(t.problems, fmt.Sprintf("queue %q has unknown type %q; use AsQuorum, AsClassic or AsStream", name, r.typ))
 	}
+	if v, ok := r.args["x-queue-type"]; ok && v != string(r.typ) {
+		t.problems = append(t.problems, fmt.Sprintf("queue %q sets argument x-queue-type=%v but is declared as a %s queue; choose the type with AsQuorum, AsClassic or AsStream instead", name, v, r.typ))
+	}
 	args := mergeTable(nil, r.args)
+	if r.typ == Classic {
+		delete(args, "x-queue-type") // classic queues are written without it (contract §3.4)
+	}
 	if r.typ == Quorum || r.typ == Stream {
 		args["x-queue-type"] = string(r.typ)
 	}
@@ -253,6 +260,9 @@ func (t *Topology) DeadLetters(q string) *Topology {
 // per distinct broker-held delay and the home binding. An invalid policy
 // (including one whose rungs collide by name) is reported by Validate.
 func (t *Topology) Retries(q string, policy RetryPolicy) *Topology {
+	if len(policy.BrokerDelays()) > 0 {
+		t.retries = append(t.retries, q)
+	}
 	if err := policy.Err(); err != nil {
 		if c := policy.rungCollision(q); c != nil {
 			err = c
@@ -423,6 +433,19 @@ func (t *Topology) Validate() error {
 			}
 			if x, ok := user.Queue.Args["x-dead-letter-exchange"]; ok && x != DeadLetterExchange {
 				problems = append(problems, fmt.Sprintf("DeadLetters cannot wire queue %q into %s: the queue already dead-letters to exchange %v. Drop that argument, or drop DeadLetters.", q, DeadLetterExchange, x))
+			}
+		}
+	}
+	for _, d := range decls {
+		if d.Kind != DeclQueue || d.QueueType != Stream {
+			continue
+		}
+		if t.deadLettered(d.Queue.Name) {
+			problems = append(problems, fmt.Sprintf("DeadLetters cannot wire stream %q: streams do not dead-letter. Leave dead-lettering off, or use a quorum queue.", d.Queue.Name))
+		}
+		for _, r := range t.retries {
+			if r == d.Queue.Name {
+				problems = append(problems, fmt.Sprintf("Retries cannot add a retry ladder to stream %q: streams have no retry ladder (contract §3.11). Drop Retries, or use a quorum queue.", r))
 			}
 		}
 	}

@@ -174,6 +174,10 @@ func TestTopologyValidateReportsEveryProblemAtOnce(t *testing.T) {
 		Queue("events", AsStream(), AutoDelete()).
 		Queue("temp", Transient()).
 		Queue("limited", AsClassic(), DeliveryLimit(3)).
+		Queue("typed", WithArgs(transport.Table{"x-queue-type": "classic"})).
+		Queue("stream", AsStream()).
+		DeadLetters("stream").
+		Retries("stream", Fixed(2, time.Minute)).
 		Queue("custom", WithArgs(transport.Table{"x-dead-letter-exchange": "mine"})).
 		DeadLetters("custom").
 		DeadLetters("ghost").
@@ -193,6 +197,9 @@ func TestTopologyValidateReportsEveryProblemAtOnce(t *testing.T) {
 		`queue "temp" is transient but not exclusive`,
 		`queue "limited" sets a delivery limit, but it is a classic queue`,
 		`the retry policy for queue "collide" cannot be used: retry delays 1s and 1.5s would both wait on queue collide.retry.1s with different TTLs; use delays that are whole seconds`,
+		`queue "typed" sets argument x-queue-type=classic but is declared as a quorum queue`,
+		`DeadLetters cannot wire stream "stream"`,
+		`Retries cannot add a retry ladder to stream "stream"`,
 		`DeadLetters names queue "ghost", which this topology does not declare`,
 		`DeadLetters cannot wire queue "custom" into acemq.dlx: the queue already dead-letters to exchange mine`,
 		`an exchange has a blank name`,
