@@ -225,10 +225,12 @@ type rungCollisionError struct {
 	queue string
 }
 
+// Error is the contract §8.7 sentence.
 func (e *rungCollisionError) Error() string {
 	return fmt.Sprintf("acemq: retry delays %v and %v would both wait on queue %s with different TTLs; use delays that are whole seconds", e.a, e.b, e.queue)
 }
 
+// As lets errors.As find a *ConfigurationError.
 func (e *rungCollisionError) As(target any) bool {
 	if c, ok := target.(**ConfigurationError); ok {
 		*c = &ConfigurationError{Option: "RetryPolicy", Reason: strings.TrimPrefix(e.Error(), "acemq: ")}
