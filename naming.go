@@ -1,6 +1,7 @@
 package acemq
 
 import (
+	"strconv"
 	"time"
 
 	"github.com/acemq-go/acemq/transport"
@@ -19,13 +20,31 @@ func DeadLetterQueue(q string) string { return q + ".dlq" }
 func ParkedQueue(q string) string { return q + ".parked" }
 
 // RenderDelay renders a rung delay: whole seconds truncated, then the
-// largest whole unit (0s, 1s, 90s, 1m, 5m, 2h).
-func RenderDelay(d time.Duration) string { panic("naming: not implemented yet") }
+// largest whole unit (0s, 1s, 90s, 1m, 5m, 2h). A delay under one second,
+// negative ones included, renders "0s" (contract §9 D1).
+func RenderDelay(d time.Duration) string {
+	s := d.Milliseconds() / 1000
+	switch {
+	case s <= 0:
+		return "0s"
+	case s%3600 == 0:
+		return strconv.FormatInt(s/3600, 10) + "h"
+	case s%60 == 0:
+		return strconv.FormatInt(s/60, 10) + "m"
+	default:
+		return strconv.FormatInt(s, 10) + "s"
+	}
+}
 
 // RetryQueue returns the rung name "{q}.retry.{RenderDelay(delay)}".
 func RetryQueue(q string, delay time.Duration) string { return q + ".retry." + RenderDelay(delay) }
 
-// rungArguments returns exactly the three rung arguments.
+// rungArguments returns exactly the three rung arguments (contract §3.3):
+// the TTL in milliseconds and the way home through acemq.retry.
 func rungArguments(q string, delay time.Duration) transport.Table {
-	panic("naming: not implemented yet")
+	return transport.Table{
+		"x-message-ttl":             delay.Milliseconds(),
+		"x-dead-letter-exchange":    RetryExchange,
+		"x-dead-letter-routing-key": q,
+	}
 }

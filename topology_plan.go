@@ -1,0 +1,145 @@
+package acemq
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/acemq-go/acemq/transport"
+)
+
+// bindingsUnknown is the Unknown detail for every binding in a plan.
+const bindingsUnknown = "AMQP cannot report bindings; apply declares it (idempotent)"
+
+// declareOnce declares d (passively when passive is set) on a fresh
+// channel and closes the channel afterwards, since a refused declaration
+// closes the channel it was made on.
+func declareOnce(ctx context.Context, open ChannelOpener, d Declaration, passive bool) error {
+	ch, err := open(ctx)
+	if err != nil {
+		return err
+	}
+	defer ch.Close()
+	switch d.Kind {
+	case DeclExchange:
+		spec := d.Exchange
+		spec.Passive = passive
+		return ch.DeclareExchange(ctx, spec)
+	case DeclQueue:
+		spec := d.Queue
+		spec.Passive = passive
+		_, err := ch.DeclareQueue(ctx, spec)
+		return err
+	case DeclBinding:
+		return ch.BindQueue(ctx, d.Binding)
+	}
+	return errors.New("acemq: unknown declaration kind")
+}
+
+// brokerText is the broker's reply text carried by err, or err's text.
+func brokerText(err error) string {
+	var e *transport.Error
+	if errors.As(err, &e) && e.Reason != "" {
+		return e.Reason
+	}
+	return err.Error()
+}
+
+// String renders the plan, one line per item:
+// "{declaration}: {status}" plus ": {detail}" when there is one.
+func (p Plan) String() string {
+	var b strings.Builder
+	for _, it := range p.Items {
+		b.WriteString(describeDecl(it.Declaration) + ": " + string(it.Status))
+		if it.Detail != "" {
+			b.WriteString(": " + it.Detail)
+		}
+		b.WriteString("\n")
+	}
+	return b.String()
+}
+
+// ChannelOpener opens a fresh throwaway channel.
+type ChannelOpener func(ctx context.Context) (transport.Channel, error)
+
+// PlanStatus is the result of comparing one declaration with the broker.
+type PlanStatus string
+
+// Plan statuses.
+const (
+	WouldCreate PlanStatus = "would create"
+	Matches     PlanStatus = "matches"
+	Differs     PlanStatus = "differs"
+	Unknown     PlanStatus = "unknown"
+)
+
+// PlanItem is one line of a plan.
+type PlanItem struct {
+	Declaration Declaration
+	Status      PlanStatus
+	// Detail is the broker's text for Differs, or the explanation for Unknown.
+	Detail string
+}
+
+// Plan compares a topology with the broker.
+type Plan struct {
+	Items []PlanItem
+}
+
+// planDeclarations compares each declaration with the broker: passive check
+// → would create; identical re-declare on a throwaway channel → matches,
+// 406 → differs. Bindings are unknown.
+func planDeclarations(ctx context.Context, open ChannelOpener, decls []Declaration) (Plan, error) {
+	plan := Plan{Items: make([]PlanItem, 0, len(decls))}
+	for _, d := range decls {
+		if err := ctx.Err(); err != nil {
+			return plan, err
+		}
+		if d.Kind == DeclBinding {
+			plan.Items = append(plan.Items, PlanItem{Declaration: d, Status: Unknown, Detail: bindingsUnknown})
+			continue
+		}
+		err := declareOnce(ctx, open, d, true)
+		switch {
+		case transport.Code(err) == transport.CodeNotFound:
+			plan.Items = append(plan.Items, PlanItem{Declaration: d, Status: WouldCreate})
+			continue
+		case err != nil:
+			return plan, fmt.Errorf("acemq: cannot check %s on the broker: %w", describeDecl(d), err)
+		}
+		err = declareOnce(ctx, open, d, false)
+		switch {
+		case err == nil:
+			plan.Items = append(plan.Items, PlanItem{Declaration: d, Status: Matches})
+		case transport.Code(err) == transport.CodePreconditionFailed:
+			plan.Items = append(plan.Items, PlanItem{Declaration: d, Status: Differs, Detail: brokerText(err)})
+		default:
+			return plan, fmt.Errorf("acemq: cannot compare %s with the broker: %w", describeDecl(d), err)
+		}
+	}
+	return plan, nil
+}
+
+// applyDeclarations declares each entity on a short-lived channel, in
+// order, stopping at the first refusal with an error naming the entity and
+// the broker's text.
+func applyDeclarations(ctx context.Context, open ChannelOpener, decls []Declaration) error {
+	if problems := entityProblems(decls); len(problems) > 0 {
+		return &TopologyError{Problems: problems}
+	}
+	for _, kind := range []DeclKind{DeclExchange, DeclQueue, DeclBinding} {
+		for _, d := range decls {
+			if d.Kind != kind {
+				continue
+			}
+			if err := ctx.Err(); err != nil {
+				return err
+			}
+			if err := declareOnce(ctx, open, d, false); err != nil {
+				return fmt.Errorf("acemq: the broker refused to declare %s: %w", describeDecl(d), err)
+			}
+		}
+	}
+	return nil
+}
