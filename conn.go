@@ -88,6 +88,7 @@ type Conn struct {
 	blocked   atomic.Pointer[blockState]
 	gaveUpErr atomic.Pointer[error]
 	stats     Stats
+	tel       *telemetry
 
 	mu        sync.Mutex
 	gen       uint64
@@ -170,6 +171,7 @@ func Connect(ctx context.Context, rawURL string, opts ...Option) (*Conn, error) 
 		closed:    make(chan struct{}),
 		superDone: make(chan struct{}),
 	}
+	c.tel = newTelemetry(&c.cfg, driver.Name())
 	c.tcfg = transport.Config{
 		URL:            rawURL,
 		Addresses:      cfg.addresses,

@@ -20,6 +20,7 @@ type delivery struct {
 	att      *attachment
 	received time.Time
 	settled  atomic.Bool
+	end      processEnd
 }
 
 // attachment is one subscription on one channel. Recovery makes a new one.
@@ -161,6 +162,7 @@ func (k *consumerCore) release(dv *delivery) {
 		return
 	}
 	k.inFlight.Add(-1)
+	k.c.tel.inFlight(k.queue, -1)
 	k.omu.Lock()
 	k.outstanding--
 	if k.outstanding == 0 && k.zeroCh != nil {
@@ -208,9 +210,10 @@ func (k *consumerCore) read(att *attachment, deliveries <-chan transport.Deliver
 		att.cancel()
 	}()
 	for d := range deliveries {
-		dv := &delivery{d: d, att: att, received: time.Now()}
+		dv := &delivery{d: d, att: att, received: time.Now(), end: noopProcessEnd}
 		k.hold()
 		k.inFlight.Add(1)
+		k.c.tel.inFlight(k.queue, 1)
 		if k.isDraining() {
 			k.nack(dv, true)
 			continue
@@ -316,7 +319,8 @@ func (k *consumerCore) reject(dv *delivery) {
 // handler (inside run), then settles it.
 func (k *consumerCore) handle(dv *delivery, icpt []ConsumeInterceptor, run func(ctx context.Context, env Envelope) (Decision, bool, time.Duration)) {
 	env := readEnvelope(dv.d.Headers, dv.d.RoutingKey, dv.d.MessageID, dv.d.ReplyTo)
-	ctx := dv.att.ctx
+	ctx, end := k.c.tel.processStart(dv.att.ctx, k.queue, env, &dv.d)
+	dv.end = end
 	if len(icpt) > 0 {
 		in := Inbound{
 			Queue: k.queue, Exchange: dv.d.Exchange, RoutingKey: dv.d.RoutingKey,

@@ -220,6 +220,8 @@ type prepared struct {
 	sent Sent
 	err  error
 	typ  string
+	end  publishEnd
+	ctx  context.Context
 }
 
 func (c *Conn) buildEnvelope(o *sendOptions, given *Envelope, routingKey string) (Envelope, error) {
@@ -276,6 +278,7 @@ func (c *Conn) prepare(ctx context.Context, exchange, routingKey string, pc *pub
 		key = *o.key
 	}
 	pr.msg.Exchange, pr.msg.RoutingKey = exchange, key
+	pr.end, pr.ctx = noopPublishEnd, ctx
 	fail := func(reason string, err error) prepared {
 		pr.err = newPubErr(&pr.msg, OutcomeFailed, reason, false, err)
 		return pr
@@ -316,6 +319,7 @@ func (c *Conn) prepare(ctx context.Context, exchange, routingKey string, pc *pub
 	}
 	pr.msg.Exchange, pr.msg.RoutingKey, pr.msg.MessageID = pctx.Exchange, pctx.RoutingKey, env.ID
 	pr.typ = env.Type
+	pr.ctx, pr.end = c.tel.publishStart(ctx, pctx.Exchange, pctx.RoutingKey, &env)
 	codec := c.cfg.codec
 	if pc.codec != nil {
 		codec = pc.codec
@@ -387,6 +391,7 @@ func (c *Conn) finish(pr *prepared, start time.Time, err error) (Sent, error) {
 			r.Outcome = OutcomeFailed
 		}
 	}
+	pr.end(r.Outcome, err)
 	c.reportPublish(r)
 	if err != nil {
 		return Sent{}, err
@@ -421,10 +426,10 @@ func (c *Conn) send(ctx context.Context, exchange, routingKey string, pc *publis
 	}
 	if !c.cfg.confirms && !msg.Mandatory {
 		pr.sent.Outcome = OutcomePublished
-		return c.finish(&pr, start, c.publishUnconfirmed(ctx, msg))
+		return c.finish(&pr, start, c.publishUnconfirmed(pr.ctx, msg))
 	}
 	pr.sent.Outcome = OutcomeConfirmed
-	return c.finish(&pr, start, c.publishConfirmed(ctx, msg))
+	return c.finish(&pr, start, c.publishConfirmed(pr.ctx, msg))
 }
 
 // batchSlot is one batch member's answer, written by the confirm callback.

@@ -56,8 +56,9 @@ type Fallback struct {
 	Err      error
 }
 
-func (k *consumerCore) report(s Settlement) {
+func (k *consumerCore) report(dv *delivery, s Settlement) {
 	k.c.stats.consumed.Add(1)
+	dv.end(s)
 	if s.Outcome != ConsumeAcked {
 		k.c.logger.Info("acemq: settled a message", "queue", s.Queue, "id", s.Envelope.ID, "outcome", s.Outcome, "target", s.Target, "reason", s.Reason)
 	}
@@ -67,6 +68,7 @@ func (k *consumerCore) report(s Settlement) {
 }
 
 func (k *consumerCore) fallback(f Fallback) {
+	k.c.tel.fallback(f)
 	for _, h := range k.c.cfg.fallbackHooks {
 		h(f)
 	}
@@ -77,7 +79,7 @@ func (k *consumerCore) settle(dv *delivery, env Envelope, dec Decision, handled 
 	q := k.queue
 	switch dec.kind {
 	case decAccept:
-		k.report(Settlement{Queue: q, Envelope: env, Outcome: ConsumeAcked, Handled: handled, HandlerDuration: dur})
+		k.report(dv, Settlement{Queue: q, Envelope: env, Outcome: ConsumeAcked, Handled: handled, HandlerDuration: dur})
 		k.ack(dv)
 	case decRetry:
 		if IsFatal(dec.err) {
@@ -90,7 +92,7 @@ func (k *consumerCore) settle(dv *delivery, env Envelope, dec Decision, handled 
 	case decPark:
 		k.settleAside(dv, env, ParkedQueue(q), "the handler parked it: "+errText(dec.err), ConsumeParked, handled, dur)
 	case decInProgress:
-		k.report(Settlement{Queue: q, Envelope: env, Outcome: ConsumeInProgress, Target: q, RetryDelay: dec.delay, Handled: handled, HandlerDuration: dur})
+		k.report(dv, Settlement{Queue: q, Envelope: env, Outcome: ConsumeInProgress, Target: q, RetryDelay: dec.delay, Handled: handled, HandlerDuration: dur})
 		k.putBackLater(dv, env, dec.delay)
 	default:
 		k.settleAside(dv, env, DeadLetterQueue(q), "the handler rejected it: the handler returned no decision", ConsumeRejected, handled, dur)
@@ -132,7 +134,7 @@ func (k *consumerCore) retry(dv *delivery, env Envelope, cause error, handled bo
 	if inBroker {
 		target = RetryQueue(q, delay)
 	}
-	k.report(Settlement{Queue: q, Envelope: env, Outcome: ConsumeRetried, Target: target, RetryDelay: delay, InBroker: inBroker, Handled: handled, HandlerDuration: dur})
+	k.report(dv, Settlement{Queue: q, Envelope: env, Outcome: ConsumeRetried, Target: target, RetryDelay: delay, InBroker: inBroker, Handled: handled, HandlerDuration: dur})
 	if inBroker {
 		ctx, cancel := hopContext()
 		err := k.c.hop(ctx, k.hopMessage(dv, next, target))
@@ -241,7 +243,7 @@ func (k *consumerCore) hopMessage(dv *delivery, env Envelope, target string) *tr
 // with the reason and acks the original. If the copy cannot be made, the
 // documented fallback keeps the message: never unsettled, never dropped.
 func (k *consumerCore) settleAside(dv *delivery, env Envelope, target, reason, outcome string, handled bool, dur time.Duration) {
-	k.report(Settlement{Queue: k.queue, Envelope: env, Outcome: outcome, Target: target, Reason: reason, Handled: handled, HandlerDuration: dur})
+	k.report(dv, Settlement{Queue: k.queue, Envelope: env, Outcome: outcome, Target: target, Reason: reason, Handled: handled, HandlerDuration: dur})
 	cp := env
 	cp.Error = reason
 	ctx, cancel := hopContext()
