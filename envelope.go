@@ -217,12 +217,13 @@ func (e Envelope) Validate() error {
 // No header is ever written as "" or nil: an empty string field is left
 // out (the engine fills id, type and origin before rendering), an empty
 // correlation is written as the id, and an unknown (zero) first-seen is
-// left out. Application headers never overwrite engine headers, and an
-// application header in the reserved namespace is never written.
+// left out. Application headers never overwrite engine headers: one in the
+// reserved namespace is never written, and acemq-reply-to is written from
+// ReplyTo alone (reading sets ReplyTo from that header, so it round-trips).
 func (e Envelope) render() transport.Table {
 	t := make(transport.Table, 8+len(e.headers))
 	for k, v := range e.headers {
-		if v == nil || strings.HasPrefix(k, ReservedPrefix) {
+		if v == nil || k == HeaderReplyTo || strings.HasPrefix(k, ReservedPrefix) {
 			continue
 		}
 		t[k] = v
