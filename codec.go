@@ -1,5 +1,12 @@
 package acemq
 
+import (
+	"fmt"
+	"strconv"
+	"strings"
+	"sync"
+)
+
 // Codec turns payloads into bytes and back, and names its content type.
 // Implementations must be safe for concurrent use.
 type Codec interface {
@@ -18,23 +25,103 @@ type Codec interface {
 
 // JSON returns the default codec: application/json; claims text/json,
 // *+json and an absent content type.
-func JSON() Codec { panic("codec: not implemented yet") }
+//
+// It encodes with encoding/json. Decode reads into any non-nil pointer
+// encoding/json accepts and returns an error (never a panic) for a nil or
+// non-pointer target or a body that is not valid JSON for it. Safe for
+// concurrent use.
+func JSON() Codec { return jsonCodec{} }
 
 // Text returns the text codec: text/plain; charset=utf-8, claims text/*;
 // payloads are string or []byte; invalid UTF-8 fails.
-func Text() Codec { panic("codec: not implemented yet") }
+//
+// Encode accepts string, []byte, *string and *[]byte; Decode fills a
+// *string, *[]byte or *any (which receives a string). Safe for concurrent
+// use.
+func Text() Codec { return textCodec{} }
 
 // Bytes returns the bytes codec: application/octet-stream; claims any
 // non-empty content type; payloads are []byte.
-func Bytes() Codec { panic("codec: not implemented yet") }
+//
+// Encode accepts []byte and *[]byte; Decode fills a *[]byte or *any (which
+// receives a []byte). The bytes are copied both ways, so neither side
+// aliases the other. Safe for concurrent use.
+func Bytes() Codec { return bytesCodec{} }
 
 // Composite writes with its first member and reads with the first member
 // claiming the content type. List specific codecs before Text and Bytes.
-func Composite(codecs ...Codec) Codec { panic("codec: not implemented yet") }
+//
+// Nil members are ignored. Decoding a content type no member claims is an
+// error naming the content type and the members. A composite with no
+// members fails every Encode and Decode. Safe for concurrent use when its
+// members are.
+func Composite(codecs ...Codec) Codec {
+	members := make([]Codec, 0, len(codecs))
+	for _, c := range codecs {
+		if c != nil {
+			members = append(members, c)
+		}
+	}
+	return compositeCodec{members: members}
+}
+
+// codecRegistry is one of the package's two pieces of mutable global state.
+var codecRegistry = struct {
+	mu     sync.RWMutex
+	codecs map[string]Codec
+}{codecs: map[string]Codec{}}
 
 // RegisterCodec adds c to the codec registry under c.Name().
-func RegisterCodec(c Codec) { panic("codec: not implemented yet") }
+//
+// A later registration under the same name replaces the earlier one,
+// including the built-in "json", "text" and "bytes". A nil codec or one
+// with an empty name is ignored. Safe for concurrent use.
+func RegisterCodec(c Codec) {
+	if c == nil {
+		return
+	}
+	name := c.Name()
+	if name == "" {
+		return
+	}
+	codecRegistry.mu.Lock()
+	codecRegistry.codecs[name] = c
+	codecRegistry.mu.Unlock()
+}
 
 // CodecByName returns a registered codec ("json", "text", "bytes" are
-// always there).
-func CodecByName(name string) (Codec, bool) { panic("codec: not implemented yet") }
+// always there). It reports false for a name nothing was registered under.
+// Safe for concurrent use.
+func CodecByName(name string) (Codec, bool) {
+	codecRegistry.mu.RLock()
+	c, ok := codecRegistry.codecs[name]
+	codecRegistry.mu.RUnlock()
+	if ok {
+		return c, true
+	}
+	switch name {
+	case "json":
+		return JSON(), true
+	case "text":
+		return Text(), true
+	case "bytes":
+		return Bytes(), true
+	}
+	return nil, false
+}
+
+// describeContentType names a content type in an error message.
+func describeContentType(contentType string) string {
+	if strings.TrimSpace(contentType) == "" {
+		return "an absent content type"
+	}
+	return "content type " + strconv.Quote(contentType)
+}
+
+// targetError refuses a decode target that is not a non-nil pointer.
+func targetError(codec string, v any) error {
+	if v == nil {
+		return fmt.Errorf("acemq: the %s codec cannot decode into nil; pass a non-nil pointer, such as &payload", codec)
+	}
+	return fmt.Errorf("acemq: the %s codec cannot decode into %T, which is not a non-nil pointer; pass a pointer, such as &payload", codec, v)
+}

@@ -1,6 +1,10 @@
 package acemq
 
 import (
+	"crypto/rand"
+	"fmt"
+	"maps"
+	"strings"
 	"time"
 
 	"github.com/acemq-go/acemq/transport"
@@ -62,50 +66,256 @@ type Envelope struct {
 // NewEnvelope returns an envelope with the sender's defaults: a fresh UUID
 // v4 id, correlation equal to it, version and attempt 1, first-seen now.
 // Type and origin are filled in at publish time when left empty.
-func NewEnvelope() Envelope { panic("envelope: not implemented yet") }
+//
+// First-seen is the current time in UTC truncated to the millisecond, the
+// precision it has on the wire, so an envelope compares equal to itself
+// after a round trip through the broker.
+func NewEnvelope() Envelope {
+	id := newUUID()
+	return Envelope{
+		ID:            id,
+		CorrelationID: id,
+		Version:       1,
+		Attempt:       1,
+		FirstSeen:     nowMillis(),
+	}
+}
 
 // Header returns one application header.
 func (e Envelope) Header(name string) (any, bool) { v, ok := e.headers[name]; return v, ok }
 
 // Headers returns a copy of the application headers (never x-acemq-*).
-func (e Envelope) Headers() map[string]any { panic("envelope: not implemented yet") }
+// The map is never nil; changing it does not change the envelope.
+func (e Envelope) Headers() map[string]any {
+	h := make(map[string]any, len(e.headers))
+	maps.Copy(h, e.headers)
+	return h
+}
 
 // WithHeader returns a copy with one application header set. A name in the
 // reserved x-acemq- namespace is refused with the contract error and the
 // envelope is returned unchanged.
+//
+// The refusal is a *ReservedHeaderError whose text is the contract §8.6
+// sentence. An empty name or a nil value (AMQP headers carry no null) is
+// refused too, also leaving the envelope unchanged.
 func (e Envelope) WithHeader(name string, value any) (Envelope, error) {
-	panic("envelope: not implemented yet")
+	if strings.HasPrefix(name, ReservedPrefix) {
+		return e, reservedHeaderError(name)
+	}
+	if name == "" {
+		return e, fmt.Errorf("acemq: a header name cannot be empty; give the header a name of your own, such as x-yourcompany-tenant")
+	}
+	if value == nil {
+		return e, fmt.Errorf("acemq: header %q has a nil value, which AMQP headers cannot carry; use WithoutHeader to remove a header", name)
+	}
+	c := e.clone(1)
+	c.headers[name] = value
+	return c, nil
 }
 
 // WithHeaders returns a copy with every header in h set, silently skipping
 // reserved x-acemq- names (the copy-from-incoming path).
-func (e Envelope) WithHeaders(h map[string]any) Envelope { panic("envelope: not implemented yet") }
+// Empty names and nil values are skipped as well.
+func (e Envelope) WithHeaders(h map[string]any) Envelope {
+	c := e.clone(len(h))
+	for k, v := range h {
+		if k == "" || v == nil || strings.HasPrefix(k, ReservedPrefix) {
+			continue
+		}
+		c.headers[k] = v
+	}
+	return c
+}
 
 // WithoutHeader returns a copy without the named application header.
-func (e Envelope) WithoutHeader(name string) Envelope { panic("envelope: not implemented yet") }
+func (e Envelope) WithoutHeader(name string) Envelope {
+	c := e.clone(0)
+	delete(c.headers, name)
+	return c
+}
 
 // NextAttempt returns a copy with Attempt + 1 (everything else kept).
-func (e Envelope) NextAttempt() Envelope { panic("envelope: not implemented yet") }
+func (e Envelope) NextAttempt() Envelope {
+	c := e.clone(0)
+	c.Attempt++
+	return c
+}
 
 // CausedBy returns a new message's envelope derived from parent: a fresh id,
 // parent's correlation, causation = parent's id, attempt 1, first-seen now,
 // this envelope's type, version and headers.
-func (e Envelope) CausedBy(parent Envelope) Envelope { panic("envelope: not implemented yet") }
+//
+// Origin is kept from this envelope too; error, claim, route and reply-to
+// are not carried. A parent without a correlation contributes its id as
+// the correlation (the read rule). A version of 0 (the zero Envelope's,
+// meaning unset) becomes 1; a negative version is kept so Validate reports it.
+func (e Envelope) CausedBy(parent Envelope) Envelope {
+	id := newUUID()
+	corr := parent.CorrelationID
+	if corr == "" {
+		corr = parent.ID
+	}
+	if corr == "" {
+		corr = id
+	}
+	version := e.Version
+	if version == 0 {
+		version = 1
+	}
+	var h map[string]any
+	if len(e.headers) > 0 {
+		h = maps.Clone(e.headers)
+	}
+	return Envelope{
+		ID:            id,
+		Type:          e.Type,
+		Version:       version,
+		CorrelationID: corr,
+		CausationID:   parent.ID,
+		Attempt:       1,
+		FirstSeen:     nowMillis(),
+		Origin:        e.Origin,
+		headers:       h,
+	}
+}
 
 // Validate reports an envelope that cannot be sent: version or attempt
 // below 1, or a malformed route.
-func (e Envelope) Validate() error { panic("envelope: not implemented yet") }
-
-// readEnvelope applies the contract's tolerant read rules to a delivery's
-// headers and properties. It never fails.
-func readEnvelope(headers transport.Table, routingKey, messageID, replyTo string) Envelope {
-	panic("envelope: not implemented yet")
+//
+// A route is malformed when it is present (non-nil) with no step, has a
+// blank step or a step containing ",", or when the route position is
+// negative. Nothing is corrected: the error says what to change.
+func (e Envelope) Validate() error {
+	if e.Version < 1 {
+		return fmt.Errorf("acemq: envelope version %d is below 1; payload schema versions start at 1", e.Version)
+	}
+	if e.Attempt < 1 {
+		return fmt.Errorf("acemq: envelope attempt %d is below 1; the first delivery is attempt 1", e.Attempt)
+	}
+	if e.RoutePosition < 0 {
+		return fmt.Errorf("acemq: route position %d is negative; positions count steps from 0", e.RoutePosition)
+	}
+	if e.Route != nil && len(e.Route) == 0 {
+		return fmt.Errorf("acemq: the route has no step; give it at least one step or leave Route nil")
+	}
+	for i, step := range e.Route {
+		if strings.TrimSpace(step) == "" {
+			return fmt.Errorf("acemq: route step %d is blank; every step names the queue or step it goes to", i)
+		}
+		if strings.Contains(step, ",") {
+			return fmt.Errorf("acemq: route step %q contains \",\", which separates steps on the wire; rename the step", step)
+		}
+	}
+	return nil
 }
 
 // render writes the engine headers (always id, type, version, correlation,
 // attempt, first-seen, origin; the rest when non-empty) and the
 // application headers into a new table.
-func (e Envelope) render() transport.Table { panic("envelope: not implemented yet") }
+//
+// No header is ever written as "" or nil: an empty string field is left
+// out (the engine fills id, type and origin before rendering), an empty
+// correlation is written as the id, and an unknown (zero) first-seen is
+// left out. Application headers never overwrite engine headers: one in the
+// reserved namespace is never written, and acemq-reply-to is written from
+// ReplyTo alone (reading sets ReplyTo from that header, so it round-trips).
+func (e Envelope) render() transport.Table {
+	t := make(transport.Table, 8+len(e.headers))
+	for k, v := range e.headers {
+		if v == nil || k == HeaderReplyTo || strings.HasPrefix(k, ReservedPrefix) {
+			continue
+		}
+		t[k] = v
+	}
+	putString(t, HeaderID, e.ID)
+	putString(t, HeaderType, e.Type)
+	t[HeaderVersion] = wireInt(int64(e.Version))
+	corr := e.CorrelationID
+	if corr == "" {
+		corr = e.ID
+	}
+	putString(t, HeaderCorrelation, corr)
+	t[HeaderAttempt] = wireInt(int64(e.Attempt))
+	if !e.FirstSeen.IsZero() {
+		t[HeaderFirstSeen] = e.FirstSeen.UnixMilli()
+	}
+	putString(t, HeaderOrigin, e.Origin)
+	putString(t, HeaderCausation, e.CausationID)
+	putString(t, HeaderError, e.Error)
+	putString(t, HeaderClaim, e.Claim)
+	if len(e.Route) > 0 {
+		t[HeaderRoute] = strings.Join(e.Route, ",")
+		t[HeaderRoutePosition] = wireInt(int64(e.RoutePosition))
+		putString(t, HeaderRouteID, e.RouteID)
+	}
+	putString(t, HeaderReplyTo, e.ReplyTo)
+	return t
+}
+
+// putString writes a non-empty string header.
+func putString(t transport.Table, name, value string) {
+	if value != "" {
+		t[name] = value
+	}
+}
+
+// wireInt writes an integer as int32 when it fits (what Java writes for
+// version, attempt and position) and int64 otherwise.
+func wireInt(v int64) any {
+	if v >= -1<<31 && v < 1<<31 {
+		return int32(v)
+	}
+	return v
+}
+
+// ReservedHeaderError refuses an application header in the reserved
+// x-acemq- namespace (contract §8.6). Its text is the contract sentence.
+type ReservedHeaderError struct {
+	// Name is the refused header name.
+	Name string
+}
+
+// Error returns the contract §8.6 sentence naming the header.
+func (e *ReservedHeaderError) Error() string {
+	return `acemq: header "` + e.Name + `" is in the reserved "x-acemq-" namespace and would be dropped on consume; use a namespace of your own, such as x-yourcompany-`
+}
 
 // reservedHeaderError is the contract §8.6 error for a reserved name.
-func reservedHeaderError(name string) error { panic("envelope: not implemented yet") }
+func reservedHeaderError(name string) error { return &ReservedHeaderError{Name: name} }
+
+// clone copies the envelope with its own headers map (room for extra more
+// entries) and its own Route slice, so the copy can be changed freely.
+func (e Envelope) clone(extra int) Envelope {
+	c := e
+	c.headers = make(map[string]any, len(e.headers)+extra)
+	maps.Copy(c.headers, e.headers)
+	if e.Route != nil {
+		c.Route = append(make([]string, 0, len(e.Route)), e.Route...)
+	}
+	return c
+}
+
+// nowMillis is the current time in UTC at wire (millisecond) precision.
+func nowMillis() time.Time { return time.UnixMilli(time.Now().UnixMilli()).UTC() }
+
+// newUUID returns a random UUID v4, lowercase and hyphenated.
+func newUUID() string {
+	var b [16]byte
+	_, _ = rand.Read(b[:]) // never fails (crypto/rand crashes the program instead)
+	b[6] = b[6]&0x0f | 0x40
+	b[8] = b[8]&0x3f | 0x80
+	const hexdigits = "0123456789abcdef"
+	var out [36]byte
+	j := 0
+	for i, x := range b {
+		if i == 4 || i == 6 || i == 8 || i == 10 {
+			out[j] = '-'
+			j++
+		}
+		out[j] = hexdigits[x>>4]
+		out[j+1] = hexdigits[x&0x0f]
+		j += 2
+	}
+	return string(out[:])
+}
