@@ -197,7 +197,7 @@ func TestFixtureClaimedCaseRoundTrips(t *testing.T) {
 		t.Errorf("claimed case has application headers %v, want none", e.Headers())
 	}
 	got := e.render()
-	if !reflect.DeepEqual(normalise(got), normalise(headers)) {
+	if !reflect.DeepEqual(normaliseHeaders(got), normaliseHeaders(headers)) {
 		t.Errorf("render = %v, want %v", got, headers)
 	}
 	var body map[string]string
@@ -221,7 +221,7 @@ func sameHeaderValue(got, want any) bool {
 }
 
 // normalise turns every integer into int64 so tables compare by value.
-func normalise(t transport.Table) map[string]any {
+func normaliseHeaders(t transport.Table) map[string]any {
 	out := make(map[string]any, len(t))
 	for k, v := range t {
 		switch v.(type) {
