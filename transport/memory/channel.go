@@ -1,0 +1,353 @@
+package memory
+
+import (
+	"context"
+	"fmt"
+	"sync"
+
+	"github.com/acemq-go/acemq/transport"
+)
+
+// channel implements transport.Channel. Its methods are safe for
+// concurrent use. A broker error closes it, as AMQP does.
+type channel struct {
+	c    *conn
+	life lifecycle
+
+	mu        sync.Mutex // leaf lock: never held while taking a queue's
+	prefetch  int
+	consumers map[string]*consumer
+	unacked   unackedList
+}
+
+var _ transport.Channel = (*channel)(nil)
+
+// Done is closed once the channel has ended and its unacked messages are
+// back in their queues.
+func (ch *channel) Done() <-chan struct{} { return ch.life.done }
+
+// Err says why the channel ended: a *transport.Error when the broker
+// closed it, nil after Close or before it ended.
+func (ch *channel) Err() error { return ch.life.reason() }
+
+// Close ends the channel: consumers are cancelled and unacked messages are
+// requeued with Redelivered set. Closing twice is harmless.
+func (ch *channel) Close() error {
+	ch.end(nil)
+	return nil
+}
+
+// end tears the channel down with err as the reason.
+func (ch *channel) end(err error) {
+	if !ch.life.begin(err) {
+		return
+	}
+	ch.mu.Lock()
+	cs := make([]*consumer, 0, len(ch.consumers))
+	for _, c := range ch.consumers {
+		cs = append(cs, c)
+	}
+	ch.consumers = nil
+	ch.mu.Unlock()
+	for _, c := range cs {
+		if c.detach() {
+			ch.c.b.deleteIfUnused(c.q)
+		}
+	}
+	ch.mu.Lock()
+	pending := ch.unacked.drain()
+	ch.mu.Unlock()
+	requeueAll(pending)
+	ch.c.forget(ch)
+	ch.life.finish()
+}
+
+// requeueAll returns unacked deliveries to their queues' heads in order,
+// marked redelivered.
+func requeueAll(us []unacked) {
+	for i := len(us) - 1; i >= 0; {
+		q := us[i].q
+		j := i
+		for j >= 0 && us[j].q == q {
+			j--
+		}
+		q.mu.Lock()
+		for k := i; k > j; k-- {
+			if us[k].c != nil {
+				us[k].c.inflight--
+			}
+			if !q.deleted {
+				e := us[k].e
+				e.redelivered = true
+				q.ready.pushFront(e)
+			}
+		}
+		q.dispatchLocked()
+		dead := q.takeDeadLocked()
+		q.mu.Unlock()
+		q.b.deadLetter(dead)
+		i = j
+	}
+}
+
+// fail closes the channel (or, for a connection error, the connection)
+// with e and returns e.
+func (ch *channel) fail(e *transport.Error) error {
+	if e.Connection {
+		ch.c.end(e)
+	} else {
+		ch.end(e)
+	}
+	return e
+}
+
+func (ch *channel) check(ctx context.Context) error {
+	if ch.life.ended() {
+		return closedErr(ch.life.reason())
+	}
+	return ctx.Err()
+}
+
+// track records a delivery as unacked and returns its tag; ok is false
+// when the channel has ended.
+func (ch *channel) track(u unacked) (uint64, bool) {
+	ch.mu.Lock()
+	defer ch.mu.Unlock()
+	if ch.life.ended() {
+		return 0, false
+	}
+	return ch.unacked.add(u), true
+}
+
+func (ch *channel) untrack(tag uint64) (unacked, bool) {
+	ch.mu.Lock()
+	defer ch.mu.Unlock()
+	return ch.unacked.take(tag)
+}
+
+// DeclareExchange declares (or passively checks) an exchange.
+func (ch *channel) DeclareExchange(ctx context.Context, spec transport.ExchangeSpec) error {
+	if err := ch.check(ctx); err != nil {
+		return err
+	}
+	if e := ch.c.b.declareExchange(spec); e != nil {
+		return ch.fail(e)
+	}
+	return nil
+}
+
+// DeleteExchange deletes an exchange and its bindings; deleting a missing
+// exchange succeeds, as in RabbitMQ 3.x and later.
+func (ch *channel) DeleteExchange(ctx context.Context, name string) error {
+	if err := ch.check(ctx); err != nil {
+		return err
+	}
+	if e := ch.c.b.deleteExchange(name); e != nil {
+		return ch.fail(e)
+	}
+	return nil
+}
+
+// DeclareQueue declares (or passively checks) a queue and reports its
+// ready messages and consumers.
+func (ch *channel) DeclareQueue(ctx context.Context, spec transport.QueueSpec) (transport.QueueInfo, error) {
+	if err := ch.check(ctx); err != nil {
+		return transport.QueueInfo{}, err
+	}
+	info, e := ch.c.b.declareQueue(spec, ch.c)
+	if e != nil {
+		return transport.QueueInfo{}, ch.fail(e)
+	}
+	return info, nil
+}
+
+// DeleteQueue deletes a queue, returning how many ready messages it held;
+// its consumers' delivery channels close. A missing queue counts 0.
+func (ch *channel) DeleteQueue(ctx context.Context, name string) (int, error) {
+	if err := ch.check(ctx); err != nil {
+		return 0, err
+	}
+	n, e := ch.c.b.deleteQueue(name, ch.c)
+	if e != nil {
+		return 0, ch.fail(e)
+	}
+	return n, nil
+}
+
+// PurgeQueue drops a queue's ready messages (not unacked ones) and
+// returns how many.
+func (ch *channel) PurgeQueue(ctx context.Context, name string) (int, error) {
+	if err := ch.check(ctx); err != nil {
+		return 0, err
+	}
+	q, e := ch.c.b.usableQueue(name, ch.c)
+	if e != nil {
+		return 0, ch.fail(e)
+	}
+	return q.purge(), nil
+}
+
+// BindQueue binds a queue to an exchange; binding twice is harmless.
+func (ch *channel) BindQueue(ctx context.Context, spec transport.BindingSpec) error {
+	if err := ch.check(ctx); err != nil {
+		return err
+	}
+	if e := ch.c.b.bind(spec, ch.c, true); e != nil {
+		return ch.fail(e)
+	}
+	return nil
+}
+
+// UnbindQueue removes a binding; removing a missing binding succeeds.
+func (ch *channel) UnbindQueue(ctx context.Context, spec transport.BindingSpec) error {
+	if err := ch.check(ctx); err != nil {
+		return err
+	}
+	if e := ch.c.b.bind(spec, ch.c, false); e != nil {
+		return ch.fail(e)
+	}
+	return nil
+}
+
+// Qos sets the prefetch of consumers started on this channel afterwards;
+// 0 means unlimited. A negative value is refused.
+func (ch *channel) Qos(prefetch int) error {
+	if prefetch < 0 || prefetch > 65535 {
+		return fmt.Errorf("memory: prefetch %d is outside 0..65535", prefetch)
+	}
+	if ch.life.ended() {
+		return closedErr(ch.life.reason())
+	}
+	ch.mu.Lock()
+	ch.prefetch = prefetch
+	ch.mu.Unlock()
+	return nil
+}
+
+// Consume subscribes to a queue. A missing queue is 404, another
+// connection's exclusive queue 405, and an exclusive consume on a queue
+// with consumers (or any consume beside an exclusive one) 403; each closes
+// the channel.
+func (ch *channel) Consume(ctx context.Context, spec transport.ConsumeSpec) (<-chan transport.Delivery, error) {
+	if err := ch.check(ctx); err != nil {
+		return nil, err
+	}
+	q, e := ch.c.b.usableQueue(spec.Queue, ch.c)
+	if e != nil {
+		return nil, ch.fail(e)
+	}
+	tag := spec.Tag
+	if tag == "" {
+		tag = genName("amq.ctag-")
+	}
+	ch.mu.Lock()
+	if ch.life.ended() {
+		ch.mu.Unlock()
+		return nil, closedErr(ch.life.reason())
+	}
+	if _, dup := ch.consumers[tag]; dup {
+		ch.mu.Unlock()
+		return nil, ch.fail(&transport.Error{Code: 530, Reason: fmt.Sprintf("NOT_ALLOWED - attempt to reuse consumer tag '%s'", tag), Server: true, Connection: true})
+	}
+	c := newConsumer(tag, q, ch, ch.prefetch, spec.Exclusive)
+	if ch.consumers == nil {
+		ch.consumers = map[string]*consumer{}
+	}
+	ch.consumers[tag] = c
+	ch.mu.Unlock()
+
+	go c.pump()
+	q.mu.Lock()
+	switch {
+	case q.deleted:
+		e = errNoQueue(q.name)
+	case len(q.consumers) > 0 && (spec.Exclusive || q.consumers[0].exclusive):
+		e = errExclusiveUse(q.name)
+	default:
+		q.consumers = append(q.consumers, c)
+		q.hadConsumer = true
+		q.dispatchLocked()
+	}
+	dead := q.takeDeadLocked()
+	q.mu.Unlock()
+	q.b.deadLetter(dead)
+	if e != nil {
+		ch.mu.Lock()
+		delete(ch.consumers, tag)
+		ch.mu.Unlock()
+		c.halt()
+		return nil, ch.fail(e)
+	}
+	return c.out, nil
+}
+
+// Cancel stops a subscription: no new deliveries, the delivery channel
+// closes, and messages already delivered stay unacked until settled or the
+// channel ends. Cancelling an unknown tag does nothing.
+func (ch *channel) Cancel(ctx context.Context, tag string) error {
+	if err := ch.check(ctx); err != nil {
+		return err
+	}
+	ch.mu.Lock()
+	c := ch.consumers[tag]
+	delete(ch.consumers, tag)
+	ch.mu.Unlock()
+	if c != nil && c.detach() {
+		ch.c.b.deleteIfUnused(c.q)
+	}
+	return nil
+}
+
+// Get pulls one message (basic.get with manual ack); ok is false when the
+// queue has none ready. MessageCount is what is left ready.
+func (ch *channel) Get(ctx context.Context, queue string) (transport.Delivery, bool, error) {
+	if err := ch.check(ctx); err != nil {
+		return transport.Delivery{}, false, err
+	}
+	q, e := ch.c.b.usableQueue(queue, ch.c)
+	if e != nil {
+		return transport.Delivery{}, false, ch.fail(e)
+	}
+	ent, left, ok := q.get()
+	if !ok {
+		return transport.Delivery{}, false, nil
+	}
+	tag, tracked := ch.track(unacked{e: ent, q: q})
+	if !tracked {
+		q.mu.Lock()
+		q.requeueLocked([]entry{ent}, false)
+		q.dispatchLocked()
+		q.mu.Unlock()
+		return transport.Delivery{}, false, closedErr(ch.life.reason())
+	}
+	d := ent.delivery(q.quorum)
+	d.DeliveryTag = tag
+	d.MessageCount = left
+	return d, true, nil
+}
+
+// Ack acknowledges one delivery. An unknown tag closes the channel with
+// 406 PRECONDITION_FAILED, as RabbitMQ does.
+func (ch *channel) Ack(tag uint64) error { return ch.settle(tag, true, false) }
+
+// Nack negatively acknowledges one delivery: requeued at the head with
+// Redelivered, or dead-lettered (dropped without a DLX).
+func (ch *channel) Nack(tag uint64, requeue bool) error { return ch.settle(tag, false, requeue) }
+
+// Reject is Nack for a single message.
+func (ch *channel) Reject(tag uint64, requeue bool) error { return ch.settle(tag, false, requeue) }
+
+func (ch *channel) settle(tag uint64, ack, requeue bool) error {
+	ch.mu.Lock()
+	if ch.life.ended() {
+		ch.mu.Unlock()
+		return closedErr(ch.life.reason())
+	}
+	u, ok := ch.unacked.take(tag)
+	ch.mu.Unlock()
+	if !ok {
+		return ch.fail(errUnknownTag(tag))
+	}
+	u.q.settle(u, ack, requeue)
+	return nil
+}

@@ -1,0 +1,128 @@
+package memory
+
+import (
+	"sync"
+
+	"github.com/acemq-go/acemq/transport"
+)
+
+// consumer is one subscription. The queue pushes entries into its outbox
+// (under the queue's mutex); its pump goroutine tags them on the channel
+// and hands them to the application.
+type consumer struct {
+	tag       string
+	q         *queue
+	ch        *channel
+	prefetch  int
+	exclusive bool
+
+	// Guarded by q.mu.
+	inflight int // delivered (or in the outbox) and not yet settled
+	outbox   []entry
+
+	out    chan transport.Delivery
+	wake   chan struct{} // capacity 1: the outbox became non-empty
+	stop   chan struct{} // closed to stop the pump
+	exited chan struct{} // closed when the pump has returned
+	once   sync.Once
+}
+
+// halt stops the pump and waits for it to return. It is idempotent.
+func (c *consumer) halt() {
+	c.once.Do(func() { close(c.stop) })
+	<-c.exited
+}
+
+func newConsumer(tag string, q *queue, ch *channel, prefetch int, exclusive bool) *consumer {
+	buf := prefetch
+	if buf == 0 || buf > 256 {
+		buf = 256
+	}
+	return &consumer{
+		tag: tag, q: q, ch: ch, prefetch: prefetch, exclusive: exclusive,
+		out:  make(chan transport.Delivery, buf),
+		wake: make(chan struct{}, 1), stop: make(chan struct{}), exited: make(chan struct{}),
+	}
+}
+
+// pump moves entries from the outbox to the application until stopped.
+// Entries it holds when stopped go back to the head of the queue; they were
+// never seen, so they are not marked redelivered.
+func (c *consumer) pump() {
+	defer close(c.exited)
+	defer close(c.out)
+	var batch []entry
+	for {
+		select {
+		case <-c.wake:
+		case <-c.stop:
+			return
+		}
+		c.q.mu.Lock()
+		batch, c.outbox = c.outbox, batch[:0]
+		c.q.mu.Unlock()
+		for i := range batch {
+			d := batch[i].delivery(c.q.quorum)
+			d.ConsumerTag = c.tag
+			tag, ok := c.ch.track(unacked{e: batch[i], q: c.q, c: c})
+			if !ok {
+				c.giveBack(batch[i:])
+				return
+			}
+			d.DeliveryTag = tag
+			select {
+			case c.out <- d:
+			case <-c.stop:
+				if _, ok := c.ch.untrack(tag); ok {
+					c.giveBack(batch[i:])
+				} else {
+					c.giveBack(batch[i+1:])
+				}
+				return
+			}
+		}
+		clear(batch)
+	}
+}
+
+// giveBack returns entries the application never saw to the queue head.
+func (c *consumer) giveBack(es []entry) {
+	if len(es) == 0 {
+		return
+	}
+	c.q.mu.Lock()
+	c.inflight -= len(es)
+	for i := range es {
+		es[i].deliveries--
+	}
+	c.q.requeueLocked(es, false)
+	c.q.dispatchLocked()
+	dead := c.q.takeDeadLocked()
+	c.q.mu.Unlock()
+	c.q.b.deadLetter(dead)
+}
+
+// detach removes the consumer from its queue, stops the pump and waits for
+// it; undelivered entries go back to the queue head. It reports whether the
+// queue is now an unused auto-delete queue.
+func (c *consumer) detach() (autoDelete bool) {
+	q := c.q
+	q.mu.Lock()
+	for i, o := range q.consumers {
+		if o == c {
+			q.consumers = append(q.consumers[:i:i], q.consumers[i+1:]...)
+			break
+		}
+	}
+	pending := c.outbox
+	c.outbox = nil
+	q.mu.Unlock()
+	// The outbox is newer than what the pump holds; the pump's leftovers
+	// are pushed to the head after it, keeping the original order.
+	c.giveBack(pending)
+	c.halt()
+	q.mu.Lock()
+	autoDelete = q.autoDelete && !q.deleted && len(q.consumers) == 0
+	q.mu.Unlock()
+	return autoDelete
+}

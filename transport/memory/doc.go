@@ -1,0 +1,25 @@
+// Package memory is the in-process broker behind memory://name URLs.
+//
+// It is a product feature, not a test double: it keeps RabbitMQ's rules so
+// that code tested against it behaves the same on the real broker. It routes
+// through the default, direct, topic, fanout and headers exchanges; confirms,
+// nacks and returns publishes; enforces per-consumer prefetch; requeues to
+// the head with Redelivered set; honours x-message-ttl, x-max-length with
+// x-overflow, x-dead-letter-exchange and x-dead-letter-routing-key, writing
+// RabbitMQ's x-death headers; and answers with RabbitMQ's reply codes and
+// texts (404, 405, 406, 403, 541).
+//
+// Like RabbitMQ 4.x, it refuses transient (non-durable) queues that are not
+// exclusive: the declaration fails with 541 INTERNAL_ERROR and closes the
+// whole connection. Streams (x-queue-type=stream) and priorities are not
+// supported; declaring a stream fails with 406 PRECONDITION_FAILED.
+//
+// Brokers live in a process-wide registry keyed by name, which is part of
+// the scheme: every memory://orders in one process reaches the same broker,
+// whose state lasts until Delete or the end of the process. Nothing is
+// durable across process restarts.
+//
+// A Broker also offers fault injection for tests of the code above it:
+// Block, Unblock, DropConnections, NackNext, StopConfirming and
+// ResumeConfirming.
+package memory

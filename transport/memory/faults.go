@@ -1,0 +1,98 @@
+package memory
+
+// Fault injection, for testing the code above the transport against the
+// broker's moods. Every method is safe for concurrent use.
+
+// Block raises a resource alarm, as RabbitMQ does when low on memory or
+// disk: every connection's OnBlocked is called with (true, reason), and
+// publishes written from now on are held, neither routed nor confirmed,
+// until Unblock. Consuming and acking carry on. Blocking a blocked broker
+// does nothing.
+func (b *Broker) Block(reason string) {
+	b.alarmMu.Lock()
+	defer b.alarmMu.Unlock()
+	if b.blocked.Load() {
+		return
+	}
+	b.blockReason = reason
+	b.blocked.Store(true)
+	for _, c := range b.snapshotConns() {
+		if c.onBlocked != nil {
+			c.onBlocked(true, reason)
+		}
+	}
+}
+
+// Unblock clears the alarm: every connection's OnBlocked is called with
+// (false, ""), then held publishes are routed and confirmed in order.
+// Unblocking a broker that is not blocked does nothing.
+func (b *Broker) Unblock() {
+	b.alarmMu.Lock()
+	if !b.blocked.Load() {
+		b.alarmMu.Unlock()
+		return
+	}
+	b.blocked.Store(false)
+	b.blockReason = ""
+	conns := b.snapshotConns()
+	for _, c := range conns {
+		if c.onBlocked != nil {
+			c.onBlocked(false, "")
+		}
+	}
+	b.alarmMu.Unlock()
+	for _, c := range conns {
+		for _, p := range c.publishers() {
+			p.flushHeld()
+		}
+	}
+}
+
+// DropConnections closes every connection as a broker shutdown would:
+// each ends with 320 CONNECTION_FORCED (Server and Connection set), its
+// pending confirms end Lost, its unacked messages are requeued as
+// redelivered, and its exclusive queues are deleted. It returns once all
+// of that is done.
+func (b *Broker) DropConnections() {
+	for _, c := range b.snapshotConns() {
+		c.end(errForced())
+	}
+}
+
+// NackNext makes the broker nack the next n confirmed publishes (on any
+// connection) without routing them. n <= 0 cancels what is left.
+func (b *Broker) NackNext(n int) {
+	if n < 0 {
+		n = 0
+	}
+	b.nackNext.Store(int64(n))
+}
+
+// takeNack reports whether this confirmed publish is to be nacked.
+func (b *Broker) takeNack() bool {
+	for {
+		n := b.nackNext.Load()
+		if n <= 0 {
+			return false
+		}
+		if b.nackNext.CompareAndSwap(n, n-1) {
+			return true
+		}
+	}
+}
+
+// StopConfirming makes the broker route publishes but withhold their
+// confirms (and returns and nacks) until ResumeConfirming, as a busy
+// broker would. A channel that ends meanwhile answers them Lost.
+func (b *Broker) StopConfirming() { b.withhold.Store(true) }
+
+// ResumeConfirming delivers the withheld confirms, in order, and confirms
+// normally again.
+func (b *Broker) ResumeConfirming() {
+	b.withhold.Store(false)
+	for _, c := range b.snapshotConns() {
+		for _, p := range c.publishers() {
+			p.releaseWithheld()
+		}
+	}
+}

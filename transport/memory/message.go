@@ -1,0 +1,83 @@
+package memory
+
+import (
+	"time"
+
+	"github.com/acemq-go/acemq/transport"
+)
+
+// message is one published message. It is immutable once built and shared
+// by every queue it was routed to; each queue holds its own entry for it.
+type message struct {
+	exchange   string
+	routingKey string
+	props      transport.Properties
+	body       []byte
+}
+
+// newMessage copies what the publisher gave, so callers may reuse their
+// buffers as soon as Publish returns.
+func newMessage(msg *transport.Message) *message {
+	m := &message{exchange: msg.Exchange, routingKey: msg.RoutingKey, props: msg.Properties}
+	m.props.Headers = copyTable(msg.Headers)
+	if msg.Body != nil {
+		m.body = append(make([]byte, 0, len(msg.Body)), msg.Body...)
+	}
+	return m
+}
+
+// copyTable deep-copies a field table so no caller can change what the
+// broker holds (or what another consumer sees).
+func copyTable(t transport.Table) transport.Table {
+	if t == nil {
+		return nil
+	}
+	out := make(transport.Table, len(t))
+	for k, v := range t {
+		out[k] = copyValue(v)
+	}
+	return out
+}
+
+func copyValue(v any) any {
+	switch x := v.(type) {
+	case transport.Table:
+		return copyTable(x)
+	case map[string]any:
+		return map[string]any(copyTable(transport.Table(x)))
+	case []any:
+		out := make([]any, len(x))
+		for i, e := range x {
+			out[i] = copyValue(e)
+		}
+		return out
+	case []byte:
+		return append([]byte(nil), x...)
+	case time.Time:
+		return x
+	}
+	return v
+}
+
+// delivery builds what a consumer or Get receives. Headers are copied so
+// consumers cannot race each other through a shared map; the body is
+// shared and must be treated as read-only, as with any Delivery.
+func (e *entry) delivery(quorum bool) transport.Delivery {
+	d := transport.Delivery{
+		Properties:  e.m.props,
+		Body:        e.m.body,
+		Exchange:    e.m.exchange,
+		RoutingKey:  e.m.routingKey,
+		Redelivered: e.redelivered,
+	}
+	if d.Headers != nil || (quorum && e.deliveries > 1) {
+		d.Headers = copyTable(d.Headers)
+		if quorum && e.deliveries > 1 {
+			if d.Headers == nil {
+				d.Headers = transport.Table{}
+			}
+			d.Headers["x-delivery-count"] = int64(e.deliveries - 1)
+		}
+	}
+	return d
+}

@@ -1,0 +1,250 @@
+package memory
+
+import (
+	"context"
+	"fmt"
+	"sync"
+
+	"github.com/acemq-go/acemq/transport"
+)
+
+// pendingConfirm is an answer waiting to be handed to its ConfirmFunc.
+type pendingConfirm struct {
+	done transport.ConfirmFunc
+	conf transport.Confirmation
+}
+
+// heldPublish is a publish written while the broker was blocked: not yet
+// routed, not yet confirmed.
+type heldPublish struct {
+	m         *message
+	done      transport.ConfirmFunc
+	mandatory bool
+}
+
+// publisher implements transport.Publisher. Publish is safe for concurrent
+// use; publishes are routed and confirmed in the order they were written.
+type publisher struct {
+	c       *conn
+	life    lifecycle
+	confirm bool
+
+	mu       sync.Mutex // serialises publishes, as one channel's frames are
+	held     []heldPublish
+	withheld []pendingConfirm
+	scratch  []*queue
+
+	// The confirmer goroutine calls ConfirmFuncs without any broker lock.
+	cmu    sync.Mutex
+	cq     []pendingConfirm
+	wake   chan struct{}
+	stop   chan struct{}
+	exited chan struct{}
+}
+
+var _ transport.Publisher = (*publisher)(nil)
+
+func newPublisher(c *conn, confirm bool) *publisher {
+	p := &publisher{c: c, life: newLifecycle(), confirm: confirm,
+		wake: make(chan struct{}, 1), stop: make(chan struct{}), exited: make(chan struct{})}
+	if confirm {
+		go p.confirmer()
+	} else {
+		close(p.exited)
+	}
+	return p
+}
+
+// Confirming reports whether the channel is in confirm mode.
+func (p *publisher) Confirming() bool { return p.confirm }
+
+// Done is closed when the channel has ended; by then every pending confirm
+// has been decided (answers are still delivered asynchronously).
+func (p *publisher) Done() <-chan struct{} { return p.life.done }
+
+// Close ends the channel; pending confirms are answered Lost. It waits for
+// the callbacks already decided to run, so it must not be called from a
+// ConfirmFunc of the same publisher.
+func (p *publisher) Close() error {
+	p.end(transport.ErrClosed)
+	<-p.exited
+	return nil
+}
+
+// Publish routes msg, copying its body and headers first. On a confirming
+// publisher done is called exactly once: Acked; Nacked (a full
+// reject-publish queue or an injected nack); Returned with 312 NO_ROUTE for
+// an unroutable mandatory message; or Lost when the channel ends first.
+// Publishing to a missing exchange closes the channel with 404; that
+// publish and every pending one end Lost, and the 404 is returned.
+// Publishing on an ended channel returns an error wrapping ErrNotWritten.
+// While the broker is blocked the publish is accepted but held, neither
+// routed nor confirmed, until Unblock.
+func (p *publisher) Publish(ctx context.Context, msg *transport.Message, done transport.ConfirmFunc) error {
+	if !p.confirm && done != nil {
+		return fmt.Errorf("memory: done must be nil on a non-confirming publisher: %w", transport.ErrNotWritten)
+	}
+	if err := ctx.Err(); err != nil {
+		return fmt.Errorf("%w: %w", transport.ErrNotWritten, err)
+	}
+	m := newMessage(msg)
+	p.mu.Lock()
+	if p.life.ended() {
+		p.mu.Unlock()
+		return fmt.Errorf("%w: %w", transport.ErrNotWritten, closedErr(p.life.reason()))
+	}
+	if p.c.b.blocked.Load() || len(p.held) > 0 {
+		p.held = append(p.held, heldPublish{m: m, done: done, mandatory: msg.Mandatory})
+		p.mu.Unlock()
+		return nil
+	}
+	e := p.routeLocked(m, done, msg.Mandatory)
+	p.mu.Unlock()
+	if e != nil {
+		p.end(e)
+		return e
+	}
+	return nil
+}
+
+// routeLocked routes one message and records its answer; p.mu is held.
+func (p *publisher) routeLocked(m *message, done transport.ConfirmFunc, mandatory bool) *transport.Error {
+	b := p.c.b
+	var conf transport.Confirmation
+	if p.confirm && b.takeNack() {
+		conf.Outcome = transport.Nacked
+	} else {
+		res, scratch, e := b.publish(m, p.scratch)
+		p.scratch = scratch
+		switch {
+		case e != nil:
+			if done != nil {
+				p.enqueue(pendingConfirm{done, transport.Confirmation{Outcome: transport.Lost, Err: e}})
+			}
+			return e
+		case res.rejected:
+			conf.Outcome = transport.Nacked
+		case !res.routed && mandatory:
+			conf = transport.Confirmation{Outcome: transport.Returned, ReplyCode: transport.CodeNoRoute, ReplyText: "NO_ROUTE"}
+		default:
+			conf.Outcome = transport.Acked
+		}
+	}
+	if !p.confirm || done == nil {
+		return nil
+	}
+	if b.withhold.Load() || len(p.withheld) > 0 {
+		p.withheld = append(p.withheld, pendingConfirm{done, conf})
+		return nil
+	}
+	p.enqueue(pendingConfirm{done, conf})
+	return nil
+}
+
+// enqueue hands an answer to the confirmer goroutine, keeping order.
+func (p *publisher) enqueue(pc pendingConfirm) {
+	p.cmu.Lock()
+	first := len(p.cq) == 0
+	p.cq = append(p.cq, pc)
+	p.cmu.Unlock()
+	if first {
+		select {
+		case p.wake <- struct{}{}:
+		default:
+		}
+	}
+}
+
+// confirmer calls ConfirmFuncs in order, in batches, until stopped and
+// drained.
+func (p *publisher) confirmer() {
+	defer close(p.exited)
+	var batch []pendingConfirm
+	for {
+		stopping := false
+		select {
+		case <-p.wake:
+		case <-p.stop:
+			stopping = true
+		}
+		for {
+			p.cmu.Lock()
+			batch, p.cq = p.cq, batch[:0]
+			p.cmu.Unlock()
+			if len(batch) == 0 {
+				break
+			}
+			for i := range batch {
+				batch[i].done(batch[i].conf)
+				batch[i] = pendingConfirm{}
+			}
+		}
+		if stopping {
+			return
+		}
+	}
+}
+
+func (p *publisher) stopConfirmer() {
+	if p.confirm {
+		close(p.stop)
+	}
+}
+
+// flushHeld routes publishes held while the broker was blocked.
+func (p *publisher) flushHeld() {
+	p.mu.Lock()
+	var failed *transport.Error
+	for len(p.held) > 0 && !p.c.b.blocked.Load() {
+		h := p.held[0]
+		p.held[0] = heldPublish{}
+		p.held = p.held[1:]
+		if failed != nil {
+			if h.done != nil {
+				p.enqueue(pendingConfirm{h.done, transport.Confirmation{Outcome: transport.Lost, Err: failed}})
+			}
+			continue
+		}
+		failed = p.routeLocked(h.m, h.done, h.mandatory)
+	}
+	p.mu.Unlock()
+	if failed != nil {
+		p.end(failed)
+	}
+}
+
+// releaseWithheld delivers confirms withheld by StopConfirming.
+func (p *publisher) releaseWithheld() {
+	p.mu.Lock()
+	for _, pc := range p.withheld {
+		p.enqueue(pc)
+	}
+	p.withheld = nil
+	p.mu.Unlock()
+}
+
+// end closes the channel: everything not yet answered is answered Lost
+// with cause, after the answers already decided.
+func (p *publisher) end(cause error) {
+	if !p.life.begin(cause) {
+		return
+	}
+	if cause == nil {
+		cause = transport.ErrClosed
+	}
+	p.mu.Lock()
+	lost := transport.Confirmation{Outcome: transport.Lost, Err: cause}
+	for _, h := range p.held {
+		if h.done != nil {
+			p.enqueue(pendingConfirm{h.done, lost})
+		}
+	}
+	for _, pc := range p.withheld {
+		p.enqueue(pendingConfirm{pc.done, lost})
+	}
+	p.held, p.withheld = nil, nil
+	p.mu.Unlock()
+	p.stopConfirmer()
+	p.c.forget(p)
+	p.life.finish()
+}

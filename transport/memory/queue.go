@@ -1,0 +1,272 @@
+package memory
+
+import (
+	"sync"
+	"time"
+
+	"github.com/acemq-go/acemq/transport"
+)
+
+// queue holds ready messages and the consumers they are pushed to.
+type queue struct {
+	b          *Broker
+	name       string
+	durable    bool
+	exclusive  bool
+	autoDelete bool
+	args       transport.Table
+	owner      *conn // exclusive queues only
+
+	// Settings read from args at declaration; immutable.
+	ttl           int64 // nanoseconds; -1 means no x-message-ttl
+	maxLen        int   // -1 means unbounded
+	rejectPublish bool
+	dlx           string
+	hasDLX        bool
+	dlrk          string
+	hasDLRK       bool
+	quorum        bool
+
+	mu          sync.Mutex
+	ready       deque
+	consumers   []*consumer
+	rr          int // round-robin cursor into consumers
+	hadConsumer bool
+	deleted     bool
+	timer       *time.Timer
+	timerAt     int64 // when the armed timer fires; 0 when none is armed
+	dead        []deadLetter
+}
+
+func newQueue(b *Broker, spec transport.QueueSpec, owner *conn) *queue {
+	q := &queue{
+		b: b, name: spec.Name, durable: spec.Durable, exclusive: spec.Exclusive,
+		autoDelete: spec.AutoDelete, args: copyTable(spec.Args), ttl: -1, maxLen: -1,
+		quorum: queueType(spec.Args) == "quorum",
+	}
+	if spec.Exclusive {
+		q.owner = owner
+	}
+	if v, ok := toInt64(spec.Args["x-message-ttl"]); ok {
+		q.ttl = v * int64(time.Millisecond)
+	}
+	if v, ok := toInt64(spec.Args["x-max-length"]); ok {
+		q.maxLen = int(v)
+	}
+	q.rejectPublish = spec.Args["x-overflow"] == "reject-publish"
+	q.dlx, q.hasDLX = spec.Args["x-dead-letter-exchange"].(string)
+	q.dlrk, q.hasDLRK = spec.Args["x-dead-letter-routing-key"].(string)
+	return q
+}
+
+func (q *queue) info() transport.QueueInfo {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	return transport.QueueInfo{Name: q.name, Messages: q.ready.len(), Consumers: len(q.consumers)}
+}
+
+// takeDeadLocked hands over the dead letters collected under q.mu; the
+// caller routes them after unlocking.
+func (q *queue) takeDeadLocked() []deadLetter {
+	d := q.dead
+	q.dead = nil
+	return d
+}
+
+func (q *queue) kill(e entry, reason string) {
+	q.dead = append(q.dead, deadLetter{from: q, m: e.m, reason: reason})
+}
+
+// enqueue adds m at the tail. ok is false when a full reject-publish queue
+// refused it. The caller routes the returned dead letters.
+func (q *queue) enqueue(m *message) (ok bool, dead []deadLetter) {
+	q.mu.Lock()
+	if q.deleted {
+		q.mu.Unlock()
+		return true, nil
+	}
+	e := entry{m: m}
+	if q.ttl >= 0 {
+		e.expireAt = q.b.now() + q.ttl
+	}
+	if q.maxLen >= 0 && q.ready.len() >= q.maxLen {
+		if q.rejectPublish {
+			q.mu.Unlock()
+			return false, nil
+		}
+		for q.ready.len() > 0 && q.ready.len() >= q.maxLen {
+			q.kill(q.ready.popFront(), "maxlen")
+		}
+		if q.maxLen == 0 {
+			q.kill(e, "maxlen")
+			dead = q.takeDeadLocked()
+			q.mu.Unlock()
+			return true, dead
+		}
+	}
+	q.ready.pushBack(e)
+	q.dispatchLocked()
+	dead = q.takeDeadLocked()
+	q.mu.Unlock()
+	return true, dead
+}
+
+// requeueLocked puts entries back at the head, in their original order.
+func (q *queue) requeueLocked(es []entry, redelivered bool) {
+	if q.deleted {
+		return
+	}
+	for i := len(es) - 1; i >= 0; i-- {
+		e := es[i]
+		if redelivered {
+			e.redelivered = true
+		}
+		q.ready.pushFront(e)
+	}
+}
+
+// expiredLocked drops expired messages at the head, dead-lettering them.
+func (q *queue) expiredLocked(now int64) {
+	for q.ready.len() > 0 && q.ready.front().expireAt != 0 && now > q.ready.front().expireAt {
+		q.kill(q.ready.popFront(), "expired")
+	}
+}
+
+// dispatchLocked pushes ready messages to consumers with credit, round
+// robin, then arms the expiry timer for what is left.
+func (q *queue) dispatchLocked() {
+	var now int64
+	if q.ttl >= 0 && q.ready.len() > 0 {
+		now = q.b.now()
+		q.expiredLocked(now)
+	}
+	for q.ready.len() > 0 && len(q.consumers) > 0 {
+		c := q.nextConsumerLocked()
+		if c == nil {
+			break
+		}
+		e := q.ready.popFront()
+		if e.expireAt != 0 && now > e.expireAt {
+			q.kill(e, "expired")
+			continue
+		}
+		e.deliveries++
+		c.inflight++
+		if len(c.outbox) == 0 {
+			select {
+			case c.wake <- struct{}{}:
+			default:
+			}
+		}
+		c.outbox = append(c.outbox, e)
+	}
+	q.armLocked()
+}
+
+func (q *queue) nextConsumerLocked() *consumer {
+	n := len(q.consumers)
+	for i := 0; i < n; i++ {
+		c := q.consumers[(q.rr+i)%n]
+		if c.prefetch == 0 || c.inflight < c.prefetch {
+			q.rr = (q.rr + i + 1) % n
+			return c
+		}
+	}
+	return nil
+}
+
+// armLocked makes sure a timer fires when the head message expires.
+func (q *queue) armLocked() {
+	if q.ttl < 0 || q.ready.len() == 0 || q.deleted {
+		return
+	}
+	at := q.ready.front().expireAt
+	if q.timerAt != 0 && q.timerAt <= at {
+		return
+	}
+	d := time.Duration(at - q.b.now() + 1)
+	if d < 0 {
+		d = 0
+	}
+	q.timerAt = at
+	if q.timer == nil {
+		q.timer = time.AfterFunc(d, q.onTimer)
+	} else {
+		q.timer.Reset(d)
+	}
+}
+
+func (q *queue) onTimer() {
+	q.mu.Lock()
+	q.timerAt = 0
+	if !q.deleted {
+		q.expiredLocked(q.b.now())
+		q.armLocked()
+	}
+	dead := q.takeDeadLocked()
+	q.mu.Unlock()
+	q.b.deadLetter(dead)
+}
+
+// settle finishes one delivery from this queue: ack, requeue at the head
+// with Redelivered, or dead-letter (dropped without a DLX).
+func (q *queue) settle(u unacked, ack, requeue bool) {
+	q.mu.Lock()
+	if u.c != nil {
+		u.c.inflight--
+	}
+	if !ack && !q.deleted {
+		if requeue {
+			u.e.redelivered = true
+			q.ready.pushFront(u.e)
+		} else {
+			q.kill(u.e, "rejected")
+		}
+	}
+	q.dispatchLocked()
+	dead := q.takeDeadLocked()
+	q.mu.Unlock()
+	q.b.deadLetter(dead)
+}
+
+// get pops the head message for basic.get; ok is false when none is ready.
+func (q *queue) get() (e entry, left int, ok bool) {
+	q.mu.Lock()
+	if q.ttl >= 0 {
+		q.expiredLocked(q.b.now())
+	}
+	if q.ready.len() > 0 {
+		e, ok = q.ready.popFront(), true
+		e.deliveries++
+	}
+	left = q.ready.len()
+	q.armLocked()
+	dead := q.takeDeadLocked()
+	q.mu.Unlock()
+	q.b.deadLetter(dead)
+	return e, left, ok
+}
+
+func (q *queue) purge() int {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	return q.ready.clear()
+}
+
+// markDeleted empties the queue and detaches its consumers, which the
+// caller then stops. The caller holds the topology lock.
+func (q *queue) markDeleted() (purged int, consumers []*consumer) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	q.deleted = true
+	if q.timer != nil {
+		q.timer.Stop()
+	}
+	purged = q.ready.clear()
+	consumers = q.consumers
+	q.consumers = nil
+	for _, c := range consumers {
+		c.outbox = nil
+	}
+	return purged, consumers
+}

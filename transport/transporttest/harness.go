@@ -1,0 +1,76 @@
+// Package transporttest is the conformance suite every AceMQ transport must
+// pass, in the manner of watermill's Pub/Sub tests: one set of behaviours,
+// asserted against the in-process broker and against RabbitMQ alike, so
+// "memory:// is no kinder than RabbitMQ" is tested rather than promised.
+//
+// The suite only asserts what holds on both brokers. It names every queue
+// and exchange with a random suffix and uses exclusive queues (deleted with
+// their connection) or deletes what it declares, so it can run against a
+// shared broker.
+package transporttest
+
+import (
+	"testing"
+
+	"github.com/acemq-go/acemq/transport"
+)
+
+// Harness tells the suite how to reach the broker under test.
+type Harness struct {
+	// Dial opens a new connection to the broker. The suite closes every
+	// connection it dials. Required.
+	Dial func(t *testing.T) transport.Connection
+
+	// DialWithOnBlocked opens a connection whose transport.Config.OnBlocked
+	// is onBlocked. Nil makes the blocking subtest skip its notification
+	// checks.
+	DialWithOnBlocked func(t *testing.T, onBlocked func(active bool, reason string)) transport.Connection
+
+	// Block raises a resource alarm with reason; Unblock clears it. Both
+	// nil skips the blocking subtests.
+	Block   func(t *testing.T, reason string)
+	Unblock func(t *testing.T)
+
+	// DropConnections forces every connection closed as a broker shutdown
+	// does (320 CONNECTION_FORCED). Nil skips the subtest.
+	DropConnections func(t *testing.T)
+}
+
+// Run runs every conformance subtest against the broker h reaches. Each
+// subtest is independent and may run in parallel with other packages'
+// use of the same broker.
+func Run(t *testing.T, h Harness) {
+	if h.Dial == nil {
+		t.Fatal("transporttest: Harness.Dial is required")
+	}
+	s := &suite{h: h}
+	for _, c := range []struct {
+		name string
+		fn   func(*testing.T)
+	}{
+		{"PublishIsConfirmed", s.publishIsConfirmed},
+		{"MandatoryUnroutableIsReturnedNoRoute", s.mandatoryUnroutableIsReturned},
+		{"NonMandatoryUnroutableIsAcked", s.nonMandatoryUnroutableIsAcked},
+		{"RejectPublishFullQueueIsNacked", s.rejectPublishFullQueueIsNacked},
+		{"PublishToMissingExchangeClosesChannelWith404", s.publishToMissingExchange},
+		{"PassiveDeclareOfMissingQueueIs404AndClosesChannel", s.passiveDeclareMissingQueue},
+		{"InequivalentRedeclareIs406", s.inequivalentRedeclare},
+		{"IntegerArgumentsCompareAcrossWidths", s.integerArgsCompareAcrossWidths},
+		{"TTLExpiryDeadLettersWithConfiguredRoutingKey", s.ttlExpiryDeadLetters},
+		{"RejectWithoutRequeueDeadLettersWithXDeath", s.rejectDeadLetters},
+		{"NackRequeueRedeliversAtHead", s.nackRequeueRedelivers},
+		{"PrefetchIsEnforcedAndChannelCloseRequeues", s.prefetchEnforced},
+		{"GetReportsMessageCount", s.getReportsMessageCount},
+		{"TopicWildcards", s.topicWildcards},
+		{"FanoutReachesEveryBoundQueue", s.fanoutRouting},
+		{"HeadersAllAndAny", s.headersRouting},
+		{"ExclusiveQueueIsGoneAfterItsConnectionCloses", s.exclusiveQueueGone},
+		{"ExclusiveQueueIsLockedToOtherConnections", s.exclusiveQueueLocked},
+		{"UnknownDeliveryTagClosesChannelWith406", s.unknownDeliveryTag},
+		{"CancelClosesDeliveriesAndKeepsUnacked", s.cancelKeepsUnacked},
+		{"BlockHoldsConfirmsUntilUnblock", s.blockHoldsConfirms},
+		{"DropConnectionsEndsWith320AndRequeues", s.dropConnections},
+	} {
+		t.Run(c.name, c.fn)
+	}
+}

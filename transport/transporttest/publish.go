@@ -1,0 +1,78 @@
+package transporttest
+
+import (
+	"testing"
+
+	"github.com/acemq-go/acemq/transport"
+)
+
+func (s *suite) publishIsConfirmed(t *testing.T) {
+	c := s.dial(t)
+	ch := openChannel(t, c)
+	q := exclusiveQueue(t, ch, "confirmed", nil)
+	p := openPublisher(t, c)
+	if !p.Confirming() {
+		t.Fatal("Publisher(ctx, true) is not in confirm mode")
+	}
+	publishAcked(t, p, toQueue(q, "hello"))
+	d := getOne(t, ch, q)
+	if string(d.Body) != "hello" || d.Redelivered {
+		t.Fatalf("got body %q redelivered=%v, want \"hello\" first delivery", d.Body, d.Redelivered)
+	}
+}
+
+func (s *suite) mandatoryUnroutableIsReturned(t *testing.T) {
+	c := s.dial(t)
+	p := openPublisher(t, c)
+	got := publish(t, p, &transport.Message{Exchange: "amq.direct", RoutingKey: unique("nowhere"), Mandatory: true, Body: []byte("x")})
+	if got.Outcome != transport.Returned || got.ReplyCode != transport.CodeNoRoute || got.ReplyText != "NO_ROUTE" {
+		t.Fatalf("got %v %d %q, want returned 312 NO_ROUTE", got.Outcome, got.ReplyCode, got.ReplyText)
+	}
+}
+
+func (s *suite) nonMandatoryUnroutableIsAcked(t *testing.T) {
+	c := s.dial(t)
+	p := openPublisher(t, c)
+	publishAcked(t, p, &transport.Message{Exchange: "amq.direct", RoutingKey: unique("nowhere"), Body: []byte("x")})
+}
+
+func (s *suite) rejectPublishFullQueueIsNacked(t *testing.T) {
+	c := s.dial(t)
+	ch := openChannel(t, c)
+	q := exclusiveQueue(t, ch, "full", transport.Table{"x-max-length": int32(1), "x-overflow": "reject-publish"})
+	p := openPublisher(t, c)
+	publishAcked(t, p, toQueue(q, "first"))
+	if got := publish(t, p, toQueue(q, "second")); got.Outcome != transport.Nacked {
+		t.Fatalf("publish to a full reject-publish queue: %v, want nacked", got.Outcome)
+	}
+	m := toQueue(q, "mandatory")
+	m.Mandatory = true
+	if got := publish(t, p, m); got.Outcome != transport.Nacked {
+		t.Fatalf("mandatory publish to a full reject-publish queue: %v, want nacked", got.Outcome)
+	}
+	readyEventually(t, c, q, 1)
+}
+
+func (s *suite) publishToMissingExchange(t *testing.T) {
+	c := s.dial(t)
+	p := openPublisher(t, c)
+	x := unique("missing")
+	got := make(chan transport.Confirmation, 1)
+	err := p.Publish(ctx(t), &transport.Message{Exchange: x, RoutingKey: "k", Body: []byte("x")}, func(c transport.Confirmation) { got <- c })
+	if err != nil && transport.Code(err) != transport.CodeNotFound {
+		t.Fatalf("publish to a missing exchange returned %v; want nil or a 404", err)
+	}
+	select {
+	case conf := <-got:
+		if conf.Outcome != transport.Lost {
+			t.Fatalf("publish to a missing exchange: %v, want lost", conf.Outcome)
+		}
+	case <-ctx(t).Done():
+		t.Fatal("no answer to a publish whose channel the broker closed")
+	}
+	select {
+	case <-p.Done():
+	case <-ctx(t).Done():
+		t.Fatal("channel still open after publishing to a missing exchange")
+	}
+}
