@@ -1,3 +1,5 @@
 module github.com/acemq-go/acemq
 
 go 1.24
+
+require github.com/rabbitmq/amqp091-go v1.16.0
