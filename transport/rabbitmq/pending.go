@@ -5,32 +5,39 @@ import "github.com/acemq-go/acemq/transport"
 // waiter is one publish awaiting the broker's answer.
 type waiter struct {
 	done      transport.ConfirmFunc
-	id        string
+	key       returnKey
 	mandatory bool
 	returned  bool
 	code      uint16
 	text      string
 }
 
+// returnKey is what a basic.return says about the publish it returns: the
+// message id, exchange and routing key. A return is attributed by the
+// message id; the exchange and key keep publishes that reuse an id apart.
+type returnKey struct {
+	id, exchange, routingKey string
+}
+
 // pending is the table of unanswered publishes of one channel, keyed by the
 // channel's publish sequence number, plus an index of mandatory publishes by
-// message id so a basic.return finds its publish. It is not safe for
+// message id, exchange and routing key so a basic.return finds its publish. It is not safe for
 // concurrent use; the publisher guards it.
 type pending struct {
 	bySeq map[uint64]waiter
 	// byID lists, oldest first, the sequence numbers of unanswered
 	// mandatory publishes carrying each message id.
-	byID map[string][]uint64
+	byID map[returnKey][]uint64
 }
 
 func newPending() pending {
-	return pending{bySeq: make(map[uint64]waiter, 256), byID: make(map[string][]uint64)}
+	return pending{bySeq: make(map[uint64]waiter, 256), byID: make(map[returnKey][]uint64)}
 }
 
 func (p *pending) add(seq uint64, w waiter) {
 	p.bySeq[seq] = w
 	if w.mandatory {
-		p.byID[w.id] = append(p.byID[w.id], seq)
+		p.byID[w.key] = append(p.byID[w.key], seq)
 	}
 }
 
@@ -42,7 +49,7 @@ func (p *pending) remove(seq uint64) (waiter, bool) {
 	}
 	delete(p.bySeq, seq)
 	if w.mandatory {
-		seqs := p.byID[w.id]
+		seqs := p.byID[w.key]
 		for i, s := range seqs {
 			if s == seq {
 				seqs = append(seqs[:i], seqs[i+1:]...)
@@ -50,19 +57,19 @@ func (p *pending) remove(seq uint64) (waiter, bool) {
 			}
 		}
 		if len(seqs) == 0 {
-			delete(p.byID, w.id)
+			delete(p.byID, w.key)
 		} else {
-			p.byID[w.id] = seqs
+			p.byID[w.key] = seqs
 		}
 	}
 	return w, true
 }
 
 // markReturned attributes a basic.return to the oldest unanswered mandatory
-// publish with the message id that has not already been returned. It
-// reports whether one was found.
-func (p *pending) markReturned(id string, code uint16, text string) bool {
-	for _, seq := range p.byID[id] {
+// publish with the same message id, exchange and routing key that has not
+// already been returned. It reports whether one was found.
+func (p *pending) markReturned(k returnKey, code uint16, text string) bool {
+	for _, seq := range p.byID[k] {
 		w := p.bySeq[seq]
 		if w.returned {
 			continue

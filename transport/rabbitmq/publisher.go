@@ -100,7 +100,7 @@ func (p *publisher) dispatch(confirms chan amqp.Confirmation, returns chan amqp.
 
 func (p *publisher) onReturn(r *amqp.Return) {
 	p.pmu.Lock()
-	p.table.markReturned(r.MessageId, r.ReplyCode, r.ReplyText)
+	p.table.markReturned(returnKey{r.MessageId, r.Exchange, r.RoutingKey}, r.ReplyCode, r.ReplyText)
 	p.pmu.Unlock()
 }
 
@@ -188,7 +188,7 @@ func (p *publisher) Publish(ctx context.Context, msg *transport.Message, done tr
 	if p.confirm {
 		seq = p.ch.GetNextPublishSeqNo()
 		p.pmu.Lock()
-		p.table.add(seq, waiter{done: done, id: msg.MessageID, mandatory: msg.Mandatory})
+		p.table.add(seq, waiter{done: done, key: returnKey{msg.MessageID, msg.Exchange, msg.RoutingKey}, mandatory: msg.Mandatory})
 		p.pmu.Unlock()
 	}
 	_, err := p.ch.PublishWithDeferredConfirm(msg.Exchange, msg.RoutingKey, msg.Mandatory, false, pub)
