@@ -176,7 +176,7 @@ func connectionPid(t *testing.T, name string) string {
 	t.Helper()
 	deadline := time.Now().Add(wait)
 	for {
-		out := testenv.RabbitCtl(t, "list_connections", "-q", "pid", "client_properties")
+		out := testenv.RabbitCtl(t, "list_connections", "-q", "--no-table-headers", "pid", "client_properties")
 		for _, line := range strings.Split(out, "\n") {
 			if strings.Contains(line, `"`+name+`"`) {
 				return strings.Fields(line)[0]
