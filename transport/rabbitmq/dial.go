@@ -2,6 +2,7 @@ package rabbitmq
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net"
 	"strconv"
@@ -142,16 +143,33 @@ func dialOne(ctx context.Context, base amqp.URI, addr string, cfg transport.Conf
 	ac, err := amqp.DialConfig(uri.String(), config)
 	interrupted := stop != nil && !stop()
 	if err != nil {
-		if ctxErr := actx.Err(); ctxErr != nil {
-			err = fmt.Errorf("%w (%v)", ctxErr, convertError(err))
-		}
-		return nil, shown, convertError(err)
+		return nil, shown, dialCause(actx, err)
 	}
 	if interrupted {
 		_ = ac.Close()
 		return nil, shown, actx.Err()
 	}
 	return newConnection(ac, cfg.OnBlocked), shown, nil
+}
+
+// dialCause explains a failed attempt: a context or deadline error when the
+// attempt ran out of time (the socket deadline may fire a moment before the
+// context does), the broker's refusal as a *transport.Error, and a client
+// side failure (an I/O error the client reports as code 501) as plain text.
+func dialCause(actx context.Context, err error) error {
+	var ae *amqp.Error
+	if errors.As(err, &ae) && ae != amqp.ErrClosed && !ae.Server {
+		err = errors.New(ae.Reason)
+	} else {
+		err = convertError(err)
+	}
+	if ctxErr := actx.Err(); ctxErr != nil {
+		return fmt.Errorf("%w (%v)", ctxErr, err)
+	}
+	if deadline, ok := actx.Deadline(); ok && !time.Now().Before(deadline) {
+		return fmt.Errorf("%w (%v)", context.DeadlineExceeded, err)
+	}
+	return err
 }
 
 // shownURL renders a URL for messages with the password masked.

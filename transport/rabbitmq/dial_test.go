@@ -2,11 +2,13 @@ package rabbitmq
 
 import (
 	"context"
+	"errors"
 	"net"
 	"net/url"
 	"strings"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/acemq-go/acemq/internal/testenv"
 	"github.com/acemq-go/acemq/transport"
@@ -109,5 +111,47 @@ func TestCapabilitiesAreSortedContractNames(t *testing.T) {
 	}
 	if d, ok := transport.Lookup("amqps"); !ok || d.Name() != "rabbitmq" {
 		t.Fatalf("amqps not registered to rabbitmq")
+	}
+}
+
+func TestDialGivesUpOnASilentServerAtTheConnectTimeout(t *testing.T) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	accepted := make(chan net.Conn, 4)
+	go func() {
+		for {
+			c, err := l.Accept()
+			if err != nil {
+				close(accepted)
+				return
+			}
+			accepted <- c // hold it open and say nothing
+		}
+	}()
+	t.Cleanup(func() {
+		_ = l.Close()
+		for c := range accepted {
+			_ = c.Close()
+		}
+	})
+	cfg := transport.Config{URL: "amqp://guest:guest@" + l.Addr().String() + "/", ConnectTimeout: 200 * time.Millisecond}
+	start := time.Now()
+	_, _, err = Driver{}.Dial(context.Background(), cfg)
+	if !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("err = %v, want a deadline error", err)
+	}
+	if took := time.Since(start); took > 2*time.Second {
+		t.Fatalf("dial took %s with a 200ms connect timeout", took)
+	}
+}
+
+func TestDialStopsWhenTheContextIsCancelled(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	_, _, err := Driver{}.Dial(ctx, transport.Config{URL: testenv.AMQPURL(t)})
+	if !errors.Is(err, context.Canceled) {
+		t.Fatalf("err = %v, want context.Canceled", err)
 	}
 }
