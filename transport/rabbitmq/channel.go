@@ -18,6 +18,8 @@ type channel struct {
 	ch   *amqp.Channel
 	done chan struct{}
 
+	callMu sync.Mutex // serialises synchronous methods
+
 	mu   sync.Mutex
 	err  error
 	subs map[string]chan struct{} // consumer tag → stop signal of its forwarder
@@ -38,23 +40,35 @@ func newChannel(ch *amqp.Channel) *channel {
 	return c
 }
 
-// call runs one synchronous AMQP method. AMQP cannot abandon a method half
-// way, so when ctx ends first the channel is closed and ctx's error
-// returned; the helper goroutine ends when the client returns.
+// call runs one synchronous AMQP method. The client matches replies to
+// requests by arrival only, so methods are serialised by callMu. AMQP cannot
+// abandon a method half way: when ctx ends first, call returns ctx's error
+// at once while the method finishes in the background (it may still take
+// effect), holding callMu until the broker answers or the channel ends, so
+// the next method never reads its reply.
 func (c *channel) call(ctx context.Context, f func() error) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
 	if ctx.Done() == nil {
+		c.callMu.Lock()
+		defer c.callMu.Unlock()
 		return c.cause(f())
 	}
 	res := make(chan error, 1)
-	go func() { res <- f() }()
+	go func() {
+		c.callMu.Lock()
+		defer c.callMu.Unlock()
+		if ctx.Err() != nil {
+			res <- ctx.Err()
+			return
+		}
+		res <- f()
+	}()
 	select {
 	case err := <-res:
 		return c.cause(err)
 	case <-ctx.Done():
-		_ = c.ch.Close()
 		return ctx.Err()
 	}
 }
@@ -151,7 +165,7 @@ func (c *channel) UnbindQueue(ctx context.Context, s transport.BindingSpec) erro
 // Qos sets the prefetch for consumers started afterwards on this channel,
 // per consumer (global=false; RabbitMQ 4 refuses global QoS).
 func (c *channel) Qos(prefetch int) error {
-	return c.cause(c.ch.Qos(prefetch, 0, false))
+	return c.call(context.Background(), func() error { return c.ch.Qos(prefetch, 0, false) })
 }
 
 // Ack acknowledges one delivery (multiple=false).

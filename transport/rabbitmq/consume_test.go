@@ -2,6 +2,7 @@ package rabbitmq
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -140,5 +141,53 @@ func TestBrokerRefusalIsATransportErrorAndEndsTheChannel(t *testing.T) {
 	_ = p.Close()
 	if err := p.Publish(context.Background(), &transport.Message{RoutingKey: "x"}, func(transport.Confirmation) {}); !errorsIsNotWritten(err) {
 		t.Fatalf("publish on closed publisher: %v, want ErrNotWritten", err)
+	}
+}
+
+func TestConcurrentDeclarationsOnOneChannelGetTheirOwnReplies(t *testing.T) {
+	c := dial(t, transport.Config{})
+	ch := openChannel(t, c)
+	errs := make(chan error, 16)
+	for i := 0; i < 16; i++ {
+		go func() {
+			name := testenv.Unique("rabbit.concurrent") + "." + strings.Repeat("x", i)
+			info, err := ch.DeclareQueue(context.Background(), transport.QueueSpec{Name: name, AutoDelete: true, Exclusive: true})
+			if err == nil && info.Name != name {
+				err = fmt.Errorf("declared %s, reply named %s", name, info.Name)
+			}
+			errs <- err
+		}()
+	}
+	for i := 0; i < 16; i++ {
+		select {
+		case err := <-errs:
+			if err != nil {
+				t.Fatal(err)
+			}
+		case <-time.After(wait):
+			t.Fatal("declarations did not finish")
+		}
+	}
+}
+
+func TestCancelClosesTheDeliveryChannel(t *testing.T) {
+	c := dial(t, transport.Config{})
+	q := tempQueue(t, c, "rabbit.cancel", nil)
+	ch := openChannel(t, c)
+	tag := testenv.Unique("cancel")
+	in, err := ch.Consume(context.Background(), transport.ConsumeSpec{Queue: q, Tag: tag})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := ch.Cancel(context.Background(), tag); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case _, ok := <-in:
+		if ok {
+			t.Fatal("delivery after Cancel on an empty queue")
+		}
+	case <-time.After(wait):
+		t.Fatal("delivery channel not closed after Cancel")
 	}
 }
