@@ -15,8 +15,8 @@ import (
 	"time"
 
 	"github.com/acemq-go/acemq/transport"
-	// TRANSPORTS: _ "github.com/acemq-go/acemq/transport/memory"
-	// TRANSPORTS: _ "github.com/acemq-go/acemq/transport/rabbitmq"
+	_ "github.com/acemq-go/acemq/transport/memory"   // registers memory://
+	_ "github.com/acemq-go/acemq/transport/rabbitmq" // registers amqp:// and amqps://
 )
 
 // State is where a Conn is in its life.

@@ -1,0 +1,204 @@
+package rabbitmq
+
+import (
+	"context"
+	"sync"
+
+	amqp "github.com/rabbitmq/amqp091-go"
+
+	"github.com/acemq-go/acemq/transport"
+)
+
+// channel is a general-purpose channel: declarations, consuming, pulling
+// and settling. Its methods are safe for concurrent use. A broker refusal
+// (404, 406, ...) closes the channel, as AMQP does, and is returned as a
+// *transport.Error. One watcher goroutine closes done when the channel
+// ends and exits with it.
+type channel struct {
+	ch   *amqp.Channel
+	done chan struct{}
+
+	callMu sync.Mutex // serialises synchronous methods
+
+	mu   sync.Mutex
+	err  error
+	subs map[string]chan struct{} // consumer tag → stop signal of its forwarder
+}
+
+func newChannel(ch *amqp.Channel) *channel {
+	c := &channel{ch: ch, done: make(chan struct{}), subs: make(map[string]chan struct{})}
+	closes := ch.NotifyClose(make(chan *amqp.Error, 1))
+	go func() {
+		e := <-closes
+		c.mu.Lock()
+		if e != nil {
+			c.err = fromAMQPError(e)
+		}
+		c.mu.Unlock()
+		close(c.done)
+	}()
+	return c
+}
+
+// call runs one synchronous AMQP method. The client matches replies to
+// requests by arrival only, so methods are serialised by callMu. AMQP cannot
+// abandon a method half way: when ctx ends first, call returns ctx's error
+// at once while the method finishes in the background (it may still take
+// effect), holding callMu until the broker answers or the channel ends, so
+// the next method never reads its reply.
+func (c *channel) call(ctx context.Context, f func() error) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	if ctx.Done() == nil {
+		c.callMu.Lock()
+		defer c.callMu.Unlock()
+		return c.cause(f())
+	}
+	res := make(chan error, 1)
+	go func() {
+		c.callMu.Lock()
+		defer c.callMu.Unlock()
+		if ctx.Err() != nil {
+			res <- ctx.Err()
+			return
+		}
+		res <- f()
+	}()
+	select {
+	case err := <-res:
+		return c.cause(err)
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// cause converts err, preferring the channel's close reason (the broker's
+// code and text) over the client's bare "closed".
+func (c *channel) cause(err error) error {
+	if err == nil {
+		return nil
+	}
+	err = convertError(err)
+	if err == transport.ErrClosed {
+		select {
+		case <-c.done:
+			if cerr := c.Err(); cerr != nil {
+				return cerr
+			}
+		default:
+		}
+	}
+	return err
+}
+
+// DeclareExchange declares (or, when Passive, checks) an exchange.
+func (c *channel) DeclareExchange(ctx context.Context, s transport.ExchangeSpec) error {
+	return c.call(ctx, func() error {
+		if s.Passive {
+			return c.ch.ExchangeDeclarePassive(s.Name, string(s.Kind), s.Durable, s.AutoDelete, s.Internal, false, toAMQPTable(s.Args))
+		}
+		return c.ch.ExchangeDeclare(s.Name, string(s.Kind), s.Durable, s.AutoDelete, s.Internal, false, toAMQPTable(s.Args))
+	})
+}
+
+// DeleteExchange deletes an exchange, bound or not.
+func (c *channel) DeleteExchange(ctx context.Context, name string) error {
+	return c.call(ctx, func() error { return c.ch.ExchangeDelete(name, false, false) })
+}
+
+// DeclareQueue declares (or, when Passive, checks) a queue and reports its
+// name, ready messages and consumers.
+func (c *channel) DeclareQueue(ctx context.Context, s transport.QueueSpec) (transport.QueueInfo, error) {
+	var q amqp.Queue
+	err := c.call(ctx, func() error {
+		var err error
+		if s.Passive {
+			q, err = c.ch.QueueDeclarePassive(s.Name, s.Durable, s.AutoDelete, s.Exclusive, false, toAMQPTable(s.Args))
+		} else {
+			q, err = c.ch.QueueDeclare(s.Name, s.Durable, s.AutoDelete, s.Exclusive, false, toAMQPTable(s.Args))
+		}
+		return err
+	})
+	if err != nil {
+		return transport.QueueInfo{}, err
+	}
+	return transport.QueueInfo{Name: q.Name, Messages: q.Messages, Consumers: q.Consumers}, nil
+}
+
+// DeleteQueue deletes a queue and reports how many messages went with it.
+func (c *channel) DeleteQueue(ctx context.Context, name string) (int, error) {
+	var n int
+	err := c.call(ctx, func() error {
+		var err error
+		n, err = c.ch.QueueDelete(name, false, false, false)
+		return err
+	})
+	return n, err
+}
+
+// PurgeQueue removes a queue's ready messages and reports how many.
+func (c *channel) PurgeQueue(ctx context.Context, name string) (int, error) {
+	var n int
+	err := c.call(ctx, func() error {
+		var err error
+		n, err = c.ch.QueuePurge(name, false)
+		return err
+	})
+	return n, err
+}
+
+// BindQueue binds a queue to an exchange.
+func (c *channel) BindQueue(ctx context.Context, s transport.BindingSpec) error {
+	return c.call(ctx, func() error {
+		return c.ch.QueueBind(s.Queue, s.RoutingKey, s.Exchange, false, toAMQPTable(s.Args))
+	})
+}
+
+// UnbindQueue removes a binding.
+func (c *channel) UnbindQueue(ctx context.Context, s transport.BindingSpec) error {
+	return c.call(ctx, func() error {
+		return c.ch.QueueUnbind(s.Queue, s.RoutingKey, s.Exchange, toAMQPTable(s.Args))
+	})
+}
+
+// Qos sets the prefetch for consumers started afterwards on this channel,
+// per consumer (global=false; RabbitMQ 4 refuses global QoS).
+func (c *channel) Qos(prefetch int) error {
+	return c.call(context.Background(), func() error { return c.ch.Qos(prefetch, 0, false) })
+}
+
+// Ack acknowledges one delivery (multiple=false).
+func (c *channel) Ack(tag uint64) error { return c.cause(c.ch.Ack(tag, false)) }
+
+// Nack negatively acknowledges one delivery (multiple=false).
+func (c *channel) Nack(tag uint64, requeue bool) error {
+	return c.cause(c.ch.Nack(tag, false, requeue))
+}
+
+// Reject rejects one delivery.
+func (c *channel) Reject(tag uint64, requeue bool) error {
+	return c.cause(c.ch.Reject(tag, requeue))
+}
+
+// Done is closed when the channel has ended.
+func (c *channel) Done() <-chan struct{} { return c.done }
+
+// Err says why the channel ended: the broker's *transport.Error, or nil
+// while open and after a plain Close.
+func (c *channel) Err() error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.err
+}
+
+// Close closes the channel; unacked deliveries return to their queues.
+// Closing an ended channel returns nil.
+func (c *channel) Close() error {
+	err := c.ch.Close()
+	<-c.done
+	if err != nil && convertError(err) != transport.ErrClosed {
+		return convertError(err)
+	}
+	return nil
+}

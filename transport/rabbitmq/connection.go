@@ -1,0 +1,130 @@
+package rabbitmq
+
+import (
+	"context"
+	"sync"
+
+	amqp "github.com/rabbitmq/amqp091-go"
+
+	"github.com/acemq-go/acemq/transport"
+)
+
+// connection is one AMQP connection. Its methods are safe for concurrent
+// use. One watcher goroutine per connection reports blocked/unblocked and
+// closes done the moment the client reports the connection gone; it exits
+// with the connection.
+type connection struct {
+	ac   *amqp.Connection
+	done chan struct{}
+
+	mu  sync.Mutex
+	err error
+}
+
+func newConnection(ac *amqp.Connection, onBlocked func(bool, string)) *connection {
+	c := &connection{ac: ac, done: make(chan struct{})}
+	closes := ac.NotifyClose(make(chan *amqp.Error, 1))
+	var blocks chan amqp.Blocking
+	if onBlocked != nil {
+		blocks = ac.NotifyBlocked(make(chan amqp.Blocking, 4))
+	}
+	go c.watch(closes, blocks, onBlocked)
+	return c
+}
+
+func (c *connection) watch(closes chan *amqp.Error, blocks chan amqp.Blocking, onBlocked func(bool, string)) {
+	for {
+		select {
+		case b, ok := <-blocks:
+			if !ok {
+				blocks = nil
+				continue
+			}
+			if b.Active {
+				onBlocked(true, b.Reason)
+			} else {
+				onBlocked(false, "")
+			}
+		case e, ok := <-closes:
+			c.mu.Lock()
+			if ok && e != nil {
+				c.err = fromAMQPError(e)
+			}
+			c.mu.Unlock()
+			close(c.done)
+			// The client closes the blocked channel with the connection;
+			// nothing more can arrive that needs reporting.
+			return
+		}
+	}
+}
+
+// Channel opens a general-purpose channel. It fails with the connection's
+// error (or transport.ErrClosed) when the connection has ended.
+func (c *connection) Channel(ctx context.Context) (transport.Channel, error) {
+	ch, err := c.open(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return newChannel(ch), nil
+}
+
+// Publisher opens a publishing channel, in confirm mode when confirm is set.
+func (c *connection) Publisher(ctx context.Context, confirm bool) (transport.Publisher, error) {
+	ch, err := c.open(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if confirm {
+		if err := ch.Confirm(false); err != nil {
+			_ = ch.Close()
+			return nil, c.cause(err)
+		}
+	}
+	return newPublisher(ch, confirm), nil
+}
+
+func (c *connection) open(ctx context.Context) (*amqp.Channel, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	ch, err := c.ac.Channel()
+	if err != nil {
+		return nil, c.cause(err)
+	}
+	return ch, nil
+}
+
+// cause converts err, preferring the connection's own close reason when the
+// client only says "closed".
+func (c *connection) cause(err error) error {
+	err = convertError(err)
+	if err == transport.ErrClosed {
+		if cerr := c.Err(); cerr != nil {
+			return cerr
+		}
+	}
+	return err
+}
+
+// Done is closed as soon as the connection has ended, lost or closed.
+func (c *connection) Done() <-chan struct{} { return c.done }
+
+// Err is the broker's (or the network's) reason the connection ended, as a
+// *transport.Error with Connection set; nil while open and after Close.
+func (c *connection) Err() error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.err
+}
+
+// Close closes the connection and every channel on it, waiting for the
+// broker's close-ok (bounded by the client's own timeout) and for Done.
+func (c *connection) Close() error {
+	err := c.ac.Close()
+	<-c.done
+	if err != nil && convertError(err) == transport.ErrClosed {
+		return nil
+	}
+	return convertError(err)
+}

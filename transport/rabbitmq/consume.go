@@ -1,0 +1,105 @@
+package rabbitmq
+
+import (
+	"context"
+
+	amqp "github.com/rabbitmq/amqp091-go"
+
+	"github.com/acemq-go/acemq/transport"
+)
+
+// Consume subscribes with manual acknowledgement. Deliveries arrive on the
+// returned channel, fed by one forwarding goroutine that closes it when the
+// subscription is cancelled (by Cancel or by the broker) or the channel
+// ends. An empty spec.Tag lets the client choose one.
+func (c *channel) Consume(ctx context.Context, s transport.ConsumeSpec) (<-chan transport.Delivery, error) {
+	var in <-chan amqp.Delivery
+	tag := s.Tag
+	if tag == "" {
+		tag = uniqueTag()
+	}
+	err := c.call(ctx, func() error {
+		var err error
+		in, err = c.ch.Consume(s.Queue, tag, false, s.Exclusive, false, false, toAMQPTable(s.Args))
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	stop := make(chan struct{})
+	c.mu.Lock()
+	c.subs[tag] = stop
+	c.mu.Unlock()
+	out := make(chan transport.Delivery)
+	go c.forward(in, out, stop, tag)
+	return out, nil
+}
+
+func (c *channel) forward(in <-chan amqp.Delivery, out chan<- transport.Delivery, stop chan struct{}, tag string) {
+	defer func() {
+		close(out)
+		c.mu.Lock()
+		if c.subs[tag] == stop {
+			delete(c.subs, tag)
+		}
+		c.mu.Unlock()
+	}()
+	for d := range in {
+		select {
+		case out <- toDelivery(&d, 0):
+		case <-stop:
+			return
+		case <-c.done:
+			return
+		}
+	}
+}
+
+// Cancel stops a subscription; its delivery channel closes and deliveries
+// already handed over stay unacked until settled or the channel closes.
+func (c *channel) Cancel(ctx context.Context, tag string) error {
+	err := c.call(ctx, func() error { return c.ch.Cancel(tag, false) })
+	c.mu.Lock()
+	if stop, ok := c.subs[tag]; ok {
+		close(stop)
+		delete(c.subs, tag)
+	}
+	c.mu.Unlock()
+	return err
+}
+
+// Get pulls one message with manual acknowledgement; ok is false when the
+// queue is empty.
+func (c *channel) Get(ctx context.Context, queue string) (transport.Delivery, bool, error) {
+	var d amqp.Delivery
+	var ok bool
+	err := c.call(ctx, func() error {
+		var err error
+		d, ok, err = c.ch.Get(queue, false)
+		return err
+	})
+	if err != nil || !ok {
+		return transport.Delivery{}, false, err
+	}
+	return toDelivery(&d, int(d.MessageCount)), true, nil
+}
+
+func toDelivery(d *amqp.Delivery, count int) transport.Delivery {
+	return transport.Delivery{
+		Properties: transport.Properties{
+			ContentType:  d.ContentType,
+			MessageID:    d.MessageId,
+			ReplyTo:      d.ReplyTo,
+			DeliveryMode: d.DeliveryMode,
+			Priority:     d.Priority,
+			Headers:      fromAMQPTable(d.Headers),
+		},
+		Body:         d.Body,
+		Exchange:     d.Exchange,
+		RoutingKey:   d.RoutingKey,
+		Redelivered:  d.Redelivered,
+		DeliveryTag:  d.DeliveryTag,
+		ConsumerTag:  d.ConsumerTag,
+		MessageCount: count,
+	}
+}

@@ -1,0 +1,206 @@
+package rabbitmq
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"strconv"
+	"strings"
+	"time"
+
+	amqp "github.com/rabbitmq/amqp091-go"
+
+	"github.com/acemq-go/acemq/transport"
+)
+
+const (
+	defaultConnectTimeout = 10 * time.Second
+	defaultHeartbeat      = 10 * time.Second
+)
+
+// Dial opens one connection. It tries cfg.Addresses (host:port; the URL's
+// host when empty) starting at cfg.Start and wrapping round once, each
+// attempt bounded by cfg.ConnectTimeout (default 10s) and ctx, and returns
+// the index of the address that answered. cfg.Credentials, when set, is
+// asked before every attempt and replaces any user information in the URL.
+//
+// On failure the error names every address tried with its cause; passwords
+// never appear in it. Dial is safe for concurrent use.
+func (Driver) Dial(ctx context.Context, cfg transport.Config) (transport.Connection, int, error) {
+	uri, err := amqp.ParseURI(cfg.URL)
+	if err != nil {
+		return nil, 0, fmt.Errorf("rabbitmq: cannot parse the broker URL %s: %w", redactURL(cfg.URL), err)
+	}
+	addrs := cfg.Addresses
+	if len(addrs) == 0 {
+		addrs = []string{net.JoinHostPort(uri.Host, strconv.Itoa(uri.Port))}
+	}
+	start := cfg.Start
+	if start < 0 || start >= len(addrs) {
+		start = 0
+	}
+	var failures []string
+	var last error
+	for i := 0; i < len(addrs); i++ {
+		idx := (start + i) % len(addrs)
+		if err := ctx.Err(); err != nil {
+			last = err
+			failures = append(failures, fmt.Sprintf("%s: not tried: %v", addrs[idx], err))
+			break
+		}
+		c, shown, err := dialOne(ctx, uri, addrs[idx], cfg)
+		if err == nil {
+			return c, idx, nil
+		}
+		last = err
+		failures = append(failures, fmt.Sprintf("%s: %v", shown, err))
+	}
+	return nil, 0, &dialError{text: strings.Join(failures, "; "), last: last}
+}
+
+// dialError lists every address tried; it unwraps to the last cause so
+// errors.Is finds context errors and errors.As a broker refusal.
+type dialError struct {
+	text string
+	last error
+}
+
+func (e *dialError) Error() string {
+	return "rabbitmq: could not connect to any broker address: " + e.text
+}
+
+func (e *dialError) Unwrap() error { return e.last }
+
+// dialOne makes one attempt at one address. It returns the redacted URL of
+// the attempt for error messages.
+func dialOne(ctx context.Context, base amqp.URI, addr string, cfg transport.Config) (*connection, string, error) {
+	uri := base
+	host, portText, err := net.SplitHostPort(addr)
+	if err != nil {
+		return nil, addr, fmt.Errorf("address %q is not host:port: %w", addr, err)
+	}
+	port, err := strconv.Atoi(portText)
+	if err != nil {
+		return nil, addr, fmt.Errorf("address %q has a bad port: %w", addr, err)
+	}
+	uri.Host, uri.Port = host, port
+
+	timeout := cfg.ConnectTimeout
+	if timeout <= 0 {
+		timeout = defaultConnectTimeout
+	}
+	actx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+
+	config := amqp.Config{
+		Heartbeat:  cfg.Heartbeat,
+		Properties: amqp.NewConnectionProperties(),
+		Locale:     "en_US",
+	}
+	if config.Heartbeat <= 0 {
+		config.Heartbeat = defaultHeartbeat
+	}
+	if cfg.ConnectionName != "" {
+		config.Properties.SetClientConnectionName(cfg.ConnectionName)
+	}
+	if cfg.Product != "" {
+		config.Properties["product"] = cfg.Product
+	}
+	if cfg.Version != "" {
+		config.Properties["version"] = cfg.Version
+	}
+	if cfg.Credentials != nil {
+		user, password, err := cfg.Credentials(actx)
+		if err != nil {
+			return nil, shownURL(uri), fmt.Errorf("the credentials provider failed: %w", err)
+		}
+		uri.Username, uri.Password = user, password
+		config.SASL = []amqp.Authentication{&amqp.PlainAuth{Username: user, Password: password}}
+	}
+	shown := shownURL(uri)
+	if uri.Scheme == "amqps" && cfg.TLS != nil {
+		config.TLSClientConfig = cfg.TLS.Clone()
+	}
+
+	// The client's Dial hook takes no context, so the attempt's context is
+	// captured here: it bounds the TCP connect, sets the socket deadline
+	// for the TLS and AMQP handshakes, and closes the socket if it ends
+	// while the handshake is still running.
+	var stop func() bool
+	config.Dial = func(network, address string) (net.Conn, error) {
+		var d net.Dialer
+		conn, err := d.DialContext(actx, network, address)
+		if err != nil {
+			return nil, err
+		}
+		if deadline, ok := actx.Deadline(); ok {
+			_ = conn.SetDeadline(deadline)
+		}
+		stop = context.AfterFunc(actx, func() { _ = conn.Close() })
+		return conn, nil
+	}
+	ac, err := amqp.DialConfig(uri.String(), config)
+	interrupted := stop != nil && !stop()
+	if err != nil {
+		return nil, shown, dialCause(actx, err)
+	}
+	if interrupted {
+		_ = ac.Close()
+		return nil, shown, actx.Err()
+	}
+	return newConnection(ac, cfg.OnBlocked), shown, nil
+}
+
+// dialCause explains a failed attempt: a context or deadline error when the
+// attempt ran out of time (the socket deadline may fire a moment before the
+// context does), the broker's refusal as a *transport.Error, and a client
+// side failure (an I/O error the client reports as code 501) as plain text.
+func dialCause(actx context.Context, err error) error {
+	var ae *amqp.Error
+	if errors.As(err, &ae) && ae != amqp.ErrClosed && !ae.Server {
+		err = errors.New(ae.Reason)
+	} else {
+		err = convertError(err)
+	}
+	if ctxErr := actx.Err(); ctxErr != nil {
+		return fmt.Errorf("%w (%v)", ctxErr, err)
+	}
+	if deadline, ok := actx.Deadline(); ok && !time.Now().Before(deadline) {
+		return fmt.Errorf("%w (%v)", context.DeadlineExceeded, err)
+	}
+	return err
+}
+
+// shownURL renders a URL for messages with the password masked.
+func shownURL(u amqp.URI) string {
+	var b strings.Builder
+	b.WriteString(u.Scheme)
+	b.WriteString("://")
+	if u.Username != "" {
+		b.WriteString(u.Username)
+		b.WriteString(":***@")
+	}
+	b.WriteString(net.JoinHostPort(u.Host, strconv.Itoa(u.Port)))
+	if u.Vhost != "/" && u.Vhost != "" {
+		b.WriteString("/")
+		b.WriteString(u.Vhost)
+	}
+	return b.String()
+}
+
+// redactURL masks the password of a URL that may not parse.
+func redactURL(raw string) string {
+	if u, err := amqp.ParseURI(raw); err == nil {
+		return shownURL(u)
+	}
+	scheme, rest, ok := strings.Cut(raw, "://")
+	if !ok {
+		return "(unparseable URL)"
+	}
+	if at := strings.LastIndex(rest, "@"); at >= 0 {
+		user, _, _ := strings.Cut(rest[:at], ":")
+		return scheme + "://" + user + ":***@" + rest[at+1:]
+	}
+	return raw
+}
