@@ -63,6 +63,7 @@ type config struct {
 	settlementHooks  []func(Settlement)
 	publishHooks     []func(PublishReport)
 	fallbackHooks    []func(Fallback)
+	telemetry        telemetryConfig
 	problems         []error
 }
 

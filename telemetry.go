@@ -44,3 +44,6 @@ func (t *telemetry) processStart(ctx context.Context, queue string, env Envelope
 func (t *telemetry) fallback(f Fallback) {}
 
 func (t *telemetry) inFlight(queue string, delta int64) {}
+
+// telemetryConfig holds the telemetry options (meter and tracer providers).
+type telemetryConfig struct{}
