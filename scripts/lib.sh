@@ -64,3 +64,12 @@ write_env() {
 	done
 	mv "$file.new" "$file"
 }
+
+# lock_state NAME: hold an exclusive lock on <state>/NAME.lock until this
+# script exits, so that two `make test` runs in one checkout do not start
+# or stop the same service at once. The lock is fd 9: anything started in
+# the background must close it (9>&-), or it would hold the lock forever.
+lock_state() {
+	exec 9>"$ACEMQ_STATE/$1.lock"
+	flock -w 600 9 || die "waited 10 minutes for $ACEMQ_STATE/$1.lock; another start or stop of $1 is stuck (see ps)"
+}

@@ -154,7 +154,7 @@ cmd_start() {
 	# setsid + redirects: the server outlives this script and holds none of
 	# the caller's file descriptors open (make and CI wait on those).
 	if ! as_pg setsid "$bin/pg_ctl" -D "$c/data" -l "$c/server.log" -o "-p $port" -w -t 60 start \
-		</dev/null >"$PDIR/pg_ctl.log" 2>&1; then
+		</dev/null >"$PDIR/pg_ctl.log" 2>&1 9>&-; then
 		cat "$PDIR/pg_ctl.log" >&2
 		show_failure "$c"
 		die "PostgreSQL did not start (see above). Fix what the log names, run scripts/postgres.sh stop, then start again"
@@ -204,9 +204,9 @@ cmd_url() {
 }
 
 case "${1:-}" in
-install) cmd_install ;;
-start) shift; cmd_start "$@" ;;
-stop) cmd_stop ;;
+install) lock_state postgres; cmd_install ;;
+start) shift; lock_state postgres; cmd_start "$@" ;;
+stop) lock_state postgres; cmd_stop ;;
 status) cmd_status ;;
 url) cmd_url ;;
 *)

@@ -47,7 +47,7 @@ ctl_node() {
 	shift
 	local -a e
 	mapfile -t e < <(rmq_env "$i")
-	env "${e[@]}" "$RMQ_BIN/rabbitmqctl" -n "$(node_name "$i")" "$@"
+	env "${e[@]}" "$RMQ_BIN/rabbitmqctl" -n "$(node_name "$i")" "$@" 9>&-
 }
 
 # amqp_probe PORT: true if an AMQP 0-9-1 server answers on 127.0.0.1:PORT.
@@ -64,6 +64,14 @@ amqp_probe() {
 	[[ "${out// /}" == 01 ]]
 }
 
+# ours I PID: true if PID is alive and belongs to node I (its environment
+# names our node). A pid file can outlive its process (a reboot, a killed
+# session) and the number can then belong to something else: never signal that.
+ours() {
+	[[ -n "$2" && -r "/proc/$2/environ" ]] || return 1
+	{ tr '\0' '\n' <"/proc/$2/environ"; } 2>/dev/null | grep -qxF "RABBITMQ_NODENAME=$(node_name "$1")"
+}
+
 # node_port I: the AMQP port node I was started with (empty if never started).
 node_port() { cat "$(node_dir "$1")/amqp_port" 2>/dev/null || true; }
 
@@ -74,7 +82,7 @@ node_running() {
 	pid="$(cat "$d/launcher.pid" 2>/dev/null || true)"
 	port="$(node_port "$1")"
 	[[ -n "$pid" && -n "$port" ]] || return 1
-	kill -0 "$pid" 2>/dev/null || return 1
+	ours "$1" "$pid" || return 1
 	amqp_probe "$port"
 }
 
@@ -156,7 +164,7 @@ launch_node() {
 			RABBITMQ_ADVANCED_CONFIG_FILE="$d/advanced.config" \
 			RABBITMQ_ENABLED_PLUGINS_FILE="$d/enabled_plugins" \
 			RABBITMQ_SERVER_START_ARGS="-kernel inet_dist_listen_min $dist -kernel inet_dist_listen_max $dist" \
-			setsid "$RMQ_BIN/rabbitmq-server" </dev/null >"$d/startup.log" 2>&1
+			setsid "$RMQ_BIN/rabbitmq-server" </dev/null >"$d/startup.log" 2>&1 9>&-
 	) &
 	echo $! >"$d/launcher.pid"
 }
@@ -169,6 +177,8 @@ wait_node() {
 	port="$(node_port "$i")"
 	deadline=$((SECONDS + START_TIMEOUT))
 	until amqp_probe "$port"; do
+		# kill -0, not ours: we launched this pid a moment ago, and it may
+		# not have exec'd into the server (with its environment) yet.
 		if ! kill -0 "$pid" 2>/dev/null; then
 			show_failure "$i"
 			die "RabbitMQ node $(node_name "$i") exited during start-up (see its log above). Fix what the log names, then run: scripts/rabbitmq.sh start"
@@ -196,20 +206,23 @@ stop_node() {
 	[[ -d "$d" ]] || return 0
 	pid="$(cat "$d/launcher.pid" 2>/dev/null || true)"
 	beam="$(cat "$d/pid" 2>/dev/null || true)"
-	if [[ -n "$pid" ]] && kill -0 "$pid" 2>/dev/null; then
+	if ours "$i" "$pid"; then
 		ctl_node "$i" stop >/dev/null 2>&1 || true
 		# The launcher shell exits once the Erlang VM has gone.
 		for ((t = 0; t < 60; t++)); do
-			kill -0 "$pid" 2>/dev/null || break
+			ours "$i" "$pid" || break
 			sleep 0.5
 		done
-		if kill -0 "$pid" 2>/dev/null; then
+		if ours "$i" "$pid"; then
 			log "node $(node_name "$i") did not stop in 30s; sending TERM to pids $pid ${beam}"
+			ours "$i" "$beam" || beam=""
 			kill -TERM "$pid" ${beam:+"$beam"} 2>/dev/null || true
 			sleep 2
-			kill -KILL "$pid" ${beam:+"$beam"} 2>/dev/null || true
+			ours "$i" "$pid" && kill -KILL "$pid" 2>/dev/null
+			ours "$i" "$beam" && kill -KILL "$beam" 2>/dev/null
+			true
 		fi
-	elif [[ -n "$beam" ]] && kill -0 "$beam" 2>/dev/null; then
+	elif ours "$i" "$beam"; then
 		kill -TERM "$beam" 2>/dev/null || true
 	fi
 	rm -f "$d/launcher.pid"
@@ -342,9 +355,9 @@ cmd_ctl() {
 }
 
 case "${1:-}" in
-install) cmd_install ;;
-start) shift; cmd_start "$@" ;;
-stop) cmd_stop ;;
+install) lock_state rabbitmq; cmd_install ;;
+start) shift; lock_state rabbitmq; cmd_start "$@" ;;
+stop) lock_state rabbitmq; cmd_stop ;;
 status) cmd_status ;;
 url) cmd_url ;;
 ctl) shift; cmd_ctl "$@" ;;
