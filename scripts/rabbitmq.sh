@@ -1,0 +1,368 @@
+#!/usr/bin/env bash
+# Start and stop a private RabbitMQ node (or a 3-node loopback cluster) for
+# AceMQ's tests. It never touches the system's RabbitMQ service: each node
+# has its own node name, its own loopback ports chosen free at start, and all
+# its data under ${ACEMQ_STATE_DIR:-<repo>/.tmp}/rabbitmq.
+#
+#   scripts/rabbitmq.sh install         install Debian's rabbitmq-server if missing
+#   scripts/rabbitmq.sh start [--nodes N]
+#                                       start (or reuse) the node(s); prints
+#                                       ACEMQ_TEST_AMQP_URL=... and
+#                                       ACEMQ_TEST_RABBITMQCTL=... and writes
+#                                       them to <state>/rabbitmq/env
+#   scripts/rabbitmq.sh stop            stop our node(s)
+#   scripts/rabbitmq.sh status          say whether our node(s) run; exit 1 if not
+#   scripts/rabbitmq.sh url             print the AMQP URL of node 1
+#   scripts/rabbitmq.sh ctl ARGS...     rabbitmqctl against node 1
+#
+# With --nodes 3 the env file also carries ACEMQ_TEST_AMQP_URLS (all nodes,
+# comma-separated) and ACEMQ_TEST_RABBITMQCTL_2 / _3 for the other nodes.
+set -euo pipefail
+umask 022
+
+# shellcheck source=scripts/lib.sh
+source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+
+RMQ_BIN=/usr/lib/rabbitmq/bin
+RDIR="$ACEMQ_STATE/rabbitmq"
+START_TIMEOUT="${ACEMQ_RABBITMQ_START_TIMEOUT:-120}" # seconds per node
+
+node_name() { echo "acemq$(state_id)-$1@localhost"; }
+node_dir() { echo "$RDIR/node$1"; }
+
+# Environment every rabbitmq program of ours runs with. The Erlang cookie
+# lives in $RDIR/home, shared by all our nodes (a cluster needs one cookie)
+# and by our rabbitmqctl. RABBITMQ_CONF_ENV_FILE points away from
+# /etc/rabbitmq/rabbitmq-env.conf so the system's settings never leak in.
+rmq_env() {
+	local i="$1" d
+	d="$(node_dir "$i")"
+	echo "HOME=$RDIR/home"
+	echo "RABBITMQ_CONF_ENV_FILE=$d/rabbitmq-env.conf"
+}
+
+# ctl_node I ARGS...: rabbitmqctl against node I.
+ctl_node() {
+	local i="$1"
+	shift
+	local -a e
+	mapfile -t e < <(rmq_env "$i")
+	env "${e[@]}" "$RMQ_BIN/rabbitmqctl" -n "$(node_name "$i")" "$@" 9>&-
+}
+
+# amqp_probe PORT: true if an AMQP 0-9-1 server answers on 127.0.0.1:PORT.
+# Sends the protocol header and expects a method frame (type 1,
+# connection.start) back, so a random program on the port does not pass.
+amqp_probe() {
+	local out
+	# shellcheck disable=SC2016 # $1 is expanded by the inner bash
+	out="$(timeout 5 bash -c '
+		exec 3<>"/dev/tcp/127.0.0.1/$1" || exit 1
+		printf "AMQP\x00\x00\x09\x01" >&3
+		head -c 1 <&3 | od -An -tx1
+	' _ "$1" 2>/dev/null)" || return 1
+	[[ "${out// /}" == 01 ]]
+}
+
+# ours I PID: true if PID is alive and belongs to node I (its environment
+# names our node). A pid file can outlive its process (a reboot, a killed
+# session) and the number can then belong to something else: never signal that.
+ours() {
+	[[ -n "$2" && -r "/proc/$2/environ" ]] || return 1
+	{ tr '\0' '\n' <"/proc/$2/environ"; } 2>/dev/null | grep -qxF "RABBITMQ_NODENAME=$(node_name "$1")"
+}
+
+# node_port I: the AMQP port node I was started with (empty if never started).
+node_port() { cat "$(node_dir "$1")/amqp_port" 2>/dev/null || true; }
+
+# node_running I: true if node I's launcher process is alive and it answers AMQP.
+node_running() {
+	local d pid port
+	d="$(node_dir "$1")"
+	pid="$(cat "$d/launcher.pid" 2>/dev/null || true)"
+	port="$(node_port "$1")"
+	[[ -n "$pid" && -n "$port" ]] || return 1
+	ours "$1" "$pid" || return 1
+	amqp_probe "$port"
+}
+
+# running_count: how many of our nodes are up, counting from node 1 and
+# stopping at the first one that is not (the count recorded at start).
+running_count() {
+	local n i
+	n="$(cat "$RDIR/nodes" 2>/dev/null || echo 0)"
+	for ((i = 1; i <= n; i++)); do
+		node_running "$i" || {
+			echo 0
+			return
+		}
+	done
+	echo "$n"
+}
+
+cmd_install() {
+	if [[ -x "$RMQ_BIN/rabbitmq-server" && -x "$RMQ_BIN/rabbitmqctl" ]]; then
+		return 0
+	fi
+	apt_install rabbitmq-server
+	[[ -x "$RMQ_BIN/rabbitmq-server" ]] ||
+		die "rabbitmq-server installed but $RMQ_BIN/rabbitmq-server is missing; this script expects Debian's package layout"
+}
+
+# show_failure I: print the end of node I's logs and what to do.
+show_failure() {
+	local i="$1" d f
+	d="$(node_dir "$i")"
+	for f in "$d/startup.log" "$d/log/$(node_name "$i").log"; do
+		if [[ -s "$f" ]]; then
+			echo "---- last lines of $f ----" >&2
+			tail -n 30 "$f" >&2
+		fi
+	done
+	echo "----" >&2
+}
+
+# launch_node I: write node I's config and start it in the background, in its
+# own session with no terminal, so that it outlives this script and never
+# holds the caller's stdout/stderr open (make and CI wait on those).
+launch_node() {
+	local i="$1" d amqp dist
+	d="$(node_dir "$i")"
+	amqp="$2"
+	dist="$3"
+	# A fresh start gets a fresh data dir: old cluster membership or queues
+	# from an earlier run would only make tests and joins flaky.
+	rm -rf "$d"
+	mkdir -p "$d/mnesia" "$d/log"
+	: >"$d/rabbitmq-env.conf"
+	cat >"$d/rabbitmq.conf" <<-EOF
+		# Generated by scripts/rabbitmq.sh for a private test node.
+		loopback_users = none
+		log.console = false
+		log.file.level = info
+	EOF
+	echo '[].' >"$d/enabled_plugins"
+	echo "$amqp" >"$d/amqp_port"
+	echo "$dist" >"$d/dist_port"
+
+	local -a e
+	mapfile -t e < <(rmq_env "$i")
+	(
+		cd "$d"
+		# Run the real server script directly as the current user:
+		# /usr/sbin/rabbitmq-server would switch to the rabbitmq user, who
+		# cannot write our data dir.
+		exec env "${e[@]}" \
+			RABBITMQ_NODENAME="$(node_name "$i")" \
+			RABBITMQ_NODE_IP_ADDRESS=127.0.0.1 \
+			RABBITMQ_NODE_PORT="$amqp" \
+			RABBITMQ_DIST_PORT="$dist" \
+			RABBITMQ_MNESIA_BASE="$d/mnesia" \
+			RABBITMQ_LOG_BASE="$d/log" \
+			RABBITMQ_PID_FILE="$d/pid" \
+			RABBITMQ_CONFIG_FILE="$d/rabbitmq" \
+			RABBITMQ_ADVANCED_CONFIG_FILE="$d/advanced.config" \
+			RABBITMQ_ENABLED_PLUGINS_FILE="$d/enabled_plugins" \
+			RABBITMQ_SERVER_START_ARGS="-kernel inet_dist_listen_min $dist -kernel inet_dist_listen_max $dist" \
+			setsid "$RMQ_BIN/rabbitmq-server" </dev/null >"$d/startup.log" 2>&1 9>&-
+	) &
+	echo $! >"$d/launcher.pid"
+}
+
+# wait_node I: wait until node I has booted and accepts AMQP.
+wait_node() {
+	local i="$1" d pid port deadline
+	d="$(node_dir "$i")"
+	pid="$(cat "$d/launcher.pid")"
+	port="$(node_port "$i")"
+	deadline=$((SECONDS + START_TIMEOUT))
+	until amqp_probe "$port"; do
+		# kill -0, not ours: we launched this pid a moment ago, and it may
+		# not have exec'd into the server (with its environment) yet.
+		if ! kill -0 "$pid" 2>/dev/null; then
+			show_failure "$i"
+			die "RabbitMQ node $(node_name "$i") exited during start-up (see its log above). Fix what the log names, then run: scripts/rabbitmq.sh start"
+		fi
+		if ((SECONDS >= deadline)); then
+			show_failure "$i"
+			stop_node "$i"
+			die "RabbitMQ node $(node_name "$i") did not accept AMQP on 127.0.0.1:$port within ${START_TIMEOUT}s (see its log above). Run scripts/rabbitmq.sh stop and retry; set ACEMQ_RABBITMQ_START_TIMEOUT for a slower machine"
+		fi
+		sleep 0.5
+	done
+	# AMQP listens before every boot step has finished; await_startup waits
+	# for the rest, so that rabbitmqctl commands work straight away.
+	if ! ctl_node "$i" await_startup --timeout 60 >/dev/null 2>"$d/await.err"; then
+		cat "$d/await.err" >&2
+		show_failure "$i"
+		die "RabbitMQ node $(node_name "$i") answers AMQP but rabbitmqctl cannot reach it (see above). Run scripts/rabbitmq.sh stop and retry"
+	fi
+}
+
+# stop_node I: stop node I, politely first, then by its process ids.
+stop_node() {
+	local i="$1" d pid beam t
+	d="$(node_dir "$i")"
+	[[ -d "$d" ]] || return 0
+	pid="$(cat "$d/launcher.pid" 2>/dev/null || true)"
+	beam="$(cat "$d/pid" 2>/dev/null || true)"
+	if ours "$i" "$pid"; then
+		ctl_node "$i" stop >/dev/null 2>&1 || true
+		# The launcher shell exits once the Erlang VM has gone.
+		for ((t = 0; t < 60; t++)); do
+			ours "$i" "$pid" || break
+			sleep 0.5
+		done
+		if ours "$i" "$pid"; then
+			log "node $(node_name "$i") did not stop in 30s; sending TERM to pids $pid ${beam}"
+			ours "$i" "$beam" || beam=""
+			kill -TERM "$pid" ${beam:+"$beam"} 2>/dev/null || true
+			sleep 2
+			ours "$i" "$pid" && kill -KILL "$pid" 2>/dev/null
+			ours "$i" "$beam" && kill -KILL "$beam" 2>/dev/null
+			true
+		fi
+	elif ours "$i" "$beam"; then
+		kill -TERM "$beam" 2>/dev/null || true
+	fi
+	rm -f "$d/launcher.pid"
+}
+
+write_ctl_wrapper() {
+	local i="$1" path="$2"
+	cat >"$path" <<-EOF
+		#!/bin/sh
+		# Generated by scripts/rabbitmq.sh: rabbitmqctl against $(node_name "$i").
+		$(rmq_env "$i" | sed 's/^\(.*\)$/export "\1"/')
+		exec "$RMQ_BIN/rabbitmqctl" -n "$(node_name "$i")" "\$@"
+	EOF
+	chmod +x "$path"
+}
+
+# emit_env N: write the env file for an N-node setup and print it.
+emit_env() {
+	local n="$1" i urls=() lines=()
+	for ((i = 1; i <= n; i++)); do
+		urls+=("amqp://guest:guest@127.0.0.1:$(node_port "$i")/")
+		write_ctl_wrapper "$i" "$(node_dir "$i")/rabbitmqctl"
+	done
+	write_ctl_wrapper 1 "$RDIR/rabbitmqctl"
+	lines+=("ACEMQ_TEST_AMQP_URL=${urls[0]}" "ACEMQ_TEST_RABBITMQCTL=$RDIR/rabbitmqctl")
+	if ((n > 1)); then
+		lines+=("ACEMQ_TEST_AMQP_URLS=$(IFS=,; echo "${urls[*]}")")
+		for ((i = 2; i <= n; i++)); do
+			lines+=("ACEMQ_TEST_RABBITMQCTL_$i=$(node_dir "$i")/rabbitmqctl")
+		done
+	fi
+	write_env "$RDIR/env" "${lines[@]}"
+}
+
+cmd_start() {
+	local want="" n i ports=() amqp dist
+	while (($#)); do
+		case "$1" in
+		--nodes) want="${2:?--nodes needs a number}"; shift 2 ;;
+		--nodes=*) want="${1#--nodes=}"; shift ;;
+		*) die "start: unknown argument '$1' (usage: start [--nodes N])" ;;
+		esac
+	done
+	[[ -z "$want" || "$want" =~ ^[1-9]$ ]] || die "start: --nodes wants 1 to 9, got '$want'"
+
+	cmd_install
+	mkdir -p "$RDIR/home"
+
+	# Reuse what runs if it is healthy and the size asked for (any size when
+	# none was asked for).
+	n="$(running_count)"
+	if ((n > 0)) && [[ -z "$want" || "$want" == "$n" ]]; then
+		log "reusing running RabbitMQ ($n node(s), $(node_name 1) on port $(node_port 1))"
+		emit_env "$n"
+		return 0
+	fi
+	want="${want:-1}"
+	cmd_stop >/dev/null 2>&1 || true
+
+	# One cookie for all our nodes and our rabbitmqctl, made before any node
+	# starts so that parallel starts do not race to create it.
+	if [[ ! -s "$RDIR/home/.erlang.cookie" ]]; then
+		(LC_ALL=C tr -dc 'A-Z' </dev/urandom | head -c 32 || true) >"$RDIR/home/.erlang.cookie"
+		chmod 400 "$RDIR/home/.erlang.cookie"
+	fi
+
+	for ((i = 1; i <= want; i++)); do
+		amqp="$(free_port "${ports[@]}")"
+		ports+=("$amqp")
+		dist="$(free_port "${ports[@]}")"
+		ports+=("$dist")
+		log "starting RabbitMQ node $(node_name "$i") (AMQP 127.0.0.1:$amqp, dist $dist, data $(node_dir "$i"))"
+		launch_node "$i" "$amqp" "$dist"
+	done
+	echo "$want" >"$RDIR/nodes"
+	for ((i = 1; i <= want; i++)); do
+		wait_node "$i"
+	done
+
+	# Cluster: nodes 2..N join node 1.
+	for ((i = 2; i <= want; i++)); do
+		log "joining $(node_name "$i") to $(node_name 1)"
+		if ! { ctl_node "$i" stop_app && ctl_node "$i" join_cluster "$(node_name 1)" && ctl_node "$i" start_app; } >"$(node_dir "$i")/join.log" 2>&1; then
+			cat "$(node_dir "$i")/join.log" >&2
+			show_failure "$i"
+			die "node $(node_name "$i") could not join the cluster (see above). Run scripts/rabbitmq.sh stop, then start --nodes $want again"
+		fi
+		wait_node "$i"
+	done
+	log "RabbitMQ is up ($want node(s))"
+	emit_env "$want"
+}
+
+cmd_stop() {
+	local i n
+	n="$(cat "$RDIR/nodes" 2>/dev/null || echo 0)"
+	# Also look for node dirs beyond the recorded count, left by a crash.
+	for d in "$RDIR"/node*; do
+		[[ -d "$d" ]] || continue
+		i="${d##*/node}"
+		((i > n)) && n="$i"
+	done
+	for ((i = n; i >= 1; i--)); do
+		stop_node "$i"
+	done
+	rm -f "$RDIR/env" "$RDIR/nodes"
+	log "RabbitMQ stopped"
+}
+
+cmd_status() {
+	local n i
+	n="$(running_count)"
+	if ((n == 0)); then
+		echo "RabbitMQ: not running (scripts/rabbitmq.sh start starts it)"
+		return 1
+	fi
+	for ((i = 1; i <= n; i++)); do
+		echo "RabbitMQ: $(node_name "$i") running, amqp://guest:guest@127.0.0.1:$(node_port "$i")/"
+	done
+}
+
+cmd_url() {
+	[[ "$(running_count)" -gt 0 ]] || die "RabbitMQ is not running; run scripts/rabbitmq.sh start"
+	echo "amqp://guest:guest@127.0.0.1:$(node_port 1)/"
+}
+
+cmd_ctl() {
+	[[ -d "$(node_dir 1)" ]] || die "no node of ours has been started; run scripts/rabbitmq.sh start"
+	ctl_node 1 "$@"
+}
+
+case "${1:-}" in
+install) lock_state rabbitmq; cmd_install ;;
+start) shift; lock_state rabbitmq; cmd_start "$@" ;;
+stop) lock_state rabbitmq; cmd_stop ;;
+status) cmd_status ;;
+url) cmd_url ;;
+ctl) shift; cmd_ctl "$@" ;;
+*)
+	echo "usage: $0 install|start [--nodes N]|stop|status|url|ctl ARGS..." >&2
+	exit 2
+	;;
+esac
