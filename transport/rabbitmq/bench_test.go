@@ -2,14 +2,11 @@ package rabbitmq
 
 import (
 	"context"
-	"errors"
 	"testing"
 	"time"
 
 	"github.com/acemq-go/acemq/transport"
 )
-
-func errorsIsNotWritten(err error) bool { return errors.Is(err, transport.ErrNotWritten) }
 
 // BenchmarkPublishConfirmedPipelined publishes 256-byte persistent messages
 // on one confirm-mode channel with up to 1000 unanswered at a time.

@@ -2,6 +2,7 @@ package rabbitmq
 
 import (
 	"context"
+	"errors"
 	"testing"
 	"time"
 
@@ -92,3 +93,5 @@ func closedWithin(t testing.TB, ch <-chan struct{}, d time.Duration, what string
 		t.Fatalf("%s did not close within %s", what, d)
 	}
 }
+
+func errorsIsNotWritten(err error) bool { return errors.Is(err, transport.ErrNotWritten) }
