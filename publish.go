@@ -443,6 +443,7 @@ type batch struct {
 	mu        sync.Mutex
 	slots     []batchSlot
 	pending   int
+	writing   bool // writes still going: pending may touch zero meanwhile
 	finalized bool
 	allDone   chan struct{}
 	c         *Conn
@@ -458,7 +459,7 @@ func (b *batch) confirmFunc(i int) transport.ConfirmFunc {
 		}
 		b.slots[i].cf, b.slots[i].done = cf, true
 		b.pending--
-		if b.pending == 0 {
+		if b.pending == 0 && !b.writing {
 			close(b.allDone)
 		}
 	}
@@ -485,7 +486,7 @@ func (c *Conn) sendAll(ctx context.Context, exchange, routingKey string, pc *pub
 		prs[i] = c.prepare(ctx, exchange, routingKey, pc, &o, given, payloads[i])
 		errs[i] = prs[i].err
 	}
-	b := &batch{slots: make([]batchSlot, n), allDone: make(chan struct{}), c: c}
+	b := &batch{slots: make([]batchSlot, n), allDone: make(chan struct{}), c: c, writing: true}
 	var stopErr func(msg *transport.Message) error // set when writing must stop
 	for i := range prs {
 		if errs[i] != nil {
@@ -533,6 +534,7 @@ func (c *Conn) sendAll(ctx context.Context, exchange, routingKey string, pc *pub
 		}
 	}
 	b.mu.Lock()
+	b.writing = false
 	if b.pending == 0 {
 		close(b.allDone)
 	}
