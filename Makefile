@@ -42,11 +42,13 @@ services-down:
 # their own. pipefail makes go test's own failure fail the target too.
 test: services-up
 	@$(GO) build -o "$(TESTFILTER)" ./internal/tools/testfilter
+	@# The demo is also a smoke test (run first, so go test's
+	@# summary lines close the output): it exits non-zero unless every number
+	@# is what the flow implies. Once on memory://, once on the real broker.
+	@echo "demo on memory://"; $(GO) run ./cmd/acemq demo | tail -1
+	@$(SERVICE_ENV); echo "demo on $$ACEMQ_TEST_AMQP_URL"; $(GO) run ./cmd/acemq demo --url "$$ACEMQ_TEST_AMQP_URL" | tail -1
 	@$(SERVICE_ENV); export ACEMQ_REQUIRE_SERVICES=1; \
 	$(GO) test -race -count=1 -timeout $(TEST_TIMEOUT) -json ./... | "$(TESTFILTER)"
-	@# ---- Smoke runs of the command go here once cmd/acemq exists, e.g.:
-	@#   $(GO) run ./cmd/acemq demo
-	@#   $(SERVICE_ENV); $(GO) run ./cmd/acemq demo --url "$$ACEMQ_TEST_AMQP_URL"
 
 test-short:
 	$(GO) test ./...

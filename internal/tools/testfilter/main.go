@@ -41,6 +41,7 @@ func run(in io.Reader, out io.Writer) int {
 
 	buf := map[string]*strings.Builder{} // package + "\x00" + test → output so far
 	var serviceSkips []string
+	var passed, failed, skipped int
 
 	sc := bufio.NewScanner(in)
 	sc.Buffer(make([]byte, 1024*1024), 64*1024*1024)
@@ -83,17 +84,20 @@ func run(in io.Reader, out io.Writer) int {
 			}
 			b.WriteString(ev.Output)
 		case ev.Action == "fail":
+			failed++
 			if b := buf[key]; b != nil {
 				fmt.Fprint(w, b.String())
 			}
 			delete(buf, key)
 		case ev.Action == "skip":
+			skipped++
 			if b := buf[key]; b != nil && strings.Contains(b.String(), marker) {
 				serviceSkips = append(serviceSkips, ev.Package+" "+ev.Test)
 				fmt.Fprint(w, b.String())
 			}
 			delete(buf, key)
 		case ev.Action == "pass":
+			passed++
 			delete(buf, key)
 		}
 	}
@@ -101,6 +105,8 @@ func run(in io.Reader, out io.Writer) int {
 		fmt.Fprintf(w, "testfilter: reading go test output: %v\n", err)
 		return 1
 	}
+	// The plain closing line CI and people read: every test counted once.
+	defer fmt.Fprintf(w, "tests: %d passed, %d failed, %d skipped\n", passed, failed, skipped)
 	if len(serviceSkips) > 0 {
 		fmt.Fprintf(w, "\nFAIL: %d test(s) skipped because a service was missing (their skip message names an %s variable):\n", len(serviceSkips), marker)
 		for _, s := range serviceSkips {
