@@ -119,6 +119,23 @@ func (ch *channel) track(u unacked) (uint64, bool) {
 	return ch.unacked.add(u), true
 }
 
+// trackBatch records a consumer's batch as unacked under consecutive tags
+// and returns the first; ok is false when the channel has ended.
+func (ch *channel) trackBatch(c *consumer, batch []entry) (first uint64, ok bool) {
+	ch.mu.Lock()
+	defer ch.mu.Unlock()
+	if ch.life.ended() {
+		return 0, false
+	}
+	for i := range batch {
+		tag := ch.unacked.add(unacked{e: batch[i], q: c.q, c: c})
+		if i == 0 {
+			first = tag
+		}
+	}
+	return first, true
+}
+
 func (ch *channel) untrack(tag uint64) (unacked, bool) {
 	ch.mu.Lock()
 	defer ch.mu.Unlock()

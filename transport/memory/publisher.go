@@ -33,6 +33,7 @@ type publisher struct {
 	held     []heldPublish
 	withheld []pendingConfirm
 	scratch  []*queue
+	slab     slab
 
 	// The confirmer goroutine calls ConfirmFuncs without any broker lock.
 	cmu    sync.Mutex
@@ -87,8 +88,8 @@ func (p *publisher) Publish(ctx context.Context, msg *transport.Message, done tr
 	if err := ctx.Err(); err != nil {
 		return fmt.Errorf("%w: %w", transport.ErrNotWritten, err)
 	}
-	m := newMessage(msg)
 	p.mu.Lock()
+	m := newMessage(msg, &p.slab)
 	if p.life.ended() {
 		p.mu.Unlock()
 		return fmt.Errorf("%w: %w", transport.ErrNotWritten, closedErr(p.life.reason()))
