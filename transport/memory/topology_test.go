@@ -117,6 +117,21 @@ func TestServerNamedQueue(t *testing.T) {
 	info(t, b, i.Name)
 }
 
+func TestInequivalentArgTextMatchesRabbitMQ(t *testing.T) {
+	_, name := newTestBroker(t)
+	c := dialT(t, name, nil)
+	declareT(t, chanT(t, c), transport.QueueSpec{Name: "q", Durable: true})
+	_, err := chanT(t, c).DeclareQueue(bg, transport.QueueSpec{Name: "q", Durable: true, Args: transport.Table{"x-message-ttl": int32(5)}})
+	wantCode(t, err, transport.CodePreconditionFailed,
+		"PRECONDITION_FAILED - inequivalent arg 'x-message-ttl' for queue 'q' in vhost '/': received the value '5' of type 'signedint' but current is none")
+}
+
+func TestSystemExchangesCannotBeDeleted(t *testing.T) {
+	_, name := newTestBroker(t)
+	err := chanT(t, dialT(t, name, nil)).DeleteExchange(bg, "amq.direct")
+	wantCode(t, err, transport.CodeAccessRefused, "ACCESS_REFUSED - deletion of system exchange 'amq.direct' in vhost '/' not allowed")
+}
+
 func TestExchangeRedeclareWithOtherTypeIs406(t *testing.T) {
 	_, name := newTestBroker(t)
 	c := dialT(t, name, nil)
