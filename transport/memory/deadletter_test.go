@@ -110,3 +110,17 @@ func TestExpiryUsesTimersNotPolling(t *testing.T) {
 }
 
 func chConn(t *testing.T, b *Broker) transport.Connection { return dialT(t, b.Name(), nil) }
+
+func TestZeroTTLDeliversToWaitingConsumerElseDeadLetters(t *testing.T) {
+	b, c, ch := dlqSetup(t, transport.Table{"x-message-ttl": 0, "x-dead-letter-exchange": "dlx"})
+	fill(t, c, "q", 1)
+	eventually(t, "a zero-TTL message with no consumer to be dead-lettered", func() bool { return info(t, b, "dlq").Messages == 1 })
+	ds, err := ch.Consume(bg, transport.ConsumeSpec{Queue: "q"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	fill(t, c, "q", 1)
+	if d := recv(t, ds); string(d.Body) != "0" {
+		t.Fatalf("got %q", d.Body)
+	}
+}

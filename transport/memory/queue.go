@@ -86,8 +86,10 @@ func (q *queue) enqueue(m *message) (ok bool, dead []deadLetter) {
 		return true, nil
 	}
 	e := entry{m: m}
+	var now int64
 	if q.ttl >= 0 {
-		e.expireAt = q.b.now() + q.ttl
+		now = q.b.now()
+		e.expireAt = now + q.ttl
 	}
 	if q.maxLen >= 0 && q.ready.len() >= q.maxLen {
 		if q.rejectPublish {
@@ -105,7 +107,7 @@ func (q *queue) enqueue(m *message) (ok bool, dead []deadLetter) {
 		}
 	}
 	q.ready.pushBack(e)
-	q.dispatchLocked()
+	q.dispatchAt(now)
 	dead = q.takeDeadLocked()
 	q.mu.Unlock()
 	return true, dead
@@ -134,10 +136,16 @@ func (q *queue) expiredLocked(now int64) {
 
 // dispatchLocked pushes ready messages to consumers with credit, round
 // robin, then arms the expiry timer for what is left.
-func (q *queue) dispatchLocked() {
-	var now int64
+func (q *queue) dispatchLocked() { q.dispatchAt(0) }
+
+// dispatchAt is dispatchLocked at broker time now (0: read the clock). A
+// message published with x-message-ttl 0 is still delivered to a waiting
+// consumer, as in RabbitMQ, because enqueue passes its own timestamp.
+func (q *queue) dispatchAt(now int64) {
 	if q.ttl >= 0 && q.ready.len() > 0 {
-		now = q.b.now()
+		if now == 0 {
+			now = q.b.now()
+		}
 		q.expiredLocked(now)
 	}
 	for q.ready.len() > 0 && len(q.consumers) > 0 {
