@@ -105,7 +105,10 @@ func (ch *channel) check(ctx context.Context) error {
 	if ch.life.ended() {
 		return closedErr(ch.life.reason())
 	}
-	return ctx.Err()
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	return ch.c.waitUnstalled(ctx)
 }
 
 // track records a delivery as unacked and returns its tag; ok is false
@@ -355,6 +358,9 @@ func (ch *channel) Nack(tag uint64, requeue bool) error { return ch.settle(tag, 
 func (ch *channel) Reject(tag uint64, requeue bool) error { return ch.settle(tag, false, requeue) }
 
 func (ch *channel) settle(tag uint64, ack, requeue bool) error {
+	if ch.c.maybeStalled.Load() && ch.c.deferIfStalled(func() { _ = ch.settle(tag, ack, requeue) }) {
+		return nil
+	}
 	ch.mu.Lock()
 	if ch.life.ended() {
 		ch.mu.Unlock()

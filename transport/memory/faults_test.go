@@ -1,8 +1,11 @@
 package memory
 
 import (
+	"context"
+	"errors"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/acemq-go/acemq/transport"
 )
@@ -154,5 +157,40 @@ func TestStopConfirmingRoutesButWithholdsConfirms(t *testing.T) {
 	}
 	if conf := confirmation(t, second); conf.Outcome != transport.Returned || conf.ReplyCode != 312 {
 		t.Fatalf("%+v, want the withheld return", conf)
+	}
+}
+
+func TestBlockedPublishingConnectionStallsItsAcksUntilUnblock(t *testing.T) {
+	b, name := newTestBroker(t)
+	pubConn := dialT(t, name, nil)
+	subConn := dialT(t, name, nil)
+	declareT(t, chanT(t, subConn), transport.QueueSpec{Name: "q", Durable: true})
+	fill(t, subConn, "q", 2)
+	mixed := chanT(t, pubConn)
+	consumeOnly := chanT(t, subConn)
+	d1, _, _ := mixed.Get(bg, "q")
+	d2, _, _ := consumeOnly.Get(bg, "q")
+
+	b.Block("low on memory")
+	defer b.Unblock()
+	got := publishAsync(t, pubT(t, pubConn), msgTo("q", "held"))
+	if err := mixed.Nack(d1.DeliveryTag, true); err != nil {
+		t.Fatal(err)
+	}
+	if err := consumeOnly.Nack(d2.DeliveryTag, true); err != nil {
+		t.Fatal(err)
+	}
+	if n := info(t, b, "q").Messages; n != 1 {
+		t.Fatalf("%d ready: the consume-only connection's nack must apply and the stalled one's must wait", n)
+	}
+	ctx, cancel := context.WithTimeout(bg, 20*time.Millisecond)
+	defer cancel()
+	if _, err := mixed.DeclareQueue(ctx, transport.QueueSpec{Name: "q", Passive: true}); !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("declaration on a stalled connection: %v, want it to wait for its context", err)
+	}
+	b.Unblock()
+	confirmation(t, got)
+	if n := info(t, b, "q").Messages; n != 3 {
+		t.Fatalf("%d ready after unblock, want 3", n)
 	}
 }

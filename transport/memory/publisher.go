@@ -3,6 +3,7 @@ package memory
 import (
 	"context"
 	"fmt"
+	"runtime"
 	"sync"
 
 	"github.com/acemq-go/acemq/transport"
@@ -97,6 +98,7 @@ func (p *publisher) Publish(ctx context.Context, msg *transport.Message, done tr
 	if p.c.b.blocked.Load() || len(p.held) > 0 {
 		p.held = append(p.held, heldPublish{m: m, done: done, mandatory: msg.Mandatory})
 		p.mu.Unlock()
+		p.c.stall()
 		return nil
 	}
 	e := p.routeLocked(m, done, msg.Mandatory)
@@ -104,6 +106,9 @@ func (p *publisher) Publish(ctx context.Context, msg *transport.Message, done tr
 	if e != nil {
 		p.end(e)
 		return e
+	}
+	if p.c.b.flow.Load() && p.c.b.flow.CompareAndSwap(true, false) {
+		runtime.Gosched() // let consumers catch up, as RabbitMQ's flow control would
 	}
 	return nil
 }

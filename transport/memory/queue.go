@@ -7,6 +7,11 @@ import (
 	"github.com/acemq-go/acemq/transport"
 )
 
+// flowThreshold is the backlog, on a queue with consumers, above which
+// publishers yield after each publish: a light form of RabbitMQ's credit
+// flow, which slows publishers that outrun their consumers.
+const flowThreshold = 4096
+
 // queue holds ready messages and the consumers they are pushed to.
 type queue struct {
 	b          *Broker
@@ -109,6 +114,9 @@ func (q *queue) enqueue(m *message) (ok bool, dead []deadLetter) {
 	q.ready.pushBack(e)
 	q.dispatchAt(now)
 	dead = q.takeDeadLocked()
+	if q.ready.len() > flowThreshold && len(q.consumers) > 0 {
+		q.b.flow.Store(true)
+	}
 	q.mu.Unlock()
 	return true, dead
 }
