@@ -102,10 +102,19 @@ func describeArg(v any, present bool) string {
 		return "none"
 	}
 	kind := "longstr"
-	if _, ok := toInt64(v); ok {
-		kind = "long"
-	} else if _, ok := v.(bool); ok {
+	switch v.(type) {
+	case int8:
+		kind = "byte"
+	case int16:
+		kind = "short"
+	case int32:
+		kind = "signedint"
+	case bool:
 		kind = "bool"
+	default:
+		if _, ok := toInt64(v); ok {
+			kind = "long"
+		}
 	}
 	return fmt.Sprintf("the value '%v' of type '%s'", v, kind)
 }

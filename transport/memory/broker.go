@@ -32,6 +32,10 @@ type Broker struct {
 	blockReason string // guarded by alarmMu
 	nackNext    atomic.Int64
 	withhold    atomic.Bool
+
+	// flow is set when a consumed queue's backlog passes flowThreshold;
+	// the next publish clears it and yields (see publisher.Publish).
+	flow atomic.Bool
 }
 
 func newBroker(name string) *Broker {

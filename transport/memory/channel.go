@@ -105,7 +105,10 @@ func (ch *channel) check(ctx context.Context) error {
 	if ch.life.ended() {
 		return closedErr(ch.life.reason())
 	}
-	return ctx.Err()
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	return ch.c.waitUnstalled(ctx)
 }
 
 // track records a delivery as unacked and returns its tag; ok is false
@@ -117,6 +120,23 @@ func (ch *channel) track(u unacked) (uint64, bool) {
 		return 0, false
 	}
 	return ch.unacked.add(u), true
+}
+
+// trackBatch records a consumer's batch as unacked under consecutive tags
+// and returns the first; ok is false when the channel has ended.
+func (ch *channel) trackBatch(c *consumer, batch []entry) (first uint64, ok bool) {
+	ch.mu.Lock()
+	defer ch.mu.Unlock()
+	if ch.life.ended() {
+		return 0, false
+	}
+	for i := range batch {
+		tag := ch.unacked.add(unacked{e: batch[i], q: c.q, c: c})
+		if i == 0 {
+			first = tag
+		}
+	}
+	return first, true
 }
 
 func (ch *channel) untrack(tag uint64) (unacked, bool) {
@@ -338,6 +358,9 @@ func (ch *channel) Nack(tag uint64, requeue bool) error { return ch.settle(tag, 
 func (ch *channel) Reject(tag uint64, requeue bool) error { return ch.settle(tag, false, requeue) }
 
 func (ch *channel) settle(tag uint64, ack, requeue bool) error {
+	if ch.c.maybeStalled.Load() && ch.c.deferIfStalled(func() { _ = ch.settle(tag, ack, requeue) }) {
+		return nil
+	}
 	ch.mu.Lock()
 	if ch.life.ended() {
 		ch.mu.Unlock()

@@ -3,6 +3,7 @@ package memory
 import (
 	"context"
 	"sync"
+	"sync/atomic"
 
 	"github.com/acemq-go/acemq/transport"
 )
@@ -17,9 +18,14 @@ type conn struct {
 	onBlocked func(active bool, reason string)
 	life      lifecycle
 
-	mu       sync.Mutex
-	channels map[ender]struct{}
-	pubs     map[*publisher]struct{}
+	mu        sync.Mutex
+	channels  map[ender]struct{}
+	pubs      map[*publisher]struct{}
+	stalled   bool          // see stall.go
+	unstalled chan struct{} // closed when a stall ends
+	deferred  []func()      // settlements sent while stalled
+	// maybeStalled mirrors stalled for the lock-free fast path.
+	maybeStalled atomic.Bool
 }
 
 var _ transport.Connection = (*conn)(nil)

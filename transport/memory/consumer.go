@@ -61,23 +61,25 @@ func (c *consumer) pump() {
 		c.q.mu.Lock()
 		batch, c.outbox = c.outbox, batch[:0]
 		c.q.mu.Unlock()
+		first, ok := c.ch.trackBatch(c, batch)
+		if !ok {
+			c.giveBack(batch)
+			return
+		}
 		for i := range batch {
 			d := batch[i].delivery(c.q.quorum)
 			d.ConsumerTag = c.tag
-			tag, ok := c.ch.track(unacked{e: batch[i], q: c.q, c: c})
-			if !ok {
-				c.giveBack(batch[i:])
-				return
-			}
-			d.DeliveryTag = tag
+			d.DeliveryTag = first + uint64(i)
 			select {
 			case c.out <- d:
 			case <-c.stop:
-				if _, ok := c.ch.untrack(tag); ok {
-					c.giveBack(batch[i:])
-				} else {
-					c.giveBack(batch[i+1:])
+				var back []entry
+				for j := i; j < len(batch); j++ {
+					if _, ok := c.ch.untrack(first + uint64(j)); ok {
+						back = append(back, batch[j])
+					}
 				}
+				c.giveBack(back)
 				return
 			}
 		}

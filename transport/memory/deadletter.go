@@ -81,11 +81,13 @@ func withDeath(m *message, queue, reason string) transport.Table {
 			"queue":        queue,
 			"exchange":     m.exchange,
 			"routing-keys": []any{m.routingKey},
+			"time":         time.Now().Truncate(time.Second),
 		}
 	}
+	// An existing entry keeps its first exchange, keys and time; only its
+	// count grows, as in RabbitMQ.
 	n, _ := toInt64(entry["count"])
 	entry["count"] = n + 1
-	entry["time"] = time.Now().Truncate(time.Second)
 	h["x-death"] = append([]any{entry}, rest...)
 	if _, ok := h["x-first-death-reason"]; !ok {
 		h["x-first-death-reason"] = reason

@@ -6,8 +6,12 @@ package memory
 // Block raises a resource alarm, as RabbitMQ does when low on memory or
 // disk: every connection's OnBlocked is called with (true, reason), and
 // publishes written from now on are held, neither routed nor confirmed,
-// until Unblock. Consuming and acking carry on. Blocking a blocked broker
-// does nothing.
+// until Unblock. As RabbitMQ stops reading a publishing connection's
+// socket, a connection that has written a publish while blocked is
+// stalled: its acks, nacks and rejects take effect only at Unblock, and
+// its other channel operations wait for Unblock (or their context).
+// Connections that only consume carry on. Blocking a blocked broker does
+// nothing.
 func (b *Broker) Block(reason string) {
 	b.alarmMu.Lock()
 	defer b.alarmMu.Unlock()
@@ -42,9 +46,7 @@ func (b *Broker) Unblock() {
 	}
 	b.alarmMu.Unlock()
 	for _, c := range conns {
-		for _, p := range c.publishers() {
-			p.flushHeld()
-		}
+		c.unstall()
 	}
 }
 

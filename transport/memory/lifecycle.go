@@ -1,14 +1,17 @@
 package memory
 
-import "sync"
+import (
+	"sync"
+	"sync/atomic"
+)
 
 // lifecycle is the ended-or-not state shared by connections, channels and
 // publishers: a Done channel, the reason, and a once-only end.
 type lifecycle struct {
 	done chan struct{}
+	over atomic.Bool
 	mu   sync.Mutex
 	err  error
-	over bool
 }
 
 func newLifecycle() lifecycle { return lifecycle{done: make(chan struct{})} }
@@ -18,20 +21,17 @@ func newLifecycle() lifecycle { return lifecycle{done: make(chan struct{})} }
 func (l *lifecycle) begin(err error) bool {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if l.over {
+	if l.over.Load() {
 		return false
 	}
-	l.over, l.err = true, err
+	l.err = err
+	l.over.Store(true)
 	return true
 }
 
 func (l *lifecycle) finish() { close(l.done) }
 
-func (l *lifecycle) ended() bool {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.over
-}
+func (l *lifecycle) ended() bool { return l.over.Load() }
 
 func (l *lifecycle) reason() error {
 	l.mu.Lock()

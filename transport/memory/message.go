@@ -16,13 +16,12 @@ type message struct {
 }
 
 // newMessage copies what the publisher gave, so callers may reuse their
-// buffers as soon as Publish returns.
-func newMessage(msg *transport.Message) *message {
-	m := &message{exchange: msg.Exchange, routingKey: msg.RoutingKey, props: msg.Properties}
+// buffers as soon as Publish returns. The copies are carved from s.
+func newMessage(msg *transport.Message, s *slab) *message {
+	m := s.message()
+	*m = message{exchange: msg.Exchange, routingKey: msg.RoutingKey, props: msg.Properties}
 	m.props.Headers = copyTable(msg.Headers)
-	if msg.Body != nil {
-		m.body = append(make([]byte, 0, len(msg.Body)), msg.Body...)
-	}
+	m.body = s.body(msg.Body)
 	return m
 }
 

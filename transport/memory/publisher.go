@@ -3,6 +3,7 @@ package memory
 import (
 	"context"
 	"fmt"
+	"runtime"
 	"sync"
 
 	"github.com/acemq-go/acemq/transport"
@@ -33,6 +34,7 @@ type publisher struct {
 	held     []heldPublish
 	withheld []pendingConfirm
 	scratch  []*queue
+	slab     slab
 
 	// The confirmer goroutine calls ConfirmFuncs without any broker lock.
 	cmu    sync.Mutex
@@ -87,8 +89,8 @@ func (p *publisher) Publish(ctx context.Context, msg *transport.Message, done tr
 	if err := ctx.Err(); err != nil {
 		return fmt.Errorf("%w: %w", transport.ErrNotWritten, err)
 	}
-	m := newMessage(msg)
 	p.mu.Lock()
+	m := newMessage(msg, &p.slab)
 	if p.life.ended() {
 		p.mu.Unlock()
 		return fmt.Errorf("%w: %w", transport.ErrNotWritten, closedErr(p.life.reason()))
@@ -96,6 +98,7 @@ func (p *publisher) Publish(ctx context.Context, msg *transport.Message, done tr
 	if p.c.b.blocked.Load() || len(p.held) > 0 {
 		p.held = append(p.held, heldPublish{m: m, done: done, mandatory: msg.Mandatory})
 		p.mu.Unlock()
+		p.c.stall()
 		return nil
 	}
 	e := p.routeLocked(m, done, msg.Mandatory)
@@ -103,6 +106,9 @@ func (p *publisher) Publish(ctx context.Context, msg *transport.Message, done tr
 	if e != nil {
 		p.end(e)
 		return e
+	}
+	if p.c.b.flow.Load() && p.c.b.flow.CompareAndSwap(true, false) {
+		runtime.Gosched() // let consumers catch up, as RabbitMQ's flow control would
 	}
 	return nil
 }

@@ -7,6 +7,11 @@ import (
 	"github.com/acemq-go/acemq/transport"
 )
 
+// flowThreshold is the backlog, on a queue with consumers, above which
+// publishers yield after each publish: a light form of RabbitMQ's credit
+// flow, which slows publishers that outrun their consumers.
+const flowThreshold = 4096
+
 // queue holds ready messages and the consumers they are pushed to.
 type queue struct {
 	b          *Broker
@@ -86,8 +91,10 @@ func (q *queue) enqueue(m *message) (ok bool, dead []deadLetter) {
 		return true, nil
 	}
 	e := entry{m: m}
+	var now int64
 	if q.ttl >= 0 {
-		e.expireAt = q.b.now() + q.ttl
+		now = q.b.now()
+		e.expireAt = now + q.ttl
 	}
 	if q.maxLen >= 0 && q.ready.len() >= q.maxLen {
 		if q.rejectPublish {
@@ -105,8 +112,11 @@ func (q *queue) enqueue(m *message) (ok bool, dead []deadLetter) {
 		}
 	}
 	q.ready.pushBack(e)
-	q.dispatchLocked()
+	q.dispatchAt(now)
 	dead = q.takeDeadLocked()
+	if q.ready.len() > flowThreshold && len(q.consumers) > 0 {
+		q.b.flow.Store(true)
+	}
 	q.mu.Unlock()
 	return true, dead
 }
@@ -134,10 +144,16 @@ func (q *queue) expiredLocked(now int64) {
 
 // dispatchLocked pushes ready messages to consumers with credit, round
 // robin, then arms the expiry timer for what is left.
-func (q *queue) dispatchLocked() {
-	var now int64
+func (q *queue) dispatchLocked() { q.dispatchAt(0) }
+
+// dispatchAt is dispatchLocked at broker time now (0: read the clock). A
+// message published with x-message-ttl 0 is still delivered to a waiting
+// consumer, as in RabbitMQ, because enqueue passes its own timestamp.
+func (q *queue) dispatchAt(now int64) {
 	if q.ttl >= 0 && q.ready.len() > 0 {
-		now = q.b.now()
+		if now == 0 {
+			now = q.b.now()
+		}
 		q.expiredLocked(now)
 	}
 	for q.ready.len() > 0 && len(q.consumers) > 0 {

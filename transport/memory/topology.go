@@ -52,7 +52,7 @@ func (b *Broker) deleteExchange(name string) *transport.Error {
 		return errDefaultExchange()
 	}
 	if strings.HasPrefix(name, "amq.") {
-		return errReserved("exchange", name)
+		return chanErr(transport.CodeAccessRefused, "ACCESS_REFUSED", "deletion of system exchange '%s' in vhost '/' not allowed", name)
 	}
 	b.mu.Lock()
 	delete(b.exchanges, name)
@@ -99,7 +99,7 @@ func checkQueueEquivalent(q *queue, spec transport.QueueSpec) *transport.Error {
 	switch {
 	case q.exclusive != spec.Exclusive:
 		return errLocked(spec.Name)
-	case q.durable != spec.Durable:
+	case q.durable != spec.Durable && !q.exclusive: // RabbitMQ ignores durable on exclusive queues
 		return errInequivalent("durable", "queue", spec.Name, quoteBool(spec.Durable), quoteBool(q.durable))
 	case q.autoDelete != spec.AutoDelete:
 		return errInequivalent("auto_delete", "queue", spec.Name, quoteBool(spec.AutoDelete), quoteBool(q.autoDelete))

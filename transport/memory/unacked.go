@@ -10,11 +10,13 @@ type unacked struct {
 
 // unackedList holds a channel's outstanding deliveries indexed by delivery
 // tag. Tags are issued in order and mostly settled in order, so it is a
-// slice with a moving base: O(1) add and lookup, compacted from the front.
-// The channel's mutex guards it.
+// slice window slots[head:] whose first element has tag base: O(1) add and
+// lookup, settled slots dropped from the front and the window slid back
+// when it has moved far. The channel's mutex guards it.
 type unackedList struct {
 	slots []unacked
-	base  uint64 // tag of slots[0]
+	head  int
+	base  uint64 // tag of slots[head]
 	next  uint64 // next tag to issue
 	live  int
 }
@@ -33,30 +35,28 @@ func (l *unackedList) add(u unacked) uint64 {
 
 // take removes the delivery with tag, reporting whether it was outstanding.
 func (l *unackedList) take(tag uint64) (unacked, bool) {
-	if tag < l.base || tag >= l.base+uint64(len(l.slots)) {
+	n := uint64(len(l.slots) - l.head)
+	if tag < l.base || tag >= l.base+n {
 		return unacked{}, false
 	}
-	s := &l.slots[tag-l.base]
+	s := &l.slots[l.head+int(tag-l.base)]
 	if !s.live {
 		return unacked{}, false
 	}
 	u := *s
 	*s = unacked{}
 	l.live--
-	i := 0
-	for i < len(l.slots) && !l.slots[i].live {
-		i++
+	for l.head < len(l.slots) && !l.slots[l.head].live {
+		l.head++
+		l.base++
 	}
-	if i > 0 {
-		if i == len(l.slots) {
-			l.slots = l.slots[:0]
-		} else if i > 1024 && i > len(l.slots)/2 {
-			n := copy(l.slots, l.slots[i:])
-			l.slots = l.slots[:n]
-		} else {
-			l.slots = l.slots[i:]
-		}
-		l.base += uint64(i)
+	switch {
+	case l.head == len(l.slots):
+		l.slots, l.head = l.slots[:0], 0
+	case l.head > 1024 && l.head*2 > len(l.slots):
+		k := copy(l.slots, l.slots[l.head:])
+		clear(l.slots[k:])
+		l.slots, l.head = l.slots[:k], 0
 	}
 	return u, true
 }
@@ -64,12 +64,12 @@ func (l *unackedList) take(tag uint64) (unacked, bool) {
 // drain removes and returns every outstanding delivery in tag order.
 func (l *unackedList) drain() []unacked {
 	out := make([]unacked, 0, l.live)
-	for _, s := range l.slots {
+	for _, s := range l.slots[l.head:] {
 		if s.live {
 			out = append(out, s)
 		}
 	}
-	l.base += uint64(len(l.slots))
-	l.slots, l.live = nil, 0
+	l.base += uint64(len(l.slots) - l.head)
+	l.slots, l.head, l.live = nil, 0, 0
 	return out
 }

@@ -1,0 +1,192 @@
+package memory
+
+import (
+	"fmt"
+	"testing"
+
+	"github.com/acemq-go/acemq/transport"
+)
+
+func fill(t *testing.T, c transport.Connection, q string, n int) {
+	t.Helper()
+	p := pubT(t, c)
+	for i := range n {
+		if o := publishOutcome(t, p, msgTo(q, fmt.Sprint(i))); o != transport.Acked {
+			t.Fatal(o)
+		}
+	}
+}
+
+func TestRoundRobinAcrossConsumers(t *testing.T) {
+	_, name := newTestBroker(t)
+	c := dialT(t, name, nil)
+	declareT(t, chanT(t, c), transport.QueueSpec{Name: "q", Durable: true})
+	ch := chanT(t, c)
+	a, err := ch.Consume(bg, transport.ConsumeSpec{Queue: "q", Tag: "a"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := ch.Consume(bg, transport.ConsumeSpec{Queue: "q", Tag: "b"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	fill(t, c, "q", 6)
+	for i := 0; i < 6; i += 2 {
+		da, db := recv(t, a), recv(t, b)
+		if string(da.Body) != fmt.Sprint(i) || string(db.Body) != fmt.Sprint(i+1) || da.ConsumerTag != "a" || db.ConsumerTag != "b" {
+			t.Fatalf("round %d: a got %q, b got %q", i/2, da.Body, db.Body)
+		}
+	}
+}
+
+func TestDeliveryTagsArePerChannelFromOne(t *testing.T) {
+	_, name := newTestBroker(t)
+	c := dialT(t, name, nil)
+	declareT(t, chanT(t, c), transport.QueueSpec{Name: "q", Durable: true})
+	fill(t, c, "q", 4)
+	for range 2 {
+		ch := chanT(t, c)
+		for want := uint64(1); want <= 2; want++ {
+			d, ok, err := ch.Get(bg, "q")
+			if !ok || err != nil || d.DeliveryTag != want {
+				t.Fatalf("tag %d (%v %v), want %d", d.DeliveryTag, ok, err, want)
+			}
+		}
+	}
+}
+
+func TestUnlimitedPrefetchDeliversEverything(t *testing.T) {
+	b, name := newTestBroker(t)
+	c := dialT(t, name, nil)
+	declareT(t, chanT(t, c), transport.QueueSpec{Name: "q", Durable: true})
+	fill(t, c, "q", 300)
+	ds, err := chanT(t, c).Consume(bg, transport.ConsumeSpec{Queue: "q"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for range 300 {
+		recv(t, ds)
+	}
+	if got := info(t, b, "q").Messages; got != 0 {
+		t.Fatalf("%d ready with prefetch 0", got)
+	}
+}
+
+func TestExclusiveConsumerRefusesOthers(t *testing.T) {
+	_, name := newTestBroker(t)
+	c := dialT(t, name, nil)
+	declareT(t, chanT(t, c), transport.QueueSpec{Name: "q", Durable: true})
+	if _, err := chanT(t, c).Consume(bg, transport.ConsumeSpec{Queue: "q", Exclusive: true}); err != nil {
+		t.Fatal(err)
+	}
+	ch := chanT(t, c)
+	_, err := ch.Consume(bg, transport.ConsumeSpec{Queue: "q"})
+	wantCode(t, err, transport.CodeAccessRefused, "ACCESS_REFUSED - queue 'q' in vhost '/' in exclusive use")
+	waitDone(t, ch.Done())
+}
+
+func TestConsumeMissingQueueIs404(t *testing.T) {
+	_, name := newTestBroker(t)
+	ch := chanT(t, dialT(t, name, nil))
+	_, err := ch.Consume(bg, transport.ConsumeSpec{Queue: "nope"})
+	wantCode(t, err, transport.CodeNotFound, "NOT_FOUND - no queue 'nope' in vhost '/'")
+	waitDone(t, ch.Done())
+}
+
+func TestAutoDeleteQueueGoesWithLastConsumer(t *testing.T) {
+	b, name := newTestBroker(t)
+	c := dialT(t, name, nil)
+	declareT(t, chanT(t, c), transport.QueueSpec{Name: "ad", Durable: true, AutoDelete: true})
+	ch := chanT(t, c)
+	for _, tag := range []string{"a", "b"} {
+		if _, err := ch.Consume(bg, transport.ConsumeSpec{Queue: "ad", Tag: tag}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := ch.Cancel(bg, "a"); err != nil {
+		t.Fatal(err)
+	}
+	if info(t, b, "ad").Consumers != 1 {
+		t.Fatal("consumer count after one cancel")
+	}
+	if err := ch.Cancel(bg, "b"); err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := b.QueueInfo("ad"); ok {
+		t.Fatal("auto-delete queue survived its last consumer")
+	}
+}
+
+func TestChannelCloseClosesDeliveriesAndRequeuesInOrder(t *testing.T) {
+	b, name := newTestBroker(t)
+	c := dialT(t, name, nil)
+	declareT(t, chanT(t, c), transport.QueueSpec{Name: "q", Durable: true})
+	fill(t, c, "q", 5)
+	ch := chanT(t, c)
+	if err := ch.Qos(2); err != nil {
+		t.Fatal(err)
+	}
+	ds, err := ch.Consume(bg, transport.ConsumeSpec{Queue: "q"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	recv(t, ds)
+	if err := ch.Close(); err != nil {
+		t.Fatal(err)
+	}
+	closedSoon(t, ds)
+	if got := info(t, b, "q"); got.Messages != 5 || got.Consumers != 0 {
+		t.Fatalf("after close: %+v, want 5 ready, 0 consumers", got)
+	}
+	g := chanT(t, c)
+	for i := range 5 {
+		d, _, _ := g.Get(bg, "q")
+		if string(d.Body) != fmt.Sprint(i) || d.Redelivered != (i < 2) {
+			t.Fatalf("message %d: %q redelivered=%v", i, d.Body, d.Redelivered)
+		}
+	}
+	if err := ch.Ack(1); err == nil {
+		t.Fatal("ack on a closed channel succeeded")
+	}
+}
+
+func TestConsumerTagReuseClosesConnection(t *testing.T) {
+	_, name := newTestBroker(t)
+	c := dialT(t, name, nil)
+	declareT(t, chanT(t, c), transport.QueueSpec{Name: "q", Durable: true})
+	ch := chanT(t, c)
+	if _, err := ch.Consume(bg, transport.ConsumeSpec{Queue: "q", Tag: "t"}); err != nil {
+		t.Fatal(err)
+	}
+	_, err := ch.Consume(bg, transport.ConsumeSpec{Queue: "q", Tag: "t"})
+	wantCode(t, err, 530, "")
+	waitDone(t, c.Done())
+}
+
+func TestQuorumRedeliveryCountsDeliveries(t *testing.T) {
+	_, name := newTestBroker(t)
+	c := dialT(t, name, nil)
+	declareT(t, chanT(t, c), transport.QueueSpec{Name: "qq", Durable: true, Args: transport.Table{"x-queue-type": "quorum"}})
+	fill(t, c, "qq", 1)
+	ch := chanT(t, c)
+	for want := int64(0); want < 3; want++ {
+		d, ok, err := ch.Get(bg, "qq")
+		if !ok || err != nil {
+			t.Fatal(ok, err)
+		}
+		got, present := d.Headers["x-delivery-count"]
+		if (want == 0 && present) || (want > 0 && got != want) {
+			t.Fatalf("delivery %d: x-delivery-count %v", want, got)
+		}
+		if err := ch.Nack(d.DeliveryTag, true); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+func TestQosRefusesNegativePrefetch(t *testing.T) {
+	_, name := newTestBroker(t)
+	if err := chanT(t, dialT(t, name, nil)).Qos(-1); err == nil {
+		t.Fatal("Qos(-1) accepted")
+	}
+}
