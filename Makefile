@@ -48,7 +48,7 @@ test: services-up
 	@echo "demo on memory://"; $(GO) run ./cmd/acemq demo | tail -1
 	@$(SERVICE_ENV); echo "demo on $$ACEMQ_TEST_AMQP_URL"; $(GO) run ./cmd/acemq demo --url "$$ACEMQ_TEST_AMQP_URL" | tail -1
 	@$(SERVICE_ENV); export ACEMQ_REQUIRE_SERVICES=1; \
-	$(GO) test -race -count=1 -timeout $(TEST_TIMEOUT) -json ./... | "$(TESTFILTER)"
+	$(GO) test -race -count=1 -p 1 -timeout $(TEST_TIMEOUT) -json ./... | "$(TESTFILTER)"
 
 test-short:
 	$(GO) test ./...

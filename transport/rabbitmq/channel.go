@@ -2,6 +2,7 @@ package rabbitmq
 
 import (
 	"context"
+	"fmt"
 	"sync"
 
 	amqp "github.com/rabbitmq/amqp091-go"
@@ -84,7 +85,8 @@ func (c *channel) cause(err error) error {
 		select {
 		case <-c.done:
 			if cerr := c.Err(); cerr != nil {
-				return cerr
+				// Both: callers branch on ErrClosed, people read the cause.
+				return fmt.Errorf("%w: %w", transport.ErrClosed, cerr)
 			}
 		default:
 		}
