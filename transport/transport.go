@@ -289,9 +289,12 @@ type Error struct {
 	Connection bool
 }
 
-// Error returns the broker's code and text.
+// Error returns the AMQP code and text, saying whether the broker sent it.
 func (e *Error) Error() string {
-	return fmt.Sprintf("broker said %d %s", e.Code, e.Reason)
+	if e.Server {
+		return fmt.Sprintf("broker said %d %s", e.Code, e.Reason)
+	}
+	return fmt.Sprintf("%d %s", e.Code, e.Reason)
 }
 
 // AMQP reply codes the engine branches on.
