@@ -8,7 +8,9 @@
 #   scripts/rabbitmq.sh start [--nodes N]
 #                                       start (or reuse) the node(s); prints
 #                                       ACEMQ_TEST_AMQP_URL=... and
-#                                       ACEMQ_TEST_RABBITMQCTL=... and writes
+#                                       ACEMQ_TEST_RABBITMQCTL=... and
+#                                       ACEMQ_TEST_MANAGEMENT_URL=... (the
+#                                       management HTTP API) and writes
 #                                       them to <state>/rabbitmq/env
 #   scripts/rabbitmq.sh stop            stop our node(s)
 #   scripts/rabbitmq.sh status          say whether our node(s) run; exit 1 if not
@@ -75,6 +77,9 @@ ours() {
 # node_port I: the AMQP port node I was started with (empty if never started).
 node_port() { cat "$(node_dir "$1")/amqp_port" 2>/dev/null || true; }
 
+# mgmt_port I: the management HTTP port node I was started with (empty if none).
+mgmt_port() { cat "$(node_dir "$1")/mgmt_port" 2>/dev/null || true; }
+
 # node_running I: true if node I's launcher process is alive and it answers AMQP.
 node_running() {
 	local d pid port
@@ -126,10 +131,11 @@ show_failure() {
 # own session with no terminal, so that it outlives this script and never
 # holds the caller's stdout/stderr open (make and CI wait on those).
 launch_node() {
-	local i="$1" d amqp dist
+	local i="$1" d amqp dist mgmt
 	d="$(node_dir "$i")"
 	amqp="$2"
 	dist="$3"
+	mgmt="$4"
 	# A fresh start gets a fresh data dir: old cluster membership or queues
 	# from an earlier run would only make tests and joins flaky.
 	rm -rf "$d"
@@ -140,9 +146,14 @@ launch_node() {
 		loopback_users = none
 		log.console = false
 		log.file.level = info
+		# The management HTTP API lets the acemq command list queues
+		# (AMQP cannot); loopback only.
+		management.tcp.port = $mgmt
+		management.tcp.ip = 127.0.0.1
 	EOF
-	echo '[].' >"$d/enabled_plugins"
+	echo '[rabbitmq_management].' >"$d/enabled_plugins"
 	echo "$amqp" >"$d/amqp_port"
+	echo "$mgmt" >"$d/mgmt_port"
 	echo "$dist" >"$d/dist_port"
 
 	local -a e
@@ -248,6 +259,9 @@ emit_env() {
 	done
 	write_ctl_wrapper 1 "$RDIR/rabbitmqctl"
 	lines+=("ACEMQ_TEST_AMQP_URL=${urls[0]}" "ACEMQ_TEST_RABBITMQCTL=$RDIR/rabbitmqctl")
+	if [[ -n "$(mgmt_port 1)" ]]; then
+		lines+=("ACEMQ_TEST_MANAGEMENT_URL=http://guest:guest@127.0.0.1:$(mgmt_port 1)/")
+	fi
 	if ((n > 1)); then
 		lines+=("ACEMQ_TEST_AMQP_URLS=$(IFS=,; echo "${urls[*]}")")
 		for ((i = 2; i <= n; i++)); do
@@ -258,7 +272,7 @@ emit_env() {
 }
 
 cmd_start() {
-	local want="" n i ports=() amqp dist
+	local want="" n i ports=() amqp dist mgmt
 	while (($#)); do
 		case "$1" in
 		--nodes) want="${2:?--nodes needs a number}"; shift 2 ;;
@@ -294,8 +308,10 @@ cmd_start() {
 		ports+=("$amqp")
 		dist="$(free_port "${ports[@]}")"
 		ports+=("$dist")
-		log "starting RabbitMQ node $(node_name "$i") (AMQP 127.0.0.1:$amqp, dist $dist, data $(node_dir "$i"))"
-		launch_node "$i" "$amqp" "$dist"
+		mgmt="$(free_port "${ports[@]}")"
+		ports+=("$mgmt")
+		log "starting RabbitMQ node $(node_name "$i") (AMQP 127.0.0.1:$amqp, dist $dist, management http://127.0.0.1:$mgmt, data $(node_dir "$i"))"
+		launch_node "$i" "$amqp" "$dist" "$mgmt"
 	done
 	echo "$want" >"$RDIR/nodes"
 	for ((i = 1; i <= want; i++)); do

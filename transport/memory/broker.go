@@ -3,6 +3,7 @@ package memory
 import (
 	"crypto/rand"
 	"encoding/base64"
+	"sort"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -140,4 +141,18 @@ func genName(prefix string) string {
 	var buf [16]byte
 	_, _ = rand.Read(buf[:])
 	return prefix + base64.RawURLEncoding.EncodeToString(buf[:])
+}
+
+// Queues returns the names of every queue the broker holds, sorted. It is
+// what the acemq command's `dlq list` reads for a memory:// URL (AMQP
+// itself cannot list queues). Safe for concurrent use.
+func (b *Broker) Queues() []string {
+	b.mu.RLock()
+	names := make([]string, 0, len(b.queues))
+	for n := range b.queues {
+		names = append(names, n)
+	}
+	b.mu.RUnlock()
+	sort.Strings(names)
+	return names
 }
