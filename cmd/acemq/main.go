@@ -3,6 +3,13 @@
 //
 //	go run ./cmd/acemq demo               # the order flow on the in-process broker
 //	go run ./cmd/acemq demo --url amqp://guest:guest@localhost:5672/
+//	acemq topology plan -f topology.yaml  # what apply would change
+//	acemq dlq list                        # every .dlq/.parked queue with its depth
+//	acemq bench --rate 2000 --for 10s     # latency percentiles from the intended send time
+//
+// Every subcommand takes --url (default $ACEMQ_URL; memory://demo for the
+// demo), exits 0 on success and otherwise prints one sentence saying what
+// went wrong and what to do, and exits non-zero.
 package main
 
 import (
@@ -13,19 +20,44 @@ import (
 )
 
 func main() {
-	if err := newRoot().Execute(); err != nil {
-		fmt.Fprintln(os.Stderr, "acemq:", err)
-		os.Exit(1)
+	os.Exit(run(os.Args[1:]))
+}
+
+// run executes the command line and returns the process exit code.
+func run(args []string) int {
+	root := newRoot()
+	root.SetArgs(args)
+	if err := root.Execute(); err != nil {
+		var ec *exitCodeError
+		if asExitCode(err, &ec) {
+			if ec.msg != "" {
+				fmt.Fprintln(os.Stderr, "acemq:", ec.msg)
+			}
+			return ec.code
+		}
+		fmt.Fprintln(os.Stderr, "acemq:", sentence(err))
+		return 1
 	}
+	return 0
 }
 
 func newRoot() *cobra.Command {
 	root := &cobra.Command{
-		Use:           "acemq",
-		Short:         "AceMQ for Go: the demo and the operator's tools",
+		Use:   "acemq",
+		Short: "AceMQ for Go: the demo and the operator's tools",
+		Long: `AceMQ for Go: the demo and the operator's tools.
+
+Every subcommand takes --url (default $ACEMQ_URL; memory://demo for the demo).
+On failure it prints one sentence saying what to do and exits non-zero.`,
+		Example: `  acemq demo
+  acemq dlq list --url amqp://guest:guest@localhost:5672/
+  acemq topology plan -f topology.yaml`,
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
-	root.AddCommand(newDemo())
+	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error {
+		return fmt.Errorf("%v; run `%s --help` for the flags it takes", err, c.CommandPath())
+	})
+	root.AddCommand(newDemo(), newTopology(), newDLQ(), newPublish(), newTail(), newBench(), newLoad(), newHealth())
 	return root
 }

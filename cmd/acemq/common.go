@@ -1,0 +1,88 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/url"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/acemq-go/acemq"
+)
+
+// exitCodeError ends the command with a specific exit code and, when msg is
+// set, one line on stderr (health uses it: DEGRADED is not a failure of the
+// command, but it is not UP either).
+type exitCodeError struct {
+	code int
+	msg  string
+}
+
+func (e *exitCodeError) Error() string { return e.msg }
+
+func asExitCode(err error, target **exitCodeError) bool { return errors.As(err, target) }
+
+// sentence renders err as the one line the command prints: the library's
+// "acemq: " prefixes removed (main prints its own) and newlines folded.
+func sentence(err error) string {
+	s := strings.ReplaceAll(err.Error(), "acemq: ", "")
+	s = strings.Join(strings.Fields(s), " ")
+	return s
+}
+
+// urlFlag registers --url with $ACEMQ_URL as its default.
+func urlFlag(cmd *cobra.Command, u *string) {
+	cmd.Flags().StringVar(u, "url", os.Getenv("ACEMQ_URL"), "broker URL: memory://name, amqp://user:pass@host:port/vhost (default $ACEMQ_URL)")
+}
+
+// needURL says what to do when neither --url nor $ACEMQ_URL was given.
+func needURL(u string) error {
+	if strings.TrimSpace(u) == "" {
+		return errors.New("no broker URL was given; pass --url amqp://user:pass@host:5672/ (or memory://name) or set ACEMQ_URL")
+	}
+	return nil
+}
+
+// redact hides the password in a broker URL.
+func redact(raw string) string {
+	u, err := url.Parse(raw)
+	if err != nil || u.User == nil {
+		return raw
+	}
+	if _, ok := u.User.Password(); ok {
+		u.User = url.UserPassword(u.User.Username(), "xxxxx")
+	}
+	return u.String()
+}
+
+// connect dials the broker with the command's settings and turns a failure
+// into one sentence saying what to check.
+func connect(ctx context.Context, rawURL, name string, opts ...acemq.Option) (*acemq.Conn, error) {
+	if err := needURL(rawURL); err != nil {
+		return nil, err
+	}
+	base := []acemq.Option{
+		acemq.WithClientName(name),
+		acemq.WithLogger(acemq.DiscardLogger()),
+		acemq.WithConnectionTimeout(5 * time.Second),
+	}
+	c, err := acemq.Connect(ctx, rawURL, append(base, opts...)...)
+	if err != nil {
+		return nil, fmt.Errorf("cannot connect to the broker at %s (%s); check that it is running and that --url is right", redact(rawURL), strings.TrimSuffix(sentence(err), "."))
+	}
+	return c, nil
+}
+
+// closeConn closes c within a bounded time, so a command never hangs on exit.
+func closeConn(c *acemq.Conn) {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	_ = c.Close(ctx)
+}
+
+// isMemory reports whether the URL names the in-process broker.
+func isMemory(raw string) bool { return strings.HasPrefix(raw, "memory://") }

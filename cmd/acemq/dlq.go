@@ -1,0 +1,360 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"sort"
+	"strings"
+	"text/tabwriter"
+	"time"
+	"unicode/utf8"
+
+	"github.com/spf13/cobra"
+
+	"github.com/acemq-go/acemq"
+)
+
+func newDLQ() *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "dlq",
+		Short: "List, inspect, replay and purge dead-letter queues ({q}.dlq, {q}.parked)",
+		Example: `  acemq dlq list
+  acemq dlq show orders.new.dlq -n 5
+  acemq dlq replay orders.new.dlq --filter 'error ~ "timeout"' --limit 100
+  acemq dlq purge orders.new.dlq --yes`,
+	}
+	cmd.AddCommand(newDLQList(), newDLQShow(), newDLQReplay(), newDLQPurge())
+	return cmd
+}
+
+func newDLQList() *cobra.Command {
+	var u, mgmt string
+	var asJSON bool
+	cmd := &cobra.Command{
+		Use:   "list",
+		Short: "List every .dlq and .parked queue with its depth",
+		Long: "List every .dlq and .parked queue with its depth. RabbitMQ is asked through its management HTTP API " +
+			"(AMQP cannot list queues); a memory:// broker lives inside one process, so a separate process sees an empty one.",
+		Example: `  acemq dlq list --url amqp://guest:guest@localhost:5672/
+  acemq dlq list --management-url http://guest:guest@localhost:15672/ --json`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if err := needURL(u); err != nil {
+				return err
+			}
+			all, err := listQueues(cmd.Context(), u, mgmt)
+			if err != nil {
+				return err
+			}
+			var dl []queueDepth
+			for _, q := range all {
+				if isSetAside(q.Name) {
+					dl = append(dl, q)
+				}
+			}
+			return printDepths(cmd.OutOrStdout(), dl, asJSON)
+		},
+	}
+	urlFlag(cmd, &u)
+	cmd.Flags().StringVar(&mgmt, "management-url", "", "RabbitMQ management API (default: --url's host and credentials on port 15672)")
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON instead of a table")
+	return cmd
+}
+
+func printDepths(out io.Writer, dl []queueDepth, asJSON bool) error {
+	if asJSON {
+		if dl == nil {
+			dl = []queueDepth{}
+		}
+		return json.NewEncoder(out).Encode(dl)
+	}
+	if len(dl) == 0 {
+		fmt.Fprintln(out, "no dead-letter queues")
+		return nil
+	}
+	tw := tabwriter.NewWriter(out, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "QUEUE\tDEPTH")
+	for _, q := range dl {
+		fmt.Fprintf(tw, "%s\t%d\n", q.Name, q.Messages)
+	}
+	return tw.Flush()
+}
+
+// shownMessage is one message as dlq show prints it.
+type shownMessage struct {
+	ID            string         `json:"id"`
+	Type          string         `json:"type"`
+	Version       int            `json:"version"`
+	CorrelationID string         `json:"correlationId"`
+	CausationID   string         `json:"causationId,omitempty"`
+	Attempt       int            `json:"attempt"`
+	FirstSeen     string         `json:"firstSeen,omitempty"`
+	Origin        string         `json:"origin,omitempty"`
+	Error         string         `json:"error"`
+	RoutingKey    string         `json:"routingKey"`
+	ContentType   string         `json:"contentType"`
+	Headers       map[string]any `json:"headers"`
+	Body          string         `json:"body"`
+	Duplicate     bool           `json:"duplicate,omitempty"`
+}
+
+// decodeBody renders a body for people: indented JSON, text as is,
+// anything else as a hex dump of its start.
+func decodeBody(contentType string, b []byte) string {
+	if strings.Contains(contentType, "json") || json.Valid(b) {
+		var buf bytes.Buffer
+		if json.Indent(&buf, b, "", "  ") == nil {
+			return buf.String()
+		}
+	}
+	if utf8.Valid(b) {
+		return string(b)
+	}
+	n := min(len(b), 64)
+	return fmt.Sprintf("(%d bytes, %s) % x", len(b), contentType, b[:n])
+}
+
+func show(m *acemq.Pulled, dup bool) shownMessage {
+	e := m.Envelope
+	s := shownMessage{ID: e.ID, Type: e.Type, Version: e.Version, CorrelationID: e.CorrelationID, CausationID: e.CausationID,
+		Attempt: e.Attempt, Origin: e.Origin, Error: e.Error, RoutingKey: m.RoutingKey, ContentType: m.ContentType,
+		Headers: map[string]any{}, Body: decodeBody(m.ContentType, m.Body), Duplicate: dup}
+	if !e.FirstSeen.IsZero() {
+		s.FirstSeen = e.FirstSeen.UTC().Format(time.RFC3339Nano)
+	}
+	for k, v := range m.Headers {
+		if !strings.HasPrefix(k, acemq.ReservedPrefix) {
+			s.Headers[k] = fmt.Sprint(v)
+		}
+	}
+	return s
+}
+
+func printShown(out io.Writer, s shownMessage) {
+	fmt.Fprintf(out, "--- %s\n", s.ID)
+	fmt.Fprintf(out, "type:        %s (v%d)\n", s.Type, s.Version)
+	fmt.Fprintf(out, "correlation: %s\n", s.CorrelationID)
+	if s.CausationID != "" {
+		fmt.Fprintf(out, "causation:   %s\n", s.CausationID)
+	}
+	fmt.Fprintf(out, "attempt:     %d\n", s.Attempt)
+	if s.FirstSeen != "" {
+		fmt.Fprintf(out, "first seen:  %s\n", s.FirstSeen)
+	}
+	if s.Origin != "" {
+		fmt.Fprintf(out, "origin:      %s\n", s.Origin)
+	}
+	fmt.Fprintf(out, "error:       %s\n", s.Error)
+	fmt.Fprintf(out, "routing key: %s\n", s.RoutingKey)
+	fmt.Fprintf(out, "content:     %s\n", s.ContentType)
+	keys := make([]string, 0, len(s.Headers))
+	for k := range s.Headers {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		fmt.Fprintf(out, "header:      %s = %v\n", k, s.Headers[k])
+	}
+	if s.Duplicate {
+		fmt.Fprintln(out, "duplicate:   an earlier message in this queue has the same id; replaying both delivers it twice")
+	}
+	fmt.Fprintf(out, "body:\n%s\n", s.Body)
+}
+
+func newDLQShow() *cobra.Command {
+	var u string
+	var n int
+	var asJSON bool
+	cmd := &cobra.Command{
+		Use:   "show QUEUE",
+		Short: "Print the first N messages of a queue: envelope, error reason, headers, decoded body",
+		Long: "Print the first N messages of a queue without removing them (each is taken and then returned to the queue): " +
+			"envelope fields, the error reason, headers and the decoded body. Messages with an id seen earlier are marked as duplicates.",
+		Example: `  acemq dlq show orders.new.dlq -n 5
+  acemq dlq show orders.new.parked --json`,
+		Args: exactQueueArg,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if n < 1 {
+				return fmt.Errorf("-n must be 1 or more, got %d", n)
+			}
+			ctx, cancel := context.WithTimeout(cmd.Context(), time.Minute)
+			defer cancel()
+			c, err := connect(ctx, u, "acemq-dlq")
+			if err != nil {
+				return err
+			}
+			defer closeConn(c)
+			ms, err := peek(ctx, c, args[0], n)
+			if err != nil {
+				return err
+			}
+			out := cmd.OutOrStdout()
+			if asJSON {
+				if ms == nil {
+					ms = []shownMessage{}
+				}
+				return json.NewEncoder(out).Encode(ms)
+			}
+			if len(ms) == 0 {
+				fmt.Fprintf(out, "%s is empty\n", args[0])
+			}
+			for _, s := range ms {
+				printShown(out, s)
+			}
+			return nil
+		},
+	}
+	urlFlag(cmd, &u)
+	cmd.Flags().IntVarP(&n, "n", "n", 10, "how many messages to show")
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print a JSON array instead of text")
+	return cmd
+}
+
+// peek takes up to n messages and returns them all to the queue.
+func peek(ctx context.Context, c *acemq.Conn, queue string, n int) ([]shownMessage, error) {
+	depth, err := requireQueue(ctx, c, queue)
+	if err != nil {
+		return nil, err
+	}
+	p, err := c.NewPuller(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("cannot open a channel to read %q (%s); check the connection and retry", queue, sentence(err))
+	}
+	var taken []*acemq.Pulled
+	defer func() {
+		for _, m := range taken {
+			_ = m.Nack(true)
+		}
+		_ = p.Close()
+	}()
+	seen := map[string]bool{}
+	var out []shownMessage
+	for i := 0; i < min(n, depth); i++ {
+		m, ok, err := p.Pull(ctx, queue)
+		if err != nil {
+			return nil, fmt.Errorf("cannot read %q (%s); check the connection and retry", queue, sentence(err))
+		}
+		if !ok {
+			break
+		}
+		taken = append(taken, m)
+		out = append(out, show(m, seen[m.Envelope.ID]))
+		seen[m.Envelope.ID] = true
+	}
+	return out, nil
+}
+
+func exactQueueArg(cmd *cobra.Command, args []string) error {
+	if len(args) != 1 || strings.TrimSpace(args[0]) == "" {
+		return fmt.Errorf("%s needs exactly one queue name, e.g. `%s orders.new.dlq`", cmd.CommandPath(), cmd.CommandPath())
+	}
+	return nil
+}
+
+func newDLQReplay() *cobra.Command {
+	var u, expr string
+	var limit int
+	var keep bool
+	cmd := &cobra.Command{
+		Use:   "replay QUEUE",
+		Short: "Move messages from QUEUE (a .dlq or .parked queue) back to its source queue",
+		Long: "Move messages from a .dlq or .parked queue back to its source queue through the default exchange. " +
+			"Each accepted message is republished with its original bytes and id, stamped acemq-replayed-from/-at/-count, " +
+			"attempt reset to 1 and error cleared (unless --keep-attempts), confirmed, and only then removed from the dead-letter queue. " +
+			"Messages the filter declines stay where they are. Replayed messages keep their ids: a consumer without an " +
+			"idempotency guard may process one twice if it had already handled it.\n\n" + filterHelp,
+		Example: `  acemq dlq replay orders.new.dlq
+  acemq dlq replay orders.new.dlq --limit 10 --filter 'type == "OrderPlaced" && error ~ "timeout"'
+  acemq dlq replay orders.new.parked --keep-attempts`,
+		Args: exactQueueArg,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			f, err := parseFilter(expr)
+			if err != nil {
+				return err
+			}
+			if limit < 0 {
+				return fmt.Errorf("--limit must be 0 (no limit) or more, got %d", limit)
+			}
+			ctx, cancel := context.WithTimeout(cmd.Context(), 10*time.Minute)
+			defer cancel()
+			c, err := connect(ctx, u, "acemq-replay")
+			if err != nil {
+				return err
+			}
+			defer closeConn(c)
+			errOut := cmd.ErrOrStderr()
+			depth, err := requireQueue(ctx, c, args[0])
+			if err != nil {
+				return err
+			}
+			bar := newProgress(errOut, "replaying "+args[0], int64(depth))
+			rep, err := replayQueue(ctx, c, args[0], replayOptions{
+				Limit: limit, Filter: f, KeepAttempts: keep,
+				OnMoved: func(*acemq.Pulled) { bar.Add(1) },
+				OnDuplicate: func(id string) {
+					fmt.Fprintf(errOut, "warning: message %s is in %s more than once; its consumer will see it twice unless it is idempotent\n", id, args[0])
+				},
+			})
+			bar.Done()
+			if err != nil {
+				return err
+			}
+			fmt.Fprintf(cmd.OutOrStdout(), "%s\n", rep)
+			if rep.Moved > 0 {
+				fmt.Fprintln(errOut, "note: replayed messages keep their ids; a consumer that already handled one and is not idempotent will handle it again")
+			}
+			if rep.Err != nil {
+				return fmt.Errorf("replay stopped after moving %d: %s; the message it was moving is back in %s, fix the cause and run replay again", rep.Moved, strings.TrimSuffix(sentence(rep.Err), "."), args[0])
+			}
+			return nil
+		},
+	}
+	urlFlag(cmd, &u)
+	cmd.Flags().IntVar(&limit, "limit", 0, "move at most N messages (0 = all present at the start)")
+	cmd.Flags().StringVar(&expr, "filter", "", "only replay messages matching FILTER (see above)")
+	cmd.Flags().BoolVar(&keep, "keep-attempts", false, "keep the attempt count and error instead of resetting them")
+	return cmd
+}
+
+func newDLQPurge() *cobra.Command {
+	var u string
+	var yes bool
+	cmd := &cobra.Command{
+		Use:   "purge QUEUE --yes",
+		Short: "Delete every message in a .dlq or .parked queue (asks for --yes)",
+		Example: `  acemq dlq purge orders.new.dlq --yes`,
+		Args:    exactQueueArg,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			q := args[0]
+			if !isSetAside(q) {
+				return fmt.Errorf("%q is not a dead-letter queue; dlq purge only empties QUEUE.dlq or QUEUE.parked queues", q)
+			}
+			ctx, cancel := context.WithTimeout(cmd.Context(), time.Minute)
+			defer cancel()
+			c, err := connect(ctx, u, "acemq-dlq")
+			if err != nil {
+				return err
+			}
+			defer closeConn(c)
+			depth, err := requireQueue(ctx, c, q)
+			if err != nil {
+				return err
+			}
+			if !yes {
+				return fmt.Errorf("purging would delete the %d message(s) in %s for good; run again with --yes to confirm (or replay them first)", depth, q)
+			}
+			n, err := c.PurgeQueue(ctx, q)
+			if err != nil {
+				return fmt.Errorf("cannot purge %s (%s); check the connection and retry", q, strings.TrimSuffix(sentence(err), "."))
+			}
+			fmt.Fprintf(cmd.OutOrStdout(), "purged %d message(s) from %s\n", n, q)
+			return nil
+		},
+	}
+	urlFlag(cmd, &u)
+	cmd.Flags().BoolVar(&yes, "yes", false, "confirm that the messages are to be deleted")
+	return cmd
+}

@@ -1,0 +1,278 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+	"gopkg.in/yaml.v3"
+
+	"github.com/acemq-go/acemq"
+)
+
+// topologyFile is the YAML form of a topology: exchanges, queues (with
+// dead-lettering and a retry policy) and bindings.
+type topologyFile struct {
+	Exchanges []struct {
+		Name string `yaml:"name"`
+		Type string `yaml:"type"`
+	} `yaml:"exchanges"`
+	Queues []struct {
+		Name          string     `yaml:"name"`
+		Type          string     `yaml:"type"`
+		DeadLetters   bool       `yaml:"deadLetters"`
+		DeliveryLimit int        `yaml:"deliveryLimit"`
+		Retry         *retryYAML `yaml:"retry"`
+	} `yaml:"queues"`
+	Bindings []struct {
+		Queue    string `yaml:"queue"`
+		Exchange string `yaml:"exchange"`
+		Key      string `yaml:"key"`
+	} `yaml:"bindings"`
+}
+
+// retryYAML is a retry policy: exponential (attempts, initial, max) or
+// fixed (attempts, delay), held in the broker from brokerFrom on.
+type retryYAML struct {
+	Attempts   int    `yaml:"attempts"`
+	Initial    string `yaml:"initial"`
+	Max        string `yaml:"max"`
+	Delay      string `yaml:"delay"`
+	BrokerFrom string `yaml:"brokerFrom"`
+}
+
+const topologyExample = `# topology.yaml
+exchanges:
+  - name: orders
+    type: topic            # direct | topic | fanout | headers
+queues:
+  - name: orders.new
+    type: quorum           # quorum (default) | classic | stream
+    deadLetters: true      # acemq.dlx, orders.new.dlq, orders.new.parked
+    retry:                 # exponential; or {attempts: 3, delay: 10s} for fixed
+      attempts: 5
+      initial: 10s
+      max: 5m
+bindings:
+  - queue: orders.new
+    exchange: orders
+    key: order.created`
+
+func parseDuration(field, s string) (time.Duration, error) {
+	if s == "" {
+		return 0, nil
+	}
+	d, err := time.ParseDuration(s)
+	if err != nil {
+		return 0, fmt.Errorf("%s %q is not a duration; write it like 500ms, 10s or 5m", field, s)
+	}
+	return d, nil
+}
+
+func (r *retryYAML) policy(queue string) (acemq.RetryPolicy, error) {
+	where := fmt.Sprintf("queue %q retry", queue)
+	if r.Attempts < 1 {
+		return acemq.RetryPolicy{}, fmt.Errorf("%s needs attempts of 1 or more (the first delivery counts)", where)
+	}
+	initial, err := parseDuration(where+" initial", r.Initial)
+	if err != nil {
+		return acemq.RetryPolicy{}, err
+	}
+	maxd, err := parseDuration(where+" max", r.Max)
+	if err != nil {
+		return acemq.RetryPolicy{}, err
+	}
+	delay, err := parseDuration(where+" delay", r.Delay)
+	if err != nil {
+		return acemq.RetryPolicy{}, err
+	}
+	from, err := parseDuration(where+" brokerFrom", r.BrokerFrom)
+	if err != nil {
+		return acemq.RetryPolicy{}, err
+	}
+	var p acemq.RetryPolicy
+	switch {
+	case r.Delay != "" && r.Initial == "":
+		p = acemq.Fixed(r.Attempts, delay)
+	case r.Initial != "" && r.Delay == "":
+		p = acemq.Exponential(r.Attempts, initial, maxd)
+	default:
+		return acemq.RetryPolicy{}, fmt.Errorf("%s needs either delay (fixed) or initial and max (exponential), not both or neither", where)
+	}
+	if r.BrokerFrom != "" {
+		p = p.WaitInBrokerFrom(from)
+	}
+	if err := p.Err(); err != nil {
+		return acemq.RetryPolicy{}, fmt.Errorf("%s cannot be used: %s", where, sentence(err))
+	}
+	return p, nil
+}
+
+// loadTopology reads and validates a topology file. Every error names the
+// file and says what to fix.
+func loadTopology(path string, stdin io.Reader) (*acemq.Topology, error) {
+	if path == "" {
+		return nil, errors.New("no topology file was given; pass -f topology.yaml (or -f - for stdin)")
+	}
+	var data []byte
+	var err error
+	if path == "-" {
+		data, err = io.ReadAll(stdin)
+	} else {
+		data, err = os.ReadFile(path)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("cannot read the topology file %s (%v); check the path", path, err)
+	}
+	var f topologyFile
+	dec := yaml.NewDecoder(bytes.NewReader(data))
+	dec.KnownFields(true)
+	if err := dec.Decode(&f); err != nil && !errors.Is(err, io.EOF) {
+		return nil, fmt.Errorf("the topology file %s is not valid YAML for a topology (%s); see `acemq topology --help` for the format", path, strings.TrimPrefix(err.Error(), "yaml: "))
+	}
+	if len(f.Exchanges)+len(f.Queues)+len(f.Bindings) == 0 {
+		return nil, fmt.Errorf("the topology file %s declares nothing; add exchanges, queues or bindings (see `acemq topology --help`)", path)
+	}
+	t := acemq.NewTopology()
+	for _, e := range f.Exchanges {
+		kind := acemq.ExchangeKind(strings.ToLower(e.Type))
+		switch kind {
+		case acemq.Direct, acemq.Topic, acemq.Fanout, acemq.Headers:
+		case "":
+			kind = acemq.Direct
+		default:
+			return nil, fmt.Errorf("in %s, exchange %q has type %q; use direct, topic, fanout or headers", path, e.Name, e.Type)
+		}
+		t.Exchange(e.Name, kind)
+	}
+	for _, q := range f.Queues {
+		var opts []acemq.QueueOption
+		switch strings.ToLower(q.Type) {
+		case "", "quorum":
+		case "classic":
+			opts = append(opts, acemq.AsClassic())
+		case "stream":
+			opts = append(opts, acemq.AsStream())
+		default:
+			return nil, fmt.Errorf("in %s, queue %q has type %q; use quorum, classic or stream", path, q.Name, q.Type)
+		}
+		if q.DeliveryLimit > 0 {
+			opts = append(opts, acemq.DeliveryLimit(q.DeliveryLimit))
+		}
+		t.Queue(q.Name, opts...)
+		if q.DeadLetters {
+			t.DeadLetters(q.Name)
+		}
+		if q.Retry != nil {
+			p, err := q.Retry.policy(q.Name)
+			if err != nil {
+				return nil, fmt.Errorf("in %s, %w", path, err)
+			}
+			t.Retries(q.Name, p)
+		}
+	}
+	for _, b := range f.Bindings {
+		t.Bind(b.Queue, b.Exchange, b.Key)
+	}
+	if err := t.Validate(); err != nil {
+		return nil, fmt.Errorf("the topology in %s cannot be declared: %s; fix the file and run plan again", path, strings.TrimSuffix(sentence(err), "."))
+	}
+	return t, nil
+}
+
+func newTopology() *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "topology",
+		Short: "Compare a topology file with the broker (plan) or declare it (apply)",
+		Long: "Topology as data: exchanges, queues with dead-lettering and retry policy, and bindings, in YAML.\n\n" +
+			topologyExample,
+		Example: `  acemq topology plan -f topology.yaml
+  acemq topology apply -f topology.yaml --url amqp://guest:guest@localhost:5672/`,
+	}
+	cmd.AddCommand(newTopologyPlan(), newTopologyApply())
+	return cmd
+}
+
+func newTopologyPlan() *cobra.Command {
+	var u, file string
+	cmd := &cobra.Command{
+		Use:   "plan -f topology.yaml",
+		Short: "Print, per declaration, would create / matches / differs against the broker",
+		Long: "Plan changes nothing. Each exchange and queue is checked passively: missing ones would be created, " +
+			"identical ones match, and ones the broker holds with other settings differ (with the broker's text). " +
+			"AMQP cannot report bindings, so they show as unknown; apply declares them (idempotent). " +
+			"Exits 0 when nothing differs, 3 when something differs.",
+		Example: `  acemq topology plan -f topology.yaml --url amqp://guest:guest@localhost:5672/`,
+		Args:    cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			t, err := loadTopology(file, cmd.InOrStdin())
+			if err != nil {
+				return err
+			}
+			ctx, cancel := context.WithTimeout(cmd.Context(), time.Minute)
+			defer cancel()
+			c, err := connect(ctx, u, "acemq-topology")
+			if err != nil {
+				return err
+			}
+			defer closeConn(c)
+			plan, err := c.Plan(ctx, t)
+			if err != nil {
+				return fmt.Errorf("cannot compare the topology with the broker (%s); check the connection and retry", strings.TrimSuffix(sentence(err), "."))
+			}
+			out := cmd.OutOrStdout()
+			fmt.Fprint(out, plan.String())
+			counts := map[acemq.PlanStatus]int{}
+			for _, it := range plan.Items {
+				counts[it.Status]++
+			}
+			fmt.Fprintf(out, "plan: %d would create, %d match, %d differ, %d unknown\n",
+				counts[acemq.WouldCreate], counts[acemq.Matches], counts[acemq.Differs], counts[acemq.Unknown])
+			if counts[acemq.Differs] > 0 {
+				return &exitCodeError{code: 3, msg: fmt.Sprintf("%d declaration(s) differ from what the broker holds; apply would fail on them, so change the file or delete those entities first", counts[acemq.Differs])}
+			}
+			return nil
+		},
+	}
+	urlFlag(cmd, &u)
+	cmd.Flags().StringVarP(&file, "file", "f", "", "topology YAML file (- for stdin)")
+	return cmd
+}
+
+func newTopologyApply() *cobra.Command {
+	var u, file string
+	cmd := &cobra.Command{
+		Use:     "apply -f topology.yaml",
+		Short:   "Declare the topology on the broker (idempotent)",
+		Example: `  acemq topology apply -f topology.yaml --url amqp://guest:guest@localhost:5672/`,
+		Args:    cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			t, err := loadTopology(file, cmd.InOrStdin())
+			if err != nil {
+				return err
+			}
+			ctx, cancel := context.WithTimeout(cmd.Context(), time.Minute)
+			defer cancel()
+			c, err := connect(ctx, u, "acemq-topology")
+			if err != nil {
+				return err
+			}
+			defer closeConn(c)
+			if err := c.Apply(ctx, t); err != nil {
+				return fmt.Errorf("the broker refused the topology (%s); run `acemq topology plan` to see what differs", strings.TrimSuffix(sentence(err), "."))
+			}
+			n := len(t.Declarations())
+			fmt.Fprintf(cmd.OutOrStdout(), "applied: %d declarations\n", n)
+			return nil
+		},
+	}
+	urlFlag(cmd, &u)
+	cmd.Flags().StringVarP(&file, "file", "f", "", "topology YAML file (- for stdin)")
+	return cmd
+}
