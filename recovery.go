@@ -325,14 +325,8 @@ func (c *Conn) close(ctx context.Context) error {
 	c.mu.Lock()
 	pc, cc := c.pubConn, c.conConn
 	c.mu.Unlock()
-	if set := c.pubs.Load(); set != nil {
-		for _, p := range set.confirm {
-			_ = p.Close()
-		}
-		if set.plain != nil {
-			_ = set.plain.Close()
-		}
-	}
+	// Closing a connection ends its channels; closing each channel first
+	// would wait on a broker that may have stopped reading (blocked).
 	_ = pc.Close()
 	_ = cc.Close()
 	c.stopEvents()

@@ -278,7 +278,9 @@ func (ch *channel) Consume(ctx context.Context, spec transport.ConsumeSpec) (<-c
 
 	go c.pump()
 	q.mu.Lock()
+	ended := ch.life.ended() // an end that began before this add missed it
 	switch {
+	case ended:
 	case q.deleted:
 		e = errNoQueue(q.name)
 	case len(q.consumers) > 0 && (spec.Exclusive || q.consumers[0].exclusive):
@@ -291,11 +293,14 @@ func (ch *channel) Consume(ctx context.Context, spec transport.ConsumeSpec) (<-c
 	dead := q.takeDeadLocked()
 	q.mu.Unlock()
 	q.b.deadLetter(dead)
-	if e != nil {
+	if e != nil || ended {
 		ch.mu.Lock()
 		delete(ch.consumers, tag)
 		ch.mu.Unlock()
 		c.halt()
+		if ended {
+			return nil, closedErr(ch.life.reason())
+		}
 		return nil, ch.fail(e)
 	}
 	return c.out, nil

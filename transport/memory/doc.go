@@ -22,4 +22,18 @@
 // A Broker also offers fault injection for tests of the code above it:
 // Block, Unblock, DropConnections, NackNext, StopConfirming and
 // ResumeConfirming.
+//
+// Deliveries share the broker's copy of the body: treat Delivery.Body as
+// read-only. Headers are copied per delivery.
+//
+// Not implemented: x-expires, x-max-length-bytes, per-message TTL,
+// priorities, streams, single-active-consumer, transactions and
+// multiple=true acknowledgements (the seam has none).
+//
+// Design for throughput: one mutex per queue over a ring buffer; routing
+// under a read lock on the topology; a pump goroutine per consumer and a
+// confirmer goroutine per confirming publisher, both fed in batches; no
+// goroutine, timer or channel per message (one timer per queue with a
+// TTL); message copies carved from per-publisher slabs; confirm callbacks
+// run without any broker lock held.
 package memory

@@ -168,3 +168,18 @@ func TestInternalExchangeRefusesPublishes(t *testing.T) {
 	err := pubT(t, c).Publish(bg, &transport.Message{Exchange: "in"}, nil)
 	wantCode(t, err, transport.CodeAccessRefused, "")
 }
+
+func TestCloseFromConfirmFuncDoesNotDeadlock(t *testing.T) {
+	_, name := newTestBroker(t)
+	p := pubT(t, dialT(t, name, nil))
+	closed := make(chan struct{})
+	err := p.Publish(bg, &transport.Message{Exchange: "amq.direct", RoutingKey: "none"}, func(transport.Confirmation) {
+		_ = p.Close()
+		close(closed)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitDone(t, closed)
+	waitDone(t, p.Done())
+}

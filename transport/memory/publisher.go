@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"runtime"
 	"sync"
+	"sync/atomic"
 
 	"github.com/acemq-go/acemq/transport"
 )
@@ -42,6 +43,8 @@ type publisher struct {
 	wake   chan struct{}
 	stop   chan struct{}
 	exited chan struct{}
+	// calling is set while the confirmer runs ConfirmFuncs.
+	calling atomic.Bool
 }
 
 var _ transport.Publisher = (*publisher)(nil)
@@ -65,11 +68,13 @@ func (p *publisher) Confirming() bool { return p.confirm }
 func (p *publisher) Done() <-chan struct{} { return p.life.done }
 
 // Close ends the channel; pending confirms are answered Lost. It waits for
-// the callbacks already decided to run, so it must not be called from a
-// ConfirmFunc of the same publisher.
+// the answers already decided to be delivered, except when called while a
+// ConfirmFunc is running (say, from one), where waiting would deadlock.
 func (p *publisher) Close() error {
 	p.end(transport.ErrClosed)
-	<-p.exited
+	if !p.calling.Load() {
+		<-p.exited
+	}
 	return nil
 }
 
@@ -180,10 +185,12 @@ func (p *publisher) confirmer() {
 			if len(batch) == 0 {
 				break
 			}
+			p.calling.Store(true)
 			for i := range batch {
 				batch[i].done(batch[i].conf)
 				batch[i] = pendingConfirm{}
 			}
+			p.calling.Store(false)
 		}
 		if stopping {
 			return

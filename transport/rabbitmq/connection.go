@@ -3,6 +3,7 @@ package rabbitmq
 import (
 	"context"
 	"sync"
+	"time"
 
 	amqp "github.com/rabbitmq/amqp091-go"
 
@@ -120,8 +121,13 @@ func (c *connection) Err() error {
 
 // Close closes the connection and every channel on it, waiting for the
 // broker's close-ok (bounded by the client's own timeout) and for Done.
+// closeHandshakeBound bounds the connection.close handshake.
+const closeHandshakeBound = 3 * time.Second
+
 func (c *connection) Close() error {
-	err := c.ac.Close()
+	// A broker that has blocked this connection may never read the close,
+	// so the close handshake is bounded; then the socket is closed anyway.
+	err := c.ac.CloseDeadline(time.Now().Add(closeHandshakeBound))
 	<-c.done
 	if err != nil && convertError(err) == transport.ErrClosed {
 		return nil
