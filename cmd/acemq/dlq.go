@@ -323,8 +323,8 @@ func newDLQPurge() *cobra.Command {
 	var u string
 	var yes bool
 	cmd := &cobra.Command{
-		Use:   "purge QUEUE --yes",
-		Short: "Delete every message in a .dlq or .parked queue (asks for --yes)",
+		Use:     "purge QUEUE --yes",
+		Short:   "Delete every message in a .dlq or .parked queue (asks for --yes)",
 		Example: `  acemq dlq purge orders.new.dlq --yes`,
 		Args:    exactQueueArg,
 		RunE: func(cmd *cobra.Command, args []string) error {

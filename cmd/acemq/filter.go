@@ -107,7 +107,7 @@ type parser struct {
 }
 
 func (p *parser) peek() token { return p.toks[p.i] }
-func (p *parser) take() token  { t := p.toks[p.i]; p.i++; return t }
+func (p *parser) take() token { t := p.toks[p.i]; p.i++; return t }
 
 // parseFilter compiles src; the error says where and what was expected.
 func parseFilter(src string) (filter, error) {

@@ -159,4 +159,3 @@ func headerInt(v any) int {
 	}
 	return 0
 }
-
