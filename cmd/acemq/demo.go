@@ -206,71 +206,74 @@ func runDemo(ctx context.Context, out io.Writer, url, dbURL string) error {
 	}
 	defer func() { _ = req.Close(context.Background()) }()
 
-	// Payments: charge once per message id, whatever the deliveries.
 	var duplicates, answered atomic.Int64
-	_, err = acemq.Consume(ctx, services, payQ, func(ctx context.Context, m *acemq.Message[demoOrder]) acemq.Decision {
-		o := m.Payload
-		j.add(m.Envelope.CorrelationID, "payments: received %s (attempt %d)", m.Envelope.ID[:8], m.Envelope.Attempt)
-		dup, err := db.once(ctx, "payments", m.Envelope.ID, func(tx *sql.Tx) error {
-			_, err := tx.ExecContext(ctx, fmt.Sprintf(`INSERT INTO %s (order_id, cents) VALUES ($1, $2)`, db.t("payments")), o.ID, o.Cents)
-			return err
-		})
-		switch {
-		case err != nil:
-			return acemq.Retry(err)
-		case dup:
-			duplicates.Add(1)
-			say("payments:  %s arrived again (same message id %s): already charged, not charged twice", o.ID, m.Envelope.ID[:8])
-			j.add(m.Envelope.CorrelationID, "payments: duplicate of %s recognised, skipped", m.Envelope.ID[:8])
-		default:
-			say("payments:  charged %s %d.%02d", o.ID, o.Cents/100, o.Cents%100)
-			j.add(m.Envelope.CorrelationID, "payments: charged %d cents", o.Cents)
-		}
-		return acemq.Accept()
-	})
-	if err != nil {
-		return fmt.Errorf("cannot start the payment consumer (%s)", sentence(err))
-	}
-
-	// Inventory: flaky for one order, and does not know SKU-99 until the fix.
 	var fixed atomic.Bool
-	policy := acemq.Exponential(5, 200*time.Millisecond, 2*time.Second)
-	_, err = acemq.Consume(ctx, services, invQ, func(ctx context.Context, m *acemq.Message[demoOrder]) acemq.Decision {
-		o := m.Payload
-		j.add(m.Envelope.CorrelationID, "inventory: received %s (attempt %d)", m.Envelope.ID[:8], m.Envelope.Attempt)
-		dup, err := db.once(ctx, "inventory", m.Envelope.ID, func(tx *sql.Tx) error {
-			if o.ID == "o-2" && m.Envelope.Attempt < 3 {
-				return fmt.Errorf("%w (attempt %d)", errWarehouseTimeout, m.Envelope.Attempt)
+	// Payments: charge once per message id, whatever the deliveries.
+	startConsumers := func() error {
+		_, err := acemq.Consume(ctx, services, payQ, func(ctx context.Context, m *acemq.Message[demoOrder]) acemq.Decision {
+			o := m.Payload
+			j.add(m.Envelope.CorrelationID, "payments: received %s (attempt %d)", m.Envelope.ID[:8], m.Envelope.Attempt)
+			dup, err := db.once(ctx, "payments", m.Envelope.ID, func(tx *sql.Tx) error {
+				_, err := tx.ExecContext(ctx, fmt.Sprintf(`INSERT INTO %s (order_id, cents) VALUES ($1, $2)`, db.t("payments")), o.ID, o.Cents)
+				return err
+			})
+			switch {
+			case err != nil:
+				return acemq.Retry(err)
+			case dup:
+				duplicates.Add(1)
+				say("payments:  %s arrived again (same message id %s): already charged, not charged twice", o.ID, m.Envelope.ID[:8])
+				j.add(m.Envelope.CorrelationID, "payments: duplicate of %s recognised, skipped", m.Envelope.ID[:8])
+			default:
+				say("payments:  charged %s %d.%02d", o.ID, o.Cents/100, o.Cents%100)
+				j.add(m.Envelope.CorrelationID, "payments: charged %d cents", o.Cents)
 			}
-			if o.SKU == "SKU-99" && !fixed.Load() {
-				return fmt.Errorf("order %s names %s: %w", o.ID, o.SKU, errUnknownSKU)
-			}
-			_, err := tx.ExecContext(ctx, fmt.Sprintf(`INSERT INTO %s (order_id, sku) VALUES ($1, $2)`, db.t("reservations")), o.ID, o.SKU)
-			return err
+			return acemq.Accept()
 		})
-		switch {
-		case errors.Is(err, errWarehouseTimeout):
-			say("inventory: %s not reserved, %v: retry with back-off", o.ID, err)
-			return acemq.Retry(err)
-		case errors.Is(err, errUnknownSKU):
-			say("inventory: %s is poison (%v): reject", o.ID, err)
-			return acemq.Reject(err)
-		case err != nil:
-			return acemq.Retry(err)
-		case dup:
-			duplicates.Add(1)
-			say("inventory: %s arrived again (same message id %s): already reserved, skipped", o.ID, m.Envelope.ID[:8])
-			j.add(m.Envelope.CorrelationID, "inventory: duplicate recognised, skipped")
-		default:
-			say("inventory: reserved %s for %s (attempt %d)", o.SKU, o.ID, m.Envelope.Attempt)
-			j.add(m.Envelope.CorrelationID, "inventory: reserved %s (attempt %d)", o.SKU, m.Envelope.Attempt)
+		if err != nil {
+			return fmt.Errorf("cannot start the payment consumer (%s)", sentence(err))
 		}
-		return acemq.Accept()
-	}, acemq.ConsumerRetry(policy))
-	if err != nil {
-		return fmt.Errorf("cannot start the inventory consumer (%s)", sentence(err))
+
+		// Inventory: flaky for one order, and does not know SKU-99 until the fix.
+		policy := acemq.Exponential(5, 200*time.Millisecond, 2*time.Second)
+		_, err = acemq.Consume(ctx, services, invQ, func(ctx context.Context, m *acemq.Message[demoOrder]) acemq.Decision {
+			o := m.Payload
+			j.add(m.Envelope.CorrelationID, "inventory: received %s (attempt %d)", m.Envelope.ID[:8], m.Envelope.Attempt)
+			dup, err := db.once(ctx, "inventory", m.Envelope.ID, func(tx *sql.Tx) error {
+				if o.ID == "o-2" && m.Envelope.Attempt < 3 {
+					return fmt.Errorf("%w (attempt %d)", errWarehouseTimeout, m.Envelope.Attempt)
+				}
+				if o.SKU == "SKU-99" && !fixed.Load() {
+					return fmt.Errorf("order %s names %s: %w", o.ID, o.SKU, errUnknownSKU)
+				}
+				_, err := tx.ExecContext(ctx, fmt.Sprintf(`INSERT INTO %s (order_id, sku) VALUES ($1, $2)`, db.t("reservations")), o.ID, o.SKU)
+				return err
+			})
+			switch {
+			case errors.Is(err, errWarehouseTimeout):
+				say("inventory: %s not reserved, %v: retry with back-off", o.ID, err)
+				return acemq.Retry(err)
+			case errors.Is(err, errUnknownSKU):
+				say("inventory: %s is poison (%v): reject", o.ID, err)
+				return acemq.Reject(err)
+			case err != nil:
+				return acemq.Retry(err)
+			case dup:
+				duplicates.Add(1)
+				say("inventory: %s arrived again (same message id %s): already reserved, skipped", o.ID, m.Envelope.ID[:8])
+				j.add(m.Envelope.CorrelationID, "inventory: duplicate recognised, skipped")
+			default:
+				say("inventory: reserved %s for %s (attempt %d)", o.SKU, o.ID, m.Envelope.Attempt)
+				j.add(m.Envelope.CorrelationID, "inventory: reserved %s (attempt %d)", o.SKU, m.Envelope.Attempt)
+			}
+			return acemq.Accept()
+		}, acemq.ConsumerRetry(policy))
+		if err != nil {
+			return fmt.Errorf("cannot start the inventory consumer (%s)", sentence(err))
+		}
+		say("consumers: payments (idempotent) and inventory (idempotent, retry %s) start reading", policy)
+		return nil
 	}
-	say("consumers: payments (idempotent), inventory (idempotent, retry %s), pricing (responder)", policy)
 
 	section("1. the order service records orders (request/reply for prices, outbox for events)")
 	placed := []demoOrder{{ID: "o-1", SKU: "SKU-42"}, {ID: "o-2", SKU: "SKU-7"}, {ID: "o-3", SKU: "SKU-99"}}
@@ -289,7 +292,7 @@ func runDemo(ctx context.Context, out io.Writer, url, dbURL string) error {
 		env.Type = "OrderPlaced"
 		env.Origin = orders.Origin()
 		corrOf[o.ID] = env.CorrelationID
-		j.add(env.CorrelationID, "order service: price of %s is %d cents (request/reply, correlation %s, %v)", o.SKU, p.Cents, rc[:8], time.Since(t0).Round(time.Millisecond))
+		j.add(env.CorrelationID, "order service: price of %s is %d cents (request/reply, correlation %s, %v)", o.SKU, p.Cents, rc[:8], time.Since(t0).Round(100*time.Microsecond))
 		body, _ := json.Marshal(o)
 		if err := recordOrder(ctx, db, int64(i+1), *o, env, ex, body); err != nil {
 			return fmt.Errorf("cannot record order %s in the database (%v); check --db", o.ID, err)
@@ -339,6 +342,9 @@ func runDemo(ctx context.Context, out io.Writer, url, dbURL string) error {
 	}
 
 	section("3. consumers: a duplicate, a flaky warehouse, a poison order")
+	if err := startConsumers(); err != nil {
+		return err
+	}
 	// payments: 4 deliveries (o-1 twice); inventory: o-1 twice, o-2 three
 	// times (two retries), o-3 once (dead-lettered).
 	if err := counts.waitUntil(ctx, "the consumers to settle every delivery", func() bool {
