@@ -178,4 +178,3 @@ func TestHealthAnswersInMicroseconds(t *testing.T) {
 		t.Fatalf("Health took %s per call; it must read local state only", per)
 	}
 }
-
