@@ -148,6 +148,7 @@ type telemetry struct {
 
 	mu    sync.RWMutex
 	cache map[attrKey]*attrOpts
+	names map[attrKey]string
 
 	endProcessMetrics processEnd
 }
@@ -163,7 +164,7 @@ const (
 )
 
 func newTelemetry(cfg *config, transportName string) *telemetry {
-	t := &telemetry{transport: transportName, cache: make(map[attrKey]*attrOpts)}
+	t := &telemetry{transport: transportName, cache: make(map[attrKey]*attrOpts), names: make(map[attrKey]string)}
 	tc := cfg.telemetry
 	tp := tc.tracerProvider
 	if tp == nil {
@@ -246,6 +247,24 @@ func (t *telemetry) opts(key attrKey, build func() *attrOpts) *attrOpts {
 	return o
 }
 
+// spanName returns dest+suffix, cached so the hot path does not build it.
+func (t *telemetry) spanName(kind uint8, dest, suffix string) string {
+	k := attrKey{kind: kind, a: dest}
+	t.mu.RLock()
+	n, ok := t.names[k]
+	t.mu.RUnlock()
+	if ok {
+		return n
+	}
+	n = dest + suffix
+	t.mu.Lock()
+	if len(t.names) < attrCacheLimit {
+		t.names[k] = n
+	}
+	t.mu.Unlock()
+	return n
+}
+
 // published records the publish metrics for one application publish.
 func (t *telemetry) published(r PublishReport) {
 	if !t.metering {
@@ -320,7 +339,7 @@ func (t *telemetry) publishStart(ctx context.Context, exchange, routingKey strin
 	if dest == "" {
 		dest = routingKey
 	}
-	ctx, span := t.tracer.Start(ctx, dest+" publish", trace.WithSpanKind(trace.SpanKindProducer))
+	ctx, span := t.tracer.Start(ctx, t.spanName(kindPublish, dest, " publish"), trace.WithSpanKind(trace.SpanKindProducer))
 	if !span.SpanContext().IsValid() {
 		return ctx, noopPublishEnd
 	}
@@ -377,7 +396,7 @@ func (t *telemetry) processStart(ctx context.Context, queue string, env Envelope
 		return ctx, noopProcessEnd
 	}
 	ctx = t.prop.Extract(ctx, tableCarrier(d.Headers))
-	ctx, span := t.tracer.Start(ctx, queue+" process", trace.WithSpanKind(trace.SpanKindConsumer))
+	ctx, span := t.tracer.Start(ctx, t.spanName(kindConsume, queue, " process"), trace.WithSpanKind(trace.SpanKindConsumer))
 	if span.IsRecording() {
 		span.SetAttributes(
 			attrSystem.String("rabbitmq"),
