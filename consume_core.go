@@ -63,11 +63,12 @@ type consumerCore struct {
 	stalled   error
 	resub     bool
 	closed    chan struct{}
-	drainRes  error
+	stranded  int // what the first drain left unsettled
 	drainOnce sync.Once
 
 	omu         sync.Mutex
 	outstanding int
+	held        map[*delivery]struct{} // received, not yet released
 	zeroCh      chan struct{}
 }
 
@@ -149,9 +150,13 @@ func (k *consumerCore) attach(ctx context.Context) error {
 	return nil
 }
 
-func (k *consumerCore) hold() {
+func (k *consumerCore) hold(dv *delivery) {
 	k.omu.Lock()
 	k.outstanding++
+	if k.held == nil {
+		k.held = map[*delivery]struct{}{}
+	}
+	k.held[dv] = struct{}{}
 	k.omu.Unlock()
 }
 
@@ -165,6 +170,7 @@ func (k *consumerCore) release(dv *delivery) {
 	k.c.tel.inFlight(k.queue, -1)
 	k.omu.Lock()
 	k.outstanding--
+	delete(k.held, dv)
 	if k.outstanding == 0 && k.zeroCh != nil {
 		close(k.zeroCh)
 		k.zeroCh = nil
@@ -211,14 +217,21 @@ func (k *consumerCore) read(att *attachment, deliveries <-chan transport.Deliver
 	}()
 	for d := range deliveries {
 		dv := &delivery{d: d, att: att, received: time.Now(), end: noopProcessEnd}
-		k.hold()
+		k.hold(dv)
 		k.inFlight.Add(1)
 		k.c.tel.inFlight(k.queue, 1)
-		if k.isDraining() {
+		// The draining check and the hand-off happen under k.mu, so a drain
+		// that starts meanwhile finds the delivery in k.work and sends it
+		// back unrun. The send never blocks: k.work holds prefetch
+		// deliveries and the broker never has more unacked on this channel.
+		k.mu.Lock()
+		if k.draining {
+			k.mu.Unlock()
 			k.nack(dv, true)
 			continue
 		}
 		k.work <- dv
+		k.mu.Unlock()
 	}
 	// The subscription ended: drain, channel loss (recovery re-attaches),
 	// or a broker-side cancel (queue deleted), which we retry.
@@ -370,4 +383,18 @@ func errText(err error) string {
 		return "no reason was given"
 	}
 	return err.Error()
+}
+
+// releaseAll releases every delivery still held: its channel is gone, so
+// the broker has it back, and a decision that comes later is discarded.
+func (k *consumerCore) releaseAll() {
+	k.omu.Lock()
+	left := make([]*delivery, 0, len(k.held))
+	for dv := range k.held {
+		left = append(left, dv)
+	}
+	k.omu.Unlock()
+	for _, dv := range left {
+		k.release(dv)
+	}
 }
