@@ -286,13 +286,14 @@ func (c *Conn) prepare(ctx context.Context, exchange, routingKey string, pc *pub
 	if given != nil && len(o.fieldsSet) > 0 {
 		return fail(fmt.Sprintf("both an envelope and envelope fields (%v) were given; pass one or the other, because the two answers differ", o.fieldsSet), nil)
 	}
-	if len(o.headerErrs) > 0 {
-		err := errors.Join(o.headerErrs...)
-		return fail(err.Error(), err)
-	}
 	env, err := c.buildEnvelope(o, given, key)
 	pr.msg.MessageID = env.ID
 	pr.typ = env.Type
+	if len(o.headerErrs) > 0 {
+		// After the envelope, so the error names the message's id.
+		err := errors.Join(o.headerErrs...)
+		return fail(err.Error(), err)
+	}
 	if err != nil {
 		return fail(fmt.Sprintf("the envelope is not valid: %v", err), err)
 	}
