@@ -242,3 +242,90 @@ func TestNackIsReportedAsRefusedToConfirm(t *testing.T) {
 		t.Fatalf("stats failed %d, want 1", s.Failed)
 	}
 }
+
+func TestConnectionDropFailsWaitingPublishesFastThenRefusesUntilRecovered(t *testing.T) {
+	events := make(chan acemq.Event, 64)
+	r := newRig(t,
+		acemq.WithRecoveryInterval(300*time.Millisecond, 300*time.Millisecond),
+		acemq.WithEventHandler(func(e acemq.Event) { events <- e }))
+	r.queue("q")
+	got := make(chan *acemq.Message[order], 10)
+	k := consume(r, "q", func(ctx context.Context, m *acemq.Message[order]) acemq.Decision {
+		got <- m
+		return acemq.Accept()
+	}, acemq.ConsumerTag("steady-tag"))
+
+	r.broker.StopConfirming()
+	pub := acemq.NewPublisher[order](r.c, "", "q")
+	type answer struct {
+		err error
+		id  string
+		at  time.Time
+	}
+	answers := make(chan answer, 3)
+	for i := range 3 {
+		env := acemq.NewEnvelope()
+		go func() {
+			_, err := pub.Send(context.Background(), order{ID: strconv.Itoa(i)}, acemq.WithEnvelope(env))
+			answers <- answer{err, env.ID, time.Now()}
+		}()
+	}
+	deadline := time.Now().Add(waitLimit)
+	for r.c.Outstanding() != 3 {
+		if time.Now().After(deadline) {
+			t.Fatalf("outstanding %d, want 3", r.c.Outstanding())
+		}
+		time.Sleep(time.Millisecond) // no event for a permit being taken
+	}
+	dropped := time.Now()
+	r.broker.DropConnections()
+	r.broker.ResumeConfirming()
+	for range 3 {
+		a := recv(t, answers)
+		want := prefix(a.id, "q") + "the connection was lost and remade before the broker confirmed it, so whether it arrived is unknown; publish it again only if a duplicate is acceptable"
+		if a.err == nil || a.err.Error() != want {
+			t.Fatalf("waiting Send\n got %v\nwant %q", a.err, want)
+		}
+		var pe *acemq.PublishError
+		if !errors.As(a.err, &pe) || !pe.Sent || acemq.IsPaused(a.err) {
+			t.Fatalf("lost publish %+v, want sent, not paused", pe)
+		}
+		if d := a.at.Sub(dropped); d > time.Second {
+			t.Fatalf("a waiting publish took %s to fail after the drop", d)
+		}
+	}
+	if e := recv(t, events); e.Kind != acemq.EventLost {
+		t.Fatalf("first event %s, want lost", e.Kind)
+	}
+	env := acemq.NewEnvelope()
+	_, err := pub.Send(context.Background(), order{ID: "during"}, acemq.WithEnvelope(env))
+	wantLost := prefix(env.ID, "q") + "the connection has been lost and is waiting to be recovered; this message was not sent, and a retry once the recovery completes will go down the recovered connection."
+	wantReopen := prefix(env.ID, "q") + "the connection is being recovered and its channels are not open yet. Publishing now would be refused by the broker and would close the connection again; this message was not sent, and a retry once the recovery completes will go down the recovered connection."
+	if err == nil || (err.Error() != wantLost && err.Error() != wantReopen) {
+		t.Fatalf("Send during recovery\n got %v\nwant %q", err, wantLost)
+	}
+	if !acemq.IsPaused(err) {
+		t.Fatalf("a publish during recovery is not paused: %v", err)
+	}
+	for e := recv(t, events); e.Kind != acemq.EventRecovered; e = recv(t, events) {
+	}
+	if st := r.c.State(); st != acemq.StateOpen {
+		t.Fatalf("state %s after recovered, want open", st)
+	}
+	sent, err := pub.Send(context.Background(), order{ID: "after"})
+	if err != nil {
+		t.Fatalf("Send after recovery: %v", err)
+	}
+	for m := recv(t, got); m.Envelope.ID != sent.Envelope.ID; m = recv(t, got) {
+		// Messages confirmed-or-lost before the drop may arrive first.
+	}
+	if k.Tag() != "steady-tag" {
+		t.Fatalf("tag %q after recovery", k.Tag())
+	}
+	if info, _ := r.broker.QueueInfo("q"); info.Consumers != 1 {
+		t.Fatalf("q has %d consumers after recovery, want 1", info.Consumers)
+	}
+	if s := r.c.Stats(); s.Refused < 1 {
+		t.Fatalf("stats %+v: the refusal during recovery was not counted as refused", s)
+	}
+}
