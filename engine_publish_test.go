@@ -329,3 +329,17 @@ func TestConnectionDropFailsWaitingPublishesFastThenRefusesUntilRecovered(t *tes
 		t.Fatalf("stats %+v: the refusal during recovery was not counted as refused", s)
 	}
 }
+
+func TestSendAllSurvivesConfirmsArrivingWhileItIsStillWriting(t *testing.T) {
+	r := newRig(t, acemq.WithPublishChannels(1))
+	r.queue("q")
+	pub := acemq.NewPublisher[order](r.c, "", "q")
+	batch := make([]order, 50)
+	for round := range 20 {
+		sents, err := pub.SendAll(context.Background(), batch)
+		if err != nil || len(sents) != len(batch) {
+			t.Fatalf("round %d: %d sent, %v", round, len(sents), err)
+		}
+	}
+	r.waitReady("q", 20*len(batch))
+}

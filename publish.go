@@ -444,6 +444,7 @@ type batch struct {
 	mu        sync.Mutex
 	slots     []batchSlot
 	pending   int
+	sealed    bool // every message has been written; allDone may close
 	finalized bool
 	allDone   chan struct{}
 	c         *Conn
@@ -459,7 +460,7 @@ func (b *batch) confirmFunc(i int) transport.ConfirmFunc {
 		}
 		b.slots[i].cf, b.slots[i].done = cf, true
 		b.pending--
-		if b.pending == 0 {
+		if b.pending == 0 && b.sealed {
 			close(b.allDone)
 		}
 	}
@@ -534,6 +535,7 @@ func (c *Conn) sendAll(ctx context.Context, exchange, routingKey string, pc *pub
 		}
 	}
 	b.mu.Lock()
+	b.sealed = true
 	if b.pending == 0 {
 		close(b.allDone)
 	}

@@ -1,0 +1,59 @@
+package acemq_test
+
+import (
+	"context"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/acemq-go/acemq"
+)
+
+func TestConsumerConcurrencyRunsExactlyThatManyHandlersAtOnce(t *testing.T) {
+	r := newRig(t)
+	r.queue("q")
+	var mu sync.Mutex
+	running, peak := 0, 0
+	entered := make(chan struct{}, 20)
+	barrier := make(chan struct{})
+	consume(r, "q", func(ctx context.Context, m *acemq.Message[order]) acemq.Decision {
+		mu.Lock()
+		running++
+		peak = max(peak, running)
+		mu.Unlock()
+		entered <- struct{}{}
+		<-barrier
+		mu.Lock()
+		running--
+		mu.Unlock()
+		return acemq.Accept()
+	}, acemq.ConsumerPrefetch(10), acemq.ConsumerConcurrency(4))
+	for range 10 {
+		r.send("q", order{ID: "c"})
+	}
+	for range 4 {
+		recv(t, entered)
+	}
+	// Four are in and held at the barrier; a fifth must not start while
+	// they are, even though six more are prefetched.
+	select {
+	case <-entered:
+		t.Fatal("a fifth handler started while four were running")
+	case <-time.After(100 * time.Millisecond):
+	}
+	close(barrier)
+	for range 6 {
+		recv(t, entered)
+	}
+	for range 10 {
+		if s := r.nextSettlement(); s.Outcome != acemq.ConsumeAcked {
+			t.Fatalf("outcome %q", s.Outcome)
+		}
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if peak != 4 {
+		t.Fatalf("peak concurrency %d, want 4", peak)
+	}
+	r.waitReady("q", 0)
+}
