@@ -286,11 +286,13 @@ func Consume[T any](ctx context.Context, c *Conn, queue string, h Handler[T], op
 
 	// Before subscribing: the queue must exist, then the dead-letter half.
 	if err := k.checkQueue(ctx); err != nil {
+		k.stopWorkers()
 		return nil, err
 	}
 	if !cfg.skipDecl {
 		decls := consumerDeclarations(queue, policy)
 		if err := applyDeclarations(ctx, c.channel, decls); err != nil {
+			k.stopWorkers()
 			return nil, fmt.Errorf("acemq: cannot start consumer on %q: declaring its dead-letter queues failed: %w", queue, err)
 		}
 		c.record(decls)

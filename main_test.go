@@ -3,6 +3,7 @@ package acemq_test
 import (
 	"context"
 	"errors"
+	"strings"
 	"testing"
 	"time"
 
@@ -46,5 +47,16 @@ func TestCloseLeavesNoGoroutinesEvenAfterARecovery(t *testing.T) {
 	}
 	if err := r.c.Close(context.Background()); err != nil {
 		t.Fatal(err)
+	}
+}
+
+func TestConsumeOnAMissingQueueFailsAndLeavesNoGoroutines(t *testing.T) {
+	r := newRig(t)
+	defer goleak.VerifyNone(t, goleak.IgnoreCurrent())
+	_, err := acemq.Consume(context.Background(), r.c, "absent", func(context.Context, *acemq.Message[order]) acemq.Decision {
+		return acemq.Accept()
+	}, acemq.ConsumerConcurrency(2))
+	if err == nil || !strings.Contains(err.Error(), `acemq: cannot start consumer on "absent": the queue does not exist; declare it first`) {
+		t.Fatalf("Consume = %v", err)
 	}
 }
