@@ -192,6 +192,12 @@ func (k *Consumer) Queue() string { return k.core.queue }
 // Tag is the consumer tag, stable across recoveries.
 func (k *Consumer) Tag() string { return k.core.tag }
 
+// Stalled reports why the consumer is not reading now (the broker
+// cancelled its subscription, its queue vanished during a recovery, or
+// recovery gave up), or nil while it reads. A stalled consumer keeps
+// trying to re-subscribe with back-off until it works or is closed.
+func (k *Consumer) Stalled() error { return k.core.stalledErr() }
+
 // InFlight is the number of deliveries received and not yet settled.
 func (k *Consumer) InFlight() int { return int(k.core.inFlight.Load()) }
 

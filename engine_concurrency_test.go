@@ -57,3 +57,34 @@ func TestConsumerConcurrencyRunsExactlyThatManyHandlersAtOnce(t *testing.T) {
 	}
 	r.waitReady("q", 0)
 }
+
+func TestConsumerWhoseQueueIsDeletedStallsAndResumesWhenItIsBack(t *testing.T) {
+	r := newRig(t, acemq.WithRecoveryInterval(20*time.Millisecond, 40*time.Millisecond))
+	r.queue("q")
+	got := make(chan string, 10)
+	k := consume(r, "q", func(ctx context.Context, m *acemq.Message[order]) acemq.Decision {
+		got <- m.Payload.ID
+		return acemq.Accept()
+	})
+	if k.Stalled() != nil {
+		t.Fatalf("a reading consumer reports stalled: %v", k.Stalled())
+	}
+	if _, err := r.c.DeleteQueue(context.Background(), "q"); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(waitLimit)
+	for k.Stalled() == nil {
+		if time.Now().After(deadline) {
+			t.Fatal("the consumer never reported the cancelled subscription")
+		}
+		time.Sleep(time.Millisecond) // no event for a stall
+	}
+	r.queue("q")
+	r.send("q", order{ID: "back"})
+	if id := recv(t, got); id != "back" {
+		t.Fatalf("got %q", id)
+	}
+	if k.Stalled() != nil {
+		t.Fatalf("still stalled after reading again: %v", k.Stalled())
+	}
+}
