@@ -2,6 +2,8 @@ package acemq_test
 
 import (
 	"context"
+	"runtime"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -86,5 +88,48 @@ func TestConsumerWhoseQueueIsDeletedStallsAndResumesWhenItIsBack(t *testing.T) {
 	}
 	if k.Stalled() != nil {
 		t.Fatalf("still stalled after reading again: %v", k.Stalled())
+	}
+}
+
+// readerGoroutines counts goroutines running a consumer's read loop or
+// its channel watcher.
+func readerGoroutines() int {
+	buf := make([]byte, 1<<20)
+	n := runtime.Stack(buf, true)
+	return strings.Count(string(buf[:n]), "acemq.(*consumerCore).read")
+}
+
+func TestRepeatedResubscriptionsDoNotLeakChannels(t *testing.T) {
+	r := newRig(t, acemq.WithRecoveryInterval(10*time.Millisecond, 10*time.Millisecond))
+	r.queue("q")
+	got := make(chan string, 10)
+	k := consume(r, "q", func(ctx context.Context, m *acemq.Message[order]) acemq.Decision {
+		got <- m.Payload.ID
+		return acemq.Accept()
+	})
+	r.send("q", order{ID: "warm"})
+	recv(t, got) // the reader and its watcher are surely running now
+	base := readerGoroutines()
+	for range 4 {
+		if _, err := r.c.DeleteQueue(context.Background(), "q"); err != nil {
+			t.Fatal(err)
+		}
+		deadline := time.Now().Add(waitLimit)
+		for k.Stalled() == nil {
+			if time.Now().After(deadline) {
+				t.Fatal("no stall")
+			}
+			time.Sleep(time.Millisecond) // no event for a stall
+		}
+		r.queue("q")
+		r.send("q", order{ID: "x"})
+		recv(t, got)
+	}
+	deadline := time.Now().Add(waitLimit)
+	for readerGoroutines() > base {
+		if time.Now().After(deadline) {
+			t.Fatalf("%d read goroutines after 4 re-subscriptions, %d before: the old channels were never released", readerGoroutines(), base)
+		}
+		time.Sleep(time.Millisecond) // goroutine exit has no event
 	}
 }
