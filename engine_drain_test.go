@@ -210,3 +210,39 @@ func TestCloseReturnsPromptlyWithTheCallersCancellation(t *testing.T) {
 		t.Fatal("Close did not return after its ctx was cancelled")
 	}
 }
+
+func TestConnCloseDrainsEveryConsumerUnderOneDeadline(t *testing.T) {
+	r := newRig(t, acemq.WithDrainTimeout(200*time.Millisecond))
+	release := make(chan struct{})
+	defer close(release)
+	started := make(chan struct{}, 4)
+	stuck := func(ctx context.Context, m *acemq.Message[order]) acemq.Decision {
+		started <- struct{}{}
+		<-ctx.Done()
+		<-release
+		return acemq.Accept()
+	}
+	for _, q := range []string{"a", "b"} {
+		r.queue(q)
+		if _, err := acemq.Consume(context.Background(), r.c, q, stuck); err != nil {
+			t.Fatal(err)
+		}
+		r.send(q, order{ID: q})
+	}
+	recv(t, started)
+	recv(t, started)
+	start := time.Now()
+	err := r.c.Close(context.Background())
+	took := time.Since(start)
+	const want = "acemq: the drain did not finish within 200ms: 2 deliveries were left unsettled and will be redelivered — a (1), b (1)"
+	if err == nil || err.Error() != want {
+		t.Fatalf("Conn.Close\n got %v\nwant %q", err, want)
+	}
+	// One deadline plus one grace, not one per consumer.
+	if took > 200*time.Millisecond+500*time.Millisecond+300*time.Millisecond {
+		t.Fatalf("Close took %s: the consumers were not drained under one deadline", took)
+	}
+	if again := r.c.Close(context.Background()); again == nil || again.Error() != want {
+		t.Fatalf("second Conn.Close = %v, want the first result", again)
+	}
+}
