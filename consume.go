@@ -192,6 +192,12 @@ func (k *Consumer) Queue() string { return k.core.queue }
 // Tag is the consumer tag, stable across recoveries.
 func (k *Consumer) Tag() string { return k.core.tag }
 
+// Stalled reports why the consumer is not reading now (the broker
+// cancelled its subscription, its queue vanished during a recovery, or
+// recovery gave up), or nil while it reads. A stalled consumer keeps
+// trying to re-subscribe with back-off until it works or is closed.
+func (k *Consumer) Stalled() error { return k.core.stalledErr() }
+
 // InFlight is the number of deliveries received and not yet settled.
 func (k *Consumer) InFlight() int { return int(k.core.inFlight.Load()) }
 
@@ -286,11 +292,13 @@ func Consume[T any](ctx context.Context, c *Conn, queue string, h Handler[T], op
 
 	// Before subscribing: the queue must exist, then the dead-letter half.
 	if err := k.checkQueue(ctx); err != nil {
+		k.stopWorkers()
 		return nil, err
 	}
 	if !cfg.skipDecl {
 		decls := consumerDeclarations(queue, policy)
 		if err := applyDeclarations(ctx, c.channel, decls); err != nil {
+			k.stopWorkers()
 			return nil, fmt.Errorf("acemq: cannot start consumer on %q: declaring its dead-letter queues failed: %w", queue, err)
 		}
 		c.record(decls)

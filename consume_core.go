@@ -28,6 +28,19 @@ type attachment struct {
 	ch     transport.Channel
 	ctx    context.Context // cancelled when the channel ends or at hard stop
 	cancel context.CancelFunc
+
+	held      atomic.Int64 // deliveries from this channel not yet released
+	retired   atomic.Bool  // a newer attachment replaced this one
+	closeOnce sync.Once
+}
+
+// retire marks a replaced attachment: its channel (kept open only so its
+// held deliveries can still be settled) closes once the last is released.
+func (a *attachment) retire() {
+	a.retired.Store(true)
+	if a.held.Load() == 0 {
+		a.closeOnce.Do(func() { _ = a.ch.Close() })
+	}
 }
 
 func (a *attachment) alive() bool {
@@ -63,11 +76,12 @@ type consumerCore struct {
 	stalled   error
 	resub     bool
 	closed    chan struct{}
-	drainRes  error
+	stranded  int // what the first drain left unsettled
 	drainOnce sync.Once
 
 	omu         sync.Mutex
 	outstanding int
+	held        map[*delivery]struct{} // received, not yet released
 	zeroCh      chan struct{}
 }
 
@@ -141,17 +155,34 @@ func (k *consumerCore) attach(ctx context.Context) error {
 	actx, cancel := context.WithCancel(k.base)
 	att := &attachment{ch: ch, ctx: actx, cancel: cancel}
 	k.mu.Lock()
+	if k.draining {
+		// A drain started meanwhile and released the channel it knew of;
+		// this one would never be released.
+		k.mu.Unlock()
+		cancel()
+		_ = ch.Close()
+		return nil
+	}
+	old := k.att
 	k.att = att
 	k.stalled = nil
-	k.mu.Unlock()
 	k.readers.Add(1)
+	k.mu.Unlock()
 	go k.read(att, deliveries)
+	if old != nil {
+		old.retire()
+	}
 	return nil
 }
 
-func (k *consumerCore) hold() {
+func (k *consumerCore) hold(dv *delivery) {
+	dv.att.held.Add(1)
 	k.omu.Lock()
 	k.outstanding++
+	if k.held == nil {
+		k.held = map[*delivery]struct{}{}
+	}
+	k.held[dv] = struct{}{}
 	k.omu.Unlock()
 }
 
@@ -161,10 +192,14 @@ func (k *consumerCore) release(dv *delivery) {
 	if !dv.settled.CompareAndSwap(false, true) {
 		return
 	}
+	if dv.att.held.Add(-1) == 0 && dv.att.retired.Load() {
+		dv.att.closeOnce.Do(func() { _ = dv.att.ch.Close() })
+	}
 	k.inFlight.Add(-1)
 	k.c.tel.inFlight(k.queue, -1)
 	k.omu.Lock()
 	k.outstanding--
+	delete(k.held, dv)
 	if k.outstanding == 0 && k.zeroCh != nil {
 		close(k.zeroCh)
 		k.zeroCh = nil
@@ -211,14 +246,21 @@ func (k *consumerCore) read(att *attachment, deliveries <-chan transport.Deliver
 	}()
 	for d := range deliveries {
 		dv := &delivery{d: d, att: att, received: time.Now(), end: noopProcessEnd}
-		k.hold()
+		k.hold(dv)
 		k.inFlight.Add(1)
 		k.c.tel.inFlight(k.queue, 1)
-		if k.isDraining() {
+		// The draining check and the hand-off happen under k.mu, so a drain
+		// that starts meanwhile finds the delivery in k.work and sends it
+		// back unrun. The send never blocks: k.work holds prefetch
+		// deliveries and the broker never has more unacked on this channel.
+		k.mu.Lock()
+		if k.draining {
+			k.mu.Unlock()
 			k.nack(dv, true)
 			continue
 		}
 		k.work <- dv
+		k.mu.Unlock()
 	}
 	// The subscription ended: drain, channel loss (recovery re-attaches),
 	// or a broker-side cancel (queue deleted), which we retry.
@@ -256,11 +298,19 @@ func (k *consumerCore) markStalled(cause error) {
 	k.mu.Unlock()
 	k.c.logger.Warn("acemq: a consumer stopped reading; re-subscribing with back-off", "queue", k.queue, "cause", cause)
 	go func() {
-		defer func() {
+		// done ends the loop when the consumer reads again (this attach, or
+		// the Conn's recovery re-attached it) or drains. It is decided under
+		// k.mu, where markStalled records a stall, so a stall that comes
+		// after a successful attach is never left without a re-subscriber.
+		done := func() bool {
 			k.mu.Lock()
-			k.resub = false
-			k.mu.Unlock()
-		}()
+			defer k.mu.Unlock()
+			if k.stalled == nil || k.draining {
+				k.resub = false
+				return true
+			}
+			return false
+		}
 		delay := k.c.cfg.recoveryInterval
 		for {
 			t := time.NewTimer(delay)
@@ -268,6 +318,10 @@ func (k *consumerCore) markStalled(cause error) {
 			case <-t.C:
 			case <-k.drainCh:
 				t.Stop()
+				done()
+				return
+			}
+			if done() {
 				return
 			}
 			if k.c.State() != StateOpen {
@@ -275,7 +329,11 @@ func (k *consumerCore) markStalled(cause error) {
 			}
 			if err := k.attach(k.base); err == nil {
 				k.c.logger.Info("acemq: the consumer is reading again", "queue", k.queue)
-				return
+				delay = k.c.cfg.recoveryInterval
+				if done() {
+					return
+				}
+				continue // it stalled again already
 			}
 			delay *= 2
 			if delay > k.c.cfg.recoveryMax {
@@ -370,4 +428,18 @@ func errText(err error) string {
 		return "no reason was given"
 	}
 	return err.Error()
+}
+
+// releaseAll releases every delivery still held: its channel is gone, so
+// the broker has it back, and a decision that comes later is discarded.
+func (k *consumerCore) releaseAll() {
+	k.omu.Lock()
+	left := make([]*delivery, 0, len(k.held))
+	for dv := range k.held {
+		left = append(left, dv)
+	}
+	k.omu.Unlock()
+	for _, dv := range left {
+		k.release(dv)
+	}
 }

@@ -39,9 +39,10 @@ func (k *consumerCore) drain(ctx context.Context, deadline time.Time) int {
 	if !first {
 		select {
 		case <-k.closed:
+			return k.stranded
 		case <-ctx.Done():
+			return 0
 		}
-		return 0
 	}
 	defer close(k.closed)
 	k.mu.Lock()
@@ -49,6 +50,9 @@ func (k *consumerCore) drain(ctx context.Context, deadline time.Time) int {
 	close(k.drainCh)
 	att := k.att
 	k.mu.Unlock()
+	// Prefetched deliveries no worker has started go back unrun now, not
+	// when a worker frees up: a stuck handler must not strand them.
+	k.requeueUnstarted()
 	k.c.mu.Lock()
 	delete(k.c.consumers, k)
 	k.c.mu.Unlock()
@@ -80,15 +84,30 @@ func (k *consumerCore) drain(ctx context.Context, deadline time.Time) int {
 		grace.Stop()
 	}
 	stranded := k.unsettled()
+	k.stranded = stranded
 	k.hardStop()
 	// Release the channel last: whatever is still held returns to the
 	// broker, and later decisions are discarded.
 	if att != nil {
 		_ = att.ch.Close()
 	}
+	k.releaseAll()
 	// The transport closes a subscription's delivery channel when its
 	// channel ends, so the readers finish; then the workers can stop.
 	k.readers.Wait()
 	close(k.work)
 	return stranded
+}
+
+// requeueUnstarted nacks with requeue every delivery waiting in k.work.
+// The caller has set draining, so the readers add no more.
+func (k *consumerCore) requeueUnstarted() {
+	for {
+		select {
+		case dv := <-k.work:
+			k.nack(dv, true)
+		default:
+			return
+		}
+	}
 }

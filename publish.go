@@ -286,13 +286,14 @@ func (c *Conn) prepare(ctx context.Context, exchange, routingKey string, pc *pub
 	if given != nil && len(o.fieldsSet) > 0 {
 		return fail(fmt.Sprintf("both an envelope and envelope fields (%v) were given; pass one or the other, because the two answers differ", o.fieldsSet), nil)
 	}
-	if len(o.headerErrs) > 0 {
-		err := errors.Join(o.headerErrs...)
-		return fail(err.Error(), err)
-	}
 	env, err := c.buildEnvelope(o, given, key)
 	pr.msg.MessageID = env.ID
 	pr.typ = env.Type
+	if len(o.headerErrs) > 0 {
+		// After the envelope, so the error names the message's id.
+		err := errors.Join(o.headerErrs...)
+		return fail(err.Error(), err)
+	}
 	if err != nil {
 		return fail(fmt.Sprintf("the envelope is not valid: %v", err), err)
 	}
@@ -443,7 +444,7 @@ type batch struct {
 	mu        sync.Mutex
 	slots     []batchSlot
 	pending   int
-	writing   bool // writes still going: pending may touch zero meanwhile
+	sealed    bool // every message has been written; allDone may close
 	finalized bool
 	allDone   chan struct{}
 	c         *Conn
@@ -459,7 +460,7 @@ func (b *batch) confirmFunc(i int) transport.ConfirmFunc {
 		}
 		b.slots[i].cf, b.slots[i].done = cf, true
 		b.pending--
-		if b.pending == 0 && !b.writing {
+		if b.pending == 0 && b.sealed {
 			close(b.allDone)
 		}
 	}
@@ -486,7 +487,7 @@ func (c *Conn) sendAll(ctx context.Context, exchange, routingKey string, pc *pub
 		prs[i] = c.prepare(ctx, exchange, routingKey, pc, &o, given, payloads[i])
 		errs[i] = prs[i].err
 	}
-	b := &batch{slots: make([]batchSlot, n), allDone: make(chan struct{}), c: c, writing: true}
+	b := &batch{slots: make([]batchSlot, n), allDone: make(chan struct{}), c: c}
 	var stopErr func(msg *transport.Message) error // set when writing must stop
 	for i := range prs {
 		if errs[i] != nil {
@@ -534,7 +535,7 @@ func (c *Conn) sendAll(ctx context.Context, exchange, routingKey string, pc *pub
 		}
 	}
 	b.mu.Lock()
-	b.writing = false
+	b.sealed = true
 	if b.pending == 0 {
 		close(b.allDone)
 	}

@@ -220,9 +220,7 @@ func (k *consumerCore) hopMessage(dv *delivery, env Envelope, target string) *tr
 			env = env.WithoutHeader(name)
 		}
 	}
-	if env.Origin == "" {
-		env.Origin = k.c.origin
-	}
+	// A hop preserves identity, origin included (contract §1.8).
 	return &transport.Message{
 		Exchange:   "",
 		RoutingKey: target,

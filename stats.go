@@ -72,6 +72,7 @@ func (c *Conn) reportPublish(r PublishReport) {
 	default:
 		c.stats.failed.Add(1)
 	}
+	c.tel.published(r)
 	for _, h := range c.cfg.publishHooks {
 		h(r)
 	}

@@ -2,9 +2,114 @@ package acemq
 
 import (
 	"context"
+	"errors"
+	"sync"
+
+	"go.opentelemetry.io/otel"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/codes"
+	"go.opentelemetry.io/otel/metric"
+	metricnoop "go.opentelemetry.io/otel/metric/noop"
+	"go.opentelemetry.io/otel/propagation"
+	"go.opentelemetry.io/otel/trace"
+	tracenoop "go.opentelemetry.io/otel/trace/noop"
 
 	"github.com/acemq-go/acemq/transport"
 )
+
+// InstrumentationScope is the OpenTelemetry scope name of every meter and
+// tracer the library uses (contract §5.4).
+const InstrumentationScope = "org.acemq.amqp"
+
+// telemetryConfig holds the telemetry options (meter and tracer providers,
+// propagator). Nil fields mean the OpenTelemetry globals, read at Connect.
+type telemetryConfig struct {
+	meterProvider  metric.MeterProvider
+	tracerProvider trace.TracerProvider
+	propagator     propagation.TextMapPropagator
+}
+
+// WithMeterProvider sets where the Conn's metrics (contract §5.1) go. The
+// default is otel.GetMeterProvider() at Connect, a no-op until the
+// application installs an SDK. A nil provider is a configuration error.
+func WithMeterProvider(mp metric.MeterProvider) Option {
+	return func(c *config) {
+		if mp == nil {
+			c.problem("WithMeterProvider", "the meter provider is nil; omit the option to use the OpenTelemetry global")
+		}
+		c.telemetry.meterProvider = mp
+	}
+}
+
+// WithTracerProvider sets where the Conn's spans (contract §5.4) go. The
+// default is otel.GetTracerProvider() at Connect. A nil provider is a
+// configuration error.
+func WithTracerProvider(tp trace.TracerProvider) Option {
+	return func(c *config) {
+		if tp == nil {
+			c.problem("WithTracerProvider", "the tracer provider is nil; omit the option to use the OpenTelemetry global")
+		}
+		c.telemetry.tracerProvider = tp
+	}
+}
+
+// WithPropagator sets how trace context is written into and read from
+// message headers. The default is W3C Trace Context (traceparent,
+// tracestate), the contract's format; another propagator breaks the chain
+// with other AceMQ libraries unless they use it too.
+func WithPropagator(p propagation.TextMapPropagator) Option {
+	return func(c *config) {
+		if p == nil {
+			c.problem("WithPropagator", "the propagator is nil; omit the option to use W3C Trace Context")
+		}
+		c.telemetry.propagator = p
+	}
+}
+
+// Attribute keys (contract §5.4) and metric tag keys (contract §5.1).
+const (
+	attrSystem       = attribute.Key("messaging.system")
+	attrDestination  = attribute.Key("messaging.destination.name")
+	attrOperation    = attribute.Key("messaging.operation")
+	attrMessageID    = attribute.Key("messaging.message.id")
+	attrConversation = attribute.Key("messaging.message.conversation_id")
+	attrRoutingKey   = attribute.Key("messaging.rabbitmq.destination.routing_key")
+	attrMessageType  = attribute.Key("messaging.acemq.message_type")
+	attrAttempt      = attribute.Key("messaging.acemq.attempt")
+	attrOutcome      = attribute.Key("messaging.acemq.outcome")
+	attrReason       = attribute.Key("messaging.acemq.reason")
+	attrRetryDelayMs = attribute.Key("messaging.acemq.retry_delay_ms")
+
+	tagExchange = attribute.Key("exchange")
+	tagRouting  = attribute.Key("routing.key")
+	tagQueue    = attribute.Key("queue")
+	tagTrans    = attribute.Key("transport")
+	tagType     = attribute.Key("message.type")
+	tagOutcome  = attribute.Key("outcome")
+	tagTarget   = attribute.Key("target")
+	tagRung     = attribute.Key("rung")
+)
+
+// attrCacheLimit bounds the cached attribute sets per Conn; past it sets
+// are built per call (correct, just slower).
+const attrCacheLimit = 4096
+
+type attrKey struct {
+	kind       uint8
+	a, b, c, d string
+}
+
+// attrOpts are the measurement options for one attribute set, built once.
+type attrOpts struct {
+	add []metric.AddOption
+	rec []metric.RecordOption
+}
+
+func newAttrOpts(kvs ...attribute.KeyValue) *attrOpts {
+	s := attribute.NewSet(kvs...)
+	o := metric.WithAttributeSet(s)
+	return &attrOpts{add: []metric.AddOption{o}, rec: []metric.RecordOption{o}}
+}
 
 // telemetry is where the engine reports to metrics and traces. The engine
 // calls it at fixed points; this file decides what is recorded.
@@ -13,17 +118,376 @@ import (
 //   - publishStart: once per application publish, after interceptors and
 //     before the envelope is rendered (it may add traceparent/tracestate to
 //     *env); the returned end is called exactly once with the outcome word.
+//   - published: once per application publish with its report (every
+//     outcome, including failures before publishStart); records the metrics.
 //   - processStart: once per delivery, before interceptors; the handler runs
 //     with the returned context; end is called exactly once with the
 //     settlement (not called when the delivery's channel died first).
 //   - fallback: a set-aside failure or a missing rung.
 //   - inFlight: the consumer in-flight gauge moves by delta.
+//
+// With no-op providers (checked once, at construction) every call point
+// returns at once without allocating.
 type telemetry struct {
 	transport string
+	tracer    trace.Tracer
+	prop      propagation.TextMapPropagator
+	tracing   bool
+	metering  bool
+
+	publishTotal    metric.Int64Counter
+	publishDuration metric.Float64Histogram
+	consumeTotal    metric.Int64Counter
+	consumeDuration metric.Float64Histogram
+	consumeAttempts metric.Int64Histogram
+	consumeInFlight metric.Int64UpDownCounter
+	retriedTotal    metric.Int64Counter
+	deadTotal       metric.Int64Counter
+	setAsideFailed  metric.Int64Counter
+	rungMissing     metric.Int64Counter
+
+	mu    sync.RWMutex
+	cache map[attrKey]*attrOpts
+	names map[attrKey]string
+
+	endProcessMetrics processEnd
 }
 
+const (
+	kindPublish uint8 = iota
+	kindConsume
+	kindConsumeType
+	kindDead
+	kindQueue
+	kindSetAside
+	kindRung
+)
+
 func newTelemetry(cfg *config, transportName string) *telemetry {
-	return &telemetry{transport: transportName}
+	t := &telemetry{transport: transportName, cache: make(map[attrKey]*attrOpts), names: make(map[attrKey]string)}
+	tc := cfg.telemetry
+	tp := tc.tracerProvider
+	if tp == nil {
+		tp = otel.GetTracerProvider()
+	}
+	mp := tc.meterProvider
+	if mp == nil {
+		mp = otel.GetMeterProvider()
+	}
+	t.prop = tc.propagator
+	if t.prop == nil {
+		t.prop = propagation.TraceContext{}
+	}
+	switch tp.(type) {
+	case tracenoop.TracerProvider, *tracenoop.TracerProvider:
+	default:
+		t.tracing = true
+		t.tracer = tp.Tracer(InstrumentationScope)
+	}
+	switch mp.(type) {
+	case metricnoop.MeterProvider, *metricnoop.MeterProvider:
+	default:
+		t.metering = t.instruments(mp.Meter(InstrumentationScope), cfg)
+	}
+	t.endProcessMetrics = t.processMetrics
+	return t
+}
+
+// instruments creates the contract §5.1 instruments; on failure (an SDK
+// that refuses a name) metrics stay off and the Conn logs once.
+func (t *telemetry) instruments(m metric.Meter, cfg *config) bool {
+	var errs []error
+	add := func(err error) { errs = append(errs, err) }
+	var err error
+	t.publishTotal, err = m.Int64Counter("acemq.publish.total", metric.WithDescription("Application publishes by outcome."), metric.WithUnit("{message}"))
+	add(err)
+	t.publishDuration, err = m.Float64Histogram("acemq.publish.duration", metric.WithDescription("Send call to outcome, failures too."), metric.WithUnit("s"))
+	add(err)
+	t.consumeTotal, err = m.Int64Counter("acemq.consume.total", metric.WithDescription("Deliveries settled, by the engine's outcome."), metric.WithUnit("{message}"))
+	add(err)
+	t.consumeDuration, err = m.Float64Histogram("acemq.consume.duration", metric.WithDescription("Interceptors and handler, one per handled delivery."), metric.WithUnit("s"))
+	add(err)
+	t.consumeAttempts, err = m.Int64Histogram("acemq.consume.attempts", metric.WithDescription("Attempt number on arrival."), metric.WithUnit("{attempt}"),
+		metric.WithExplicitBucketBoundaries(1, 2, 3, 4, 5, 6, 7, 8, 9, 10))
+	add(err)
+	t.consumeInFlight, err = m.Int64UpDownCounter("acemq.consume.in.flight", metric.WithDescription("Deliveries not yet settled."), metric.WithUnit("{message}"))
+	add(err)
+	t.retriedTotal, err = m.Int64Counter("acemq.messages.retried.total", metric.WithDescription("Retries scheduled."), metric.WithUnit("{message}"))
+	add(err)
+	t.deadTotal, err = m.Int64Counter("acemq.messages.dead.lettered.total", metric.WithDescription("Messages set aside to .dlq (dead_lettered) or .parked (parked)."), metric.WithUnit("{message}"))
+	add(err)
+	t.setAsideFailed, err = m.Int64Counter("acemq.messages.set.aside.failed", metric.WithDescription("Set-aside publishes that failed; alert on > 0."), metric.WithUnit("{message}"))
+	add(err)
+	t.rungMissing, err = m.Int64Counter("acemq.retry.rung.missing", metric.WithDescription("Retries whose broker rung was missing; alert on > 0."), metric.WithUnit("{message}"))
+	add(err)
+	if err := errors.Join(errs...); err != nil {
+		if cfg.logger != nil {
+			cfg.logger.Error("acemq: metrics are off; the meter refused an instrument", "error", err)
+		}
+		return false
+	}
+	return true
+}
+
+// opts returns the cached measurement options for key, building them with
+// build on a miss.
+func (t *telemetry) opts(key attrKey, build func() *attrOpts) *attrOpts {
+	t.mu.RLock()
+	o := t.cache[key]
+	t.mu.RUnlock()
+	if o != nil {
+		return o
+	}
+	o = build()
+	t.mu.Lock()
+	if len(t.cache) < attrCacheLimit {
+		t.cache[key] = o
+	}
+	t.mu.Unlock()
+	return o
+}
+
+// spanName returns dest+suffix, cached so the hot path does not build it.
+func (t *telemetry) spanName(kind uint8, dest, suffix string) string {
+	k := attrKey{kind: kind, a: dest}
+	t.mu.RLock()
+	n, ok := t.names[k]
+	t.mu.RUnlock()
+	if ok {
+		return n
+	}
+	n = dest + suffix
+	t.mu.Lock()
+	if len(t.names) < attrCacheLimit {
+		t.names[k] = n
+	}
+	t.mu.Unlock()
+	return n
+}
+
+// published records the publish metrics for one application publish.
+func (t *telemetry) published(r PublishReport) {
+	if !t.metering {
+		return
+	}
+	o := t.opts(attrKey{kindPublish, r.Exchange, r.RoutingKey, r.MessageType, r.Outcome}, func() *attrOpts {
+		return newAttrOpts(tagExchange.String(r.Exchange), tagRouting.String(r.RoutingKey), tagType.String(r.MessageType),
+			tagTrans.String(t.transport), tagOutcome.String(r.Outcome))
+	})
+	ctx := context.Background()
+	t.publishTotal.Add(ctx, 1, o.add...)
+	t.publishDuration.Record(ctx, r.Duration.Seconds(), o.rec...)
+}
+
+// spanStatus reports whether an outcome word marks its span ERROR.
+func spanError(outcome string) bool {
+	switch outcome {
+	case OutcomeUnroutable, OutcomeFailed, OutcomeRefused, ConsumeDeadLettered:
+		return true
+	}
+	return false
+}
+
+// envCarrier writes propagation fields into an Envelope's headers.
+type envCarrier struct{ env *Envelope }
+
+func (c envCarrier) Get(key string) string {
+	v, _ := c.env.Header(key)
+	s, _ := v.(string)
+	return s
+}
+
+func (c envCarrier) Set(key, value string) {
+	if value == "" {
+		return
+	}
+	if e, err := c.env.WithHeader(key, value); err == nil {
+		*c.env = e
+	}
+}
+
+func (c envCarrier) Keys() []string { return nil }
+
+// tableCarrier reads propagation fields from delivery headers.
+type tableCarrier transport.Table
+
+func (c tableCarrier) Get(key string) string {
+	switch v := c[key].(type) {
+	case string:
+		return v
+	case []byte:
+		return string(v)
+	}
+	return ""
+}
+
+func (c tableCarrier) Set(string, string) {}
+
+func (c tableCarrier) Keys() []string {
+	keys := make([]string, 0, len(c))
+	for k := range c {
+		keys = append(keys, k)
+	}
+	return keys
+}
+
+func (t *telemetry) publishStart(ctx context.Context, exchange, routingKey string, env *Envelope) (context.Context, publishEnd) {
+	if !t.tracing {
+		return ctx, noopPublishEnd
+	}
+	dest := exchange
+	if dest == "" {
+		dest = routingKey
+	}
+	ctx, span := t.tracer.Start(ctx, t.spanName(kindPublish, dest, " publish"), trace.WithSpanKind(trace.SpanKindProducer))
+	if !span.SpanContext().IsValid() {
+		return ctx, noopPublishEnd
+	}
+	t.prop.Inject(ctx, envCarrier{env})
+	if !span.IsRecording() {
+		return ctx, func(string, error) { span.End() }
+	}
+	span.SetAttributes(
+		attrSystem.String("rabbitmq"),
+		attrDestination.String(dest),
+		attrOperation.String("publish"),
+		attrMessageID.String(env.ID),
+		attrRoutingKey.String(routingKey),
+		attrMessageType.String(env.Type),
+	)
+	if env.CorrelationID != "" {
+		span.SetAttributes(attrConversation.String(env.CorrelationID))
+	}
+	return ctx, func(outcome string, err error) {
+		span.SetAttributes(attrOutcome.String(outcome))
+		if outcome == OutcomeUnroutable {
+			var pe *PublishError
+			if errors.As(err, &pe) {
+				span.SetAttributes(attrReason.String(pe.Reason))
+			}
+		}
+		if spanError(outcome) {
+			desc := outcome
+			if err != nil {
+				desc = err.Error()
+				span.RecordError(err)
+			}
+			span.SetStatus(codes.Error, desc)
+		}
+		span.End()
+	}
+}
+
+func (t *telemetry) processStart(ctx context.Context, queue string, env Envelope, d *transport.Delivery) (context.Context, processEnd) {
+	if t.metering {
+		o := t.opts(attrKey{kind: kindConsumeType, a: queue, b: env.Type}, func() *attrOpts {
+			return newAttrOpts(tagQueue.String(queue), tagType.String(env.Type), tagTrans.String(t.transport))
+		})
+		attempt := env.Attempt
+		if attempt < 1 {
+			attempt = 1
+		}
+		t.consumeAttempts.Record(context.Background(), int64(attempt), o.rec...)
+	}
+	if !t.tracing {
+		if t.metering {
+			return ctx, t.endProcessMetrics
+		}
+		return ctx, noopProcessEnd
+	}
+	ctx = t.prop.Extract(ctx, tableCarrier(d.Headers))
+	ctx, span := t.tracer.Start(ctx, t.spanName(kindConsume, queue, " process"), trace.WithSpanKind(trace.SpanKindConsumer))
+	if span.IsRecording() {
+		span.SetAttributes(
+			attrSystem.String("rabbitmq"),
+			attrDestination.String(queue),
+			attrOperation.String("process"),
+			attrMessageID.String(env.ID),
+			attrMessageType.String(env.Type),
+			attrAttempt.Int(env.Attempt),
+		)
+		if env.CorrelationID != "" {
+			span.SetAttributes(attrConversation.String(env.CorrelationID))
+		}
+	}
+	return ctx, func(s Settlement) {
+		t.processMetrics(s)
+		if span.IsRecording() {
+			span.SetAttributes(attrOutcome.String(s.Outcome))
+			switch s.Outcome {
+			case ConsumeRetried:
+				span.AddEvent("message.retried", trace.WithAttributes(attrRetryDelayMs.Int64(s.RetryDelay.Milliseconds())))
+			case ConsumeDeadLettered, ConsumeRejected, ConsumeParked:
+				span.SetAttributes(attrReason.String(s.Reason))
+				span.AddEvent("message.dead_lettered", trace.WithAttributes(attrReason.String(s.Reason), attrOutcome.String(s.Outcome)))
+			}
+			if spanError(s.Outcome) {
+				span.SetStatus(codes.Error, s.Reason)
+			}
+		}
+		span.End()
+	}
+}
+
+// processMetrics records the consume metrics for one settlement.
+func (t *telemetry) processMetrics(s Settlement) {
+	if !t.metering {
+		return
+	}
+	ctx := context.Background()
+	typ := s.Envelope.Type
+	o := t.opts(attrKey{kind: kindConsume, a: s.Queue, b: typ, c: s.Outcome}, func() *attrOpts {
+		return newAttrOpts(tagQueue.String(s.Queue), tagType.String(typ), tagTrans.String(t.transport), tagOutcome.String(s.Outcome))
+	})
+	t.consumeTotal.Add(ctx, 1, o.add...)
+	if s.Handled {
+		t.consumeDuration.Record(ctx, s.HandlerDuration.Seconds(), o.rec...)
+	}
+	switch s.Outcome {
+	case ConsumeRetried:
+		q := t.opts(attrKey{kind: kindConsumeType, a: s.Queue, b: typ}, func() *attrOpts {
+			return newAttrOpts(tagQueue.String(s.Queue), tagType.String(typ), tagTrans.String(t.transport))
+		})
+		t.retriedTotal.Add(ctx, 1, q.add...)
+	case ConsumeDeadLettered, ConsumeRejected, ConsumeParked:
+		dest := ConsumeDeadLettered
+		if s.Outcome == ConsumeParked {
+			dest = ConsumeParked
+		}
+		d := t.opts(attrKey{kind: kindDead, a: s.Queue, b: typ, c: dest}, func() *attrOpts {
+			return newAttrOpts(tagQueue.String(s.Queue), tagType.String(typ), tagTrans.String(t.transport), tagOutcome.String(dest))
+		})
+		t.deadTotal.Add(ctx, 1, d.add...)
+	}
+}
+
+func (t *telemetry) fallback(f Fallback) {
+	if !t.metering {
+		return
+	}
+	ctx := context.Background()
+	switch f.Kind {
+	case "set_aside_failed":
+		o := t.opts(attrKey{kind: kindSetAside, a: f.Queue, b: f.Target}, func() *attrOpts {
+			return newAttrOpts(tagQueue.String(f.Queue), tagTarget.String(f.Target))
+		})
+		t.setAsideFailed.Add(ctx, 1, o.add...)
+	case "rung_missing":
+		o := t.opts(attrKey{kind: kindRung, a: f.Queue, b: f.Target}, func() *attrOpts {
+			return newAttrOpts(tagQueue.String(f.Queue), tagRung.String(f.Target))
+		})
+		t.rungMissing.Add(ctx, 1, o.add...)
+	}
+}
+
+func (t *telemetry) inFlight(queue string, delta int64) {
+	if !t.metering {
+		return
+	}
+	o := t.opts(attrKey{kind: kindQueue, a: queue}, func() *attrOpts {
+		return newAttrOpts(tagQueue.String(queue), tagTrans.String(t.transport))
+	})
+	t.consumeInFlight.Add(context.Background(), delta, o.add...)
 }
 
 type publishEnd func(outcome string, err error)
@@ -32,18 +496,3 @@ type processEnd func(s Settlement)
 
 func noopPublishEnd(string, error) {}
 func noopProcessEnd(Settlement)    {}
-
-func (t *telemetry) publishStart(ctx context.Context, exchange, routingKey string, env *Envelope) (context.Context, publishEnd) {
-	return ctx, noopPublishEnd
-}
-
-func (t *telemetry) processStart(ctx context.Context, queue string, env Envelope, d *transport.Delivery) (context.Context, processEnd) {
-	return ctx, noopProcessEnd
-}
-
-func (t *telemetry) fallback(f Fallback) {}
-
-func (t *telemetry) inFlight(queue string, delta int64) {}
-
-// telemetryConfig holds the telemetry options (meter and tracer providers).
-type telemetryConfig struct{}

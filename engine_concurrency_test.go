@@ -1,0 +1,135 @@
+package acemq_test
+
+import (
+	"context"
+	"runtime"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/acemq-go/acemq"
+)
+
+func TestConsumerConcurrencyRunsExactlyThatManyHandlersAtOnce(t *testing.T) {
+	r := newRig(t)
+	r.queue("q")
+	var mu sync.Mutex
+	running, peak := 0, 0
+	entered := make(chan struct{}, 20)
+	barrier := make(chan struct{})
+	consume(r, "q", func(ctx context.Context, m *acemq.Message[order]) acemq.Decision {
+		mu.Lock()
+		running++
+		peak = max(peak, running)
+		mu.Unlock()
+		entered <- struct{}{}
+		<-barrier
+		mu.Lock()
+		running--
+		mu.Unlock()
+		return acemq.Accept()
+	}, acemq.ConsumerPrefetch(10), acemq.ConsumerConcurrency(4))
+	for range 10 {
+		r.send("q", order{ID: "c"})
+	}
+	for range 4 {
+		recv(t, entered)
+	}
+	// Four are in and held at the barrier; a fifth must not start while
+	// they are, even though six more are prefetched.
+	select {
+	case <-entered:
+		t.Fatal("a fifth handler started while four were running")
+	case <-time.After(100 * time.Millisecond):
+	}
+	close(barrier)
+	for range 6 {
+		recv(t, entered)
+	}
+	for range 10 {
+		if s := r.nextSettlement(); s.Outcome != acemq.ConsumeAcked {
+			t.Fatalf("outcome %q", s.Outcome)
+		}
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if peak != 4 {
+		t.Fatalf("peak concurrency %d, want 4", peak)
+	}
+	r.waitReady("q", 0)
+}
+
+func TestConsumerWhoseQueueIsDeletedStallsAndResumesWhenItIsBack(t *testing.T) {
+	r := newRig(t, acemq.WithRecoveryInterval(20*time.Millisecond, 40*time.Millisecond))
+	r.queue("q")
+	got := make(chan string, 10)
+	k := consume(r, "q", func(ctx context.Context, m *acemq.Message[order]) acemq.Decision {
+		got <- m.Payload.ID
+		return acemq.Accept()
+	})
+	if k.Stalled() != nil {
+		t.Fatalf("a reading consumer reports stalled: %v", k.Stalled())
+	}
+	if _, err := r.c.DeleteQueue(context.Background(), "q"); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(waitLimit)
+	for k.Stalled() == nil {
+		if time.Now().After(deadline) {
+			t.Fatal("the consumer never reported the cancelled subscription")
+		}
+		time.Sleep(time.Millisecond) // no event for a stall
+	}
+	r.queue("q")
+	r.send("q", order{ID: "back"})
+	if id := recv(t, got); id != "back" {
+		t.Fatalf("got %q", id)
+	}
+	if k.Stalled() != nil {
+		t.Fatalf("still stalled after reading again: %v", k.Stalled())
+	}
+}
+
+// readerGoroutines counts goroutines running a consumer's read loop or
+// its channel watcher.
+func readerGoroutines() int {
+	buf := make([]byte, 1<<20)
+	n := runtime.Stack(buf, true)
+	return strings.Count(string(buf[:n]), "acemq.(*consumerCore).read")
+}
+
+func TestRepeatedResubscriptionsDoNotLeakChannels(t *testing.T) {
+	r := newRig(t, acemq.WithRecoveryInterval(10*time.Millisecond, 10*time.Millisecond))
+	r.queue("q")
+	got := make(chan string, 10)
+	k := consume(r, "q", func(ctx context.Context, m *acemq.Message[order]) acemq.Decision {
+		got <- m.Payload.ID
+		return acemq.Accept()
+	})
+	r.send("q", order{ID: "warm"})
+	recv(t, got) // the reader and its watcher are surely running now
+	base := readerGoroutines()
+	for range 4 {
+		if _, err := r.c.DeleteQueue(context.Background(), "q"); err != nil {
+			t.Fatal(err)
+		}
+		deadline := time.Now().Add(waitLimit)
+		for k.Stalled() == nil {
+			if time.Now().After(deadline) {
+				t.Fatal("no stall")
+			}
+			time.Sleep(time.Millisecond) // no event for a stall
+		}
+		r.queue("q")
+		r.send("q", order{ID: "x"})
+		recv(t, got)
+	}
+	deadline := time.Now().Add(waitLimit)
+	for readerGoroutines() > base {
+		if time.Now().After(deadline) {
+			t.Fatalf("%d read goroutines after 4 re-subscriptions, %d before: the old channels were never released", readerGoroutines(), base)
+		}
+		time.Sleep(time.Millisecond) // goroutine exit has no event
+	}
+}

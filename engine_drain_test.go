@@ -1,0 +1,248 @@
+package acemq_test
+
+import (
+	"context"
+	"errors"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/acemq-go/acemq"
+)
+
+func TestSetAsideFailureRejectsToBrokerDeadLettering(t *testing.T) {
+	r := newRig(t)
+	r.queue("q", func(tp *acemq.Topology) { tp.DeadLetters("q") })
+	consume(r, "q", func(context.Context, *acemq.Message[order]) acemq.Decision {
+		r.broker.NackNext(1) // the set-aside copy is the next confirmed publish
+		return acemq.Reject(errors.New("bad"))
+	})
+	sent := r.send("q", order{ID: "s"})
+	assertOne(t, r, sent.Envelope.ID, acemq.ConsumeRejected, "q.dlq", "the handler rejected it: bad")
+	f := r.nextFallback()
+	if f.Kind != "set_aside_failed" || f.Target != "q.dlq" || f.Envelope.ID != sent.Envelope.ID {
+		t.Fatalf("fallback %+v, want set_aside_failed for q.dlq", f)
+	}
+	// The broker's own dead-lettering carried it: x-death, no reason.
+	m := r.pull("q.dlq")
+	if m.Envelope.ID != sent.Envelope.ID {
+		t.Fatalf("q.dlq holds %s, want %s", m.Envelope.ID, sent.Envelope.ID)
+	}
+	if _, ok := m.Headers["x-death"]; !ok {
+		t.Fatal("the message in q.dlq did not come through the broker's dead-lettering")
+	}
+	r.waitReady("q", 0)
+}
+
+func TestSetAsideFailureKeepsTheMessageAndDrainRequeuesIt(t *testing.T) {
+	r := newRig(t)
+	r.queue("q")
+	var calls atomic.Int32
+	k := consume(r, "q", func(context.Context, *acemq.Message[order]) acemq.Decision {
+		calls.Add(1)
+		return acemq.Reject(errors.New("bad"))
+	}, acemq.WithoutDeadLetterDeclaration())
+	sent := r.send("q", order{ID: "s"})
+	r.nextSettlement()
+	f := r.nextFallback()
+	if f.Kind != "set_aside_failed" || f.Target != "q.dlq" || !acemq.IsUnroutable(f.Err) {
+		t.Fatalf("fallback %+v, want set_aside_failed for q.dlq, unroutable", f)
+	}
+	if k.InFlight() != 1 {
+		t.Fatalf("in flight %d during the 5s hold, want 1", k.InFlight())
+	}
+	// Draining cuts the hold short: nack-requeue at once.
+	start := time.Now()
+	if err := k.Close(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if d := time.Since(start); d > 2*time.Second {
+		t.Fatalf("Close took %s: the 5s hold was not cut short", d)
+	}
+	r.waitReady("q", 1)
+	m := r.pull("q")
+	if m.Envelope.ID != sent.Envelope.ID || !m.Redelivered {
+		t.Fatalf("q holds %s (redelivered %v), want the original requeued", m.Envelope.ID, m.Redelivered)
+	}
+	if calls.Load() != 1 {
+		t.Fatalf("the handler ran %d times", calls.Load())
+	}
+}
+
+// stuckRig starts a consumer (prefetch 5, concurrency 1) whose handler
+// blocks on the first message until its ctx is cancelled and then until
+// release closes; it reports each start on started and each return on
+// returned.
+func stuckRig(t *testing.T, drain time.Duration) (r *rig, k *acemq.Consumer, started chan string, release, returned chan struct{}) {
+	r = newRig(t)
+	r.queue("q")
+	started = make(chan string, 10)
+	release = make(chan struct{})
+	returned = make(chan struct{}, 10)
+	k = consume(r, "q", func(ctx context.Context, m *acemq.Message[order]) acemq.Decision {
+		defer func() { returned <- struct{}{} }()
+		started <- m.Payload.ID
+		<-ctx.Done()
+		<-release
+		return acemq.Accept()
+	}, acemq.ConsumerPrefetch(5), acemq.ConsumerDrainTimeout(drain))
+	for i := range 5 {
+		r.send("q", order{ID: string(rune('a' + i))})
+	}
+	if got := recv(t, started); got != "a" {
+		t.Fatalf("first handler call saw %q", got)
+	}
+	deadline := time.Now().Add(waitLimit)
+	for k.InFlight() != 5 {
+		if time.Now().After(deadline) {
+			t.Fatalf("in flight %d, want all 5 prefetched", k.InFlight())
+		}
+		time.Sleep(time.Millisecond) // no event for prefetch arrival
+	}
+	return r, k, started, release, returned
+}
+
+func TestCloseWithAStuckHandlerReturnsDrainTimeoutError(t *testing.T) {
+	r, k, started, release, returned := stuckRig(t, 100*time.Millisecond)
+	defer close(release)
+	err := k.Close(context.Background())
+	var dte *acemq.DrainTimeoutError
+	if !errors.As(err, &dte) || !errors.Is(err, acemq.ErrDrainTimeout) {
+		t.Fatalf("Close = %v, want a *DrainTimeoutError", err)
+	}
+	const want = "acemq: the drain did not finish within 100ms: 1 delivery was left unsettled and will be redelivered — q (1)"
+	if err.Error() != want {
+		t.Fatalf("Close error\n got %q\nwant %q", err.Error(), want)
+	}
+	if dte.Stranded["q"] != 1 || len(dte.Stranded) != 1 {
+		t.Fatalf("stranded %v, want q: 1", dte.Stranded)
+	}
+	// The four prefetched, unstarted ones went back unrun, and the stuck
+	// one returned with the channel.
+	r.waitReady("q", 5)
+	if len(started) != 0 {
+		t.Fatalf("the handler started %d more deliveries while draining", len(started))
+	}
+	if k.InFlight() != 0 {
+		t.Fatalf("in flight %d after Close", k.InFlight())
+	}
+	_ = returned
+}
+
+func TestCloseIsIdempotent(t *testing.T) {
+	_, k, _, release, _ := stuckRig(t, 50*time.Millisecond)
+	defer close(release)
+	first := k.Close(context.Background())
+	if !errors.Is(first, acemq.ErrDrainTimeout) {
+		t.Fatalf("first Close = %v", first)
+	}
+	second := k.Close(context.Background())
+	if second == nil || second.Error() != first.Error() {
+		t.Fatalf("second Close = %v, want the first result %v", second, first)
+	}
+}
+
+func TestHandlerReturningAfterItsChannelIsGoneHasItsDecisionDiscarded(t *testing.T) {
+	r, k, _, release, returned := stuckRig(t, 50*time.Millisecond)
+	if err := k.Close(context.Background()); !errors.Is(err, acemq.ErrDrainTimeout) {
+		t.Fatalf("Close = %v", err)
+	}
+	r.waitReady("q", 5)
+	close(release) // the stuck handler now answers Accept
+	recv(t, returned)
+	r.noMoreSettlements(100 * time.Millisecond)
+	if got := r.ready("q"); got != 5 {
+		t.Fatalf("q holds %d, want 5: a discarded decision acked or copied something", got)
+	}
+}
+
+func TestCloseCutsAnInConsumerRetryWaitShort(t *testing.T) {
+	r := newRig(t)
+	r.queue("q")
+	seen := failing(r, "q", acemq.ConsumerRetry(acemq.Fixed(3, time.Hour).WaitInBrokerFrom(0)))
+	sent := r.send("q", order{ID: "w"})
+	if s := r.nextSettlement(); s.Outcome != acemq.ConsumeRetried || s.RetryDelay != time.Hour {
+		t.Fatalf("settlement %+v", s)
+	}
+	recv(t, seen)
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if err := r.c.Close(ctx); err != nil {
+		t.Fatalf("Conn.Close = %v", err)
+	}
+	info, _ := r.broker.QueueInfo("q")
+	if info.Messages != 1 {
+		t.Fatalf("q holds %d after Close, want the retry put back", info.Messages)
+	}
+	// Read it on a fresh Conn: attempt 2, republished (not requeued).
+	c2, err := acemq.Connect(context.Background(), "memory://"+r.name, acemq.WithLogger(acemq.DiscardLogger()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c2.Close(context.Background())
+	p, err := c2.NewPuller(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	m, ok, err := p.Pull(context.Background(), "q")
+	if err != nil || !ok {
+		t.Fatalf("pull: ok %v err %v", ok, err)
+	}
+	if m.Envelope.ID != sent.Envelope.ID || m.Envelope.Attempt != 2 || m.Redelivered {
+		t.Fatalf("put-back copy: id %s attempt %d redelivered %v; want attempt 2 republished", m.Envelope.ID, m.Envelope.Attempt, m.Redelivered)
+	}
+}
+
+func TestCloseReturnsPromptlyWithTheCallersCancellation(t *testing.T) {
+	_, k, _, release, _ := stuckRig(t, time.Hour)
+	defer close(release)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- k.Close(ctx) }()
+	cancel()
+	select {
+	case err := <-done:
+		if !errors.Is(err, context.Canceled) {
+			t.Fatalf("Close = %v, want it to carry context.Canceled", err)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("Close did not return after its ctx was cancelled")
+	}
+}
+
+func TestConnCloseDrainsEveryConsumerUnderOneDeadline(t *testing.T) {
+	r := newRig(t, acemq.WithDrainTimeout(200*time.Millisecond))
+	release := make(chan struct{})
+	defer close(release)
+	started := make(chan struct{}, 4)
+	stuck := func(ctx context.Context, m *acemq.Message[order]) acemq.Decision {
+		started <- struct{}{}
+		<-ctx.Done()
+		<-release
+		return acemq.Accept()
+	}
+	for _, q := range []string{"a", "b"} {
+		r.queue(q)
+		if _, err := acemq.Consume(context.Background(), r.c, q, stuck); err != nil {
+			t.Fatal(err)
+		}
+		r.send(q, order{ID: q})
+	}
+	recv(t, started)
+	recv(t, started)
+	start := time.Now()
+	err := r.c.Close(context.Background())
+	took := time.Since(start)
+	const want = "acemq: the drain did not finish within 200ms: 2 deliveries were left unsettled and will be redelivered — a (1), b (1)"
+	if err == nil || err.Error() != want {
+		t.Fatalf("Conn.Close\n got %v\nwant %q", err, want)
+	}
+	// One deadline plus one grace, not one per consumer.
+	if took > 200*time.Millisecond+500*time.Millisecond+300*time.Millisecond {
+		t.Fatalf("Close took %s: the consumers were not drained under one deadline", took)
+	}
+	if again := r.c.Close(context.Background()); again == nil || again.Error() != want {
+		t.Fatalf("second Conn.Close = %v, want the first result", again)
+	}
+}

@@ -1,0 +1,345 @@
+package acemq_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/acemq-go/acemq"
+)
+
+// prefix is the contract's "cannot publish" prefix for one message to q on
+// the default exchange.
+func prefix(id, q string) string {
+	return fmt.Sprintf("acemq: cannot publish message %s to exchange \"\" with key %s: ", id, strconv.Quote(q))
+}
+
+// envelopes returns n envelopes with known ids.
+func envelopes(n int) []acemq.Envelope {
+	out := make([]acemq.Envelope, n)
+	for i := range out {
+		out[i] = acemq.NewEnvelope()
+	}
+	return out
+}
+
+func TestSendAllPartialNackReportsExactCountsInPayloadOrder(t *testing.T) {
+	r := newRig(t)
+	r.queue("q")
+	envs := envelopes(10)
+	payloads := make([]order, 10)
+	for i := range payloads {
+		payloads[i] = order{ID: strconv.Itoa(i)}
+	}
+	r.broker.NackNext(2)
+	_, err := acemq.NewPublisher[order](r.c, "", "q").SendAll(context.Background(), payloads, acemq.WithBatchEnvelopes(envs))
+	var be *acemq.BatchPublishError
+	if !errors.As(err, &be) {
+		t.Fatalf("SendAll = %v, want a *BatchPublishError", err)
+	}
+	if be.Total != 10 || be.Failed != 2 || be.Confirmed != 8 || len(be.Results) != 10 {
+		t.Fatalf("total %d failed %d confirmed %d results %d; want 10, 2, 8, 10", be.Total, be.Failed, be.Confirmed, len(be.Results))
+	}
+	first := -1
+	for i, res := range be.Results {
+		if res.Err == nil {
+			if res.Sent.Envelope.ID != envs[i].ID || res.Sent.Outcome != acemq.OutcomeConfirmed {
+				t.Fatalf("result %d: id %s outcome %q, want %s confirmed", i, res.Sent.Envelope.ID, res.Sent.Outcome, envs[i].ID)
+			}
+			continue
+		}
+		var pe *acemq.PublishError
+		if !errors.As(res.Err, &pe) || pe.MessageID != envs[i].ID || !pe.Sent {
+			t.Fatalf("result %d: %v, want a sent PublishError for %s", i, res.Err, envs[i].ID)
+		}
+		want := prefix(envs[i].ID, "q") + "the broker refused to confirm it. The message reached the broker and the broker has not taken responsibility for it, so it must be treated as not sent"
+		if res.Err.Error() != want {
+			t.Fatalf("result %d error\n got %q\nwant %q", i, res.Err, want)
+		}
+		if first < 0 {
+			first = i
+		}
+	}
+	if first < 0 {
+		t.Fatal("no result carries an error")
+	}
+	want := "2 of 10 messages were not confirmed; 8 were. The first failure was: " + be.Results[first].Err.Error()
+	if err.Error() != want {
+		t.Fatalf("batch error\n got %q\nwant %q", err, want)
+	}
+	if acemq.IsPaused(err) || acemq.IsUnroutable(err) {
+		t.Fatal("a batch of nacks counts as paused or unroutable")
+	}
+	r.waitReady("q", 8)
+}
+
+func TestSendAllWhileBlockedIsPaused(t *testing.T) {
+	r := newRig(t)
+	r.queue("q")
+	r.broker.Block("low on memory")
+	defer r.broker.Unblock()
+	_, err := acemq.NewPublisher[order](r.c, "", "q").SendAll(context.Background(), []order{{ID: "1"}, {ID: "2"}, {ID: "3"}})
+	var be *acemq.BatchPublishError
+	if !errors.As(err, &be) || be.Failed != 3 || be.Confirmed != 0 {
+		t.Fatalf("SendAll = %v, want 3 of 3 failed", err)
+	}
+	if !errors.Is(err, acemq.ErrPublishingPaused) || !acemq.IsPaused(err) {
+		t.Fatalf("a batch of refusals is not paused: %v", err)
+	}
+	if got := r.c.Stats(); got.Refused != 3 || got.Failed != 0 {
+		t.Fatalf("stats refused %d failed %d; want 3, 0", got.Refused, got.Failed)
+	}
+	if r.ready("q") != 0 {
+		t.Fatal("a refused message reached the queue")
+	}
+}
+
+func TestOutstandingCeilingFailsTheNextPublishWithTheCeilingSentence(t *testing.T) {
+	r := newRig(t, acemq.WithMaxOutstandingPublishes(2), acemq.WithConfirmTimeout(200*time.Millisecond))
+	r.queue("q")
+	r.broker.StopConfirming()
+	defer r.broker.ResumeConfirming()
+	pub := acemq.NewPublisher[order](r.c, "", "q")
+	var wg sync.WaitGroup
+	for i := range 2 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			_, _ = pub.Send(context.Background(), order{ID: strconv.Itoa(i)})
+		}()
+	}
+	deadline := time.Now().Add(waitLimit)
+	for r.c.Outstanding() != 2 {
+		if time.Now().After(deadline) {
+			t.Fatalf("outstanding %d, want 2", r.c.Outstanding())
+		}
+		time.Sleep(time.Millisecond) // no event for a permit being taken
+	}
+	env := acemq.NewEnvelope()
+	_, err := pub.Send(context.Background(), order{ID: "third"}, acemq.WithEnvelope(env))
+	want := prefix(env.ID, "q") + "2 publishes are already waiting for a confirm and none completed within 200ms. The broker is not keeping up; publish more slowly rather than buffering more."
+	if err == nil || err.Error() != want {
+		t.Fatalf("third Send\n got %v\nwant %q", err, want)
+	}
+	var pe *acemq.PublishError
+	if !errors.As(err, &pe) || pe.Sent || pe.Outcome != acemq.OutcomeFailed {
+		t.Fatalf("ceiling error %+v, want failed and not sent", pe)
+	}
+	if acemq.IsPaused(err) {
+		t.Fatal("the ceiling error counts as paused")
+	}
+	wg.Wait()
+	if r.ready("q") != 2 {
+		t.Fatalf("q holds %d, want only the two written", r.ready("q"))
+	}
+}
+
+const reservedSentence = `acemq: header "x-acemq-attempt" is in the reserved "x-acemq-" namespace and would be dropped on consume; use a namespace of your own, such as x-yourcompany-`
+
+// assertReserved checks a reserved-header refusal: the §8.6 sentence,
+// a *PublishError that was not sent, and nothing on the queue.
+func assertReserved(t *testing.T, r *rig, err error) {
+	t.Helper()
+	var rh *acemq.ReservedHeaderError
+	if !errors.As(err, &rh) || rh.Error() != reservedSentence {
+		t.Fatalf("Send = %v, want the reserved-header sentence", err)
+	}
+	if !strings.HasSuffix(err.Error(), reservedSentence) {
+		t.Fatalf("Send error %q does not end with the §8.6 sentence", err)
+	}
+	var pe *acemq.PublishError
+	if !errors.As(err, &pe) || pe.Sent || pe.Outcome != acemq.OutcomeFailed {
+		t.Fatalf("reserved header: %+v, want a failed PublishError, not sent", pe)
+	}
+	if pe.MessageID == "" || strings.Contains(err.Error(), "message  to") {
+		t.Fatalf("the refusal names no message id: %q", err)
+	}
+	if r.ready("q") != 0 {
+		t.Fatal("a message with a reserved header was sent")
+	}
+}
+
+func TestReservedHeaderViaWithHeaderIsRefused(t *testing.T) {
+	r := newRig(t)
+	r.queue("q")
+	_, err := acemq.NewPublisher[order](r.c, "", "q").Send(context.Background(), order{}, acemq.WithHeader("x-acemq-attempt", 9))
+	assertReserved(t, r, err)
+}
+
+func TestReservedHeaderViaPublishInterceptorIsRefused(t *testing.T) {
+	r := newRig(t, acemq.WithPublishInterceptors(func(ctx context.Context, p *acemq.PublishContext) error {
+		return p.SetHeader("x-acemq-attempt", 9)
+	}))
+	r.queue("q")
+	_, err := acemq.NewPublisher[order](r.c, "", "q").Send(context.Background(), order{})
+	assertReserved(t, r, err)
+}
+
+func TestMandatoryUnroutableReportsTheBrokerText(t *testing.T) {
+	r := newRig(t)
+	env := acemq.NewEnvelope()
+	_, err := acemq.NewPublisher[order](r.c, "", "nowhere").Send(context.Background(), order{}, acemq.Mandatory(), acemq.WithEnvelope(env))
+	want := fmt.Sprintf("acemq: message %s to exchange \"\" with key \"nowhere\" reached no queue: NO_ROUTE", env.ID)
+	if !acemq.IsUnroutable(err) || err.Error() != want {
+		t.Fatalf("Send\n got %v\nwant %q", err, want)
+	}
+	if s := r.c.Stats(); s.Unroutable != 1 || s.Confirmed != 0 {
+		t.Fatalf("stats %+v, want one unroutable", s)
+	}
+}
+
+func TestPublishWhileBlockedIsRefusedAsPausedWithTheReason(t *testing.T) {
+	r := newRig(t)
+	r.queue("q")
+	r.broker.Block("low on memory")
+	if !r.c.Blocked() || r.c.BlockedReason() != "low on memory" {
+		t.Fatalf("blocked %v reason %q", r.c.Blocked(), r.c.BlockedReason())
+	}
+	pub := acemq.NewPublisher[order](r.c, "", "q")
+	env := acemq.NewEnvelope()
+	_, err := pub.Send(context.Background(), order{}, acemq.WithEnvelope(env))
+	want := prefix(env.ID, "q") + "the broker has blocked this connection; publishing is paused: low on memory. Nothing was sent; back off and retry once the broker unblocks"
+	if err == nil || err.Error() != want {
+		t.Fatalf("Send\n got %v\nwant %q", err, want)
+	}
+	var paused *acemq.PublishingPausedError
+	var pe *acemq.PublishError
+	if !errors.As(err, &paused) || !errors.As(err, &pe) || !errors.Is(err, acemq.ErrPublishingPaused) {
+		t.Fatalf("%T: not a PublishingPausedError reachable as *PublishError", err)
+	}
+	if paused.BrokerReason != "low on memory" || pe.Sent || pe.Outcome != acemq.OutcomeRefused {
+		t.Fatalf("paused %+v", paused)
+	}
+	if s := r.c.Stats(); s.Refused != 1 || s.Failed != 0 {
+		t.Fatalf("stats refused %d failed %d; want 1, 0", s.Refused, s.Failed)
+	}
+	r.broker.Unblock()
+	if _, err := pub.Send(context.Background(), order{}); err != nil {
+		t.Fatalf("Send after unblock: %v", err)
+	}
+}
+
+func TestNackIsReportedAsRefusedToConfirm(t *testing.T) {
+	r := newRig(t)
+	r.queue("q")
+	r.broker.NackNext(1)
+	env := acemq.NewEnvelope()
+	_, err := acemq.NewPublisher[order](r.c, "", "q").Send(context.Background(), order{}, acemq.WithEnvelope(env))
+	want := prefix(env.ID, "q") + "the broker refused to confirm it. The message reached the broker and the broker has not taken responsibility for it, so it must be treated as not sent"
+	if err == nil || err.Error() != want {
+		t.Fatalf("Send\n got %v\nwant %q", err, want)
+	}
+	var pe *acemq.PublishError
+	if !errors.As(err, &pe) || !pe.Sent || acemq.IsPaused(err) {
+		t.Fatalf("nack: %+v, want sent and not paused", pe)
+	}
+	if s := r.c.Stats(); s.Failed != 1 {
+		t.Fatalf("stats failed %d, want 1", s.Failed)
+	}
+}
+
+func TestConnectionDropFailsWaitingPublishesFastThenRefusesUntilRecovered(t *testing.T) {
+	events := make(chan acemq.Event, 64)
+	r := newRig(t,
+		acemq.WithRecoveryInterval(300*time.Millisecond, 300*time.Millisecond),
+		acemq.WithEventHandler(func(e acemq.Event) { events <- e }))
+	r.queue("q")
+	got := make(chan *acemq.Message[order], 10)
+	k := consume(r, "q", func(ctx context.Context, m *acemq.Message[order]) acemq.Decision {
+		got <- m
+		return acemq.Accept()
+	}, acemq.ConsumerTag("steady-tag"))
+
+	r.broker.StopConfirming()
+	pub := acemq.NewPublisher[order](r.c, "", "q")
+	type answer struct {
+		err error
+		id  string
+		at  time.Time
+	}
+	answers := make(chan answer, 3)
+	for i := range 3 {
+		env := acemq.NewEnvelope()
+		go func() {
+			_, err := pub.Send(context.Background(), order{ID: strconv.Itoa(i)}, acemq.WithEnvelope(env))
+			answers <- answer{err, env.ID, time.Now()}
+		}()
+	}
+	deadline := time.Now().Add(waitLimit)
+	for r.c.Outstanding() != 3 {
+		if time.Now().After(deadline) {
+			t.Fatalf("outstanding %d, want 3", r.c.Outstanding())
+		}
+		time.Sleep(time.Millisecond) // no event for a permit being taken
+	}
+	dropped := time.Now()
+	r.broker.DropConnections()
+	r.broker.ResumeConfirming()
+	for range 3 {
+		a := recv(t, answers)
+		want := prefix(a.id, "q") + "the connection was lost and remade before the broker confirmed it, so whether it arrived is unknown; publish it again only if a duplicate is acceptable"
+		if a.err == nil || a.err.Error() != want {
+			t.Fatalf("waiting Send\n got %v\nwant %q", a.err, want)
+		}
+		var pe *acemq.PublishError
+		if !errors.As(a.err, &pe) || !pe.Sent || acemq.IsPaused(a.err) {
+			t.Fatalf("lost publish %+v, want sent, not paused", pe)
+		}
+		if d := a.at.Sub(dropped); d > time.Second {
+			t.Fatalf("a waiting publish took %s to fail after the drop", d)
+		}
+	}
+	if e := recv(t, events); e.Kind != acemq.EventLost {
+		t.Fatalf("first event %s, want lost", e.Kind)
+	}
+	env := acemq.NewEnvelope()
+	_, err := pub.Send(context.Background(), order{ID: "during"}, acemq.WithEnvelope(env))
+	wantLost := prefix(env.ID, "q") + "the connection has been lost and is waiting to be recovered; this message was not sent, and a retry once the recovery completes will go down the recovered connection."
+	wantReopen := prefix(env.ID, "q") + "the connection is being recovered and its channels are not open yet. Publishing now would be refused by the broker and would close the connection again; this message was not sent, and a retry once the recovery completes will go down the recovered connection."
+	if err == nil || (err.Error() != wantLost && err.Error() != wantReopen) {
+		t.Fatalf("Send during recovery\n got %v\nwant %q", err, wantLost)
+	}
+	if !acemq.IsPaused(err) {
+		t.Fatalf("a publish during recovery is not paused: %v", err)
+	}
+	for e := recv(t, events); e.Kind != acemq.EventRecovered; e = recv(t, events) {
+	}
+	if st := r.c.State(); st != acemq.StateOpen {
+		t.Fatalf("state %s after recovered, want open", st)
+	}
+	sent, err := pub.Send(context.Background(), order{ID: "after"})
+	if err != nil {
+		t.Fatalf("Send after recovery: %v", err)
+	}
+	for m := recv(t, got); m.Envelope.ID != sent.Envelope.ID; m = recv(t, got) {
+		// Messages confirmed-or-lost before the drop may arrive first.
+	}
+	if k.Tag() != "steady-tag" {
+		t.Fatalf("tag %q after recovery", k.Tag())
+	}
+	if info, _ := r.broker.QueueInfo("q"); info.Consumers != 1 {
+		t.Fatalf("q has %d consumers after recovery, want 1", info.Consumers)
+	}
+	if s := r.c.Stats(); s.Refused < 1 {
+		t.Fatalf("stats %+v: the refusal during recovery was not counted as refused", s)
+	}
+}
+
+func TestSendAllSurvivesConfirmsArrivingWhileItIsStillWriting(t *testing.T) {
+	r := newRig(t, acemq.WithPublishChannels(1))
+	r.queue("q")
+	pub := acemq.NewPublisher[order](r.c, "", "q")
+	batch := make([]order, 50)
+	for round := range 20 {
+		sents, err := pub.SendAll(context.Background(), batch)
+		if err != nil || len(sents) != len(batch) {
+			t.Fatalf("round %d: %d sent, %v", round, len(sents), err)
+		}
+	}
+	r.waitReady("q", 20*len(batch))
+}

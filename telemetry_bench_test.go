@@ -1,0 +1,54 @@
+package acemq_test
+
+import (
+	"context"
+	"testing"
+
+	metricnoop "go.opentelemetry.io/otel/metric/noop"
+	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	"go.opentelemetry.io/otel/sdk/trace/tracetest"
+	tracenoop "go.opentelemetry.io/otel/trace/noop"
+
+	"github.com/acemq-go/acemq"
+)
+
+// benchPublish measures confirmed publishes on memory:// with the given
+// options (instrumentation default = OpenTelemetry globals, no-op).
+func benchPublish(b *testing.B, name string, opts ...acemq.Option) {
+	ctx := context.Background()
+	opts = append([]acemq.Option{acemq.WithLogger(acemq.DiscardLogger())}, opts...)
+	c, err := acemq.Connect(ctx, "memory://"+name, opts...)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer c.Close(ctx)
+	if err := c.Apply(ctx, acemq.NewTopology().Queue("orders", acemq.AsClassic())); err != nil {
+		b.Fatal(err)
+	}
+	pub := acemq.NewPublisher[order2](c, "", "orders")
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		if _, err := pub.Send(ctx, order2{ID: "1"}); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.StopTimer()
+	_, _ = c.PurgeQueue(ctx, "orders")
+}
+
+func BenchmarkPublishTelemetryDefault(b *testing.B) {
+	benchPublish(b, "bench-default")
+}
+
+func BenchmarkPublishTelemetrySDK(b *testing.B) {
+	mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(sdkmetric.NewManualReader()))
+	tp := sdktrace.NewTracerProvider(sdktrace.WithBatcher(tracetest.NewNoopExporter()))
+	defer tp.Shutdown(context.Background())
+	benchPublish(b, "bench-sdk", acemq.WithMeterProvider(mp), acemq.WithTracerProvider(tp))
+}
+
+func BenchmarkPublishTelemetryNoop(b *testing.B) {
+	benchPublish(b, "bench-noop", acemq.WithMeterProvider(metricnoop.NewMeterProvider()), acemq.WithTracerProvider(tracenoop.NewTracerProvider()))
+}
