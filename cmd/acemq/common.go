@@ -72,7 +72,7 @@ func connect(ctx context.Context, rawURL, name string, opts ...acemq.Option) (*a
 	}
 	c, err := acemq.Connect(ctx, rawURL, append(base, opts...)...)
 	if err != nil {
-		return nil, fmt.Errorf("cannot connect to the broker at %s (%s); check that it is running and that --url is right", redact(rawURL), strings.TrimSuffix(sentence(err), "."))
+		return nil, fmt.Errorf("cannot connect to the broker at %s (%s); check that it is running and that --url is right", redact(rawURL), strings.TrimSuffix(sentence(rootCause(err)), "."))
 	}
 	return c, nil
 }
@@ -86,3 +86,15 @@ func closeConn(c *acemq.Conn) {
 
 // isMemory reports whether the URL names the in-process broker.
 func isMemory(raw string) bool { return strings.HasPrefix(raw, "memory://") }
+
+// rootCause is the innermost error of a single-wrapped chain (for a refused
+// dial, "connection refused"), which says more in one line than the chain.
+func rootCause(err error) error {
+	for {
+		next := errors.Unwrap(err)
+		if next == nil || next.Error() == "" {
+			return err
+		}
+		err = next
+	}
+}

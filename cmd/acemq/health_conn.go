@@ -3,35 +3,32 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
 
-	"github.com/acemq-go/acemq"
+	"github.com/acemq-go/acemq/actuator"
 )
 
-// connHealth connects to the broker and reports that connection's health
-// in the actuator's shape. A broker that cannot be reached is an error.
+// connHealth connects to the broker and asks the actuator's health check
+// about that connection (in process, the same handler a service serves on
+// /acemq-health). A broker that cannot be reached is an error.
 func connHealth(ctx context.Context, u string) (healthBody, error) {
 	c, err := connect(ctx, u, "acemq-health")
 	if err != nil {
 		return healthBody{}, err
 	}
 	defer closeConn(c)
-	return reportOf(c), nil
-}
-
-// reportOf builds the contract §6 health report from local state only.
-func reportOf(c *acemq.Conn) healthBody {
-	details := map[string]any{"transport": c.Transport(), "open": c.State() == acemq.StateOpen, "blocked": c.Blocked(), "inFlight": 0}
-	status := "UP"
-	switch {
-	case c.State() != acemq.StateOpen:
-		status = "DOWN"
-		details["detail"] = "the connection is " + c.State().String()
-	case c.Blocked():
-		details["blockedReason"] = c.BlockedReason()
-		details["detail"] = "the broker has blocked this connection; publishing is paused: " + c.BlockedReason()
+	h, err := actuator.Handler(c)
+	if err != nil {
+		return healthBody{}, err
 	}
-	raw, _ := json.Marshal(map[string]any{"status": status, "components": map[string]any{"acemq": map[string]any{"status": status, "details": details}}})
-	var h healthBody
-	_ = json.Unmarshal(raw, &h)
-	return h
+	rec := httptest.NewRecorder()
+	req := httptest.NewRequestWithContext(ctx, http.MethodGet, actuator.DefaultHealthPath, nil)
+	h.ServeHTTP(rec, req)
+	var body healthBody
+	if err := json.Unmarshal(rec.Body.Bytes(), &body); err != nil || body.Status == "" {
+		return healthBody{}, fmt.Errorf("the actuator's health check answered %d without a health report; this is a bug, please report it", rec.Code)
+	}
+	return body, nil
 }

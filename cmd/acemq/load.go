@@ -14,23 +14,8 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/acemq-go/acemq"
+	"github.com/acemq-go/acemq/loadline"
 )
-
-// sample is the standing-load line (contract §7): field names and order
-// are contract; drills read them.
-type sample struct {
-	At          string  `json:"at"`
-	ElapsedMs   int64   `json:"elapsedMs"`
-	Blocked     bool    `json:"blocked"`
-	Published   int64   `json:"published"`
-	Confirmed   int64   `json:"confirmed"`
-	Consumed    int64   `json:"consumed"`
-	Failed      int64   `json:"failed"`
-	PublishRate float64 `json:"publishRate"`
-	ConsumeRate float64 `json:"consumeRate"`
-	Refused     int64   `json:"refused"`
-	Reason      string  `json:"reason,omitempty"`
-}
 
 func newLoad() *cobra.Command {
 	var u, queue string
@@ -97,62 +82,50 @@ func runLoad(ctx context.Context, out, logw io.Writer, u, queue string, rate int
 	}
 	fmt.Fprintf(logw, "load: %d msg/s on %s at %s\n", rate, queue, redact(u))
 	pub := acemq.NewPublisher[[]byte](c, "", queue, acemq.PublisherCodec(acemq.Bytes()))
-	start := time.Now()
 	var wg sync.WaitGroup
 	slots := make(chan struct{}, 256)
 	body := []byte(`{"order":"standing-load"}`)
+	// Sends outlive the run's end by up to 10s, so the last ones finish
+	// instead of counting as refused.
+	sendCtx, stopSends := context.WithCancel(context.WithoutCancel(ctx))
+	defer stopSends()
 	send := func() {
 		defer wg.Done()
 		defer func() { <-slots }()
-		_, _ = pub.Send(ctx, body) // outcomes are counted by the Conn's stats
+		_, _ = pub.Send(sendCtx, body) // outcomes are counted by the Conn's stats
 	}
 	tick := time.NewTicker(time.Second / time.Duration(rate))
 	defer tick.Stop()
-	sampleT := time.NewTicker(interval)
-	defer sampleT.Stop()
-	prev := c.Stats()
-	prevAt := start
-	emit := func() {
-		now := time.Now()
-		s := c.Stats()
-		secs := now.Sub(prevAt).Seconds()
-		line := sample{
-			At: now.UTC().Format("2006-01-02T15:04:05.000Z"), ElapsedMs: now.Sub(start).Milliseconds(),
-			Blocked: c.Blocked(), Published: s.Published, Confirmed: s.Confirmed, Consumed: s.Consumed, Failed: s.Failed,
-			Refused: s.Refused, Reason: c.BlockedReason(),
-		}
-		if secs > 0 {
-			line.PublishRate = float64(int64((float64(s.Confirmed-prev.Confirmed)/secs)*10)) / 10
-			line.ConsumeRate = float64(int64((float64(s.Consumed-prev.Consumed)/secs)*10)) / 10
-		}
-		if !line.Blocked {
-			line.Reason = ""
-		}
-		prev, prevAt = s, now
-		_ = writeJSONLine(out, line)
-	}
+	// The sampler gets its own context, cancelled only once every send has
+	// finished and the consumer has drained, so the final line is complete.
+	lineCtx, stopLines := context.WithCancel(context.WithoutCancel(ctx))
+	lines := make(chan error, 1)
+	go func() { lines <- loadline.Run(lineCtx, c, out, interval) }()
 loop:
 	for {
 		select {
 		case <-ctx.Done():
 			break loop
-		case <-sampleT.C:
-			emit()
 		case <-tick.C:
 			select {
 			case slots <- struct{}{}:
 				wg.Add(1)
 				go send()
 			default:
-				// 256 sends already wait (blocked broker): this tick is
-				// skipped, as an open-loop drill would count it refused.
+				// 256 sends already wait (a blocked broker): skip this
+				// tick rather than queue without bound.
 			}
 		}
 	}
+	grace := time.AfterFunc(10*time.Second, stopSends)
 	wg.Wait()
+	grace.Stop()
 	cctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	_ = cons.Close(cctx)
-	emit()
+	stopLines()
+	if err := <-lines; err != nil {
+		return fmt.Errorf("cannot write the sample lines (%s); check stdout", sentence(err))
+	}
 	return nil
 }
