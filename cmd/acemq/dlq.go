@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"os"
 	"sort"
 	"strings"
 	"text/tabwriter"
@@ -55,11 +56,27 @@ func newDLQList() *cobra.Command {
 					dl = append(dl, q)
 				}
 			}
+			if len(dl) > 0 && !isMemory(u) {
+				// The management API's counts lag by seconds; ask the
+				// broker itself for each queue's ready count.
+				ctx, cancel := context.WithTimeout(cmd.Context(), time.Minute)
+				defer cancel()
+				c, err := connect(ctx, u, "acemq-dlq")
+				if err != nil {
+					return err
+				}
+				defer closeConn(c)
+				for i := range dl {
+					if info, err := c.QueueInfo(ctx, dl[i].Name); err == nil {
+						dl[i].Messages = info.Messages
+					}
+				}
+			}
 			return printDepths(cmd.OutOrStdout(), dl, asJSON)
 		},
 	}
 	urlFlag(cmd, &u)
-	cmd.Flags().StringVar(&mgmt, "management-url", "", "RabbitMQ management API (default: --url's host and credentials on port 15672)")
+	cmd.Flags().StringVar(&mgmt, "management-url", os.Getenv("ACEMQ_MANAGEMENT_URL"), "RabbitMQ management API (default $ACEMQ_MANAGEMENT_URL, else --url's host and credentials on port 15672)")
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON instead of a table")
 	return cmd
 }

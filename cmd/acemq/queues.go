@@ -95,13 +95,15 @@ func listQueues(ctx context.Context, brokerURL, mgmtURL string) ([]queueDepth, e
 		return nil, fmt.Errorf("the management URL %q does not parse; pass --management-url http://user:pass@host:15672/", redact(mgmtURL))
 	}
 	vhost := vhostOf(brokerURL)
-	base.Path = strings.TrimSuffix(base.Path, "/") + "/api/queues/" + url.PathEscape(vhost)
-	base.RawQuery = "columns=name,messages,messages_ready"
 	user := base.User
 	base.User = nil
+	// The vhost is one escaped path segment ("/" is %2F), so the URL is
+	// built as text rather than through url.URL.Path, which would escape
+	// the escape.
+	endpoint := strings.TrimSuffix(base.String(), "/") + "/api/queues/" + url.PathEscape(vhost) + "?columns=name,messages,messages_ready"
 	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, base.String(), nil)
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, endpoint, nil)
 	if err != nil {
 		return nil, err
 	}
