@@ -60,13 +60,13 @@ func newBench() *cobra.Command {
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if size < 8 {
-				return fmt.Errorf("--size must be at least 8 bytes (the send time is carried in the body), got %d", size)
+				return fmt.Errorf("--size must be at least 8 bytes (the send time is carried in the body), got %d; pass --size 8 or more", size)
 			}
 			if window < 1 {
-				return fmt.Errorf("--window must be 1 or more, got %d", window)
+				return fmt.Errorf("--window must be 1 or more, got %d; pass --window 1 or more", window)
 			}
 			if rate < 0 || count < 0 {
-				return fmt.Errorf("--rate and --count cannot be negative")
+				return fmt.Errorf("--rate and --count cannot be negative; pass 0 or more")
 			}
 			if qtype != "quorum" && qtype != "classic" {
 				return fmt.Errorf("--queue-type %q is not known; use quorum or classic", qtype)
@@ -151,7 +151,7 @@ func runBench(ctx context.Context, progressOut io.Writer, u, qtype string, rate,
 		return acemq.Accept()
 	}, acemq.ConsumerCodec(acemq.Bytes()), acemq.WithoutDeadLetterDeclaration(), acemq.ConsumerConcurrency(4), acemq.ConsumerPrefetch(max(window, 20)))
 	if err != nil {
-		return benchResult{}, fmt.Errorf("cannot consume from the benchmark queue (%s)", sentence(err))
+		return benchResult{}, fmt.Errorf("cannot consume from the benchmark queue (%s); check the broker and retry", sentence(err))
 	}
 
 	pub := acemq.NewPublisher[[]byte](c, "", queue, acemq.PublisherCodec(acemq.Bytes()))

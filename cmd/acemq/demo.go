@@ -68,6 +68,9 @@ nothing installed: the in-process broker (memory://demo) and SQLite.`,
 			if err != nil && ctx.Err() != nil {
 				return fmt.Errorf("the demo did not finish within %v (%s); check that the broker and database answer, or raise --timeout", timeout, sentence(err))
 			}
+			if err != nil && !strings.Contains(err.Error(), ";") {
+				err = fmt.Errorf("%s; check that the broker and the database answer, then run the demo again", strings.TrimSuffix(sentence(err), "."))
+			}
 			return err
 		},
 	}

@@ -195,7 +195,7 @@ func newDLQShow() *cobra.Command {
 		Args: exactQueueArg,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if n < 1 {
-				return fmt.Errorf("-n must be 1 or more, got %d", n)
+				return fmt.Errorf("-n must be 1 or more, got %d; pass -n 1 or more", n)
 			}
 			ctx, cancel := context.WithTimeout(cmd.Context(), time.Minute)
 			defer cancel()
@@ -266,7 +266,7 @@ func peek(ctx context.Context, c *acemq.Conn, queue string, n int) ([]shownMessa
 
 func exactQueueArg(cmd *cobra.Command, args []string) error {
 	if len(args) != 1 || strings.TrimSpace(args[0]) == "" {
-		return fmt.Errorf("%s needs exactly one queue name, e.g. `%s orders.new.dlq`", cmd.CommandPath(), cmd.CommandPath())
+		return fmt.Errorf("%s needs exactly one queue name; run it as `%s orders.new.dlq`", cmd.CommandPath(), cmd.CommandPath())
 	}
 	return nil
 }
@@ -288,12 +288,15 @@ func newDLQReplay() *cobra.Command {
   acemq dlq replay orders.new.parked --keep-attempts`,
 		Args: exactQueueArg,
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if !isSetAside(args[0]) {
+				return fmt.Errorf("%q is not a dead-letter queue; replay moves messages from QUEUE.dlq or QUEUE.parked back to QUEUE", args[0])
+			}
 			f, err := parseFilter(expr)
 			if err != nil {
 				return err
 			}
 			if limit < 0 {
-				return fmt.Errorf("--limit must be 0 (no limit) or more, got %d", limit)
+				return fmt.Errorf("--limit must be 0 (no limit) or more, got %d; pass --limit 0 or more", limit)
 			}
 			ctx, cancel := context.WithTimeout(cmd.Context(), 10*time.Minute)
 			defer cancel()

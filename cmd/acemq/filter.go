@@ -116,7 +116,7 @@ func parseFilter(src string) (filter, error) {
 	}
 	toks, err := lex(src)
 	if err != nil {
-		return nil, fmt.Errorf("the filter %q does not parse: %s (see acemq dlq replay --help)", src, err)
+		return nil, fmt.Errorf("the filter %q does not parse: %s; fix it (acemq dlq replay --help shows the syntax)", src, err)
 	}
 	p := &parser{toks: toks}
 	f, err := p.or()
@@ -124,7 +124,7 @@ func parseFilter(src string) (filter, error) {
 		err = fmt.Errorf("unexpected %q at position %d; join conditions with && or ||", p.peek().text, p.peek().pos+1)
 	}
 	if err != nil {
-		return nil, fmt.Errorf("the filter %q does not parse: %s (see acemq dlq replay --help)", src, err)
+		return nil, fmt.Errorf("the filter %q does not parse: %s; fix it (acemq dlq replay --help shows the syntax)", src, err)
 	}
 	return f, nil
 }

@@ -32,10 +32,10 @@ func newLoad() *cobra.Command {
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if rate < 1 {
-				return fmt.Errorf("--rate must be 1 or more messages per second, got %d", rate)
+				return fmt.Errorf("--rate must be 1 or more messages per second, got %d; pass --rate 1 or more", rate)
 			}
 			if interval <= 0 {
-				return fmt.Errorf("--interval must be positive, got %v", interval)
+				return fmt.Errorf("--interval must be positive, got %v; pass e.g. --interval 1s", interval)
 			}
 			if s, ok := os.LookupEnv("ACEMQ_EXAMPLE_SECONDS"); ok && !cmd.Flags().Changed("for") {
 				n, err := strconv.Atoi(s)
@@ -120,6 +120,20 @@ loop:
 	grace := time.AfterFunc(10*time.Second, stopSends)
 	wg.Wait()
 	grace.Stop()
+	// Let the consumer catch up with what was confirmed (up to 5s), so the
+	// final line shows the run's whole outcome.
+	catchUp := time.NewTimer(5 * time.Second)
+	defer catchUp.Stop()
+	poll := time.NewTicker(10 * time.Millisecond)
+	defer poll.Stop()
+	for s := c.Stats(); s.Consumed < s.Confirmed; s = c.Stats() {
+		select {
+		case <-poll.C:
+			continue
+		case <-catchUp.C:
+		}
+		break
+	}
 	cctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	_ = cons.Close(cctx)

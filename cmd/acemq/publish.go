@@ -69,13 +69,13 @@ func newPublish() *cobra.Command {
 				}
 			}
 			payloads := make([]any, len(lines))
-			var codec acemq.Codec
+			codecs := make([]acemq.Codec, len(lines))
 			for i, l := range lines {
 				p, c, err := encodeLine(l, codecName)
 				if err != nil {
 					return fmt.Errorf("message %d: %w", i+1, err)
 				}
-				payloads[i], codec = p, c
+				payloads[i], codecs[i] = p, c
 			}
 			ctx, cancel := context.WithTimeout(cmd.Context(), 10*time.Minute)
 			defer cancel()
@@ -90,7 +90,7 @@ func newPublish() *cobra.Command {
 				bar = newProgress(cmd.ErrOrStderr(), "publishing", int64(len(payloads)))
 			}
 			for i, p := range payloads {
-				sent, err := c.Publish(ctx, exchange, key, p, append(opts, acemq.WithSendCodec(codec))...)
+				sent, err := c.Publish(ctx, exchange, key, p, append(opts, acemq.WithSendCodec(codecs[i]))...)
 				if err != nil {
 					if bar != nil {
 						bar.Done()

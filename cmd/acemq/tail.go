@@ -42,7 +42,7 @@ func newTail() *cobra.Command {
 				return fmt.Errorf("--ack and --requeue contradict each other; pick one")
 			}
 			if n < 0 {
-				return fmt.Errorf("-n must be 0 (no limit) or more, got %d", n)
+				return fmt.Errorf("-n must be 0 (no limit) or more, got %d; pass -n 0 or more", n)
 			}
 			q := args[0]
 			ctx, cancel := context.WithCancel(cmd.Context())

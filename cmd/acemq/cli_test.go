@@ -1,0 +1,649 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/acemq-go/acemq"
+	"github.com/acemq-go/acemq/internal/testenv"
+)
+
+// The tests run the BUILT acemqBinary, as an operator would.
+var acemqBinary string
+
+func TestMain(m *testing.M) {
+	dir, err := os.MkdirTemp("", "acemq-cli-test-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	acemqBinary = filepath.Join(dir, "acemq")
+	out, err := exec.Command("go", "build", "-o", acemqBinary, ".").CombinedOutput()
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "go build ./cmd/acemq: %v\n%s", err, out)
+		os.RemoveAll(dir)
+		os.Exit(1)
+	}
+	code := m.Run()
+	os.RemoveAll(dir)
+	os.Exit(code)
+}
+
+type result struct {
+	stdout, stderr string
+	code           int
+	took           time.Duration
+}
+
+// acemqCmd runs the acemqBinary with stdin and returns what it printed and its
+// exit code. ACEMQ_URL is removed from the environment so every test says
+// which broker it means.
+func acemqCmd(t *testing.T, stdin string, args ...string) result {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, acemqBinary, args...)
+	for _, e := range os.Environ() {
+		if !strings.HasPrefix(e, "ACEMQ_URL=") && !strings.HasPrefix(e, "ACEMQ_MANAGEMENT_URL=") && !strings.HasPrefix(e, "ACEMQ_EXAMPLE_SECONDS=") {
+			cmd.Env = append(cmd.Env, e)
+		}
+	}
+	cmd.Dir = t.TempDir()
+	cmd.Stdin = strings.NewReader(stdin)
+	var out, errb bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	start := time.Now()
+	err := cmd.Run()
+	r := result{stdout: out.String(), stderr: errb.String(), took: time.Since(start)}
+	if ee, ok := err.(*exec.ExitError); ok {
+		r.code = ee.ExitCode()
+	} else if err != nil {
+		t.Fatalf("acemq %s: %v", strings.Join(args, " "), err)
+	}
+	return r
+}
+
+// mustSucceed fails the test unless the command exited 0.
+func mustSucceed(t *testing.T, r result, args ...string) {
+	t.Helper()
+	if r.code != 0 {
+		t.Fatalf("acemq %s exited %d\nstdout:\n%s\nstderr:\n%s", strings.Join(args, " "), r.code, r.stdout, r.stderr)
+	}
+}
+
+// run runs the command and requires exit 0.
+func run0(t *testing.T, stdin string, args ...string) result {
+	t.Helper()
+	r := acemqCmd(t, stdin, args...)
+	mustSucceed(t, r, args...)
+	return r
+}
+
+// mustFailWithSentence requires a non-zero exit and exactly one error line
+// on stderr, "acemq: …", containing want.
+func mustFailWithSentence(t *testing.T, r result, want string, args ...string) {
+	t.Helper()
+	if r.code == 0 {
+		t.Fatalf("acemq %s exited 0, want a failure\nstdout:\n%s", strings.Join(args, " "), r.stdout)
+	}
+	var errLines []string
+	for _, l := range strings.Split(strings.TrimSpace(r.stderr), "\n") {
+		if strings.HasPrefix(l, "acemq: ") {
+			errLines = append(errLines, l)
+		}
+	}
+	if len(errLines) != 1 {
+		t.Fatalf("acemq %s: want exactly one 'acemq: ' error line on stderr, got:\n%s", strings.Join(args, " "), r.stderr)
+	}
+	if !strings.Contains(errLines[0], want) {
+		t.Fatalf("acemq %s: error %q does not contain %q", strings.Join(args, " "), errLines[0], want)
+	}
+	if !strings.Contains(errLines[0], ";") && !strings.Contains(errLines[0], "run again") {
+		t.Fatalf("acemq %s: error %q does not say what to do", strings.Join(args, " "), errLines[0])
+	}
+}
+
+// brokerDown is an AMQP URL on a loopback port where nothing listens.
+func brokerDown(t *testing.T) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	ln.Close()
+	return "amqp://guest:guest@" + addr + "/"
+}
+
+func testManagementURL(t *testing.T) string {
+	t.Helper()
+	u := os.Getenv("ACEMQ_TEST_MANAGEMENT_URL")
+	if u == "" {
+		if testenv.Required() {
+			t.Fatal("ACEMQ_TEST_MANAGEMENT_URL is not set; scripts/rabbitmq.sh start writes it (required under CI=true / ACEMQ_REQUIRE_SERVICES=1)")
+		}
+		t.Skip("ACEMQ_TEST_MANAGEMENT_URL is not set; `make test` starts a node with the management plugin and sets it")
+	}
+	return u
+}
+
+// libConn connects the test itself to the broker, to set up and check.
+func libConn(t *testing.T, url string) *acemq.Conn {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	c, err := acemq.Connect(ctx, url, acemq.WithLogger(acemq.DiscardLogger()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = c.Close(context.Background()) })
+	return c
+}
+
+func depth(t *testing.T, c *acemq.Conn, q string) int {
+	t.Helper()
+	info, err := c.QueueInfo(context.Background(), q)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return info.Messages
+}
+
+func deleteQueues(t *testing.T, c *acemq.Conn, qs ...string) {
+	t.Cleanup(func() {
+		for _, q := range qs {
+			_, _ = c.DeleteQueue(context.Background(), q)
+		}
+	})
+}
+
+func TestEveryCommandHasHelpWithAnExampleAndURL(t *testing.T) {
+	for _, path := range [][]string{
+		{"demo"}, {"topology", "plan"}, {"topology", "apply"}, {"dlq", "list"}, {"dlq", "show"},
+		{"dlq", "replay"}, {"dlq", "purge"}, {"publish"}, {"tail"}, {"bench"}, {"load"}, {"health"},
+	} {
+		r := run0(t, "", append(path, "--help")...)
+		if !strings.Contains(r.stdout, "Examples:") || !strings.Contains(r.stdout, "--url") {
+			t.Errorf("acemq %s --help lacks an example or --url:\n%s", strings.Join(path, " "), r.stdout)
+		}
+	}
+}
+
+var summaryRow = regexp.MustCompile(`this run\s+(\d+)\s+(\d+)\s+(\d+)\s+(\d+)\s+(\d+)\s+(\d+)\s+(\d+)`)
+
+func checkDemo(t *testing.T, r result) {
+	t.Helper()
+	m := summaryRow.FindStringSubmatch(r.stdout)
+	if m == nil {
+		t.Fatalf("no summary row in the demo's output:\n%s", r.stdout)
+	}
+	// published, confirmed, consumed, retried, dead-lettered, replayed, lost
+	if got := strings.Join(m[1:], " "); got != "4 4 11 2 1 1 0" {
+		t.Fatalf("summary = %s, want 4 4 11 2 1 1 0\n%s", got, r.stdout)
+	}
+	if !strings.Contains(r.stdout, "lost = 0") {
+		t.Fatalf("the demo does not say lost = 0:\n%s", r.stdout)
+	}
+	if r.took > 30*time.Second {
+		t.Fatalf("the demo took %v, want under 30s", r.took)
+	}
+}
+
+func TestDemoOnMemoryAndSQLiteEndsWithLostZero(t *testing.T) {
+	checkDemo(t, run0(t, "", "demo"))
+}
+
+func TestDemoOnRabbitMQAndPostgreSQLEndsWithLostZero(t *testing.T) {
+	url, pg := testenv.AMQPURL(t), testenv.PostgresURL(t)
+	checkDemo(t, run0(t, "", "demo", "--url", url, "--db", pg))
+}
+
+func TestDemoWithBrokerDownFailsWithOneSentence(t *testing.T) {
+	r := acemqCmd(t, "", "demo", "--url", brokerDown(t))
+	mustFailWithSentence(t, r, "cannot connect to the broker")
+}
+
+func TestDemoWithDatabaseDownFailsWithOneSentence(t *testing.T) {
+	addr := strings.TrimPrefix(strings.TrimSuffix(brokerDown(t), "/"), "amqp://guest:guest@")
+	r := acemqCmd(t, "", "demo", "--db", "postgres://acemq@"+addr+"/acemq?sslmode=disable&connect_timeout=2")
+	mustFailWithSentence(t, r, "cannot open the database")
+}
+
+const topologyYAML = `exchanges:
+  - name: %[1]s.ex
+    type: topic
+queues:
+  - name: %[1]s.q
+    type: %[2]s
+    deadLetters: true
+    retry: {attempts: 3, initial: 10s, max: 1m}
+bindings:
+  - queue: %[1]s.q
+    exchange: %[1]s.ex
+    key: order.created
+`
+
+func writeFile(t *testing.T, content string) string {
+	t.Helper()
+	p := filepath.Join(t.TempDir(), "topology.yaml")
+	if err := os.WriteFile(p, []byte(content), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+func TestTopologyPlanApplyPlanOnRabbitMQ(t *testing.T) {
+	url := testenv.AMQPURL(t)
+	name := testenv.Unique("cli.topo")
+	c := libConn(t, url)
+	deleteQueues(t, c, name+".q", name+".q.dlq", name+".q.parked", name+".q.retry.10s", name+".q.retry.20s")
+	f := writeFile(t, fmt.Sprintf(topologyYAML, name, "quorum"))
+
+	r := run0(t, "", "topology", "plan", "-f", f, "--url", url)
+	if !strings.Contains(r.stdout, "queue "+name+".q (quorum") || !strings.Contains(r.stdout, ": would create") {
+		t.Fatalf("plan before apply:\n%s", r.stdout)
+	}
+	run0(t, "", "topology", "apply", "-f", f, "--url", url)
+	r = run0(t, "", "topology", "plan", "-f", f, "--url", url)
+	if !strings.Contains(r.stdout, "plan: 0 would create, 5 match, 0 differ, 3 unknown") || strings.Contains(r.stdout, ": would create") {
+		t.Fatalf("plan after apply should only match:\n%s", r.stdout)
+	}
+	// The same queue as classic differs: exit 3 and the broker's text.
+	r = acemqCmd(t, "", "topology", "plan", "-f", writeFile(t, fmt.Sprintf(topologyYAML, name, "classic")), "--url", url)
+	if r.code != 3 || !strings.Contains(r.stdout, ": differs") {
+		t.Fatalf("plan of a differing queue: exit %d\n%s\n%s", r.code, r.stdout, r.stderr)
+	}
+	mustFailWithSentence(t, r, "differ")
+	r = acemqCmd(t, "", "topology", "apply", "-f", writeFile(t, fmt.Sprintf(topologyYAML, name, "classic")), "--url", url)
+	mustFailWithSentence(t, r, "refused the topology")
+}
+
+func TestTopologyOnMemoryPlansThenApplies(t *testing.T) {
+	f := writeFile(t, fmt.Sprintf(topologyYAML, "mem", "quorum"))
+	r := run0(t, "", "topology", "plan", "-f", f, "--url", "memory://t")
+	if !strings.Contains(r.stdout, "plan: 5 would create, 0 match, 0 differ, 3 unknown") {
+		t.Fatalf("plan on a fresh in-process broker:\n%s", r.stdout)
+	}
+	r = run0(t, "", "topology", "apply", "-f", f, "--url", "memory://t")
+	if !strings.Contains(r.stdout, "applied: ") {
+		t.Fatalf("apply:\n%s", r.stdout)
+	}
+}
+
+func TestTopologyBadFilesFailWithOneSentence(t *testing.T) {
+	for name, c := range map[string]struct{ content, want string }{
+		"not yaml":      {"exchanges: [", "not valid YAML"},
+		"unknown field": {"queues:\n  - name: a\n    typo: 1\n", "not valid YAML"},
+		"bad type":      {"exchanges:\n  - name: a\n    type: fancy\n", "use direct, topic, fanout or headers"},
+		"empty":         {"", "declares nothing"},
+		"bad duration":  {"queues:\n  - name: a\n    retry: {attempts: 2, initial: soon}\n", "not a duration"},
+		"bad binding":   {"queues:\n  - name: a\nbindings:\n  - {queue: a, exchange: nowhere, key: k}\n", "cannot be declared"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			r := acemqCmd(t, "", "topology", "plan", "-f", writeFile(t, c.content), "--url", "memory://t")
+			mustFailWithSentence(t, r, c.want)
+		})
+	}
+	r := acemqCmd(t, "", "topology", "apply", "-f", "/nonexistent/topology.yaml", "--url", "memory://t")
+	mustFailWithSentence(t, r, "cannot read the topology file")
+	r = acemqCmd(t, "", "topology", "plan", "--url", "memory://t")
+	mustFailWithSentence(t, r, "no topology file")
+}
+
+// seedDLQ declares q with dead-lettering and puts n set-aside messages in
+// q.dlq: the first carries the error "timeout", the rest "bad data".
+func seedDLQ(t *testing.T, c *acemq.Conn, q string, n int) []string {
+	t.Helper()
+	ctx := context.Background()
+	if err := c.Apply(ctx, acemq.NewTopology().Queue(q).DeadLetters(q)); err != nil {
+		t.Fatal(err)
+	}
+	deleteQueues(t, c, q, q+".dlq", q+".parked")
+	var ids []string
+	for i := 0; i < n; i++ {
+		env := acemq.NewEnvelope()
+		env.Type = "OrderPlaced"
+		env.Attempt = 5
+		env.Error = "bad data"
+		if i == 0 {
+			env.Error = "timeout talking to the warehouse"
+		}
+		err := c.PublishRaw(ctx, acemq.RawMessage{RoutingKey: q + ".dlq", ContentType: "application/json", MessageID: env.ID,
+			Headers: env.WireHeaders(), Body: []byte(fmt.Sprintf(`{"order":"o-%d"}`, i))})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ids = append(ids, env.ID)
+	}
+	return ids
+}
+
+func TestDLQListShowReplayPurgeOnRabbitMQ(t *testing.T) {
+	url, mgmt := testenv.AMQPURL(t), testManagementURL(t)
+	c := libConn(t, url)
+	q := testenv.Unique("cli.dlq")
+	ids := seedDLQ(t, c, q, 3)
+
+	r := run0(t, "", "dlq", "list", "--url", url, "--management-url", mgmt, "--json")
+	var listed []queueDepth
+	if err := json.Unmarshal([]byte(r.stdout), &listed); err != nil {
+		t.Fatalf("dlq list --json: %v\n%s", err, r.stdout)
+	}
+	found := map[string]int{}
+	for _, d := range listed {
+		found[d.Name] = d.Messages
+	}
+	if found[q+".dlq"] != 3 || found[q+".parked"] != 0 {
+		t.Fatalf("dlq list: want %s.dlq 3 and .parked 0, got %v", q, listed)
+	}
+	for n := range found {
+		if !isSetAside(n) {
+			t.Fatalf("dlq list shows %s, which is not a .dlq or .parked queue", n)
+		}
+	}
+
+	r = run0(t, "", "dlq", "show", q+".dlq", "-n", "2", "--json", "--url", url)
+	var shown []shownMessage
+	if err := json.Unmarshal([]byte(r.stdout), &shown); err != nil {
+		t.Fatalf("dlq show --json: %v\n%s", err, r.stdout)
+	}
+	if len(shown) != 2 || shown[0].ID != ids[0] || shown[0].Error != "timeout talking to the warehouse" || shown[0].Attempt != 5 || !strings.Contains(shown[0].Body, `"o-0"`) {
+		t.Fatalf("dlq show: %+v", shown)
+	}
+	if d := depth(t, c, q+".dlq"); d != 3 {
+		t.Fatalf("dlq show removed messages: depth %d, want 3", d)
+	}
+
+	r = acemqCmd(t, "", "dlq", "replay", q+".dlq", "--filter", `error ~ "timeout" &&`, "--url", url)
+	mustFailWithSentence(t, r, "does not parse")
+	if d := depth(t, c, q+".dlq"); d != 3 {
+		t.Fatalf("a failed replay moved messages: depth %d", d)
+	}
+
+	r = run0(t, "", "dlq", "replay", q+".dlq", "--filter", `error ~ "timeout"`, "--url", url)
+	if !strings.Contains(r.stdout, "moved 1, skipped 2 (drained)") {
+		t.Fatalf("replay with filter: %s", r.stdout)
+	}
+	if d := depth(t, c, q); d != 1 {
+		t.Fatalf("%s holds %d after replay, want 1", q, d)
+	}
+	p, err := c.NewPuller(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	m, ok, err := p.Pull(context.Background(), q)
+	if err != nil || !ok {
+		t.Fatalf("pull replayed message: ok=%v err=%v", ok, err)
+	}
+	if m.Envelope.ID != ids[0] || m.Envelope.Attempt != 1 || m.Envelope.Error != "" || m.Headers[acemq.HeaderReplayedFrom] != q+".dlq" || headerInt(m.Headers[acemq.HeaderReplayCount]) != 1 {
+		t.Fatalf("replayed message: id %s attempt %d error %q headers %v", m.Envelope.ID, m.Envelope.Attempt, m.Envelope.Error, m.Headers)
+	}
+	_ = m.Ack()
+
+	r = run0(t, "", "dlq", "replay", q+".dlq", "--limit", "1", "--keep-attempts", "--url", url)
+	if !strings.Contains(r.stdout, "moved 1, skipped 0 (limit)") {
+		t.Fatalf("replay --limit 1: %s", r.stdout)
+	}
+	m, ok, err = p.Pull(context.Background(), q)
+	if err != nil || !ok || m.Envelope.Attempt != 5 || m.Envelope.Error != "bad data" {
+		t.Fatalf("--keep-attempts: ok=%v err=%v attempt=%d error=%q", ok, err, m.Envelope.Attempt, m.Envelope.Error)
+	}
+	_ = m.Ack()
+
+	r = acemqCmd(t, "", "dlq", "purge", q+".dlq", "--url", url)
+	mustFailWithSentence(t, r, "--yes")
+	if d := depth(t, c, q+".dlq"); d != 1 {
+		t.Fatalf("purge without --yes changed the queue: depth %d, want 1", d)
+	}
+	r = run0(t, "", "dlq", "purge", q+".dlq", "--yes", "--url", url)
+	if !strings.Contains(r.stdout, "purged 1 message(s)") || depth(t, c, q+".dlq") != 0 {
+		t.Fatalf("purge --yes: %s", r.stdout)
+	}
+
+	mustFailWithSentence(t, acemqCmd(t, "", "dlq", "show", q+".missing.dlq", "--url", url), "does not exist")
+	mustFailWithSentence(t, acemqCmd(t, "", "dlq", "replay", q+".missing.dlq", "--url", url), "does not exist")
+	mustFailWithSentence(t, acemqCmd(t, "", "dlq", "purge", q, "--yes", "--url", url), "not a dead-letter queue")
+	mustFailWithSentence(t, acemqCmd(t, "", "dlq", "list", "--url", url, "--management-url", "http://guest:guest@"+strings.TrimPrefix(strings.TrimSuffix(brokerDown(t), "/"), "amqp://guest:guest@")+"/"), "management API")
+}
+
+func TestDLQOnMemorySeesItsOwnEmptyBroker(t *testing.T) {
+	r := run0(t, "", "dlq", "list", "--url", "memory://ops")
+	if strings.TrimSpace(r.stdout) != "no dead-letter queues" {
+		t.Fatalf("dlq list on a fresh in-process broker: %q", r.stdout)
+	}
+	mustFailWithSentence(t, acemqCmd(t, "", "dlq", "show", "orders.dlq", "--url", "memory://ops"), "does not exist")
+	mustFailWithSentence(t, acemqCmd(t, "", "dlq", "replay", "orders", "--url", "memory://ops"), "not a dead-letter queue")
+	mustFailWithSentence(t, acemqCmd(t, "", "dlq", "replay", "orders.dlq", "--filter", "attempt >", "--url", "memory://ops"), "does not parse")
+	mustFailWithSentence(t, acemqCmd(t, "", "dlq", "show", "--url", "memory://ops"), "exactly one queue name")
+}
+
+func TestPublishAndTailOnRabbitMQ(t *testing.T) {
+	url := testenv.AMQPURL(t)
+	c := libConn(t, url)
+	q := testenv.Unique("cli.tail")
+	if err := c.Apply(context.Background(), acemq.NewTopology().Queue(q)); err != nil {
+		t.Fatal(err)
+	}
+	deleteQueues(t, c, q, q+".dlq", q+".parked")
+
+	r := run0(t, "{\"id\":1}\nplain text\n\n{\"id\":3}\n", "publish", "--queue", q, "--type", "Note", "--header", "tenant=acme", "--url", url)
+	var ids []string
+	for _, l := range strings.Split(strings.TrimSpace(r.stdout), "\n") {
+		id, ok := strings.CutPrefix(l, "confirmed ")
+		if !ok || len(id) != 36 {
+			t.Fatalf("publish line %q is not 'confirmed <uuid>'", l)
+		}
+		ids = append(ids, id)
+	}
+	if len(ids) != 3 || depth(t, c, q) != 3 {
+		t.Fatalf("published %d ids, queue depth %d; want 3 and 3", len(ids), depth(t, c, q))
+	}
+
+	r = run0(t, "", "tail", q, "-n", "3", "--url", url)
+	lines := parseTail(t, r.stdout)
+	if len(lines) != 3 || lines[0].ID != ids[0] || lines[1].Body != "plain text" || lines[2].Type != "Note" || lines[0].Settled != "held" {
+		t.Fatalf("tail: %+v", lines)
+	}
+	if d := depth(t, c, q); d != 3 {
+		t.Fatalf("tail without --ack removed messages: depth %d", d)
+	}
+	r = run0(t, "", "tail", q, "--ack", "-n", "3", "--url", url)
+	if lines := parseTail(t, r.stdout); len(lines) != 3 || lines[2].Settled != "acked" {
+		t.Fatalf("tail --ack: %+v", lines)
+	}
+	if d := depth(t, c, q); d != 0 {
+		t.Fatalf("tail --ack left %d messages", d)
+	}
+
+	mustFailWithSentence(t, acemqCmd(t, "", "publish", "--exchange", "", "--key", q+".nobody", "--body", "x", "--url", url), "no queue is bound")
+	mustFailWithSentence(t, acemqCmd(t, "", "tail", q+".missing", "--url", url), "does not exist")
+	mustFailWithSentence(t, acemqCmd(t, "", "publish", "--queue", q, "--codec", "json", "--body", "{nope", "--url", url), "not valid JSON")
+	if d := depth(t, c, q); d != 0 {
+		t.Fatalf("failed publishes left %d messages", d)
+	}
+}
+
+func parseTail(t *testing.T, out string) []tailLine {
+	t.Helper()
+	var lines []tailLine
+	for _, l := range strings.Split(strings.TrimSpace(out), "\n") {
+		if l == "" {
+			continue
+		}
+		var tl tailLine
+		if err := json.Unmarshal([]byte(l), &tl); err != nil {
+			t.Fatalf("tail line %q: %v", l, err)
+		}
+		lines = append(lines, tl)
+	}
+	return lines
+}
+
+func TestPublishAndTailOnMemoryFailHonestlyInAFreshProcess(t *testing.T) {
+	// A separate process has its own empty in-process broker: no queue
+	// to route to and none to read.
+	mustFailWithSentence(t, acemqCmd(t, "", "publish", "--queue", "orders", "--body", "{}", "--url", "memory://ops"), "no queue is bound")
+	mustFailWithSentence(t, acemqCmd(t, "", "tail", "orders", "--url", "memory://ops"), "does not exist")
+	mustFailWithSentence(t, acemqCmd(t, "", "publish", "--url", "memory://ops"), "nowhere to publish")
+	mustFailWithSentence(t, acemqCmd(t, "", "tail", "orders", "--ack", "--requeue", "--url", "memory://ops"), "pick one")
+}
+
+func benchOn(t *testing.T, url string, extra ...string) benchResult {
+	t.Helper()
+	out := filepath.Join(t.TempDir(), "bench.json")
+	r := run0(t, "", append([]string{"bench", "--url", url, "--out", out}, extra...)...)
+	if !strings.Contains(r.stdout, "p99.9") {
+		t.Fatalf("bench table lacks percentiles:\n%s", r.stdout)
+	}
+	b, err := os.ReadFile(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var res benchResult
+	if err := json.Unmarshal(b, &res); err != nil {
+		t.Fatalf("bench JSON: %v\n%s", err, b)
+	}
+	if res.Consumed != res.Confirmed || res.Lost != 0 || res.Confirmed == 0 {
+		t.Fatalf("bench lost messages: %+v", res)
+	}
+	if !(res.P50Ms <= res.P90Ms && res.P90Ms <= res.P99Ms && res.P99Ms <= res.P999Ms && res.P999Ms <= res.MaxMs) {
+		t.Fatalf("percentiles out of order: %+v", res)
+	}
+	return res
+}
+
+func TestBenchUnthrottledAndOpenLoop(t *testing.T) {
+	urls := map[string]string{"memory": "memory://bench"}
+	if u := os.Getenv("ACEMQ_TEST_AMQP_URL"); u != "" || testenv.Required() {
+		urls["rabbitmq"] = testenv.AMQPURL(t)
+	}
+	for name, url := range urls {
+		t.Run(name, func(t *testing.T) {
+			res := benchOn(t, url, "--count", "2000", "--size", "128", "--window", "50")
+			if res.Mode != "unthrottled" || res.Confirmed != 2000 || res.LatencyFrom != "send" {
+				t.Fatalf("unthrottled: %+v", res)
+			}
+			res = benchOn(t, url, "--rate", "1000", "--for", "1s", "--queue-type", "classic")
+			if res.Mode != "open-loop" || res.Confirmed != 1000 || res.LatencyFrom != "intended send time" || res.Seconds < 0.99 {
+				t.Fatalf("open-loop: %+v", res)
+			}
+		})
+	}
+	mustFailWithSentence(t, acemqCmd(t, "", "bench", "--url", "memory://b", "--size", "4"), "--size")
+	mustFailWithSentence(t, acemqCmd(t, "", "bench", "--url", "memory://b", "--queue-type", "lazy"), "quorum or classic")
+}
+
+var loadFields = []string{"at", "elapsedMs", "blocked", "published", "confirmed", "consumed", "failed", "publishRate", "consumeRate", "refused"}
+
+func TestLoadPrintsTheContractLineEverySecond(t *testing.T) {
+	urls := map[string]string{"memory": "memory://load"}
+	if u := os.Getenv("ACEMQ_TEST_AMQP_URL"); u != "" || testenv.Required() {
+		urls["rabbitmq"] = testenv.AMQPURL(t)
+	}
+	for name, url := range urls {
+		t.Run(name, func(t *testing.T) {
+			q := testenv.Unique("cli.load")
+			if name == "rabbitmq" {
+				deleteQueues(t, libConn(t, url), q, q+".dlq", q+".parked")
+			}
+			r := run0(t, "", "load", "--url", url, "--queue", q, "--rate", "200", "--interval", "250ms", "--for", "1s")
+			lines := strings.Split(strings.TrimSpace(r.stdout), "\n")
+			if len(lines) < 4 {
+				t.Fatalf("want at least 4 sample lines (3 intervals and a final one), got:\n%s", r.stdout)
+			}
+			var last map[string]any
+			for _, l := range lines {
+				pos := -1
+				for _, f := range loadFields {
+					i := strings.Index(l, `"`+f+`":`)
+					if i <= pos {
+						t.Fatalf("field %s missing or out of order in %s", f, l)
+					}
+					pos = i
+				}
+				if err := json.Unmarshal([]byte(l), &last); err != nil {
+					t.Fatalf("line %q: %v", l, err)
+				}
+			}
+			if last["published"].(float64) < 150 || last["failed"].(float64) != 0 || last["confirmed"] != last["consumed"] {
+				t.Fatalf("final line: %v", last)
+			}
+			if _, err := time.Parse("2006-01-02T15:04:05.000Z", last["at"].(string)); err != nil {
+				t.Fatalf("at %v is not RFC 3339 UTC with milliseconds", last["at"])
+			}
+		})
+	}
+	mustFailWithSentence(t, acemqCmd(t, "", "load", "--url", "memory://l", "--rate", "0"), "--rate")
+}
+
+func TestHealthLineAndExitCode(t *testing.T) {
+	r := run0(t, "", "health", "--url", "memory://h")
+	if !strings.HasPrefix(r.stdout, "UP transport=memory open=true blocked=false") || strings.Count(r.stdout, "\n") != 1 {
+		t.Fatalf("health on memory: %q", r.stdout)
+	}
+	if url := os.Getenv("ACEMQ_TEST_AMQP_URL"); url != "" || testenv.Required() {
+		r = run0(t, "", "health", "--url", testenv.AMQPURL(t))
+		if !strings.HasPrefix(r.stdout, "UP transport=rabbitmq open=true") {
+			t.Fatalf("health on RabbitMQ: %q", r.stdout)
+		}
+	}
+	r = acemqCmd(t, "", "health", "--url", brokerDown(t))
+	if r.code != 1 || strings.TrimSpace(r.stdout) != "DOWN" {
+		t.Fatalf("health with the broker down: exit %d, %q", r.code, r.stdout)
+	}
+	mustFailWithSentence(t, r, "cannot connect")
+
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+		w.Header().Set("Content-Type", "application/json; charset=utf-8")
+		if req.URL.Path == "/down" {
+			w.WriteHeader(http.StatusServiceUnavailable)
+			fmt.Fprintln(w, `{"status":"DOWN","components":{"acemq":{"status":"DOWN","details":{"transport":"rabbitmq","open":false,"blocked":false,"inFlight":0,"detail":"the connection has been closed"}}}}`)
+			return
+		}
+		fmt.Fprintln(w, `{"status":"DEGRADED","components":{"acemq":{"status":"DEGRADED","details":{"transport":"rabbitmq","open":true,"blocked":false,"inFlight":2,"detail":"these consumers have stopped reading: orders"}}}}`)
+	}))
+	defer srv.Close()
+	r = acemqCmd(t, "", "health", "--actuator", srv.URL+"/acemq-health")
+	if r.code != 2 || !strings.HasPrefix(r.stdout, "DEGRADED transport=rabbitmq open=true blocked=false inFlight=2") {
+		t.Fatalf("DEGRADED actuator: exit %d, %q", r.code, r.stdout)
+	}
+	r = acemqCmd(t, "", "health", "--actuator", srv.URL+"/down")
+	if r.code != 1 || !strings.Contains(r.stdout, `DOWN transport=rabbitmq open=false`) {
+		t.Fatalf("DOWN actuator: exit %d, %q", r.code, r.stdout)
+	}
+}
+
+func TestEveryBrokerCommandSaysWhatToDoWhenTheBrokerIsDown(t *testing.T) {
+	down := brokerDown(t)
+	topo := writeFile(t, fmt.Sprintf(topologyYAML, "down", "quorum"))
+	for _, args := range [][]string{
+		{"topology", "plan", "-f", topo}, {"topology", "apply", "-f", topo},
+		{"dlq", "show", "orders.dlq"}, {"dlq", "replay", "orders.dlq"}, {"dlq", "purge", "orders.dlq", "--yes"},
+		{"publish", "--queue", "orders", "--body", "{}"}, {"tail", "orders"},
+		{"bench", "--count", "10"}, {"load", "--for", "1s"}, {"health"},
+	} {
+		t.Run(strings.Join(args[:min(2, len(args))], " "), func(t *testing.T) {
+			mustFailWithSentence(t, acemqCmd(t, "", append(args, "--url", down)...), "cannot connect to the broker")
+		})
+	}
+}
+
+func TestCommandsWithoutAURLSayHowToGiveOne(t *testing.T) {
+	for _, args := range [][]string{{"dlq", "list"}, {"dlq", "show", "q.dlq"}, {"publish", "--queue", "q", "--body", "x"}, {"health"}} {
+		mustFailWithSentence(t, acemqCmd(t, "", args...), "no broker URL")
+	}
+	mustFailWithSentence(t, acemqCmd(t, "", "tail", "q", "--bogus"), "--help")
+}
