@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -247,13 +248,14 @@ func TestContextDeadlineSoonerThanTimeoutIsATimeout(t *testing.T) {
 func TestCancelledContextReturnsTheContextError(t *testing.T) {
 	c := connect(t, "memory://"+t.Name())
 	q := requestQueue(t, c, "rpc.cancel")
-	started := make(chan struct{})
+	started, release := make(chan struct{}), make(chan struct{})
 	ctx, cancel := context.WithCancel(context.Background())
 	respond(t, c, q, func(hctx context.Context, m *acemq.Message[quote]) (price, error) {
 		close(started)
-		<-hctx.Done()
-		return price{}, hctx.Err()
+		<-release
+		return price{}, nil
 	})
+	defer close(release)
 	r := newRequester(t, c)
 	go func() { <-started; cancel() }()
 	_, err := rpc.Request[quote, price](ctx, r, "", q, quote{})
@@ -287,9 +289,9 @@ func TestRequestWithoutReplyAddressIsDeadLetteredWithTheReason(t *testing.T) {
 	forEachBroker(t, func(t *testing.T, url string) {
 		c := connect(t, url)
 		q := requestQueue(t, c, "rpc.noaddr")
-		called := false
+		var called atomic.Bool
 		respond(t, c, q, func(ctx context.Context, m *acemq.Message[quote]) (price, error) {
-			called = true
+			called.Store(true)
 			return price{}, nil
 		})
 		dlq := watch(t, c, acemq.DeadLetterQueue(q))
@@ -302,7 +304,7 @@ func TestRequestWithoutReplyAddressIsDeadLetteredWithTheReason(t *testing.T) {
 		if m.Envelope.ID != sent.Envelope.ID || m.Envelope.Error != "the handler rejected it: "+reason {
 			t.Fatalf("dead-lettered %s with %q", m.Envelope.ID, m.Envelope.Error)
 		}
-		if called {
+		if called.Load() {
 			t.Fatal("the handler ran for a request it could not answer")
 		}
 	})
