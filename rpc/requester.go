@@ -44,6 +44,7 @@ type Requester struct {
 	timeout  time.Duration
 	metrics  *metrics
 	consumer *acemq.Consumer
+	topo     *acemq.Topology
 
 	mu        sync.Mutex
 	pending   map[string]chan reply
@@ -84,6 +85,7 @@ func NewRequester(ctx context.Context, conn *acemq.Conn, opts ...Option) (*Reque
 		pending: map[string]chan reply{},
 	}
 	topo := acemq.NewTopology().Queue(r.queue, acemq.AsClassic(), acemq.Exclusive(), acemq.AutoDelete(), acemq.NonDurable())
+	r.topo = topo
 	if err := conn.Apply(ctx, topo); err != nil {
 		return nil, fmt.Errorf("acemq: cannot declare the reply queue %s: %w", r.queue, err)
 	}
@@ -119,7 +121,11 @@ func (r *Requester) Close(ctx context.Context) error {
 	for _, ch := range waiting {
 		ch <- reply{closed: true}
 	}
-	return r.consumer.Close(ctx)
+	err := r.consumer.Close(ctx)
+	// The reply queue goes with its connection (exclusive); a recovery
+	// must not declare it again.
+	r.conn.Forget(r.topo)
+	return err
 }
 
 func (r *Requester) onReply(_ context.Context, m *acemq.Message[reply]) acemq.Decision {

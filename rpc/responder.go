@@ -44,7 +44,7 @@ func answer[Req, Resp any](ctx context.Context, conn *acemq.Conn, h HandlerFunc[
 	env := m.Envelope
 	addr := env.ReplyTo // read as the contract says: header first, then property
 	if addr == "" {
-		return acemq.Reject(acemq.Fatal(noReplyAddress(env.ID)))
+		return acemq.Reject(acemq.Fatal(acemq.ExactReason(noReplyAddress(env.ID))))
 	}
 	resp, herr := h(ctx, m)
 	opts := []acemq.SendOption{
