@@ -232,3 +232,29 @@ func (e *DrainTimeoutError) Error() string {
 
 // Is makes errors.Is(err, ErrDrainTimeout) true.
 func (e *DrainTimeoutError) Is(target error) bool { return target == ErrDrainTimeout }
+
+type exactReason struct{ err error }
+
+func (e *exactReason) Error() string { return e.err.Error() }
+func (e *exactReason) Unwrap() error { return e.err }
+
+// ExactReason marks err so that, when a Reject, Park or fatal Retry sets
+// the message aside, x-acemq-error is err's text exactly, without the
+// decision's prefix ("the handler rejected it: "). Patterns use it for the
+// contract's fixed sentences. ExactReason(nil) returns nil.
+func ExactReason(err error) error {
+	if err == nil {
+		return nil
+	}
+	return &exactReason{err}
+}
+
+// reasonText renders a set-aside reason: prefix + err, or err alone when it
+// is marked with ExactReason.
+func reasonText(prefix string, err error) string {
+	var x *exactReason
+	if errors.As(err, &x) {
+		return x.Error()
+	}
+	return prefix + errText(err)
+}

@@ -83,14 +83,14 @@ func (k *consumerCore) settle(dv *delivery, env Envelope, dec Decision, handled 
 		k.ack(dv)
 	case decRetry:
 		if IsFatal(dec.err) {
-			k.settleAside(dv, env, DeadLetterQueue(q), "the handler reported an unprocessable message: "+errText(dec.err), ConsumeRejected, handled, dur)
+			k.settleAside(dv, env, DeadLetterQueue(q), reasonText("the handler reported an unprocessable message: ", dec.err), ConsumeRejected, handled, dur)
 			return
 		}
 		k.retry(dv, env, dec.err, handled, dur)
 	case decReject:
-		k.settleAside(dv, env, DeadLetterQueue(q), "the handler rejected it: "+errText(dec.err), ConsumeRejected, handled, dur)
+		k.settleAside(dv, env, DeadLetterQueue(q), reasonText("the handler rejected it: ", dec.err), ConsumeRejected, handled, dur)
 	case decPark:
-		k.settleAside(dv, env, ParkedQueue(q), "the handler parked it: "+errText(dec.err), ConsumeParked, handled, dur)
+		k.settleAside(dv, env, ParkedQueue(q), reasonText("the handler parked it: ", dec.err), ConsumeParked, handled, dur)
 	case decInProgress:
 		k.report(dv, Settlement{Queue: q, Envelope: env, Outcome: ConsumeInProgress, Target: q, RetryDelay: dec.delay, Handled: handled, HandlerDuration: dur})
 		k.putBackLater(dv, env, dec.delay)

@@ -1,0 +1,292 @@
+package rpc
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/acemq-go/acemq"
+	"go.opentelemetry.io/otel/metric"
+)
+
+// DefaultTimeout is how long a request waits for its reply unless the
+// Requester or the call says otherwise.
+const DefaultTimeout = 30 * time.Second
+
+// ReplyQueuePrefix starts every requester's private reply queue name.
+const ReplyQueuePrefix = "acemq.reply."
+
+// Option configures a Requester.
+type Option func(*config)
+
+type config struct {
+	timeout time.Duration
+	mp      metric.MeterProvider
+}
+
+// WithTimeout sets the requester's default per-request timeout (default
+// 30s). It must be positive.
+func WithTimeout(d time.Duration) Option { return func(c *config) { c.timeout = d } }
+
+// WithMeterProvider records acemq.request.total and acemq.request.duration
+// with mp instead of the global MeterProvider.
+func WithMeterProvider(mp metric.MeterProvider) Option { return func(c *config) { c.mp = mp } }
+
+// Requester sends requests and waits for their replies on one private reply
+// queue. It is safe for concurrent use: any number of requests may be
+// outstanding at once, and replies may arrive in any order.
+type Requester struct {
+	conn     *acemq.Conn
+	queue    string
+	timeout  time.Duration
+	metrics  *metrics
+	consumer *acemq.Consumer
+	topo     *acemq.Topology
+
+	mu        sync.Mutex
+	pending   map[string]chan reply
+	closed    bool
+	unmatched atomic.Int64
+}
+
+// reply is one message taken off the reply queue.
+type reply struct {
+	body        []byte
+	contentType string
+	errText     string
+	isErr       bool
+	closed      bool
+}
+
+// NewRequester declares the requester's reply queue acemq.reply.{uuid}
+// (classic, exclusive, auto-delete, non-durable) through conn.Apply, so a
+// connection recovery declares it again, and starts consuming it. Close
+// stops the consumer; the broker then deletes the queue.
+func NewRequester(ctx context.Context, conn *acemq.Conn, opts ...Option) (*Requester, error) {
+	cfg := config{timeout: DefaultTimeout}
+	for _, o := range opts {
+		o(&cfg)
+	}
+	if cfg.timeout <= 0 {
+		return nil, &acemq.ConfigurationError{Option: "rpc.WithTimeout", Reason: fmt.Sprintf("timeout %s is not positive; a request must be able to wait", cfg.timeout)}
+	}
+	m, err := newMetrics(cfg.mp, conn.Transport())
+	if err != nil {
+		return nil, fmt.Errorf("acemq: cannot create the request metrics: %w", err)
+	}
+	r := &Requester{
+		conn:    conn,
+		queue:   ReplyQueuePrefix + acemq.NewEnvelope().ID,
+		timeout: cfg.timeout,
+		metrics: m,
+		pending: map[string]chan reply{},
+	}
+	topo := acemq.NewTopology().Queue(r.queue, acemq.AsClassic(), acemq.Exclusive(), acemq.AutoDelete(), acemq.NonDurable())
+	r.topo = topo
+	if err := conn.Apply(ctx, topo); err != nil {
+		return nil, fmt.Errorf("acemq: cannot declare the reply queue %s: %w", r.queue, err)
+	}
+	r.consumer, err = acemq.Consume(ctx, conn, r.queue, r.onReply,
+		acemq.WithoutDeadLetterDeclaration(), acemq.ConsumerCodec(rawCodec{}))
+	if err != nil {
+		return nil, fmt.Errorf("acemq: cannot consume the reply queue %s: %w", r.queue, err)
+	}
+	return r, nil
+}
+
+// ReplyQueue is the name of the requester's reply queue, the address its
+// requests carry.
+func (r *Requester) ReplyQueue() string { return r.queue }
+
+// Unmatched counts replies that arrived for no waiting request (late
+// replies to timed-out requests, or replies to another requester's
+// correlation). They were acknowledged and dropped.
+func (r *Requester) Unmatched() int64 { return r.unmatched.Load() }
+
+// Close stops the reply consumer and fails every request still waiting
+// with acemq.ErrClosed. It is idempotent.
+func (r *Requester) Close(ctx context.Context) error {
+	r.mu.Lock()
+	if r.closed {
+		r.mu.Unlock()
+		return nil
+	}
+	r.closed = true
+	waiting := r.pending
+	r.pending = map[string]chan reply{}
+	r.mu.Unlock()
+	for _, ch := range waiting {
+		ch <- reply{closed: true}
+	}
+	err := r.consumer.Close(ctx)
+	// The reply queue goes with its connection (exclusive); a recovery
+	// must not declare it again.
+	r.conn.Forget(r.topo)
+	return err
+}
+
+func (r *Requester) onReply(_ context.Context, m *acemq.Message[reply]) acemq.Decision {
+	rep := m.Payload
+	rep.contentType = m.ContentType
+	if v, ok := m.Envelope.Header(acemq.HeaderReplyError); ok {
+		rep.isErr = true
+		rep.errText = headerText(v)
+	}
+	corr := m.Envelope.CorrelationID
+	r.mu.Lock()
+	ch, ok := r.pending[corr]
+	if ok {
+		delete(r.pending, corr)
+	}
+	r.mu.Unlock()
+	if !ok {
+		r.unmatched.Add(1)
+		r.conn.Logger().Debug("acemq: dropped a reply that no request is waiting for", "queue", r.queue, "correlation", corr, "id", m.Envelope.ID)
+		return acemq.Accept()
+	}
+	ch <- rep // buffered: never blocks
+	return acemq.Accept()
+}
+
+func headerText(v any) string {
+	switch x := v.(type) {
+	case string:
+		return x
+	case []byte:
+		return string(x)
+	}
+	return fmt.Sprint(v)
+}
+
+// RequestOption adjusts one Request.
+type RequestOption func(*requestConfig)
+
+type requestConfig struct {
+	timeout time.Duration
+	env     *acemq.Envelope
+	send    []acemq.SendOption
+}
+
+// Timeout sets this request's timeout instead of the requester's.
+func Timeout(d time.Duration) RequestOption { return func(c *requestConfig) { c.timeout = d } }
+
+// WithEnvelope sends the request with this envelope. Its correlation id and
+// reply address are overwritten: every request gets a fresh correlation.
+func WithEnvelope(e acemq.Envelope) RequestOption {
+	return func(c *requestConfig) { c.env = &e }
+}
+
+// WithSendOptions passes publish options (type, headers, priority, codec…)
+// to the request's publish. A correlation id or reply address given here is
+// overridden. Use WithEnvelope, not acemq.WithEnvelope, to give a whole
+// envelope.
+func WithSendOptions(opts ...acemq.SendOption) RequestOption {
+	return func(c *requestConfig) { c.send = append(c.send, opts...) }
+}
+
+// Request publishes req to exchange with routingKey and waits for the
+// reply, decoded into Resp with the Conn's codec by content type.
+//
+// The wait ends at the sooner of the timeout (30s unless set) and ctx's
+// deadline; then the error is a *TimeoutError matching ErrRequestTimedOut.
+// A cancelled ctx returns ctx's error. An error reply returns a
+// *ResponderError. A request that could not be published returns the
+// *acemq.PublishError. Every call is counted in acemq.request.total and
+// acemq.request.duration with outcome answered, timed_out or failed.
+// Request is safe for concurrent use.
+func Request[Req, Resp any](ctx context.Context, r *Requester, exchange, routingKey string, req Req, opts ...RequestOption) (Resp, error) {
+	var zero Resp
+	start := time.Now()
+	rc := requestConfig{timeout: r.timeout}
+	for _, o := range opts {
+		o(&rc)
+	}
+	msgType := routingKey
+	if msgType == "" {
+		msgType = "message"
+	}
+	if rc.env != nil && rc.env.Type != "" {
+		msgType = rc.env.Type
+	}
+	record := func(outcome string) { r.metrics.record(ctx, routingKey, msgType, outcome, time.Since(start)) }
+	if rc.timeout <= 0 {
+		record(OutcomeFailed)
+		return zero, &acemq.ConfigurationError{Option: "rpc.Timeout", Reason: fmt.Sprintf("timeout %s is not positive; a request must be able to wait", rc.timeout)}
+	}
+
+	corr := acemq.NewEnvelope().ID
+	ch := make(chan reply, 1)
+	r.mu.Lock()
+	if r.closed {
+		r.mu.Unlock()
+		record(OutcomeFailed)
+		return zero, acemq.ErrClosed
+	}
+	r.pending[corr] = ch
+	r.mu.Unlock()
+	forget := func() {
+		r.mu.Lock()
+		delete(r.pending, corr)
+		r.mu.Unlock()
+	}
+
+	wait := rc.timeout
+	wctx, cancel := context.WithTimeout(ctx, wait)
+	defer cancel()
+	if d, ok := ctx.Deadline(); ok && time.Until(d) < wait {
+		wait = time.Until(d).Round(time.Millisecond)
+	}
+
+	send := append([]acemq.SendOption(nil), rc.send...)
+	if rc.env != nil {
+		e := *rc.env
+		e.CorrelationID = corr
+		e.ReplyTo = r.queue
+		send = append(send, acemq.WithEnvelope(e))
+	} else {
+		send = append(send, acemq.WithCorrelationID(corr), acemq.WithReplyTo(r.queue))
+	}
+	sent, err := r.conn.Publish(wctx, exchange, routingKey, req, send...)
+	if err != nil {
+		forget()
+		if sent.Envelope.Type != "" {
+			msgType = sent.Envelope.Type
+		}
+		record(OutcomeFailed)
+		if ctx.Err() != nil && !errors.Is(ctx.Err(), context.DeadlineExceeded) {
+			return zero, ctx.Err()
+		}
+		return zero, fmt.Errorf("acemq: cannot send the request to exchange %q with key %q: %w", exchange, routingKey, err)
+	}
+	msgType = sent.Envelope.Type
+
+	select {
+	case rep := <-ch:
+		if rep.closed {
+			record(OutcomeFailed)
+			return zero, fmt.Errorf("acemq: the requester was closed while request %s waited for its reply: %w", sent.Envelope.ID, acemq.ErrClosed)
+		}
+		if rep.isErr {
+			record(OutcomeFailed)
+			return zero, &ResponderError{ID: sent.Envelope.ID, CorrelationID: corr, Text: rep.errText}
+		}
+		var resp Resp
+		if err := r.conn.Codec().Decode(rep.contentType, rep.body, &resp); err != nil {
+			record(OutcomeFailed)
+			return zero, fmt.Errorf("acemq: the reply to request %s could not be decoded into %T: %w", sent.Envelope.ID, resp, err)
+		}
+		record(OutcomeAnswered)
+		return resp, nil
+	case <-wctx.Done():
+		forget()
+		if err := ctx.Err(); err != nil && !errors.Is(err, context.DeadlineExceeded) {
+			record(OutcomeFailed)
+			return zero, err
+		}
+		record(OutcomeTimedOut)
+		return zero, &TimeoutError{ID: sent.Envelope.ID, CorrelationID: corr, Timeout: wait, ctxDeadline: ctx.Err() != nil}
+	}
+}
