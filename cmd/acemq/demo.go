@@ -18,6 +18,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/acemq-go/acemq"
+	"github.com/acemq-go/acemq/rpc"
 )
 
 type demoOrder struct {
@@ -198,12 +199,14 @@ func runDemo(ctx context.Context, out io.Writer, url, dbURL string) error {
 
 	// Pricing answers requests; the order service asks before recording.
 	prices := map[string]int{"SKU-42": 1999, "SKU-7": 4250, "SKU-99": 899}
-	pricing, err := respond(ctx, services, priceQ, func(r priceRequest) priceReply { return priceReply{SKU: r.SKU, Cents: prices[r.SKU]} })
+	pricing, err := rpc.Respond(ctx, services, priceQ, func(_ context.Context, m *acemq.Message[priceRequest]) (priceReply, error) {
+		return priceReply{SKU: m.Payload.SKU, Cents: prices[m.Payload.SKU]}, nil
+	})
 	if err != nil {
 		return fmt.Errorf("cannot start the pricing responder (%s)", sentence(err))
 	}
 	defer func() { _ = pricing.Close(context.Background()) }()
-	req, err := newRequester(ctx, orders)
+	req, err := rpc.NewRequester(ctx, orders, rpc.WithTimeout(10*time.Second))
 	if err != nil {
 		return fmt.Errorf("cannot start the price requester (%s)", sentence(err))
 	}
@@ -283,9 +286,8 @@ func runDemo(ctx context.Context, out io.Writer, url, dbURL string) error {
 	corrOf := map[string]string{}
 	for i := range placed {
 		o := &placed[i]
-		var p priceReply
 		t0 := time.Now()
-		rc, err := req.Request(ctx, priceQ, priceRequest{SKU: o.SKU}, &p)
+		p, err := rpc.Request[priceRequest, priceReply](ctx, req, "", priceQ, priceRequest{SKU: o.SKU})
 		if err != nil {
 			return fmt.Errorf("the price lookup for %s failed (%s)", o.SKU, sentence(err))
 		}
@@ -295,7 +297,7 @@ func runDemo(ctx context.Context, out io.Writer, url, dbURL string) error {
 		env.Type = "OrderPlaced"
 		env.Origin = orders.Origin()
 		corrOf[o.ID] = env.CorrelationID
-		j.add(env.CorrelationID, "order service: price of %s is %d cents (request/reply, correlation %s, %v)", o.SKU, p.Cents, rc[:8], time.Since(t0).Round(100*time.Microsecond))
+		j.add(env.CorrelationID, "order service: price of %s is %d cents (request/reply via %s, %v)", o.SKU, p.Cents, req.ReplyQueue(), time.Since(t0).Round(100*time.Microsecond))
 		body, _ := json.Marshal(o)
 		if err := recordOrder(ctx, db, int64(i+1), *o, env, ex, body); err != nil {
 			return fmt.Errorf("cannot record order %s in the database (%v); check --db", o.ID, err)
@@ -368,9 +370,9 @@ func runDemo(ctx context.Context, out io.Writer, url, dbURL string) error {
 	say("dlq:       %s holds 1 message: %s %s, reason %q", dlq, shown[0].Type, shown[0].ID[:8], shown[0].Error)
 	fixed.Store(true)
 	say("fix:       the catalogue now lists SKU-99 (a deploy)")
-	rep, err := replayQueue(ctx, orders, dlq, replayOptions{OnMoved: func(m *acemq.Pulled) {
-		j.add(m.Envelope.CorrelationID, "replay: moved %s from %s back to %s", m.Envelope.ID[:8], dlq, invQ)
-	}})
+	// Journaled first: the consumer may see the message before Queue returns.
+	j.add(shown[0].CorrelationID, "replay: moving %s from %s back to %s", shown[0].ID[:8], dlq, invQ)
+	rep, err := replayQueue(ctx, orders, dlq, replayOptions{})
 	if err != nil {
 		return err
 	}

@@ -306,19 +306,10 @@ func newDLQReplay() *cobra.Command {
 			}
 			defer closeConn(c)
 			errOut := cmd.ErrOrStderr()
-			depth, err := requireQueue(ctx, c, args[0])
-			if err != nil {
-				return err
+			if dups := duplicateIDs(ctx, c, args[0]); len(dups) > 0 {
+				fmt.Fprintf(errOut, "warning: %d message id(s) appear more than once in %s (e.g. %s); replaying delivers each copy, so their consumer sees them twice unless it is idempotent\n", len(dups), args[0], dups[0])
 			}
-			bar := newProgress(errOut, "replaying "+args[0], int64(depth))
-			rep, err := replayQueue(ctx, c, args[0], replayOptions{
-				Limit: limit, Filter: f, KeepAttempts: keep,
-				OnMoved: func(*acemq.Pulled) { bar.Add(1) },
-				OnDuplicate: func(id string) {
-					fmt.Fprintf(errOut, "warning: message %s is in %s more than once; its consumer will see it twice unless it is idempotent\n", id, args[0])
-				},
-			})
-			bar.Done()
+			rep, err := replayQueue(ctx, c, args[0], replayOptions{Limit: limit, Filter: f, KeepAttempts: keep, Progress: errOut})
 			if err != nil {
 				return err
 			}
@@ -377,4 +368,20 @@ func newDLQPurge() *cobra.Command {
 	urlFlag(cmd, &u)
 	cmd.Flags().BoolVar(&yes, "yes", false, "confirm that the messages are to be deleted")
 	return cmd
+}
+
+// duplicateIDs peeks at up to 10,000 messages of queue (returning them all)
+// and lists ids that occur more than once; nil when it cannot tell.
+func duplicateIDs(ctx context.Context, c *acemq.Conn, queue string) []string {
+	ms, err := peek(ctx, c, queue, 10000)
+	if err != nil {
+		return nil
+	}
+	var dups []string
+	for _, m := range ms {
+		if m.Duplicate {
+			dups = append(dups, m.ID)
+		}
+	}
+	return dups
 }

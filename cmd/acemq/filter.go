@@ -15,16 +15,16 @@ import (
 //	term  := unary { ("&&" | "and") unary }
 //	unary := ("!" | "not") unary | "(" expr ")" | field op literal
 //	field := id | type | error | origin | correlation | causation | attempt |
-//	         version | routingKey | body | header.NAME
+//	         version | body | header.NAME
 //	op    := == | != | ~ (contains) | !~ | < | <= | > | >=
 //
 // Literals are "double-quoted strings" or numbers. Example:
 //
 //	type == "OrderPlaced" && error ~ "timeout" && attempt >= 3
-type filter func(m *acemq.Pulled) bool
+type filter func(env acemq.Envelope, body []byte) bool
 
 const filterHelp = `FILTER: field op literal, combined with && (and), || (or), ! (not) and parentheses.
-  fields: id type error origin correlation causation attempt version routingKey body header.NAME
+  fields: id type error origin correlation causation attempt version body header.NAME (an application header)
   ops:    == != ~ (contains) !~ < <= > >=    literals: "text" or numbers
   e.g.    type == "OrderPlaced" && error ~ "timeout"`
 
@@ -68,7 +68,7 @@ func lex(src string) ([]token, error) {
 					goto next
 				}
 			}
-			return nil, fmt.Errorf("%q at position %d is not an operator; use == != ~ !~ < <= > >= && || !", string(r), i+1)
+			return nil, fmt.Errorf("%q at position %d is not an operator; use one of == != ~ !~ < <= > >= && || or ! (not)", string(r), i+1)
 		case unicode.IsDigit(r) || r == '-':
 			j := i + 1
 			for j < len(src) && (unicode.IsDigit(rune(src[j])) || src[j] == '.') {
@@ -112,7 +112,7 @@ func (p *parser) take() token { t := p.toks[p.i]; p.i++; return t }
 // parseFilter compiles src; the error says where and what was expected.
 func parseFilter(src string) (filter, error) {
 	if strings.TrimSpace(src) == "" {
-		return func(*acemq.Pulled) bool { return true }, nil
+		return func(acemq.Envelope, []byte) bool { return true }, nil
 	}
 	toks, err := lex(src)
 	if err != nil {
@@ -141,7 +141,7 @@ func (p *parser) or() (filter, error) {
 			return nil, err
 		}
 		a, b := l, r
-		l = func(m *acemq.Pulled) bool { return a(m) || b(m) }
+		l = func(e acemq.Envelope, body []byte) bool { return a(e, body) || b(e, body) }
 	}
 	return l, nil
 }
@@ -158,7 +158,7 @@ func (p *parser) and() (filter, error) {
 			return nil, err
 		}
 		a, b := l, r
-		l = func(m *acemq.Pulled) bool { return a(m) && b(m) }
+		l = func(e acemq.Envelope, body []byte) bool { return a(e, body) && b(e, body) }
 	}
 	return l, nil
 }
@@ -172,7 +172,7 @@ func (p *parser) unary() (filter, error) {
 		if err != nil {
 			return nil, err
 		}
-		return func(m *acemq.Pulled) bool { return !f(m) }, nil
+		return func(e acemq.Envelope, body []byte) bool { return !f(e, body) }, nil
 	case t.kind == "(":
 		p.take()
 		f, err := p.or()
@@ -189,7 +189,7 @@ func (p *parser) unary() (filter, error) {
 }
 
 var filterFields = map[string]bool{"id": true, "type": true, "error": true, "origin": true, "correlation": true,
-	"causation": true, "attempt": true, "version": true, "routingkey": true, "body": true}
+	"causation": true, "attempt": true, "version": true, "body": true}
 
 func (p *parser) comparison() (filter, error) {
 	ft := p.take()
@@ -199,7 +199,7 @@ func (p *parser) comparison() (filter, error) {
 	field := ft.text
 	lower := strings.ToLower(field)
 	if !filterFields[lower] && !strings.HasPrefix(lower, "header.") {
-		return nil, fmt.Errorf("unknown field %q; use id, type, error, origin, correlation, causation, attempt, version, routingKey, body or header.NAME", field)
+		return nil, fmt.Errorf("unknown field %q; use id, type, error, origin, correlation, causation, attempt, version, body or header.NAME", field)
 	}
 	op := p.take()
 	switch op.text {
@@ -223,10 +223,9 @@ func (p *parser) comparison() (filter, error) {
 	if (op.text == "~" || op.text == "!~") && isNum {
 		return nil, fmt.Errorf("~ compares text; quote the value after %s", field)
 	}
-	get := func(m *acemq.Pulled) string { return fieldValue(m, field) }
 	want := lit.text
-	return func(m *acemq.Pulled) bool {
-		v := get(m)
+	return func(e acemq.Envelope, body []byte) bool {
+		v := fieldValue(e, body, field)
 		if isNum {
 			n, err := strconv.ParseFloat(v, 64)
 			if err != nil {
@@ -271,8 +270,7 @@ func (p *parser) comparison() (filter, error) {
 }
 
 // fieldValue is the text of one filter field on m.
-func fieldValue(m *acemq.Pulled, field string) string {
-	e := m.Envelope
+func fieldValue(e acemq.Envelope, body []byte, field string) string {
 	switch strings.ToLower(field) {
 	case "id":
 		return e.ID
@@ -290,13 +288,11 @@ func fieldValue(m *acemq.Pulled, field string) string {
 		return strconv.Itoa(e.Attempt)
 	case "version":
 		return strconv.Itoa(e.Version)
-	case "routingkey":
-		return m.RoutingKey
 	case "body":
-		return string(m.Body)
+		return string(body)
 	}
 	name := field[len("header."):]
-	if v, ok := m.Headers[name]; ok {
+	if v, ok := e.Header(name); ok {
 		return fmt.Sprint(v)
 	}
 	return ""

@@ -79,10 +79,9 @@ func (p *progress) draw(final bool) {
 		return
 	}
 	const width = 30
-	bar := strings.Repeat("-", width)
 	if p.total > 0 {
 		n := int(float64(width) * float64(min(p.done, p.total)) / float64(p.total))
-		bar = strings.Repeat("#", n) + strings.Repeat("-", width-n)
+		bar := strings.Repeat("#", n) + strings.Repeat("-", width-n)
 		fmt.Fprintf(p.w, "\r%s [%s] %d/%d %.1fs", p.label, bar, p.done, p.total, el)
 	} else {
 		fmt.Fprintf(p.w, "\r%s %d %.1fs", p.label, p.done, el)

@@ -3,10 +3,13 @@ package main
 import (
 	"context"
 	"fmt"
+	"io"
 	"strconv"
+	"sync"
 	"time"
 
 	"github.com/acemq-go/acemq"
+	"github.com/acemq-go/acemq/replay"
 )
 
 // replayOptions bound one replay pass (behaviour §7.4).
@@ -14,121 +17,75 @@ type replayOptions struct {
 	Limit        int    // 0 = no limit
 	Filter       filter // nil = every message
 	KeepAttempts bool
-	// OnMoved is called after each message is republished and its
-	// dead-letter copy acked; OnDuplicate when an id is seen twice.
-	OnMoved     func(m *acemq.Pulled)
-	OnDuplicate func(id string)
+	// Progress, when set, shows how far the pass has got.
+	Progress io.Writer
 }
 
-// replayReport is what a pass did.
-type replayReport struct {
-	Moved, Skipped int
-	Reason         string // drained, limit, cancelled, failed
-	Err            error
-}
-
-func (r replayReport) String() string {
-	return fmt.Sprintf("moved %d, skipped %d (%s)", r.Moved, r.Skipped, r.Reason)
-}
-
-// replayQueue moves messages from a {q}.dlq or {q}.parked queue back to
-// {q} through the default exchange: it republishes each accepted message's
-// original bytes, stamped with provenance, attempt reset to 1 and error
-// cleared (unless KeepAttempts), mandatory and confirmed, and only then acks
-// the dead-letter copy. Declined messages are held to the end of the pass
-// and then returned. A pass examines at most the messages present at its
-// start. A failed publish returns that message to its queue and stops.
-//
-// It stands in for the replay package (not merged when this was written)
-// and follows the same rules.
-func replayQueue(ctx context.Context, c *acemq.Conn, source string, o replayOptions) (replayReport, error) {
+// replayQueue checks the names, then moves messages from a {q}.dlq or
+// {q}.parked queue back to {q} with the replay package. Each sentence it
+// returns says what to do.
+func replayQueue(ctx context.Context, c *acemq.Conn, source string, o replayOptions) (replay.Report, error) {
 	if !isSetAside(source) {
-		return replayReport{}, fmt.Errorf("%q is not a dead-letter queue; replay moves messages from QUEUE.dlq or QUEUE.parked back to QUEUE", source)
+		return replay.Report{}, fmt.Errorf("%q is not a dead-letter queue; replay moves messages from QUEUE.dlq or QUEUE.parked back to QUEUE", source)
 	}
 	target := sourceOf(source)
-	if target == source {
-		return replayReport{}, fmt.Errorf("replaying %q into itself would loop forever; pass a .dlq or .parked queue", source)
-	}
 	present, err := requireQueue(ctx, c, source)
 	if err != nil {
-		return replayReport{}, err
+		return replay.Report{}, err
 	}
 	if _, err := requireQueue(ctx, c, target); err != nil {
-		return replayReport{}, fmt.Errorf("cannot replay into %q: it does not exist; declare it first (acemq topology apply)", target)
+		return replay.Report{}, fmt.Errorf("cannot replay into %q: it does not exist; declare it first (acemq topology apply)", target)
 	}
-	p, err := c.NewPuller(ctx)
-	if err != nil {
-		return replayReport{}, fmt.Errorf("cannot open a channel to take messages (%s); check the connection and retry", sentence(err))
+	var opts []replay.Option
+	if o.Limit > 0 {
+		opts = append(opts, replay.Limit(o.Limit))
 	}
-	var held []*acemq.Pulled
-	defer func() {
-		for _, m := range held {
-			_ = m.Nack(true)
-		}
-		_ = p.Close()
-	}()
-	seen := map[string]bool{}
-	rep := replayReport{Reason: "drained"}
-	for examined := 0; examined < present; examined++ {
-		if ctx.Err() != nil {
-			rep.Reason = "cancelled"
-			return rep, nil
-		}
-		if o.Limit > 0 && rep.Moved >= o.Limit {
-			rep.Reason = "limit"
-			return rep, nil
-		}
-		m, ok, err := p.Pull(ctx, source)
-		if err != nil {
-			rep.Reason, rep.Err = "failed", err
-			return rep, nil
-		}
-		if !ok {
-			break
-		}
-		if seen[m.Envelope.ID] && o.OnDuplicate != nil {
-			o.OnDuplicate(m.Envelope.ID)
-		}
-		seen[m.Envelope.ID] = true
-		if o.Filter != nil && !o.Filter(m) {
-			rep.Skipped++
-			held = append(held, m)
-			continue
-		}
-		raw := m.Raw("", target)
-		stampReplay(raw.Headers, m, source, o.KeepAttempts)
-		if err := c.PublishRaw(ctx, raw); err != nil {
-			_ = m.Nack(true)
-			rep.Reason, rep.Err = "failed", err
-			return rep, nil
-		}
-		if err := m.Ack(); err != nil {
-			rep.Reason = "failed"
-			rep.Err = fmt.Errorf("message %s was republished but its dead-letter copy could not be removed, so it will be replayed again: %w", m.Envelope.ID, err)
-			return rep, nil
-		}
-		rep.Moved++
-		if o.OnMoved != nil {
-			o.OnMoved(m)
-		}
+	if o.Filter != nil {
+		opts = append(opts, replay.Filter(o.Filter))
+	}
+	if o.KeepAttempts {
+		opts = append(opts, replay.KeepAttempts())
+	}
+	if o.Progress != nil && present > 0 {
+		stop := watchDepth(ctx, c, source, present, newProgress(o.Progress, "replaying "+source, int64(present)))
+		defer stop()
+	}
+	rep, err := replay.Queue(ctx, c, source, opts...)
+	if err != nil && rep.Reason != replay.Failed {
+		return rep, fmt.Errorf("the replay of %s stopped after moving %d (%s); run it again to continue", source, rep.Moved, sentence(err))
 	}
 	return rep, nil
 }
 
-// stampReplay writes the provenance headers and, unless keep, resets the
-// attempt to 1 and clears the error.
-func stampReplay(h map[string]any, m *acemq.Pulled, source string, keep bool) {
-	h[acemq.HeaderReplayedFrom] = source
-	h[acemq.HeaderReplayedAt] = time.Now().UTC().Format(time.RFC3339)
-	h[acemq.HeaderReplayCount] = int64(headerInt(m.Headers[acemq.HeaderReplayCount]) + 1)
-	if !keep {
-		env := m.Envelope
-		env.Attempt = 1
-		env.Error = ""
-		if v, ok := env.WireHeaders()[acemq.HeaderAttempt]; ok {
-			h[acemq.HeaderAttempt] = v
+// watchDepth reports progress as the source drains (the replay package has
+// no per-message callback), checking its depth every 200ms until stop.
+func watchDepth(ctx context.Context, c *acemq.Conn, queue string, start int, bar *progress) (stop func()) {
+	done := make(chan struct{})
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		t := time.NewTicker(200 * time.Millisecond)
+		defer t.Stop()
+		shown := 0
+		for {
+			select {
+			case <-done:
+				return
+			case <-ctx.Done():
+				return
+			case <-t.C:
+			}
+			if info, err := c.QueueInfo(ctx, queue); err == nil && start-info.Messages > shown {
+				bar.Add(int64(start - info.Messages - shown))
+				shown = start - info.Messages
+			}
 		}
-		delete(h, acemq.HeaderError)
+	}()
+	return func() {
+		close(done)
+		wg.Wait()
+		bar.Done()
 	}
 }
 
