@@ -46,7 +46,7 @@ test: services-up
 	@# summary lines close the output): it exits non-zero unless every number
 	@# is what the flow implies. Once on memory://, once on the real broker.
 	@echo "demo on memory://"; $(GO) run ./cmd/acemq demo | tail -1
-	@$(SERVICE_ENV); echo "demo on $$ACEMQ_TEST_AMQP_URL"; $(GO) run ./cmd/acemq demo --url "$$ACEMQ_TEST_AMQP_URL" | tail -1
+	@$(SERVICE_ENV); echo "demo on $$ACEMQ_TEST_AMQP_URL with PostgreSQL"; $(GO) run ./cmd/acemq demo --url "$$ACEMQ_TEST_AMQP_URL" --db "$$ACEMQ_TEST_POSTGRES_URL" | tail -1
 	@$(SERVICE_ENV); export ACEMQ_REQUIRE_SERVICES=1; \
 	$(GO) test -race -count=1 -p 1 -timeout $(TEST_TIMEOUT) -json ./... | "$(TESTFILTER)"
 

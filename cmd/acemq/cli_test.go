@@ -508,6 +508,11 @@ func benchOn(t *testing.T, url string, extra ...string) benchResult {
 	if !strings.Contains(r.stdout, "p99.9") {
 		t.Fatalf("bench table lacks percentiles:\n%s", r.stdout)
 	}
+	// Not a terminal: progress comes as plain lines on stderr, the last
+	// one at the total.
+	if !regexp.MustCompile(`(?m)^bench: (\d+)/\d+ \(`).MatchString(r.stderr) || strings.Contains(r.stderr, "\r") {
+		t.Fatalf("bench progress on a non-terminal:\n%q", r.stderr)
+	}
 	b, err := os.ReadFile(out)
 	if err != nil {
 		t.Fatal(err)

@@ -363,6 +363,19 @@ func runDemo(ctx context.Context, out io.Writer, url, dbURL string) error {
 	if err := waitDepth(ctx, services, dlq, 1); err != nil {
 		return err
 	}
+	if isMemory(url) {
+		// The in-process broker can list its queues, as `acemq dlq list`
+		// does through the management API on RabbitMQ.
+		if all, err := listQueues(ctx, url, ""); err == nil {
+			var parts []string
+			for _, q := range all {
+				if isSetAside(q.Name) {
+					parts = append(parts, fmt.Sprintf("%s %d", q.Name, q.Messages))
+				}
+			}
+			say("dlq list:  %s", strings.Join(parts, ", "))
+		}
+	}
 	shown, err := peek(ctx, services, dlq, 1)
 	if err != nil || len(shown) != 1 {
 		return fmt.Errorf("cannot read the dead-lettered order from %s (%v)", dlq, err)
