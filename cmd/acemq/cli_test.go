@@ -652,3 +652,28 @@ func TestCommandsWithoutAURLSayHowToGiveOne(t *testing.T) {
 	}
 	mustFailWithSentence(t, acemqCmd(t, "", "tail", "q", "--bogus"), "--help")
 }
+
+func TestReplayWarnsWhenAnIDIsInTheQueueTwice(t *testing.T) {
+	url := testenv.AMQPURL(t)
+	c := libConn(t, url)
+	q := testenv.Unique("cli.dup")
+	ids := seedDLQ(t, c, q, 2)
+	// A second copy of the first message, as an at-least-once hop can leave.
+	env := acemq.NewEnvelope()
+	env.ID = ids[0]
+	if err := c.PublishRaw(context.Background(), acemq.RawMessage{RoutingKey: q + ".dlq", ContentType: "application/json", MessageID: env.ID,
+		Headers: env.WireHeaders(), Body: []byte(`{}`)}); err != nil {
+		t.Fatal(err)
+	}
+	r := run0(t, "", "dlq", "show", q+".dlq", "-n", "3", "--url", url)
+	if strings.Count(r.stdout, "duplicate:") != 1 {
+		t.Fatalf("dlq show should mark the second copy as a duplicate:\n%s", r.stdout)
+	}
+	r = run0(t, "", "dlq", "replay", q+".dlq", "--url", url)
+	if !strings.Contains(r.stderr, "warning: 1 message id(s) appear more than once in "+q+".dlq (e.g. "+ids[0]+")") {
+		t.Fatalf("replay did not warn about the duplicate id:\n%s", r.stderr)
+	}
+	if !strings.Contains(r.stdout, "moved 3, skipped 0 (drained)") || depth(t, c, q) != 3 {
+		t.Fatalf("replay: %s (queue depth %d, want 3)", r.stdout, depth(t, c, q))
+	}
+}

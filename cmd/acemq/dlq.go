@@ -232,6 +232,12 @@ func newDLQShow() *cobra.Command {
 
 // peek takes up to n messages and returns them all to the queue.
 func peek(ctx context.Context, c *acemq.Conn, queue string, n int) ([]shownMessage, error) {
+	return peekWithProgress(ctx, c, queue, n, nil)
+}
+
+// peekWithProgress is peek with a progress bar on progressOut (nil: none)
+// when more than 100 messages are to be read.
+func peekWithProgress(ctx context.Context, c *acemq.Conn, queue string, n int, progressOut io.Writer) ([]shownMessage, error) {
 	depth, err := requireQueue(ctx, c, queue)
 	if err != nil {
 		return nil, err
@@ -249,7 +255,15 @@ func peek(ctx context.Context, c *acemq.Conn, queue string, n int) ([]shownMessa
 	}()
 	seen := map[string]bool{}
 	var out []shownMessage
+	var bar *progress
+	if total := min(n, depth); progressOut != nil && total > 100 {
+		bar = newProgress(progressOut, "reading "+queue, int64(total))
+		defer bar.Done()
+	}
 	for i := 0; i < min(n, depth); i++ {
+		if bar != nil {
+			bar.Add(1)
+		}
 		m, ok, err := p.Pull(ctx, queue)
 		if err != nil {
 			return nil, fmt.Errorf("cannot read %q (%s); check the connection and retry", queue, sentence(err))
@@ -306,7 +320,7 @@ func newDLQReplay() *cobra.Command {
 			}
 			defer closeConn(c)
 			errOut := cmd.ErrOrStderr()
-			if dups := duplicateIDs(ctx, c, args[0]); len(dups) > 0 {
+			if dups := duplicateIDs(ctx, c, args[0], errOut); len(dups) > 0 {
 				fmt.Fprintf(errOut, "warning: %d message id(s) appear more than once in %s (e.g. %s); replaying delivers each copy, so their consumer sees them twice unless it is idempotent\n", len(dups), args[0], dups[0])
 			}
 			rep, err := replayQueue(ctx, c, args[0], replayOptions{Limit: limit, Filter: f, KeepAttempts: keep, Progress: errOut})
@@ -370,10 +384,10 @@ func newDLQPurge() *cobra.Command {
 	return cmd
 }
 
-// duplicateIDs peeks at up to 10,000 messages of queue (returning them all)
+// duplicateIDs peeks at up to 1,000 messages of queue (returning them all)
 // and lists ids that occur more than once; nil when it cannot tell.
-func duplicateIDs(ctx context.Context, c *acemq.Conn, queue string) []string {
-	ms, err := peek(ctx, c, queue, 10000)
+func duplicateIDs(ctx context.Context, c *acemq.Conn, queue string, progressOut io.Writer) []string {
+	ms, err := peekWithProgress(ctx, c, queue, 1000, progressOut)
 	if err != nil {
 		return nil
 	}

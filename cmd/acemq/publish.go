@@ -86,7 +86,7 @@ func newPublish() *cobra.Command {
 			defer closeConn(c)
 			out := cmd.OutOrStdout()
 			var bar *progress
-			if len(payloads) > 100 {
+			if !cmd.Flags().Changed("body") {
 				bar = newProgress(cmd.ErrOrStderr(), "publishing", int64(len(payloads)))
 			}
 			for i, p := range payloads {
