@@ -677,3 +677,20 @@ func TestReplayWarnsWhenAnIDIsInTheQueueTwice(t *testing.T) {
 		t.Fatalf("replay: %s (queue depth %d, want 3)", r.stdout, depth(t, c, q))
 	}
 }
+
+func TestBenchDrawsABarOnATerminal(t *testing.T) {
+	script, err := exec.LookPath("script")
+	if err != nil {
+		t.Skip("util-linux's script is not installed, so no terminal can be faked; apt-get install bsdutils")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	// script runs the command on a pseudo-terminal.
+	out, err := exec.CommandContext(ctx, script, "-qec", acemqBinary+" bench --url memory://tty --rate 2000 --for 1500ms --out ''", "/dev/null").CombinedOutput()
+	if err != nil {
+		t.Fatalf("bench on a terminal: %v\n%s", err, out)
+	}
+	if !strings.Contains(string(out), "\rbench [") || !regexp.MustCompile(`\[#{30}\] 3000/3000`).Match(out) {
+		t.Fatalf("no redrawn progress bar on a terminal:\n%q", out)
+	}
+}
