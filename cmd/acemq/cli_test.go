@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -692,5 +693,40 @@ func TestBenchDrawsABarOnATerminal(t *testing.T) {
 	}
 	if !strings.Contains(string(out), "\rbench [") || !regexp.MustCompile(`\[#{30}\] 3000/3000`).Match(out) {
 		t.Fatalf("no redrawn progress bar on a terminal:\n%q", out)
+	}
+}
+
+func TestLoadUntilInterruptedEndsWithAFinalLineAndExitZero(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, acemqBinary, "load", "--url", "memory://sig", "--rate", "100", "--interval", "200ms", "--for", "0")
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	buf := make([]byte, 4096)
+	var got strings.Builder
+	for !strings.Contains(got.String(), "\n") { // the first sample line
+		n, err := stdout.Read(buf)
+		if err != nil {
+			t.Fatalf("load ended before its first line: %v (%q)", err, got.String())
+		}
+		got.Write(buf[:n])
+	}
+	if err := cmd.Process.Signal(os.Interrupt); err != nil {
+		t.Fatal(err)
+	}
+	rest, _ := io.ReadAll(stdout)
+	got.Write(rest)
+	if err := cmd.Wait(); err != nil {
+		t.Fatalf("load after Ctrl-C: %v\n%s", err, got.String())
+	}
+	lines := strings.Split(strings.TrimSpace(got.String()), "\n")
+	var last map[string]any
+	if err := json.Unmarshal([]byte(lines[len(lines)-1]), &last); err != nil || len(lines) < 2 {
+		t.Fatalf("want sample lines ending with a final one, got %q (%v)", got.String(), err)
 	}
 }

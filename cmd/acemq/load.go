@@ -5,10 +5,8 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"os/signal"
 	"strconv"
 	"sync"
-	"syscall"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -44,8 +42,7 @@ func newLoad() *cobra.Command {
 				}
 				dur = time.Duration(n) * time.Second
 			}
-			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
-			defer stop()
+			ctx := cmd.Context() // cancelled by Ctrl-C or SIGTERM (main)
 			if dur > 0 {
 				var cancel context.CancelFunc
 				ctx, cancel = context.WithTimeout(ctx, dur)

@@ -13,8 +13,11 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"os"
+	"os/signal"
+	"syscall"
 
 	"github.com/spf13/cobra"
 )
@@ -27,7 +30,12 @@ func main() {
 func run(args []string) int {
 	root := newRoot()
 	root.SetArgs(args)
-	if err := root.Execute(); err != nil {
+	// Ctrl-C or SIGTERM cancels the command's context: tail returns what
+	// it holds, load prints its final line, bench and replay stop between
+	// messages.
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	if err := root.ExecuteContext(ctx); err != nil {
 		var ec *exitCodeError
 		if asExitCode(err, &ec) {
 			if ec.msg != "" {
