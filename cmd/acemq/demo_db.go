@@ -17,23 +17,33 @@ import (
 )
 
 // demoDB is the demo's database: SQLite in a temporary file by default,
-// PostgreSQL with --db postgres://…. Its tables carry a per-run prefix so
-// runs against a shared server never meet, and are dropped at the end.
+// PostgreSQL with --db postgres://…. On PostgreSQL the run's tables live
+// in a schema of their own (acemq_demo_{run}, first on the search path),
+// so runs against a shared server never meet, and it is dropped at the end.
 type demoDB struct {
 	*sql.DB
 	kind   string // "sqlite" or "postgresql"
-	prefix string
+	schema string
+	admin  *sql.DB // PostgreSQL: the connection that owns the schema
 	where  string
 	tmpDir string
 }
 
 func openDemoDB(ctx context.Context, dsn, run string) (*demoDB, error) {
-	d := &demoDB{prefix: "demo_" + run + "_"}
+	d := &demoDB{}
 	var err error
 	switch {
 	case strings.HasPrefix(dsn, "postgres://") || strings.HasPrefix(dsn, "postgresql://"):
-		d.kind, d.where = "postgresql", redact(dsn)
-		d.DB, err = sql.Open("pgx", dsn)
+		d.kind, d.schema = "postgresql", "acemq_demo_"+run
+		d.where = redact(dsn) + ", schema " + d.schema
+		if d.admin, err = sql.Open("pgx", dsn); err == nil {
+			pctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+			_, err = d.admin.ExecContext(pctx, "CREATE SCHEMA "+d.schema)
+			cancel()
+		}
+		if err == nil {
+			d.DB, err = sql.Open("pgx", withSearchPath(dsn, d.schema))
+		}
 	default:
 		d.kind = "sqlite"
 		path := dsn
@@ -67,17 +77,17 @@ func openDemoDB(ctx context.Context, dsn, run string) (*demoDB, error) {
 		blob = "BYTEA"
 	}
 	for _, stmt := range []string{
-		`CREATE TABLE %[1]sorders (id VARCHAR(64) PRIMARY KEY, sku VARCHAR(64) NOT NULL, cents INTEGER NOT NULL, created_at BIGINT NOT NULL)`,
+		`CREATE TABLE orders (id VARCHAR(64) PRIMARY KEY, sku VARCHAR(64) NOT NULL, cents INTEGER NOT NULL, created_at BIGINT NOT NULL)`,
 		// The outbox table of behaviour §7.1 (without the relay-lock columns
 		// a single relay does not need).
-		`CREATE TABLE %[1]soutbox (seq BIGINT NOT NULL UNIQUE, id VARCHAR(64) PRIMARY KEY, exchange_name VARCHAR(255) NOT NULL,
+		`CREATE TABLE outbox (seq BIGINT NOT NULL UNIQUE, id VARCHAR(64) PRIMARY KEY, exchange_name VARCHAR(255) NOT NULL,
 			routing_key VARCHAR(255) NOT NULL, content_type VARCHAR(255) NOT NULL, headers TEXT NOT NULL, body ` + blob + ` NOT NULL,
 			created_at BIGINT NOT NULL, attempts INTEGER NOT NULL DEFAULT 0, last_error VARCHAR(1000))`,
-		`CREATE TABLE %[1]sprocessed (consumer VARCHAR(64) NOT NULL, message_id VARCHAR(255) NOT NULL, recorded_at BIGINT NOT NULL, PRIMARY KEY (consumer, message_id))`,
-		`CREATE TABLE %[1]spayments (order_id VARCHAR(64) PRIMARY KEY, cents INTEGER NOT NULL)`,
-		`CREATE TABLE %[1]sreservations (order_id VARCHAR(64) PRIMARY KEY, sku VARCHAR(64) NOT NULL)`,
+		`CREATE TABLE processed (consumer VARCHAR(64) NOT NULL, message_id VARCHAR(255) NOT NULL, recorded_at BIGINT NOT NULL, PRIMARY KEY (consumer, message_id))`,
+		`CREATE TABLE payments (order_id VARCHAR(64) PRIMARY KEY, cents INTEGER NOT NULL)`,
+		`CREATE TABLE reservations (order_id VARCHAR(64) PRIMARY KEY, sku VARCHAR(64) NOT NULL)`,
 	} {
-		if _, err := d.ExecContext(ctx, fmt.Sprintf(stmt, d.prefix)); err != nil {
+		if _, err := d.ExecContext(ctx, stmt); err != nil {
 			d.close()
 			return nil, fmt.Errorf("cannot create the demo's tables in %s (%v); check that the user may create tables", d.where, err)
 		}
@@ -86,17 +96,28 @@ func openDemoDB(ctx context.Context, dsn, run string) (*demoDB, error) {
 }
 
 // t names one of the run's tables.
-func (d *demoDB) t(name string) string { return d.prefix + name }
+func (d *demoDB) t(name string) string { return name }
 
-// close drops the run's tables (PostgreSQL) or the temporary file (SQLite).
+// withSearchPath adds search_path=schema to a PostgreSQL URL (pgx passes
+// unknown parameters to the server as run-time settings).
+func withSearchPath(dsn, schema string) string {
+	sep := "?"
+	if strings.Contains(dsn, "?") {
+		sep = "&"
+	}
+	return dsn + sep + "search_path=" + schema
+}
+
+// close drops the run's schema (PostgreSQL) or the temporary file (SQLite).
 func (d *demoDB) close() {
 	if d.DB != nil {
-		if d.kind == "postgresql" {
-			for _, t := range []string{"orders", "outbox", "processed", "payments", "reservations"} {
-				_, _ = d.Exec("DROP TABLE IF EXISTS " + d.t(t))
-			}
-		}
 		_ = d.DB.Close()
+	}
+	if d.admin != nil {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		_, _ = d.admin.ExecContext(ctx, "DROP SCHEMA IF EXISTS "+d.schema+" CASCADE")
+		cancel()
+		_ = d.admin.Close()
 	}
 	if d.tmpDir != "" {
 		_ = os.RemoveAll(d.tmpDir)
