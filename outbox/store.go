@@ -83,7 +83,6 @@ func (s *Store) Schema() []string {
   seq BIGINT NOT NULL UNIQUE,` + cols + `)`, index}
 }
 
-
 // EnsureSchema creates the outbox table and its index if they do not
 // exist. It is idempotent and safe to call from several processes.
 func (s *Store) EnsureSchema(ctx context.Context) error {
