@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"strings"
 	"sync"
 	"time"
 
@@ -341,11 +342,11 @@ func (r *Relay) publish(ctx context.Context, rec Record, sw *Sweep) error {
 		sw.Published++
 		return nil
 	}
-	if acemq.IsUnroutable(err) || acemq.IsNacked(err) {
+	if acemq.IsUnroutable(err) || acemq.IsNacked(err) || acemq.IsMissingExchange(err) {
 		r.total.Add(ctx, 1, metric.WithAttributes(attribute.String("exchange", rec.Exchange), attribute.String("routing.key", rec.RoutingKey), attribute.String("outcome", "failed")))
 		sw.Failed++
 		fctx, fcancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
-		ferr := r.store.markFailed(fctx, rec.ID, err.Error())
+		ferr := r.store.markFailed(fctx, rec.ID, describe(err))
 		fcancel()
 		if ferr != nil {
 			r.log.Error("acemq: the outbox relay could not record a failed attempt", "relay", r.cfg.id, "id", rec.ID, "error", ferr)
@@ -362,4 +363,14 @@ func (r *Relay) publish(ctx context.Context, rec Record, sw *Sweep) error {
 	}
 	r.log.Warn("acemq: the outbox relay stopped its sweep; no attempt was spent", "relay", r.cfg.id, "id", rec.ID, "error", err)
 	return err
+}
+
+// describe renders err with its cause when the text leaves the cause out
+// (a PublishError's sentence does not quote the broker's 404).
+func describe(err error) string {
+	s := err.Error()
+	if u := errors.Unwrap(err); u != nil && !strings.Contains(s, u.Error()) {
+		s += " (" + u.Error() + ")"
+	}
+	return s
 }

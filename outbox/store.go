@@ -239,7 +239,7 @@ VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT (id) DO NOTHING`
 VALUES (?, ?, ?, ?, ?, ?, ?) ON DUPLICATE KEY UPDATE id = id`
 	default:
 		stmt = `INSERT INTO acemq_outbox (seq, id, exchange_name, routing_key, content_type, headers, body, created_at)
-SELECT COALESCE(MAX(seq), 0) + 1, ?, ?, ?, ?, ?, ?, ? FROM acemq_outbox ON CONFLICT (id) DO NOTHING`
+SELECT COALESCE(MAX(seq), 0) + 1, ?, ?, ?, ?, ?, ?, ? FROM acemq_outbox WHERE true ON CONFLICT (id) DO NOTHING`
 	}
 	if _, err := tx.ExecContext(ctx, s.q(stmt), env.ID, exchange, routingKey, codec.ContentType(), headers, body, created); err != nil {
 		return env, fmt.Errorf("acemq: cannot add message %s to the outbox: %w", env.ID, err)
