@@ -212,13 +212,13 @@ func (r *Relay) Run(ctx context.Context) error {
 	defer close(r.done)
 
 	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
 	var wg sync.WaitGroup
+	defer wg.Wait() // runs last: after cancel below stopped the listener
+	defer cancel()
 	if r.cfg.listen && canListen(r.store) {
 		wg.Add(1)
 		go func() { defer wg.Done(); r.listenLoop(ctx) }()
 	}
-	defer wg.Wait()
 	defer func() {
 		uctx, ucancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
 		defer ucancel()
