@@ -122,3 +122,17 @@ func TestUniqueViolationOnRealDatabases(t *testing.T) {
 		})
 	}
 }
+
+func TestDetectNamesTheDriversDialect(t *testing.T) {
+	for driver, want := range map[string]sqlstore.Dialect{"sqlite": sqlstore.SQLite, "pgx": sqlstore.PostgreSQL} {
+		db, err := sql.Open(driver, "postgres://nobody@127.0.0.1:1/none")
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := sqlstore.Detect(db)
+		db.Close()
+		if err != nil || got != want {
+			t.Fatalf("%s: %v %v, want %v", driver, got, err, want)
+		}
+	}
+}
