@@ -90,6 +90,8 @@ type Conn struct {
 	stats     Stats
 	tel       *telemetry
 
+	repairMu sync.Mutex // serialises publishing-channel repairs
+
 	mu        sync.Mutex
 	gen       uint64
 	pubConn   transport.Connection

@@ -4,8 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net"
 	"net/url"
+	"os"
 	"runtime"
 	"sort"
 	"strings"
@@ -89,7 +91,11 @@ func rabbit(t *testing.T, opts ...acemq.Option) (*acemq.Conn, *eventLog) {
 	u := testenv.AMQPURL(t)
 	testenv.RabbitCtl(t, "status") // skip early when the node cannot be controlled
 	log := newEventLog()
-	all := append([]acemq.Option{acemq.WithLogger(acemq.DiscardLogger()), acemq.WithEventHandler(log.add)}, opts...)
+	logger := acemq.DiscardLogger()
+	if os.Getenv("ACEMQ_TEST_LOG") == "1" {
+		logger = slog.New(slog.NewTextHandler(os.Stderr, nil))
+	}
+	all := append([]acemq.Option{acemq.WithLogger(logger), acemq.WithEventHandler(log.add)}, opts...)
 	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
 	defer cancel()
 	c, err := acemq.Connect(ctx, u, all...)
@@ -953,4 +959,31 @@ func TestRabbitRecoveryLeaksNoGoroutines(t *testing.T) {
 	})
 	t.Logf("goroutines: %d before, %d after %d forced recoveries", base, after, rounds)
 	_ = k.Close(ctx)
+}
+
+// TestRabbitPublishToMissingExchangeKeepsPublishing: the broker closes a
+// publishing channel with 404 for a publish to an exchange that does not
+// exist; the Conn must answer that publish and keep publishing on the
+// same connection.
+func TestRabbitPublishToMissingExchangeKeepsPublishing(t *testing.T) {
+	c, _ := rabbit(t)
+	ctx := context.Background()
+	q := classicQueue(t, c, "engine.noexchange")
+	_, err := c.Publish(ctx, testenv.Unique("missing.x"), "k", item{1})
+	var pe *acemq.PublishError
+	if !errors.As(err, &pe) {
+		t.Fatalf("a publish to a missing exchange returned %v, want a *PublishError", err)
+	}
+	t.Logf("publish to a missing exchange: %v", err)
+	if strings.Contains(err.Error(), "connection was lost") || !strings.Contains(err.Error(), "404") {
+		t.Fatalf("a channel closed with 404 is reported as %q; want the broker's 404, not a connection loss", err)
+	}
+	for i := 0; i < 20; i++ {
+		if _, err := c.Publish(ctx, "", q, item{i}); err != nil {
+			t.Fatalf("publish %d after a channel error: %v", i, err)
+		}
+	}
+	if n := queueDepth(t, c, q); n != 20 {
+		t.Fatalf("queue holds %d, want 20", n)
+	}
 }

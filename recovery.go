@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"net/url"
 	"syscall"
 	"time"
 
@@ -118,12 +119,9 @@ func (c *Conn) lose(pc, cc transport.Connection, cause error) {
 // attempt cap is reached. It reports whether the Conn is open again.
 func (c *Conn) recover() bool {
 	delay := c.cfg.recoveryInterval
+	refused := false
 	for attempt := 1; ; attempt++ {
-		t := time.NewTimer(delay)
-		select {
-		case <-t.C:
-		case <-c.closing:
-			t.Stop()
+		if !c.waitRetry(delay, refused) {
 			return false
 		}
 		c.emit(Event{Kind: EventRetrying, Attempt: attempt})
@@ -152,16 +150,94 @@ func (c *Conn) recover() bool {
 			return false
 		}
 		// A refused TCP connect costs the broker nothing, so while nothing
-		// listens we keep trying at the base interval: publishing resumes
-		// within one interval of the broker accepting connections. Any
-		// other failure (the broker answered) backs off, doubling to the cap.
-		if !isConnRefused(err) {
+		// listens we keep the base interval and, in between, probe the
+		// port (waitRetry): publishing resumes within a probe step of the
+		// broker accepting connections. Any other failure (the broker
+		// answered) backs off, doubling to the cap.
+		refused = isConnRefused(err)
+		if !refused {
 			delay *= 2
 			if delay > c.cfg.recoveryMax {
 				delay = c.cfg.recoveryMax
 			}
 		}
 	}
+}
+
+// probeEvery is how often waitRetry knocks on a port that refused us.
+const probeEvery = 20 * time.Millisecond
+
+// waitRetry waits d before the next recovery attempt. After an attempt the
+// broker's host refused (nothing listening: a restart), it also knocks on
+// the broker's TCP port every probeEvery and ends the wait as soon as one
+// accepts, so the next attempt starts the moment the broker listens again
+// rather than up to an interval later. It returns false when Close began.
+func (c *Conn) waitRetry(d time.Duration, refused bool) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	addrs := c.listenAddrs()
+	if !refused || len(addrs) == 0 {
+		select {
+		case <-t.C:
+			return true
+		case <-c.closing:
+			return false
+		}
+	}
+	ctx, cancel := c.closingContext()
+	defer cancel()
+	tick := time.NewTicker(probeEvery)
+	defer tick.Stop()
+	for {
+		select {
+		case <-t.C:
+			return true
+		case <-c.closing:
+			return false
+		case <-tick.C:
+			if listening(ctx, addrs) {
+				return true
+			}
+		}
+	}
+}
+
+// listening reports whether any of addrs accepts a TCP connection now.
+func listening(ctx context.Context, addrs []string) bool {
+	for _, a := range addrs {
+		pctx, cancel := context.WithTimeout(ctx, 250*time.Millisecond)
+		var d net.Dialer
+		conn, err := d.DialContext(pctx, "tcp", a)
+		cancel()
+		if err == nil {
+			_ = conn.Close()
+			return true
+		}
+	}
+	return false
+}
+
+// listenAddrs is the host:port list a recovery dials, for probing; nil for
+// brokers not reached over TCP.
+func (c *Conn) listenAddrs() []string {
+	if c.scheme != "amqp" && c.scheme != "amqps" {
+		return nil
+	}
+	if len(c.tcfg.Addresses) > 0 {
+		return c.tcfg.Addresses
+	}
+	u, err := url.Parse(c.tcfg.URL)
+	if err != nil || u.Hostname() == "" {
+		return nil
+	}
+	port := u.Port()
+	if port == "" {
+		port = "5672"
+		if c.scheme == "amqps" {
+			port = "5671"
+		}
+	}
+	return []string{net.JoinHostPort(u.Hostname(), port)}
 }
 
 func isConnRefused(err error) bool {
