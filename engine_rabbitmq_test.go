@@ -326,6 +326,10 @@ func checkRecords(t *testing.T, records []publishRecord) (confirmed []string, pa
 			if pe.Sent {
 				t.Errorf("a refused publish says Sent=true: %v", r.err)
 			}
+			if !strings.Contains(r.err.Error(), "the connection has been lost and is waiting to be recovered; this message was not sent") &&
+				!strings.Contains(r.err.Error(), "the connection is being recovered and its channels are not open yet.") {
+				t.Errorf("a refusal during recovery lacks both contract sentences: %v", r.err)
+			}
 		case strings.Contains(r.err.Error(), lostSentence):
 			lost++
 			if !pe.Sent {
@@ -382,6 +386,9 @@ func TestRabbitForcedCloseEverySuccessIsOnTheQueue(t *testing.T) {
 		len(records), len(confirmed), paused, lostN, other, len(onQueue), gaps)
 	if missing > 0 {
 		t.Fatalf("%d of %d confirmed publishes are not on the queue", missing, len(confirmed))
+	}
+	if other > 0 {
+		t.Fatalf("%d publishes failed as neither refused nor lost at the loss (never-written publishes must be refusals)", other)
 	}
 }
 
@@ -985,5 +992,214 @@ func TestRabbitPublishToMissingExchangeKeepsPublishing(t *testing.T) {
 	}
 	if n := queueDepth(t, c, q); n != 20 {
 		t.Fatalf("queue holds %d, want 20", n)
+	}
+}
+
+// TestRabbitForcedCloseConsumerLosesNothing: a consumer acking while its
+// connections are force-closed ends up having handled every confirmed
+// publish (redeliveries allowed), and the queue drains to empty.
+func TestRabbitForcedCloseConsumerLosesNothing(t *testing.T) {
+	c, log := rabbit(t)
+	ctx := context.Background()
+	q := classicQueue(t, c, "engine.consumeloss")
+	var mu sync.Mutex
+	handled := map[string]int{}
+	k, err := acemq.Consume(ctx, c, q, func(ctx context.Context, m *acemq.Message[item]) acemq.Decision {
+		mu.Lock()
+		handled[m.Envelope.ID]++
+		mu.Unlock()
+		return acemq.Accept()
+	}, acemq.ConsumerPrefetch(20), acemq.ConsumerConcurrency(4))
+	if err != nil {
+		t.Fatal(err)
+	}
+	tag := k.Tag()
+	h := startHammer(c, q, 4, 5*time.Second)
+	h.waitOKs(t, 200, 20*time.Second)
+	from := log.mark()
+	testenv.RabbitCtl(t, "close_all_connections", "test")
+	log.wait(t, acemq.EventRecovered, from, 30*time.Second)
+	h.waitOKs(t, h.oks.Load()+200, 20*time.Second)
+	confirmed, _, _, _ := checkRecords(t, h.halt())
+	eventually(t, 20*time.Second, "every confirmed publish handled", func() bool {
+		mu.Lock()
+		defer mu.Unlock()
+		for _, id := range confirmed {
+			if handled[id] == 0 {
+				return false
+			}
+		}
+		return true
+	})
+	eventually(t, 10*time.Second, "the queue to drain", func() bool { return queueDepth(t, c, q) == 0 })
+	dups := 0
+	mu.Lock()
+	for _, n := range handled {
+		if n > 1 {
+			dups++
+		}
+	}
+	mu.Unlock()
+	if k.Tag() != tag || !strings.Contains(testenv.RabbitCtl(t, "list_consumers", "queue_name", "consumer_tag"), q+"\t"+tag) {
+		t.Fatalf("after recovery the consumer is not subscribed with its tag %s", tag)
+	}
+	t.Logf("%d confirmed publishes all handled; %d handled more than once (redelivered after the loss)", len(confirmed), dups)
+}
+
+// blackHole is a TCP proxy to the broker that can freeze: while frozen it
+// forwards nothing in either direction and new connections hang, as a
+// network partition does. Nothing is closed, so only heartbeats notice.
+type blackHole struct {
+	ln     net.Listener
+	target string
+	mu     sync.Mutex
+	gate   chan struct{} // closed while traffic flows
+	conns  []net.Conn
+}
+
+func newBlackHole(t *testing.T, target string) *blackHole {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := &blackHole{ln: ln, target: target, gate: make(chan struct{})}
+	close(b.gate)
+	go b.accept()
+	t.Cleanup(b.close)
+	return b
+}
+
+func (b *blackHole) addr() string { return b.ln.Addr().String() }
+
+func (b *blackHole) open() <-chan struct{} {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.gate
+}
+
+func (b *blackHole) freeze() {
+	b.mu.Lock()
+	b.gate = make(chan struct{})
+	b.mu.Unlock()
+}
+
+func (b *blackHole) thaw() {
+	b.mu.Lock()
+	select {
+	case <-b.gate:
+	default:
+		close(b.gate)
+	}
+	b.mu.Unlock()
+}
+
+func (b *blackHole) close() {
+	b.thaw()
+	_ = b.ln.Close()
+	b.mu.Lock()
+	for _, c := range b.conns {
+		_ = c.Close()
+	}
+	b.mu.Unlock()
+}
+
+func (b *blackHole) accept() {
+	for {
+		in, err := b.ln.Accept()
+		if err != nil {
+			return
+		}
+		go func() {
+			<-b.open()
+			out, err := net.Dial("tcp", b.target)
+			if err != nil {
+				_ = in.Close()
+				return
+			}
+			b.mu.Lock()
+			b.conns = append(b.conns, in, out)
+			b.mu.Unlock()
+			go b.pipe(in, out)
+			go b.pipe(out, in)
+		}()
+	}
+}
+
+func (b *blackHole) pipe(src, dst net.Conn) {
+	defer dst.Close()
+	defer src.Close()
+	buf := make([]byte, 32<<10)
+	for {
+		n, err := src.Read(buf)
+		if n > 0 {
+			<-b.open()
+			if _, werr := dst.Write(buf[:n]); werr != nil {
+				return
+			}
+		}
+		if err != nil {
+			return
+		}
+	}
+}
+
+// TestRabbitSilentPartitionDetectedByHeartbeat: with the network silently
+// dropping everything, missed heartbeats declare the loss, the publish
+// waiting for its confirm fails at once, attempts against the hanging
+// network time out, and the Conn recovers once traffic flows again.
+func TestRabbitSilentPartitionDetectedByHeartbeat(t *testing.T) {
+	bh := newBlackHole(t, amqpAddr(t))
+	u, err := url.Parse(testenv.AMQPURL(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	u.Host = bh.addr()
+	t.Setenv("ACEMQ_TEST_AMQP_URL", u.String())
+	c, log := rabbit(t, acemq.WithHeartbeat(time.Second), acemq.WithConnectionTimeout(time.Second),
+		acemq.WithRecoveryInterval(500*time.Millisecond, 2*time.Second))
+	ctx := context.Background()
+	q := classicQueue(t, c, "engine.partition")
+	pub := acemq.NewPublisher[item](c, "", q)
+	if _, err := pub.Send(ctx, item{0}); err != nil {
+		t.Fatal(err)
+	}
+	from := log.mark()
+	frozeAt := time.Now()
+	bh.freeze()
+	type result struct {
+		err error
+		at  time.Time
+	}
+	waiting := make(chan result, 1)
+	go func() {
+		_, err := pub.Send(ctx, item{1})
+		waiting <- result{err, time.Now()}
+	}()
+	lost := log.wait(t, acemq.EventLost, from, 15*time.Second)
+	var r result
+	select {
+	case r = <-waiting:
+	case <-time.After(5 * time.Second):
+		t.Fatal("the publish waiting for a confirm did not fail after the loss")
+	}
+	var pe *acemq.PublishError
+	if !errors.As(r.err, &pe) || !pe.Sent || acemq.IsPaused(r.err) {
+		t.Fatalf("the publish written into the partition returned %v, want a may-have-been-lost failure", r.err)
+	}
+	t.Logf("partition → lost event %s (heartbeat 1s); the waiting publish failed %s after the lost event: %v",
+		lost.At.Sub(frozeAt), r.at.Sub(lost.At), r.err)
+	if d := r.at.Sub(lost.At); d > 100*time.Millisecond {
+		t.Errorf("the waiting publish failed %s after the loss, want < 100ms", d)
+	}
+	// Let at least one attempt time out against the hanging network.
+	log.wait(t, acemq.EventRetrying, from, 10*time.Second)
+	second := log.mark()
+	log.wait(t, acemq.EventRetrying, second, 10*time.Second)
+	thawedAt := time.Now()
+	bh.thaw()
+	rec := log.wait(t, acemq.EventRecovered, from, 20*time.Second)
+	t.Logf("thaw → recovered %s (attempt %d)", rec.At.Sub(thawedAt), rec.Attempt)
+	if _, err := pub.Send(ctx, item{2}); err != nil {
+		t.Fatalf("publishing after the partition healed: %v", err)
 	}
 }

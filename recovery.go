@@ -103,7 +103,8 @@ func (c *Conn) supervise() {
 // refusal window opens now, pending confirms fail now (the transport
 // resolves them Lost as the channels end), the blocked state is cleared.
 func (c *Conn) lose(pc, cc transport.Connection, cause error) {
-	c.lostAt.Store(time.Now().UnixNano())
+	noticed := time.Now()
+	c.lostAt.Store(noticed.UnixNano())
 	c.blocked.Store(nil)
 	c.setState(StateLost)
 	_ = pc.Close()
@@ -112,7 +113,9 @@ func (c *Conn) lose(pc, cc transport.Connection, cause error) {
 		cause = errors.New("the connection ended")
 	}
 	c.logger.Warn("acemq: the connection to the broker was lost; recovering", "url", c.redacted, "cause", cause)
-	c.emit(Event{Kind: EventLost, Err: cause})
+	// The event carries the moment the loss was noticed, not the moment
+	// the old connections finished closing.
+	c.emit(Event{Kind: EventLost, At: noticed, Err: cause})
 }
 
 // recover retries until the connection is back, Close is called, or the
