@@ -60,10 +60,9 @@ type blockState struct {
 }
 
 type pubSet struct {
-	gen      uint64
-	confirm  []transport.Publisher
-	plain    transport.Publisher // non-confirming, only with confirms off
-	inFlight atomic.Int64
+	gen     uint64
+	confirm []transport.Publisher
+	plain   transport.Publisher // non-confirming, only with confirms off
 }
 
 // Conn is a connection to a broker that keeps the AceMQ contract: it

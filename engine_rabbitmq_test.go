@@ -401,8 +401,7 @@ func TestRabbitLossFailsWaitingPublishesFast(t *testing.T) {
 	h := startHammer(c, q, 16, 5*time.Second)
 	h.waitOKs(t, 100, 20*time.Second)
 	type round struct {
-		lost  time.Time
-		noted time.Time
+		lost time.Time
 	}
 	var rounds []round
 	for i := 0; i < 3; i++ {
