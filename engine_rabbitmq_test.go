@@ -821,6 +821,9 @@ func TestRabbitCloseDrainReturnsPrefetchedDeliveries(t *testing.T) {
 	if took > 2*time.Second {
 		t.Fatalf("Close took %s with a 300ms deadline", took)
 	}
+	if dte.Timeout > 300*time.Millisecond {
+		t.Fatalf("DrainTimeoutError names %s, not the 300ms deadline the drain used: %v", dte.Timeout, err)
+	}
 	eventually(t, 5*time.Second, "all 10 messages back on the queue", func() bool { return queueDepth(t, other, q) == 10 })
 	if len(started) != 0 {
 		t.Fatalf("%d prefetched deliveries were run during the drain", len(started))

@@ -379,9 +379,12 @@ func (c *Conn) close(ctx context.Context) error {
 	if !wasClosed {
 		c.setState(StateClosing)
 	}
-	deadline := time.Now().Add(c.cfg.drainTimeout)
+	timeout := c.cfg.drainTimeout
+	deadline := time.Now().Add(timeout)
 	if d, ok := ctx.Deadline(); ok && d.Before(deadline) {
+		// The error names the deadline actually used, not the configured one.
 		deadline = d
+		timeout = time.Until(d).Round(time.Millisecond)
 	}
 	c.mu.Lock()
 	consumers := make([]*consumerCore, 0, len(c.consumers))
@@ -389,7 +392,7 @@ func (c *Conn) close(ctx context.Context) error {
 		consumers = append(consumers, cc)
 	}
 	c.mu.Unlock()
-	drainErr := drainAll(ctx, consumers, deadline, c.cfg.drainTimeout)
+	drainErr := drainAll(ctx, consumers, deadline, timeout)
 
 	// Publishing stayed open for the consumers' hops; now wait (within the
 	// same deadline) for outstanding confirms.
