@@ -1205,3 +1205,156 @@ func TestRabbitSilentPartitionDetectedByHeartbeat(t *testing.T) {
 		t.Fatalf("publishing after the partition healed: %v", err)
 	}
 }
+
+// TestRabbitForcedCloseRestoresExclusiveQueue: an exclusive, auto-delete
+// queue (a reply or probe queue) dies with its connection; recovery
+// declares it again (retrying RESOURCE_LOCKED while the old connection is
+// reaped) and its consumer resumes.
+func TestRabbitForcedCloseRestoresExclusiveQueue(t *testing.T) {
+	c, log := rabbit(t)
+	ctx := context.Background()
+	q := testenv.Unique("engine.exclusive")
+	if err := c.Apply(ctx, acemq.NewTopology().Queue(q, acemq.AsClassic(), acemq.Exclusive(), acemq.AutoDelete(), acemq.NonDurable())); err != nil {
+		t.Fatal(err)
+	}
+	got := make(chan string, 10)
+	if _, err := acemq.Consume(ctx, c, q, func(ctx context.Context, m *acemq.Message[item]) acemq.Decision {
+		got <- m.Envelope.ID
+		return acemq.Accept()
+	}, acemq.WithoutDeadLetterDeclaration()); err != nil {
+		t.Fatal(err)
+	}
+	for round := 0; round < 3; round++ {
+		from := log.mark()
+		testenv.RabbitCtl(t, "close_all_connections", "test")
+		rec := log.wait(t, acemq.EventRecovered, from, 30*time.Second)
+		if len(rec.Skipped) > 0 {
+			t.Fatalf("recovery skipped re-declarations: %v", rec.Skipped)
+		}
+		sent, err := c.Publish(ctx, "", q, item{round}, acemq.Mandatory())
+		if err != nil {
+			t.Fatalf("round %d: publishing to the re-declared exclusive queue: %v", round, err)
+		}
+		select {
+		case id := <-got:
+			if id != sent.Envelope.ID {
+				t.Fatalf("consumed %s, want %s", id, sent.Envelope.ID)
+			}
+		case <-time.After(10 * time.Second):
+			t.Fatalf("round %d: the exclusive queue's consumer did not resume", round)
+		}
+	}
+}
+
+// TestRabbitRecoveryGivesUp: with an attempt cap and the broker's
+// listener stopped, recovery gives up, the Conn is closed and publishes
+// are refused with ErrClosed.
+func TestRabbitRecoveryGivesUp(t *testing.T) {
+	c, log := rabbit(t, acemq.WithRecoveryInterval(50*time.Millisecond, 100*time.Millisecond), acemq.WithRecoveryAttempts(3))
+	ctx := context.Background()
+	t.Cleanup(func() {
+		if !strings.Contains(testenv.RabbitCtl(t, "status"), "amqp") {
+			testenv.RabbitCtl(t, "start_app")
+		}
+	})
+	from := log.mark()
+	testenv.RabbitCtl(t, "stop_app")
+	gave := log.wait(t, acemq.EventGaveUp, from, 30*time.Second)
+	testenv.RabbitCtl(t, "start_app")
+	if gave.Attempt != 3 {
+		t.Fatalf("gave up after attempt %d, want 3", gave.Attempt)
+	}
+	if c.State() != acemq.StateClosed {
+		t.Fatalf("state %s after giving up, want closed", c.State())
+	}
+	_, err := c.Publish(ctx, "", "anything", item{1})
+	var pe *acemq.PublishError
+	if !errors.Is(err, acemq.ErrClosed) || !errors.As(err, &pe) || pe.Outcome != acemq.OutcomeRefused || pe.Sent {
+		t.Fatalf("a publish after giving up returned %v, want a refusal with ErrClosed", err)
+	}
+	t.Logf("gave up: %v", gave.Err)
+}
+
+// TestRabbitSendAllAcrossForcedClose: batches sent while the broker
+// force-closes the connections report true counts, and every member
+// reported confirmed is on the queue.
+func TestRabbitSendAllAcrossForcedClose(t *testing.T) {
+	c, log := rabbit(t)
+	ctx := context.Background()
+	q := classicQueue(t, c, "engine.batch")
+	pub := acemq.NewPublisher[item](c, "", q)
+	var mu sync.Mutex
+	var confirmed []string
+	var batches, failedBatches int
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	for g := 0; g < 4; g++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				payloads := make([]item, 50)
+				bctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+				start := time.Now()
+				sents, err := pub.SendAll(bctx, payloads)
+				took := time.Since(start)
+				cancel()
+				mu.Lock()
+				batches++
+				if took > 5200*time.Millisecond {
+					t.Errorf("a batch took %s past its 5s context", took)
+				}
+				if err == nil {
+					for _, s := range sents {
+						confirmed = append(confirmed, s.Envelope.ID)
+					}
+				} else {
+					failedBatches++
+					var be *acemq.BatchPublishError
+					if !errors.As(err, &be) {
+						t.Errorf("a batch failed with %T %v, want *BatchPublishError", err, err)
+					} else {
+						if be.Total != 50 || be.Confirmed+be.Failed != 50 || len(be.Results) != 50 {
+							t.Errorf("batch counts total %d confirmed %d failed %d results %d", be.Total, be.Confirmed, be.Failed, len(be.Results))
+						}
+						for _, r := range be.Results {
+							if r.Err == nil {
+								confirmed = append(confirmed, r.Sent.Envelope.ID)
+							}
+						}
+					}
+				}
+				mu.Unlock()
+				if err != nil {
+					time.Sleep(5 * time.Millisecond) // pace retries while recovering
+				}
+			}
+		}()
+	}
+	from := log.mark()
+	eventually(t, 20*time.Second, "a few batches", func() bool { mu.Lock(); defer mu.Unlock(); return batches >= 10 })
+	testenv.RabbitCtl(t, "close_all_connections", "test")
+	log.wait(t, acemq.EventRecovered, from, 30*time.Second)
+	mu.Lock()
+	after := batches
+	mu.Unlock()
+	eventually(t, 20*time.Second, "batches after recovery", func() bool { mu.Lock(); defer mu.Unlock(); return batches >= after+10 })
+	close(stop)
+	wg.Wait()
+	onQueue := pullIDs(t, c, q)
+	missing := 0
+	for _, id := range confirmed {
+		if onQueue[id] == 0 {
+			missing++
+		}
+	}
+	t.Logf("%d batches (%d with failures); %d members confirmed; %d ids on the queue", batches, failedBatches, len(confirmed), len(onQueue))
+	if missing > 0 {
+		t.Fatalf("%d confirmed batch members are not on the queue", missing)
+	}
+}

@@ -444,8 +444,12 @@ type batch struct {
 	slots     []batchSlot
 	pending   int
 	finalized bool
-	allDone   chan struct{}
-	c         *Conn
+	// writing is set until every member has been written (or refused):
+	// pending may touch zero in between, when the broker answers faster
+	// than the batch is written, and that is not the end of the batch.
+	writing bool
+	allDone chan struct{}
+	c       *Conn
 }
 
 func (b *batch) confirmFunc(i int) transport.ConfirmFunc {
@@ -458,7 +462,7 @@ func (b *batch) confirmFunc(i int) transport.ConfirmFunc {
 		}
 		b.slots[i].cf, b.slots[i].done = cf, true
 		b.pending--
-		if b.pending == 0 {
+		if b.pending == 0 && !b.writing {
 			close(b.allDone)
 		}
 	}
@@ -485,7 +489,7 @@ func (c *Conn) sendAll(ctx context.Context, exchange, routingKey string, pc *pub
 		prs[i] = c.prepare(ctx, exchange, routingKey, pc, &o, given, payloads[i])
 		errs[i] = prs[i].err
 	}
-	b := &batch{slots: make([]batchSlot, n), allDone: make(chan struct{}), c: c}
+	b := &batch{slots: make([]batchSlot, n), allDone: make(chan struct{}), c: c, writing: true}
 	var stopErr func(msg *transport.Message) error // set when writing must stop
 	for i := range prs {
 		if errs[i] != nil {
@@ -532,6 +536,7 @@ func (c *Conn) sendAll(ctx context.Context, exchange, routingKey string, pc *pub
 		}
 	}
 	b.mu.Lock()
+	b.writing = false
 	if b.pending == 0 {
 		close(b.allDone)
 	}
