@@ -1358,3 +1358,43 @@ func TestRabbitSendAllAcrossForcedClose(t *testing.T) {
 		t.Fatalf("%d confirmed batch members are not on the queue", missing)
 	}
 }
+
+// TestRabbitConfirmsOffSurvivesChannelErrorAndForcedClose: with confirms
+// off, a publish to a missing exchange (which makes the broker close the
+// non-confirming channel) and a forced close both leave publishing usable.
+func TestRabbitConfirmsOffSurvivesChannelErrorAndForcedClose(t *testing.T) {
+	c, log := rabbit(t, acemq.WithoutPublisherConfirms())
+	ctx := context.Background()
+	q := classicQueue(t, c, "engine.unconfirmed")
+	sent, err := c.Publish(ctx, "", q, item{0})
+	if err != nil || sent.Outcome != acemq.OutcomePublished {
+		t.Fatalf("unconfirmed publish: %+v %v", sent.Outcome, err)
+	}
+	if _, err := c.Publish(ctx, testenv.Unique("missing.x"), "k", item{1}); err != nil {
+		t.Logf("publish to a missing exchange: %v", err)
+	}
+	// The broker closes the channel asynchronously; a marker published
+	// after some refusals or losses must eventually go through and arrive.
+	waitDelivered := func(what string) {
+		t.Helper()
+		var marker acemq.Sent
+		eventually(t, 10*time.Second, what, func() bool {
+			s, err := c.Publish(ctx, "", q, item{2})
+			if err != nil {
+				return false
+			}
+			marker = s
+			for _, id := range idsOn(t, c, q) {
+				if id == marker.Envelope.ID {
+					return true
+				}
+			}
+			return false
+		})
+	}
+	waitDelivered("an unconfirmed publish arriving after the channel error")
+	from := log.mark()
+	testenv.RabbitCtl(t, "close_all_connections", "test")
+	log.wait(t, acemq.EventRecovered, from, 30*time.Second)
+	waitDelivered("an unconfirmed publish arriving after the forced close")
+}
