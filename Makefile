@@ -40,10 +40,13 @@ services-down:
 # variable, i.e. a service test that did not run. testenv already fails such
 # tests under ACEMQ_REQUIRE_SERVICES=1; the filter catches tests that skip on
 # their own. pipefail makes go test's own failure fail the target too.
+# -p 1: the engine's RabbitMQ tests force-close every connection, restart
+# the node and raise memory alarms, which would break another package's
+# broker tests running at the same time.
 test: services-up
 	@$(GO) build -o "$(TESTFILTER)" ./internal/tools/testfilter
 	@$(SERVICE_ENV); export ACEMQ_REQUIRE_SERVICES=1; \
-	$(GO) test -race -count=1 -timeout $(TEST_TIMEOUT) -json ./... | "$(TESTFILTER)"
+	$(GO) test -race -count=1 -p 1 -timeout $(TEST_TIMEOUT) -json ./... | "$(TESTFILTER)"
 	@# ---- Smoke runs of the command go here once cmd/acemq exists, e.g.:
 	@#   $(GO) run ./cmd/acemq demo
 	@#   $(SERVICE_ENV); $(GO) run ./cmd/acemq demo --url "$$ACEMQ_TEST_AMQP_URL"

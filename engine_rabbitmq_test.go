@@ -1398,3 +1398,49 @@ func TestRabbitConfirmsOffSurvivesChannelErrorAndForcedClose(t *testing.T) {
 	log.wait(t, acemq.EventRecovered, from, 30*time.Second)
 	waitDelivered("an unconfirmed publish arriving after the forced close")
 }
+
+// TestRabbitCloseWhileBlockedReturns: a blocked RabbitMQ connection stops
+// reading its socket, so a close handshake on it never completes; Close
+// (and a recovery that must drop the old connections) must still return
+// within its deadline during a memory alarm.
+func TestRabbitCloseWhileBlockedReturns(t *testing.T) {
+	c, log := rabbit(t, acemq.WithConfirmTimeout(time.Second))
+	ctx := context.Background()
+	q := classicQueue(t, c, "engine.blockedclose")
+	t.Cleanup(func() { testenv.RabbitCtl(t, "set_vm_memory_high_watermark", "0.4") })
+	from := log.mark()
+	testenv.RabbitCtl(t, "set_vm_memory_high_watermark", "0")
+	_, _ = c.Publish(ctx, "", q, item{1}) // written; RabbitMQ now blocks the connection
+	log.wait(t, acemq.EventBlocked, from, 10*time.Second)
+
+	// Recovery while blocked: drop only the consuming connection.
+	from = log.mark()
+	out := testenv.RabbitCtl(t, "list_connections", "--no-table-headers", "-q", "pid", "client_properties")
+	closed := 0
+	for _, l := range strings.Split(out, "\n") {
+		if strings.Contains(l, "(consuming)") {
+			pid := strings.SplitN(l, "\t", 2)[0]
+			t.Logf("closing %s", pid)
+			testenv.RabbitCtl(t, "close_connection", pid, "test: consuming connection only")
+			closed++
+		}
+	}
+	if closed == 0 {
+		t.Fatalf("no consuming connection in:\n%s", out)
+	}
+	log.wait(t, acemq.EventLost, from, 10*time.Second)
+	rec := log.wait(t, acemq.EventRecovered, from, 15*time.Second)
+	t.Logf("recovered during the alarm after %s", rec.Gap)
+
+	cctx, cancel := context.WithTimeout(ctx, 3*time.Second)
+	defer cancel()
+	// Block the new publishing connection too, then close.
+	_, _ = c.Publish(ctx, "", q, item{2})
+	start := time.Now()
+	_ = c.Close(cctx)
+	if took := time.Since(start); took > 5*time.Second {
+		t.Fatalf("Close during a memory alarm took %s, past its 3s deadline", took)
+	} else {
+		t.Logf("Close during the alarm returned in %s", took)
+	}
+}

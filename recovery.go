@@ -107,8 +107,9 @@ func (c *Conn) lose(pc, cc transport.Connection, cause error) {
 	c.lostAt.Store(noticed.UnixNano())
 	c.blocked.Store(nil)
 	c.setState(StateLost)
-	_ = pc.Close()
-	_ = cc.Close()
+	// Both at once, each bounded: when only one connection was lost the
+	// other may be blocked by the broker, which then never answers a close.
+	closeBoth(pc, cc, loseCloseWait)
 	if cause == nil {
 		cause = errors.New("the connection ended")
 	}
@@ -330,9 +331,40 @@ func (c *Conn) abandon() {
 	c.mu.Lock()
 	pc, cc := c.pubConn, c.conConn
 	c.mu.Unlock()
-	_ = pc.Close()
-	_ = cc.Close()
+	closeBoth(pc, cc, loseCloseWait)
 	c.setState(StateLost)
+}
+
+// loseCloseWait bounds the close handshake of connections being given up.
+// The publishes still waiting on them are answered (lost) only when they
+// end, and must be within 100ms of the loss (behaviour §4.1), so a peer
+// that does not answer at once (partitioned, or blocked by an alarm) has
+// its socket dropped instead.
+const loseCloseWait = 25 * time.Millisecond
+
+// boundedCloser is a connection whose close handshake can be bounded; the
+// RabbitMQ transport's are.
+type boundedCloser interface {
+	CloseWithin(d time.Duration) error
+}
+
+func closeWithin(tc transport.Connection, d time.Duration) {
+	if b, ok := tc.(boundedCloser); ok {
+		_ = b.CloseWithin(d)
+		return
+	}
+	_ = tc.Close()
+}
+
+// closeBoth closes the two connections concurrently, each within d.
+func closeBoth(pc, cc transport.Connection, d time.Duration) {
+	done := make(chan struct{})
+	go func() {
+		closeWithin(cc, d)
+		close(done)
+	}()
+	closeWithin(pc, d)
+	<-done
 }
 
 func sleepCtx(ctx context.Context, d time.Duration) error {
@@ -407,16 +439,15 @@ func (c *Conn) close(ctx context.Context) error {
 	c.mu.Lock()
 	pc, cc := c.pubConn, c.conConn
 	c.mu.Unlock()
-	if set := c.pubs.Load(); set != nil {
-		for _, p := range set.confirm {
-			_ = p.Close()
-		}
-		if set.plain != nil {
-			_ = set.plain.Close()
-		}
+	// The publishing channels end with their connection; closing them one
+	// by one first would wait on a handshake a blocked broker never reads.
+	// A graceful close, but bounded by the caller's deadline (at least
+	// loseCloseWait): a connection the broker blocked never answers.
+	wait := time.Until(deadline)
+	if wait < loseCloseWait {
+		wait = loseCloseWait
 	}
-	_ = pc.Close()
-	_ = cc.Close()
+	closeBoth(pc, cc, wait)
 	c.stopEvents()
 	var errs []error
 	if drainErr != nil {
