@@ -1444,3 +1444,35 @@ func TestRabbitCloseWhileBlockedReturns(t *testing.T) {
 		t.Logf("Close during the alarm returned in %s", took)
 	}
 }
+
+// TestRabbitReconnectClearsBlocked: a Conn blocked by a memory alarm and
+// then force-closed comes back not blocked (unknown is not blocked; a
+// stale "blocked" after reconnect was a real bug), and is told again once
+// it publishes.
+func TestRabbitReconnectClearsBlocked(t *testing.T) {
+	c, log := rabbit(t, acemq.WithConfirmTimeout(time.Second))
+	ctx := context.Background()
+	q := classicQueue(t, c, "engine.staleblock")
+	t.Cleanup(func() { testenv.RabbitCtl(t, "set_vm_memory_high_watermark", "0.4") })
+	from := log.mark()
+	testenv.RabbitCtl(t, "set_vm_memory_high_watermark", "0")
+	_, _ = c.Publish(ctx, "", q, item{1})
+	log.wait(t, acemq.EventBlocked, from, 10*time.Second)
+	from = log.mark()
+	testenv.RabbitCtl(t, "close_all_connections", "test")
+	log.wait(t, acemq.EventRecovered, from, 30*time.Second)
+	if c.Blocked() || c.BlockedReason() != "" {
+		t.Fatalf("after reconnecting Blocked()=%v reason %q; the new connection has not been told anything", c.Blocked(), c.BlockedReason())
+	}
+	_, _ = c.Publish(ctx, "", q, item{2})
+	log.wait(t, acemq.EventBlocked, from, 10*time.Second)
+	if !c.Blocked() {
+		t.Fatal("the new connection was blocked but Blocked() is false")
+	}
+	from = log.mark()
+	testenv.RabbitCtl(t, "set_vm_memory_high_watermark", "0.4")
+	log.wait(t, acemq.EventUnblocked, from, 10*time.Second)
+	if _, err := c.Publish(ctx, "", q, item{3}); err != nil {
+		t.Fatalf("publishing after the alarm cleared: %v", err)
+	}
+}

@@ -105,6 +105,7 @@ func (c *Conn) supervise() {
 func (c *Conn) lose(pc, cc transport.Connection, cause error) {
 	noticed := time.Now()
 	c.lostAt.Store(noticed.UnixNano())
+	c.blockTok.Store(nil) // ignore blocked notices from the lost connection
 	c.blocked.Store(nil)
 	c.setState(StateLost)
 	// Both at once, each bounded: when only one connection was lost the
@@ -331,6 +332,7 @@ func (c *Conn) abandon() {
 	c.mu.Lock()
 	pc, cc := c.pubConn, c.conConn
 	c.mu.Unlock()
+	c.blockTok.Store(nil)
 	closeBoth(pc, cc, loseCloseWait)
 	c.setState(StateLost)
 }
