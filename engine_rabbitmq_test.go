@@ -1476,3 +1476,44 @@ func TestRabbitReconnectClearsBlocked(t *testing.T) {
 		t.Fatalf("publishing after the alarm cleared: %v", err)
 	}
 }
+
+// TestRabbitConsumerOfDeletedQueueResumes: the broker cancels a consumer
+// whose queue is deleted; a recovery while the queue is missing does not
+// fail because of it, and the consumer reads again once the queue is back.
+func TestRabbitConsumerOfDeletedQueueResumes(t *testing.T) {
+	c, log := rabbit(t, acemq.WithRecoveryInterval(100*time.Millisecond, 400*time.Millisecond))
+	admin, adminLog := rabbit(t)
+	ctx := context.Background()
+	q := classicQueue(t, admin, "engine.deleted")
+	got := make(chan string, 10)
+	if _, err := acemq.Consume(ctx, c, q, func(ctx context.Context, m *acemq.Message[item]) acemq.Decision {
+		got <- m.Envelope.ID
+		return acemq.Accept()
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := admin.DeleteQueue(ctx, q); err != nil {
+		t.Fatal(err)
+	}
+	from, adminFrom := log.mark(), adminLog.mark()
+	testenv.RabbitCtl(t, "close_all_connections", "test")
+	rec := log.wait(t, acemq.EventRecovered, from, 30*time.Second)
+	adminLog.wait(t, acemq.EventRecovered, adminFrom, 30*time.Second)
+	t.Logf("recovered with the queue missing (attempt %d)", rec.Attempt)
+	if err := admin.Apply(ctx, acemq.NewTopology().Queue(q, acemq.AsClassic())); err != nil {
+		t.Fatal(err)
+	}
+	var sent acemq.Sent
+	eventually(t, 15*time.Second, "the consumer reading the re-created queue", func() bool {
+		var err error
+		if sent, err = admin.Publish(ctx, "", q, item{1}); err != nil {
+			return false
+		}
+		select {
+		case id := <-got:
+			return id == sent.Envelope.ID
+		case <-time.After(500 * time.Millisecond):
+			return false
+		}
+	})
+}
