@@ -40,6 +40,9 @@ services-down:
 # variable, i.e. a service test that did not run. testenv already fails such
 # tests under ACEMQ_REQUIRE_SERVICES=1; the filter catches tests that skip on
 # their own. pipefail makes go test's own failure fail the target too.
+# -p 1: the engine's RabbitMQ tests force-close every connection, restart
+# the node and raise memory alarms, which would break another package's
+# broker tests running at the same time.
 test: services-up
 	@$(GO) build -o "$(TESTFILTER)" ./internal/tools/testfilter
 	@# The demo is also a smoke test (run first, so go test's

@@ -60,10 +60,9 @@ type blockState struct {
 }
 
 type pubSet struct {
-	gen      uint64
-	confirm  []transport.Publisher
-	plain    transport.Publisher // non-confirming, only with confirms off
-	inFlight atomic.Int64
+	gen     uint64
+	confirm []transport.Publisher
+	plain   transport.Publisher // non-confirming, only with confirms off
 }
 
 // Conn is a connection to a broker that keeps the AceMQ contract: it
@@ -86,9 +85,12 @@ type Conn struct {
 	pubs      atomic.Pointer[pubSet]
 	state     atomic.Int32
 	blocked   atomic.Pointer[blockState]
+	blockTok  atomic.Pointer[byte] // identifies the publishing connection whose blocked notices count
 	gaveUpErr atomic.Pointer[error]
 	stats     Stats
 	tel       *telemetry
+
+	repairMu sync.Mutex // serialises publishing-channel repairs
 
 	mu        sync.Mutex
 	gen       uint64
@@ -239,7 +241,16 @@ func (c *Conn) dial(ctx context.Context, start int) error {
 	pcfg := c.tcfg
 	pcfg.Start = start
 	pcfg.ConnectionName = c.cfg.clientName + " (publishing)"
-	pcfg.OnBlocked = c.onBlocked
+	// Only the current publishing connection may set the blocked state: a
+	// notification still queued on a lost one must not leave a stale
+	// "blocked" on its successor.
+	tok := new(byte)
+	c.blockTok.Store(tok)
+	pcfg.OnBlocked = func(active bool, reason string) {
+		if c.blockTok.Load() == tok {
+			c.onBlocked(active, reason)
+		}
+	}
 	pc, idx, err := c.driver.Dial(ctx, pcfg)
 	if err != nil {
 		return fmt.Errorf("acemq: cannot connect to %s: %w", c.redacted, err)

@@ -63,6 +63,17 @@ func (k *consumerCore) drain(ctx context.Context, deadline time.Time) int {
 		_ = att.ch.Cancel(cctx, k.tag)
 		cancel()
 	}
+	// Prefetched deliveries no worker has started go back now, unrun: a
+	// worker busy in a slow handler would reach them only after it returns,
+	// and they would be counted stranded.
+	for queued := true; queued; {
+		select {
+		case dv := <-k.work:
+			k.nack(dv, true)
+		default:
+			queued = false
+		}
+	}
 	timer := time.NewTimer(time.Until(deadline))
 	defer timer.Stop()
 	wait := func(t <-chan time.Time) bool {

@@ -520,8 +520,7 @@ func (c *Conn) sendAll(ctx context.Context, exchange, routingKey string, pc *pub
 		b.pending++
 		b.slots[i].written = true
 		b.mu.Unlock()
-		_, p := c.pickPublisher()
-		if err := p.Publish(ctx, msg, b.confirmFunc(i)); err != nil && errors.Is(err, transport.ErrNotWritten) {
+		if err := c.writeConfirmed(ctx, msg, b.confirmFunc(i)); err != nil && errors.Is(err, transport.ErrNotWritten) {
 			<-c.permits
 			b.mu.Lock()
 			b.pending--

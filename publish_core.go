@@ -17,6 +17,9 @@ const (
 	reasonLost        = "the connection was lost and remade before the broker confirmed it, so whether it arrived is unknown; publish it again only if a duplicate is acceptable"
 	reasonNoQueue     = "no queue is bound to receive it"
 	reasonClosed      = "the connection has been closed; nothing was sent"
+	// Not a contract sentence: the broker closed the publishing channel
+	// (code, text) while the connection stayed up.
+	reasonChannelClosed = "the broker closed the publishing channel before confirming it (%d %s), so whether it arrived is unknown; publish it again only if a duplicate is acceptable"
 )
 
 // Publish outcome words (contract §5.2).
@@ -155,8 +158,87 @@ func classify(msg *transport.Message, cf transport.Confirmation) error {
 	case transport.Nacked:
 		return newPubErr(msg, OutcomeFailed, reasonNack, true, nil)
 	default:
+		var te *transport.Error
+		if errors.As(cf.Err, &te) && te.Server && !te.Connection {
+			// The broker closed the publishing channel, not the connection:
+			// nothing was "remade", so say what happened.
+			return newPubErr(msg, OutcomeFailed, fmt.Sprintf(reasonChannelClosed, te.Code, te.Reason), true, cf.Err)
+		}
 		return newPubErr(msg, OutcomeFailed, reasonLost, true, cf.Err)
 	}
+}
+
+// writeConfirmed writes msg on a confirm channel with done as its callback
+// and returns the transport's answer. A channel the broker closed while the
+// connection stayed up (a publish to a missing exchange closes it with 404)
+// is replaced and the write tried again, so one bad publish never leaves a
+// dead channel in the round robin refusing every Nth publish.
+func (c *Conn) writeConfirmed(ctx context.Context, msg *transport.Message, done transport.ConfirmFunc) error {
+	for try := 0; ; try++ {
+		set, p := c.pickPublisher()
+		err := p.Publish(ctx, msg, done)
+		if err == nil || !errors.Is(err, transport.ErrNotWritten) {
+			return err
+		}
+		if try >= 3 || ctx.Err() != nil || c.refusal(msg) != nil || !c.repairPublisher(ctx, set, p) {
+			return err
+		}
+	}
+}
+
+// repairPublisher replaces old, a publisher of set whose channel ended,
+// with a fresh one on the same publishing connection. It reports whether
+// set's generation still has a live publisher in old's place; false when
+// the connection itself is gone (recovery takes over) or reopening failed.
+func (c *Conn) repairPublisher(ctx context.Context, set *pubSet, old transport.Publisher) bool {
+	select {
+	case <-old.Done():
+	default:
+		return false // it refused for another reason; do not churn
+	}
+	c.repairMu.Lock()
+	defer c.repairMu.Unlock()
+	cur := c.pubs.Load()
+	if cur.gen != set.gen {
+		return false
+	}
+	idx := -1
+	for i, p := range cur.confirm {
+		if p == old {
+			idx = i
+		}
+	}
+	if idx < 0 && cur.plain != old {
+		return true // already replaced by a concurrent repair
+	}
+	c.mu.Lock()
+	pc, gen := c.pubConn, c.gen
+	c.mu.Unlock()
+	if gen != set.gen || c.State() != StateOpen {
+		return false
+	}
+	select {
+	case <-pc.Done():
+		return false
+	default:
+	}
+	np, err := pc.Publisher(ctx, idx >= 0)
+	if err != nil {
+		c.logger.Warn("acemq: cannot reopen a publishing channel the broker closed", "error", err)
+		return false
+	}
+	next := &pubSet{gen: cur.gen, confirm: append([]transport.Publisher(nil), cur.confirm...), plain: cur.plain}
+	if idx >= 0 {
+		next.confirm[idx] = np
+	} else {
+		next.plain = np
+	}
+	if !c.pubs.CompareAndSwap(cur, next) {
+		_ = np.Close()
+		return false
+	}
+	c.logger.Info("acemq: reopened a publishing channel the broker closed")
+	return true
 }
 
 // publishConfirmed writes msg on a confirm channel and waits for the
@@ -166,9 +248,13 @@ func (c *Conn) publishConfirmed(ctx context.Context, msg *transport.Message) err
 	if err := c.acquire(ctx, msg); err != nil {
 		return err
 	}
-	_, p := c.pickPublisher()
+	// Recovery may have begun while this publish waited for a permit.
+	if err := c.refusal(msg); err != nil {
+		<-c.permits
+		return err
+	}
 	w := &pubWaiter{c: c, ch: make(chan transport.Confirmation, 1)}
-	if err := p.Publish(ctx, msg, w.done); err != nil {
+	if err := c.writeConfirmed(ctx, msg, w.done); err != nil {
 		if errors.Is(err, transport.ErrNotWritten) {
 			<-c.permits
 			if rerr := c.refusal(msg); rerr != nil {
@@ -194,7 +280,11 @@ func (c *Conn) publishConfirmed(ctx context.Context, msg *transport.Message) err
 // off, non-mandatory application publishes).
 func (c *Conn) publishUnconfirmed(ctx context.Context, msg *transport.Message) error {
 	set := c.pubs.Load()
-	if err := set.plain.Publish(ctx, msg, nil); err != nil {
+	err := set.plain.Publish(ctx, msg, nil)
+	if err != nil && errors.Is(err, transport.ErrNotWritten) && ctx.Err() == nil && c.refusal(msg) == nil && c.repairPublisher(ctx, set, set.plain) {
+		err = c.pubs.Load().plain.Publish(ctx, msg, nil)
+	}
+	if err != nil {
 		if errors.Is(err, transport.ErrNotWritten) {
 			if rerr := c.refusal(msg); rerr != nil {
 				return rerr

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"net/url"
 	"syscall"
 	"time"
 
@@ -102,28 +103,30 @@ func (c *Conn) supervise() {
 // refusal window opens now, pending confirms fail now (the transport
 // resolves them Lost as the channels end), the blocked state is cleared.
 func (c *Conn) lose(pc, cc transport.Connection, cause error) {
-	c.lostAt.Store(time.Now().UnixNano())
+	noticed := time.Now()
+	c.lostAt.Store(noticed.UnixNano())
+	c.blockTok.Store(nil) // ignore blocked notices from the lost connection
 	c.blocked.Store(nil)
 	c.setState(StateLost)
-	_ = pc.Close()
-	_ = cc.Close()
+	// Both at once, each bounded: when only one connection was lost the
+	// other may be blocked by the broker, which then never answers a close.
+	closeBoth(pc, cc, loseCloseWait)
 	if cause == nil {
 		cause = errors.New("the connection ended")
 	}
 	c.logger.Warn("acemq: the connection to the broker was lost; recovering", "url", c.redacted, "cause", cause)
-	c.emit(Event{Kind: EventLost, Err: cause})
+	// The event carries the moment the loss was noticed, not the moment
+	// the old connections finished closing.
+	c.emit(Event{Kind: EventLost, At: noticed, Err: cause})
 }
 
 // recover retries until the connection is back, Close is called, or the
 // attempt cap is reached. It reports whether the Conn is open again.
 func (c *Conn) recover() bool {
 	delay := c.cfg.recoveryInterval
+	refused := false
 	for attempt := 1; ; attempt++ {
-		t := time.NewTimer(delay)
-		select {
-		case <-t.C:
-		case <-c.closing:
-			t.Stop()
+		if !c.waitRetry(delay, refused) {
 			return false
 		}
 		c.emit(Event{Kind: EventRetrying, Attempt: attempt})
@@ -152,16 +155,94 @@ func (c *Conn) recover() bool {
 			return false
 		}
 		// A refused TCP connect costs the broker nothing, so while nothing
-		// listens we keep trying at the base interval: publishing resumes
-		// within one interval of the broker accepting connections. Any
-		// other failure (the broker answered) backs off, doubling to the cap.
-		if !isConnRefused(err) {
+		// listens we keep the base interval and, in between, probe the
+		// port (waitRetry): publishing resumes within a probe step of the
+		// broker accepting connections. Any other failure (the broker
+		// answered) backs off, doubling to the cap.
+		refused = isConnRefused(err)
+		if !refused {
 			delay *= 2
 			if delay > c.cfg.recoveryMax {
 				delay = c.cfg.recoveryMax
 			}
 		}
 	}
+}
+
+// probeEvery is how often waitRetry knocks on a port that refused us.
+const probeEvery = 20 * time.Millisecond
+
+// waitRetry waits d before the next recovery attempt. After an attempt the
+// broker's host refused (nothing listening: a restart), it also knocks on
+// the broker's TCP port every probeEvery and ends the wait as soon as one
+// accepts, so the next attempt starts the moment the broker listens again
+// rather than up to an interval later. It returns false when Close began.
+func (c *Conn) waitRetry(d time.Duration, refused bool) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	addrs := c.listenAddrs()
+	if !refused || len(addrs) == 0 {
+		select {
+		case <-t.C:
+			return true
+		case <-c.closing:
+			return false
+		}
+	}
+	ctx, cancel := c.closingContext()
+	defer cancel()
+	tick := time.NewTicker(probeEvery)
+	defer tick.Stop()
+	for {
+		select {
+		case <-t.C:
+			return true
+		case <-c.closing:
+			return false
+		case <-tick.C:
+			if listening(ctx, addrs) {
+				return true
+			}
+		}
+	}
+}
+
+// listening reports whether any of addrs accepts a TCP connection now.
+func listening(ctx context.Context, addrs []string) bool {
+	for _, a := range addrs {
+		pctx, cancel := context.WithTimeout(ctx, 250*time.Millisecond)
+		var d net.Dialer
+		conn, err := d.DialContext(pctx, "tcp", a)
+		cancel()
+		if err == nil {
+			_ = conn.Close()
+			return true
+		}
+	}
+	return false
+}
+
+// listenAddrs is the host:port list a recovery dials, for probing; nil for
+// brokers not reached over TCP.
+func (c *Conn) listenAddrs() []string {
+	if c.scheme != "amqp" && c.scheme != "amqps" {
+		return nil
+	}
+	if len(c.tcfg.Addresses) > 0 {
+		return c.tcfg.Addresses
+	}
+	u, err := url.Parse(c.tcfg.URL)
+	if err != nil || u.Hostname() == "" {
+		return nil
+	}
+	port := u.Port()
+	if port == "" {
+		port = "5672"
+		if c.scheme == "amqps" {
+			port = "5671"
+		}
+	}
+	return []string{net.JoinHostPort(u.Hostname(), port)}
 }
 
 func isConnRefused(err error) bool {
@@ -251,9 +332,41 @@ func (c *Conn) abandon() {
 	c.mu.Lock()
 	pc, cc := c.pubConn, c.conConn
 	c.mu.Unlock()
-	_ = pc.Close()
-	_ = cc.Close()
+	c.blockTok.Store(nil)
+	closeBoth(pc, cc, loseCloseWait)
 	c.setState(StateLost)
+}
+
+// loseCloseWait bounds the close handshake of connections being given up.
+// The publishes still waiting on them are answered (lost) only when they
+// end, and must be within 100ms of the loss (behaviour §4.1), so a peer
+// that does not answer at once (partitioned, or blocked by an alarm) has
+// its socket dropped instead.
+const loseCloseWait = 25 * time.Millisecond
+
+// boundedCloser is a connection whose close handshake can be bounded; the
+// RabbitMQ transport's are.
+type boundedCloser interface {
+	CloseWithin(d time.Duration) error
+}
+
+func closeWithin(tc transport.Connection, d time.Duration) {
+	if b, ok := tc.(boundedCloser); ok {
+		_ = b.CloseWithin(d)
+		return
+	}
+	_ = tc.Close()
+}
+
+// closeBoth closes the two connections concurrently, each within d.
+func closeBoth(pc, cc transport.Connection, d time.Duration) {
+	done := make(chan struct{})
+	go func() {
+		closeWithin(cc, d)
+		close(done)
+	}()
+	closeWithin(pc, d)
+	<-done
 }
 
 func sleepCtx(ctx context.Context, d time.Duration) error {
@@ -300,9 +413,12 @@ func (c *Conn) close(ctx context.Context) error {
 	if !wasClosed {
 		c.setState(StateClosing)
 	}
-	deadline := time.Now().Add(c.cfg.drainTimeout)
+	timeout := c.cfg.drainTimeout
+	deadline := time.Now().Add(timeout)
 	if d, ok := ctx.Deadline(); ok && d.Before(deadline) {
+		// The error names the deadline actually used, not the configured one.
 		deadline = d
+		timeout = time.Until(d).Round(time.Millisecond)
 	}
 	c.mu.Lock()
 	consumers := make([]*consumerCore, 0, len(c.consumers))
@@ -310,7 +426,7 @@ func (c *Conn) close(ctx context.Context) error {
 		consumers = append(consumers, cc)
 	}
 	c.mu.Unlock()
-	drainErr := drainAll(ctx, consumers, deadline, c.cfg.drainTimeout)
+	drainErr := drainAll(ctx, consumers, deadline, timeout)
 
 	// Publishing stayed open for the consumers' hops; now wait (within the
 	// same deadline) for outstanding confirms.
@@ -325,10 +441,15 @@ func (c *Conn) close(ctx context.Context) error {
 	c.mu.Lock()
 	pc, cc := c.pubConn, c.conConn
 	c.mu.Unlock()
-	// Closing a connection ends its channels; closing each channel first
-	// would wait on a broker that may have stopped reading (blocked).
-	_ = pc.Close()
-	_ = cc.Close()
+	// The publishing channels end with their connection; closing them one
+	// by one first would wait on a handshake a blocked broker never reads.
+	// A graceful close, but bounded by the caller's deadline (at least
+	// loseCloseWait): a connection the broker blocked never answers.
+	wait := time.Until(deadline)
+	if wait < loseCloseWait {
+		wait = loseCloseWait
+	}
+	closeBoth(pc, cc, wait)
 	c.stopEvents()
 	var errs []error
 	if drainErr != nil {

@@ -2,6 +2,9 @@ package rabbitmq
 
 import (
 	"context"
+	"errors"
+	"fmt"
+	"net"
 	"sync"
 	"time"
 
@@ -119,18 +122,27 @@ func (c *connection) Err() error {
 	return c.err
 }
 
-// Close closes the connection and every channel on it, waiting for the
-// broker's close-ok (bounded by the client's own timeout) and for Done.
-// closeHandshakeBound bounds the connection.close handshake.
-const closeHandshakeBound = 3 * time.Second
+// closeHandshake bounds Close's wait for the broker's close-ok. A broker
+// that has blocked the connection (memory or disk alarm) stops reading its
+// socket and never answers, and the client's own Close would wait forever.
+const closeHandshake = 5 * time.Second
 
-func (c *connection) Close() error {
-	// A broker that has blocked this connection may never read the close,
-	// so the close handshake is bounded; then the socket is closed anyway.
-	err := c.ac.CloseDeadline(time.Now().Add(closeHandshakeBound))
+// Close closes the connection and every channel on it, waiting for the
+// broker's close-ok (at most 5s; then the socket is dropped) and for Done.
+func (c *connection) Close() error { return c.CloseWithin(closeHandshake) }
+
+// CloseWithin is Close waiting at most d for the broker's close-ok before
+// dropping the socket. Every channel has ended when it returns, so every
+// pending publish has been answered.
+func (c *connection) CloseWithin(d time.Duration) error {
+	err := c.ac.CloseDeadline(time.Now().Add(d))
 	<-c.done
-	if err != nil && convertError(err) == transport.ErrClosed {
+	if err == nil || convertError(err) == transport.ErrClosed {
 		return nil
+	}
+	var ne net.Error
+	if errors.As(err, &ne) && ne.Timeout() {
+		return fmt.Errorf("rabbitmq: the broker did not answer the close within %s; the socket was dropped: %w", d, err)
 	}
 	return convertError(err)
 }

@@ -1,0 +1,41 @@
+package acemq_test
+
+import (
+	"context"
+	"testing"
+
+	"github.com/acemq-go/acemq"
+)
+
+// TestSendAllConfirmsArrivingWhileWriting: the broker may confirm the
+// first members of a batch before the last is written, so the count of
+// unanswered members touches zero mid-batch; that must not end (or
+// crash) the batch.
+func TestSendAllConfirmsArrivingWhileWriting(t *testing.T) {
+	ctx := context.Background()
+	c, err := acemq.Connect(ctx, "memory://batch-"+t.Name(), acemq.WithLogger(acemq.DiscardLogger()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close(ctx)
+	if err := c.Apply(ctx, acemq.NewTopology().Queue("batch", acemq.AsClassic())); err != nil {
+		t.Fatal(err)
+	}
+	pub := acemq.NewPublisher[item](c, "", "batch")
+	for round := 0; round < 20; round++ {
+		sents, err := pub.SendAll(ctx, make([]item, 100))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(sents) != 100 {
+			t.Fatalf("%d results for 100 payloads", len(sents))
+		}
+	}
+	info, err := c.QueueInfo(ctx, "batch")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if info.Messages != 2000 {
+		t.Fatalf("queue holds %d, want 2000", info.Messages)
+	}
+}

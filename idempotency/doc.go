@@ -1,0 +1,31 @@
+// Package idempotency is the idempotent consumer (AceMQ behaviour spec
+// §7.2): a handler's effect happens once per message id although delivery
+// is at least once. It is a guard, not exactly-once.
+//
+// Guard wraps a handler with a claim in a Store: claimed → run; accept →
+// confirm; any other decision, an error or a panic → release, so a later
+// delivery runs again; a confirmed key (duplicate) → accept without
+// running; a live claim elsewhere → in progress (put back after 5s); a
+// store error → retry. A claim is a lease (default 5 min) that must
+// outlast the longest handler run; an expired unconfirmed claim (a worker
+// that died) is taken over.
+//
+// Transactional is the stronger form for handlers whose effect is in the
+// same SQL database: the key is inserted as confirmed in the handler's own
+// transaction, so "processed" and "effect" commit or roll back together
+// and no lease is needed.
+//
+// # Schema
+//
+// SQLStore.EnsureSchema creates (all dialects):
+//
+//	CREATE TABLE IF NOT EXISTS acemq_idempotency (
+//	  message_id  VARCHAR(255) PRIMARY KEY,
+//	  state       VARCHAR(16) NOT NULL,   -- claimed | confirmed
+//	  claimed_by  VARCHAR(64),            -- the claim's token
+//	  recorded_at BIGINT NOT NULL,        -- epoch ms
+//	  expires_at  BIGINT NOT NULL);       -- epoch ms: lease end, or retention end once confirmed
+//	CREATE INDEX IF NOT EXISTS acemq_idempotency_expires ON acemq_idempotency (expires_at);
+//
+// (MySQL declares the index inside CREATE TABLE.)
+package idempotency

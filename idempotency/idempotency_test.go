@@ -1,0 +1,386 @@
+package idempotency
+
+import (
+	"context"
+	"crypto/rand"
+	"database/sql"
+	"encoding/hex"
+	"errors"
+	"path/filepath"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	_ "github.com/jackc/pgx/v5/stdlib"
+	"go.uber.org/goleak"
+	_ "modernc.org/sqlite"
+
+	"github.com/acemq-go/acemq"
+	"github.com/acemq-go/acemq/internal/testenv"
+	"github.com/acemq-go/acemq/sqlstore"
+	"github.com/acemq-go/acemq/transport/memory"
+)
+
+func TestMain(m *testing.M) {
+	goleak.VerifyTestMain(m, goleak.IgnoreAnyFunction("database/sql.(*DB).connectionOpener"))
+}
+
+func randHex(n int) string {
+	b := make([]byte, n)
+	_, _ = rand.Read(b)
+	return hex.EncodeToString(b)
+}
+
+func openSQLite(t *testing.T) (*sql.DB, sqlstore.Dialect) {
+	t.Helper()
+	db, err := sql.Open("sqlite", "file:"+filepath.Join(t.TempDir(), "idem.db")+"?_pragma=busy_timeout(10000)&_pragma=journal_mode(WAL)")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	return db, sqlstore.SQLite
+}
+
+func openPostgres(t *testing.T) (*sql.DB, sqlstore.Dialect) {
+	t.Helper()
+	url := testenv.PostgresURL(t)
+	admin, err := sql.Open("pgx", url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	schema := "t_" + randHex(6)
+	if _, err := admin.Exec("CREATE SCHEMA " + schema); err != nil {
+		t.Fatal(err)
+	}
+	sep := "?"
+	if strings.Contains(url, "?") {
+		sep = "&"
+	}
+	db, err := sql.Open("pgx", url+sep+"search_path="+schema)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		db.Close()
+		_, _ = admin.Exec("DROP SCHEMA " + schema + " CASCADE")
+		admin.Close()
+	})
+	return db, sqlstore.PostgreSQL
+}
+
+type clock struct {
+	mu sync.Mutex
+	t  time.Time
+}
+
+func (c *clock) now() time.Time          { c.mu.Lock(); defer c.mu.Unlock(); return c.t }
+func (c *clock) advance(d time.Duration) { c.mu.Lock(); c.t = c.t.Add(d); c.mu.Unlock() }
+
+type storeCase struct {
+	name string
+	open func(t *testing.T, now func() time.Time) Store
+}
+
+func sqlStore(open func(*testing.T) (*sql.DB, sqlstore.Dialect)) func(*testing.T, func() time.Time) Store {
+	return func(t *testing.T, now func() time.Time) Store {
+		db, d := open(t)
+		s, err := NewSQLStore(db, d)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := s.EnsureSchema(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		s.now = now
+		return s
+	}
+}
+
+var stores = []storeCase{
+	{"memory", func(t *testing.T, now func() time.Time) Store { s := NewMemoryStore(); s.now = now; return s }},
+	{"sqlite", sqlStore(openSQLite)},
+	{"postgres", sqlStore(openPostgres)},
+}
+
+func forEachStore(t *testing.T, f func(t *testing.T, s Store, c *clock)) {
+	for _, sc := range stores {
+		t.Run(sc.name, func(t *testing.T) {
+			c := &clock{t: time.Now()}
+			f(t, sc.open(t, c.now), c)
+		})
+	}
+}
+
+func TestClaimConfirmReleaseAndTakeOver(t *testing.T) {
+	forEachStore(t, func(t *testing.T, s Store, c *clock) {
+		ctx := context.Background()
+		a, err := s.Claim(ctx, "k1", time.Minute)
+		if err != nil || a.Outcome != Claimed || a.Token == "" {
+			t.Fatalf("first claim %+v %v", a, err)
+		}
+		if b, err := s.Claim(ctx, "k1", time.Minute); err != nil || b.Outcome != InProgress {
+			t.Fatalf("claim under a live lease: %+v %v", b, err)
+		}
+		// A "killed" worker's claim is taken over once its lease ends.
+		c.advance(time.Minute + time.Second)
+		b, err := s.Claim(ctx, "k1", time.Minute)
+		if err != nil || b.Outcome != Claimed || b.Token == a.Token {
+			t.Fatalf("take-over claim %+v %v", b, err)
+		}
+		// The dead worker waking up cannot confirm nor release the new claim.
+		if err := s.Confirm(ctx, "k1", a.Token); !errors.Is(err, ErrClaimLost) {
+			t.Fatalf("stale confirm: %v", err)
+		}
+		if err := s.Release(ctx, "k1", a.Token); err != nil {
+			t.Fatal(err)
+		}
+		if x, _ := s.Claim(ctx, "k1", time.Minute); x.Outcome != InProgress {
+			t.Fatalf("stale release freed the key: %+v", x)
+		}
+		if err := s.Confirm(ctx, "k1", b.Token); err != nil {
+			t.Fatal(err)
+		}
+		if x, _ := s.Claim(ctx, "k1", time.Minute); x.Outcome != Duplicate {
+			t.Fatalf("after confirm: %+v", x)
+		}
+		c.advance(2 * time.Hour) // a confirmed key never expires into a claim
+		if x, _ := s.Claim(ctx, "k1", time.Minute); x.Outcome != Duplicate {
+			t.Fatalf("confirmed key after its lease: %+v", x)
+		}
+		// Release frees an unconfirmed claim at once.
+		r, _ := s.Claim(ctx, "k2", time.Minute)
+		if err := s.Release(ctx, "k2", r.Token); err != nil {
+			t.Fatal(err)
+		}
+		if x, _ := s.Claim(ctx, "k2", time.Minute); x.Outcome != Claimed {
+			t.Fatalf("after release: %+v", x)
+		}
+		// Prune drops confirmed keys older than the cut-off and expired claims.
+		c.advance(2 * time.Minute)
+		n, err := s.Prune(ctx, c.now())
+		if err != nil || n != 2 {
+			t.Fatalf("prune removed %d (%v), want 2", n, err)
+		}
+		if x, _ := s.Claim(ctx, "k1", time.Minute); x.Outcome != Claimed {
+			t.Fatalf("pruned key: %+v", x)
+		}
+	})
+}
+
+func TestSQLClaimRacesGiveOneClaim(t *testing.T) {
+	forEachStore(t, func(t *testing.T, s Store, _ *clock) {
+		ctx := context.Background()
+		var claimed atomic.Int32
+		var wg sync.WaitGroup
+		for range 8 {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				cl, err := s.Claim(ctx, "race", time.Minute)
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				if cl.Outcome == Claimed {
+					claimed.Add(1)
+				}
+			}()
+		}
+		wg.Wait()
+		if claimed.Load() != 1 {
+			t.Fatalf("%d workers claimed one key", claimed.Load())
+		}
+	})
+}
+
+type pay struct {
+	Account string `json:"account"`
+	Amount  int    `json:"amount"`
+}
+
+func msg(id string) *acemq.Message[pay] {
+	e := acemq.NewEnvelope()
+	e.ID = id
+	return &acemq.Message[pay]{Envelope: e, Payload: pay{"acc", 10}}
+}
+
+func TestGuardDecisions(t *testing.T) {
+	forEachStore(t, func(t *testing.T, s Store, _ *clock) {
+		ctx := context.Background()
+		var runs atomic.Int32
+		next := acemq.Accept()
+		panicNow := false
+		h := Guard(s, func(ctx context.Context, m *acemq.Message[pay]) acemq.Decision {
+			runs.Add(1)
+			if panicNow {
+				panic("boom")
+			}
+			return next
+		}, WithLogger[pay](acemq.DiscardLogger()))
+
+		// Failure → released → runs again; panic → released, Reject(Fatal).
+		next = acemq.Retry(errors.New("db down"))
+		if d := h(ctx, msg("m1")); d.String() != "retry" {
+			t.Fatalf("decision %v", d)
+		}
+		panicNow = true
+		d := h(ctx, msg("m1"))
+		if d.String() != "reject" || !acemq.IsFatal(d.Err()) || !strings.Contains(d.Err().Error(), "panicked") {
+			t.Fatalf("panic decision %v %v", d, d.Err())
+		}
+		panicNow, next = false, acemq.Accept()
+		if d := h(ctx, msg("m1")); d.String() != "accept" || runs.Load() != 3 {
+			t.Fatalf("decision %v after %d runs", d, runs.Load())
+		}
+		// Duplicate of a confirmed message: accepted without running.
+		if d := h(ctx, msg("m1")); d.String() != "accept" || runs.Load() != 3 {
+			t.Fatalf("duplicate: %v, runs %d", d, runs.Load())
+		}
+		// A claim held elsewhere: in progress, not run.
+		if _, err := s.Claim(ctx, "m2", time.Minute); err != nil {
+			t.Fatal(err)
+		}
+		if d := h(ctx, msg("m2")); d.String() != "in_progress" || runs.Load() != 3 {
+			t.Fatalf("held claim: %v, runs %d", d, runs.Load())
+		}
+		// Empty key: fatal reject.
+		if d := h(ctx, msg("")); d.String() != "reject" || !acemq.IsFatal(d.Err()) {
+			t.Fatalf("empty key: %v", d)
+		}
+	})
+}
+
+type failingStore struct{ Store }
+
+func (failingStore) Claim(context.Context, string, time.Duration) (Claim, error) {
+	return Claim{}, errors.New("store down")
+}
+
+func TestGuardRetriesOnStoreError(t *testing.T) {
+	h := Guard(failingStore{NewMemoryStore()}, func(context.Context, *acemq.Message[pay]) acemq.Decision {
+		t.Fatal("ran without a claim")
+		return acemq.Accept()
+	})
+	if d := h(context.Background(), msg("x")); d.String() != "retry" || d.Err() == nil {
+		t.Fatalf("decision %v", d)
+	}
+}
+
+type sqlBackend struct {
+	name string
+	open func(*testing.T) (*sql.DB, sqlstore.Dialect)
+}
+
+var sqlBackends = []sqlBackend{{"sqlite", openSQLite}, {"postgres", openPostgres}}
+
+func balanceDB(t *testing.T, open func(*testing.T) (*sql.DB, sqlstore.Dialect)) (*sql.DB, sqlstore.Dialect) {
+	db, d := open(t)
+	ctx := context.Background()
+	if err := EnsureSchema(ctx, db, d); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.ExecContext(ctx, `CREATE TABLE balance (account VARCHAR(64) PRIMARY KEY, amount INTEGER NOT NULL)`); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.ExecContext(ctx, `INSERT INTO balance (account, amount) VALUES ('acc', 0)`); err != nil {
+		t.Fatal(err)
+	}
+	return db, d
+}
+
+func balance(t *testing.T, db *sql.DB) int {
+	var n int
+	if err := db.QueryRow(`SELECT amount FROM balance WHERE account = 'acc'`).Scan(&n); err != nil {
+		t.Fatal(err)
+	}
+	return n
+}
+
+func credit(d sqlstore.Dialect, panicAfter *atomic.Bool) TxHandler[pay] {
+	return func(ctx context.Context, tx *sql.Tx, m *acemq.Message[pay]) acemq.Decision {
+		if _, err := tx.ExecContext(ctx, d.Rebind(`UPDATE balance SET amount = amount + ? WHERE account = ?`), m.Payload.Amount, m.Payload.Account); err != nil {
+			return acemq.Retry(err)
+		}
+		if panicAfter != nil && panicAfter.CompareAndSwap(true, false) {
+			panic("killed after the effect")
+		}
+		return acemq.Accept()
+	}
+}
+
+func TestTransactionalPanicAfterTheEffectRollsItBack(t *testing.T) {
+	for _, b := range sqlBackends {
+		t.Run(b.name, func(t *testing.T) {
+			db, d := balanceDB(t, b.open)
+			var boom atomic.Bool
+			boom.Store(true)
+			h := Transactional(db, d, credit(d, &boom))
+			ctx := context.Background()
+			if dec := h(ctx, msg("p1")); dec.String() != "reject" || !acemq.IsFatal(dec.Err()) {
+				t.Fatalf("panic decision %v", dec)
+			}
+			if n := balance(t, db); n != 0 {
+				t.Fatalf("balance %d after a panic inside the transaction", n)
+			}
+			for range 2 { // redelivery, then a duplicate
+				if dec := h(ctx, msg("p1")); dec.String() != "accept" {
+					t.Fatalf("decision %v", dec)
+				}
+			}
+			if n := balance(t, db); n != 10 {
+				t.Fatalf("balance %d, want the effect once (10)", n)
+			}
+		})
+	}
+}
+
+// The handler commits, then the connection drops before the ack: the
+// broker redelivers, and the key committed with the effect makes the
+// redelivery a duplicate. The balance shows the effect once.
+func TestTransactionalAckLostAfterCommitAppliesTheEffectOnce(t *testing.T) {
+	for _, b := range sqlBackends {
+		t.Run(b.name, func(t *testing.T) {
+			db, d := balanceDB(t, b.open)
+			ctx := context.Background()
+			name := "idem-" + randHex(6)
+			c, err := acemq.Connect(ctx, "memory://"+name, acemq.WithLogger(acemq.DiscardLogger()))
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer c.Close(ctx)
+			if err := c.Apply(ctx, acemq.NewTopology().Queue("payments", acemq.AsClassic())); err != nil {
+				t.Fatal(err)
+			}
+			inner := Transactional(db, d, credit(d, nil))
+			var deliveries atomic.Int32
+			accepted := make(chan bool, 4)
+			cons, err := acemq.Consume(ctx, c, "payments", func(ctx context.Context, m *acemq.Message[pay]) acemq.Decision {
+				dec := inner(ctx, m)
+				if deliveries.Add(1) == 1 {
+					memory.Lookup(name).DropConnections() // the ack cannot be sent
+				}
+				accepted <- m.Redelivered
+				return dec
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer cons.Close(ctx)
+			if _, err := c.Publish(ctx, "", "payments", pay{"acc", 10}); err != nil {
+				t.Fatal(err)
+			}
+			for i := range 2 {
+				select {
+				case <-accepted:
+				case <-time.After(15 * time.Second):
+					t.Fatalf("delivery %d never came", i+1)
+				}
+			}
+			if n := balance(t, db); n != 10 {
+				t.Fatalf("balance %d after a redelivery, want 10", n)
+			}
+		})
+	}
+}

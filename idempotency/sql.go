@@ -1,0 +1,171 @@
+package idempotency
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/acemq-go/acemq/sqlstore"
+)
+
+// SQLStore is a Store in the acemq_idempotency table of a SQL database
+// (PostgreSQL, SQLite, MySQL). Keys are bound as text and rows read by
+// column name; only a real unique violation means "already there". Safe
+// for concurrent use, across processes sharing the database.
+type SQLStore struct {
+	db      *sql.DB
+	dialect sqlstore.Dialect
+	now     func() time.Time
+}
+
+// NewSQLStore returns the store over db. It does not touch the database;
+// call EnsureSchema once.
+func NewSQLStore(db *sql.DB, dialect sqlstore.Dialect) (*SQLStore, error) {
+	if db == nil {
+		return nil, errors.New("acemq: idempotency.NewSQLStore needs a *sql.DB")
+	}
+	if err := dialect.Validate(); err != nil {
+		return nil, err
+	}
+	return &SQLStore{db: db, dialect: dialect, now: time.Now}, nil
+}
+
+// Schema returns the statements EnsureSchema runs for dialect.
+func Schema(dialect sqlstore.Dialect) []string {
+	cols := `message_id VARCHAR(255) PRIMARY KEY,
+  state VARCHAR(16) NOT NULL,
+  claimed_by VARCHAR(64),
+  recorded_at BIGINT NOT NULL,
+  expires_at BIGINT NOT NULL`
+	if dialect == sqlstore.MySQL {
+		return []string{`CREATE TABLE IF NOT EXISTS acemq_idempotency (` + cols + `,
+  INDEX acemq_idempotency_expires (expires_at))`}
+	}
+	return []string{`CREATE TABLE IF NOT EXISTS acemq_idempotency (` + cols + `)`,
+		`CREATE INDEX IF NOT EXISTS acemq_idempotency_expires ON acemq_idempotency (expires_at)`}
+}
+
+// EnsureSchema creates the table and its index if missing. Idempotent.
+func (s *SQLStore) EnsureSchema(ctx context.Context) error {
+	return ensureSchema(ctx, s.db, s.dialect)
+}
+
+func ensureSchema(ctx context.Context, db *sql.DB, d sqlstore.Dialect) error {
+	for _, stmt := range Schema(d) {
+		if _, err := db.ExecContext(ctx, stmt); err != nil {
+			return fmt.Errorf("acemq: cannot create the idempotency table: %w", err)
+		}
+	}
+	return nil
+}
+
+func (s *SQLStore) q(query string) string { return s.dialect.Rebind(query) }
+
+// Claim implements Store with the spec's algorithm: insert-if-absent; on a
+// unique violation take over an expired claim (UPDATE … WHERE
+// state='claimed' AND expires_at < now; one row → claimed); else read the
+// row: confirmed → duplicate, claimed → in progress. A driver that cannot
+// report rows affected makes Claim fail.
+func (s *SQLStore) Claim(ctx context.Context, key string, lease time.Duration) (Claim, error) {
+	if lease <= 0 {
+		lease = DefaultLease
+	}
+	for range 3 {
+		now := s.now()
+		tok := newToken()
+		_, err := s.db.ExecContext(ctx, s.q(`INSERT INTO acemq_idempotency (message_id, state, claimed_by, recorded_at, expires_at) VALUES (?, 'claimed', ?, ?, ?)`),
+			key, tok, now.UnixMilli(), now.Add(lease).UnixMilli())
+		if err == nil {
+			return Claim{Outcome: Claimed, Token: tok}, nil
+		}
+		if !sqlstore.IsUniqueViolation(err) {
+			return Claim{}, fmt.Errorf("acemq: cannot claim idempotency key %q: %w", key, err)
+		}
+		res, err := s.db.ExecContext(ctx, s.q(`UPDATE acemq_idempotency SET claimed_by = ?, recorded_at = ?, expires_at = ? WHERE message_id = ? AND state = 'claimed' AND expires_at < ?`),
+			tok, now.UnixMilli(), now.Add(lease).UnixMilli(), key, now.UnixMilli())
+		if err != nil {
+			return Claim{}, fmt.Errorf("acemq: cannot take over idempotency key %q: %w", key, err)
+		}
+		n, err := sqlstore.RowsAffected(res)
+		if err != nil {
+			return Claim{}, err
+		}
+		if n == 1 {
+			return Claim{Outcome: Claimed, Token: tok}, nil
+		}
+		rows, err := s.db.QueryContext(ctx, s.q(`SELECT message_id, state, expires_at FROM acemq_idempotency WHERE message_id = ?`), key)
+		if err != nil {
+			return Claim{}, fmt.Errorf("acemq: cannot read idempotency key %q: %w", key, err)
+		}
+		state, found, err := readState(rows)
+		if err != nil {
+			return Claim{}, fmt.Errorf("acemq: cannot read idempotency key %q: %w", key, err)
+		}
+		if !found {
+			continue // released between the insert and the read: try again
+		}
+		switch state {
+		case "confirmed":
+			return Claim{Outcome: Duplicate}, nil
+		case "claimed":
+			return Claim{Outcome: InProgress}, nil
+		}
+		return Claim{}, fmt.Errorf("acemq: idempotency key %q has unknown state %q", key, state)
+	}
+	return Claim{}, fmt.Errorf("acemq: idempotency key %q kept changing while being claimed; try again", key)
+}
+
+func readState(rows *sql.Rows) (string, bool, error) {
+	defer rows.Close()
+	idx, err := sqlstore.Columns(rows, "state")
+	if err != nil {
+		return "", false, err
+	}
+	if !rows.Next() {
+		return "", false, rows.Err()
+	}
+	var state string
+	if err := sqlstore.ScanNamed(rows, idx, map[string]any{"state": &state}); err != nil {
+		return "", false, err
+	}
+	return state, true, rows.Err()
+}
+
+// Confirm implements Store.
+func (s *SQLStore) Confirm(ctx context.Context, key, token string) error {
+	now := s.now()
+	res, err := s.db.ExecContext(ctx, s.q(`UPDATE acemq_idempotency SET state = 'confirmed', recorded_at = ?, expires_at = ? WHERE message_id = ? AND state = 'claimed' AND claimed_by = ?`),
+		now.UnixMilli(), now.Add(DefaultRetention).UnixMilli(), key, token)
+	if err != nil {
+		return fmt.Errorf("acemq: cannot confirm idempotency key %q: %w", key, err)
+	}
+	n, err := sqlstore.RowsAffected(res)
+	if err != nil {
+		return err
+	}
+	if n != 1 {
+		return fmt.Errorf("%w (key %q)", ErrClaimLost, key)
+	}
+	return nil
+}
+
+// Release implements Store.
+func (s *SQLStore) Release(ctx context.Context, key, token string) error {
+	if _, err := s.db.ExecContext(ctx, s.q(`DELETE FROM acemq_idempotency WHERE message_id = ? AND state = 'claimed' AND claimed_by = ?`), key, token); err != nil {
+		return fmt.Errorf("acemq: cannot release idempotency key %q: %w", key, err)
+	}
+	return nil
+}
+
+// Prune implements Store.
+func (s *SQLStore) Prune(ctx context.Context, olderThan time.Time) (int, error) {
+	res, err := s.db.ExecContext(ctx, s.q(`DELETE FROM acemq_idempotency WHERE (state = 'confirmed' AND recorded_at < ?) OR (state = 'claimed' AND expires_at < ?)`),
+		olderThan.UnixMilli(), s.now().UnixMilli())
+	if err != nil {
+		return 0, fmt.Errorf("acemq: cannot prune idempotency keys: %w", err)
+	}
+	n, err := sqlstore.RowsAffected(res)
+	return int(n), err
+}

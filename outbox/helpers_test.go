@@ -1,0 +1,216 @@
+package outbox
+
+import (
+	"context"
+	"crypto/rand"
+	"database/sql"
+	"encoding/hex"
+	"path/filepath"
+	"sync"
+	"testing"
+	"time"
+
+	_ "github.com/jackc/pgx/v5/stdlib"
+	_ "modernc.org/sqlite"
+
+	"github.com/acemq-go/acemq"
+	"github.com/acemq-go/acemq/internal/testenv"
+	"github.com/acemq-go/acemq/sqlstore"
+)
+
+type backend struct {
+	name string
+	open func(t *testing.T) (*sql.DB, sqlstore.Dialect)
+}
+
+var backends = []backend{
+	{"sqlite", openSQLite},
+	{"postgres", openPostgres},
+}
+
+func openSQLite(t *testing.T) (*sql.DB, sqlstore.Dialect) {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "outbox.db")
+	db, err := sql.Open("sqlite", "file:"+path+"?_pragma=busy_timeout(10000)&_pragma=journal_mode(WAL)")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	return db, sqlstore.SQLite
+}
+
+func randHex(n int) string {
+	b := make([]byte, n)
+	_, _ = rand.Read(b)
+	return hex.EncodeToString(b)
+}
+
+// openPostgres gives the test a schema of its own on the test server.
+func openPostgres(t *testing.T) (*sql.DB, sqlstore.Dialect) {
+	t.Helper()
+	url := testenv.PostgresURL(t)
+	admin, err := sql.Open("pgx", url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	schema := "t_" + randHex(6)
+	if _, err := admin.Exec("CREATE SCHEMA " + schema); err != nil {
+		t.Fatal(err)
+	}
+	sep := "?"
+	if containsQuery(url) {
+		sep = "&"
+	}
+	db, err := sql.Open("pgx", url+sep+"search_path="+schema)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		db.Close()
+		_, _ = admin.Exec("DROP SCHEMA " + schema + " CASCADE")
+		admin.Close()
+	})
+	return db, sqlstore.PostgreSQL
+}
+
+func containsQuery(u string) bool {
+	for _, c := range u {
+		if c == '?' {
+			return true
+		}
+	}
+	return false
+}
+
+// fakeClock is a store clock the test moves by hand.
+type fakeClock struct {
+	mu sync.Mutex
+	t  time.Time
+}
+
+func (c *fakeClock) now() time.Time { c.mu.Lock(); defer c.mu.Unlock(); return c.t }
+func (c *fakeClock) advance(d time.Duration) {
+	c.mu.Lock()
+	c.t = c.t.Add(d)
+	c.mu.Unlock()
+}
+
+func newStore(t *testing.T, b backend) *Store {
+	t.Helper()
+	db, d := b.open(t)
+	s, err := NewStore(db, d)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.EnsureSchema(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.EnsureSchema(context.Background()); err != nil {
+		t.Fatalf("EnsureSchema twice: %v", err)
+	}
+	return s
+}
+
+// memConn connects to a fresh memory broker with queue declared.
+func memConn(t *testing.T, queues ...string) (*acemq.Conn, string) {
+	t.Helper()
+	ctx := context.Background()
+	name := "outbox-" + randHex(6)
+	c, err := acemq.Connect(ctx, "memory://"+name, acemq.WithLogger(acemq.DiscardLogger()), acemq.WithConfirmTimeout(2*time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close(context.Background()) })
+	top := acemq.NewTopology()
+	for _, q := range queues {
+		top = top.Queue(q, acemq.AsClassic())
+	}
+	if err := c.Apply(ctx, top); err != nil {
+		t.Fatal(err)
+	}
+	return c, name
+}
+
+// add commits one record per payload in its own transaction.
+func add(t *testing.T, s *Store, c *acemq.Conn, exchange, key string, payloads ...any) []string {
+	t.Helper()
+	ctx := context.Background()
+	var ids []string
+	for _, p := range payloads {
+		tx, err := s.DB().BeginTx(ctx, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		env, err := s.Add(ctx, tx, c, exchange, key, p)
+		if err != nil {
+			tx.Rollback()
+			t.Fatal(err)
+		}
+		if err := tx.Commit(); err != nil {
+			t.Fatal(err)
+		}
+		ids = append(ids, env.ID)
+	}
+	return ids
+}
+
+// drain takes every message now in queue, riding out a recovery.
+func drain(t *testing.T, c *acemq.Conn, queue string) []*acemq.Pulled {
+	t.Helper()
+	ctx := context.Background()
+	deadline := time.Now().Add(10 * time.Second)
+	var out []*acemq.Pulled
+	for {
+		more, err := drainOnce(ctx, c, queue, &out)
+		if err == nil && !more {
+			return out
+		}
+		if err != nil && time.Now().After(deadline) {
+			t.Fatalf("cannot drain %s: %v", queue, err)
+		}
+	}
+}
+
+func drainOnce(ctx context.Context, c *acemq.Conn, queue string, out *[]*acemq.Pulled) (bool, error) {
+	p, err := c.NewPuller(ctx)
+	if err != nil {
+		return true, err
+	}
+	defer p.Close()
+	for {
+		m, ok, err := p.Pull(ctx, queue)
+		if err != nil {
+			return true, err
+		}
+		if !ok {
+			return false, nil
+		}
+		if err := m.Ack(); err != nil {
+			return true, err
+		}
+		*out = append(*out, m)
+	}
+}
+
+func ids(ms []*acemq.Pulled) []string {
+	out := make([]string, len(ms))
+	for i, m := range ms {
+		out[i] = m.Envelope.ID
+	}
+	return out
+}
+
+func forEachBackend(t *testing.T, f func(t *testing.T, b backend)) {
+	for _, b := range backends {
+		t.Run(b.name, func(t *testing.T) { f(t, b) })
+	}
+}
+
+func newRelay(t *testing.T, c *acemq.Conn, s *Store, opts ...RelayOption) *Relay {
+	t.Helper()
+	r, err := NewRelay(c, s, append([]RelayOption{WithLogger(acemq.DiscardLogger())}, opts...)...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r
+}

@@ -1,0 +1,376 @@
+package outbox
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"strings"
+	"sync"
+	"time"
+
+	"go.opentelemetry.io/otel"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/metric"
+
+	"github.com/acemq-go/acemq"
+)
+
+// Relay defaults (spec §7.1).
+const (
+	DefaultInterval  = time.Second
+	DefaultBatchSize = 100
+	DefaultLockTTL   = 60 * time.Second
+)
+
+// ErrRunning is returned by Run on a relay that is already running or was
+// closed.
+var ErrRunning = errors.New("acemq: the outbox relay is already running or was closed; make a new relay")
+
+// RelayOption configures a relay.
+type RelayOption func(*relayConfig)
+
+type relayConfig struct {
+	interval       time.Duration
+	batch          int
+	lockTTL        time.Duration
+	publishTimeout time.Duration
+	id             string
+	meter          metric.MeterProvider
+	listen         bool
+	observer       func(Sweep)
+	logger         *slog.Logger
+}
+
+// WithInterval sets how often the relay sweeps without a wake-up (default
+// 1s). It must be positive.
+func WithInterval(d time.Duration) RelayOption { return func(c *relayConfig) { c.interval = d } }
+
+// WithBatchSize sets how many records one sweep claims (default 100).
+func WithBatchSize(n int) RelayOption { return func(c *relayConfig) { c.batch = n } }
+
+// WithLockTTL sets how long a claim holds records against other relays
+// (default 60s, renewed by every sweep). It must exceed the longest sweep.
+func WithLockTTL(d time.Duration) RelayOption { return func(c *relayConfig) { c.lockTTL = d } }
+
+// WithPublishTimeout bounds one record's publish, including waiting out a
+// block or a recovery (default: the connection's confirm timeout).
+func WithPublishTimeout(d time.Duration) RelayOption {
+	return func(c *relayConfig) { c.publishTimeout = d }
+}
+
+// WithRelayID names the relay in locked_by (≤ 64 characters; default
+// host-pid-random).
+func WithRelayID(id string) RelayOption { return func(c *relayConfig) { c.id = id } }
+
+// WithMeterProvider records acemq.outbox.total and acemq.outbox.lag
+// through mp (default: the global OpenTelemetry provider).
+func WithMeterProvider(mp metric.MeterProvider) RelayOption {
+	return func(c *relayConfig) { c.meter = mp }
+}
+
+// WithoutListen turns off the PostgreSQL LISTEN wake-up; the relay then
+// only polls.
+func WithoutListen() RelayOption { return func(c *relayConfig) { c.listen = false } }
+
+// WithObserver calls f after every sweep, on the relay's goroutine; f must
+// not block.
+func WithObserver(f func(Sweep)) RelayOption { return func(c *relayConfig) { c.observer = f } }
+
+// WithLogger sets the relay's logger (default: the connection's).
+func WithLogger(l *slog.Logger) RelayOption { return func(c *relayConfig) { c.logger = l } }
+
+// Sweep reports one pass of a relay.
+type Sweep struct {
+	// Claimed is how many records the sweep claimed (0: nothing to do, or
+	// another relay holds the outbox).
+	Claimed int
+	// Published counts records confirmed and deleted.
+	Published int
+	// Failed counts records that spent an attempt (0 or 1).
+	Failed int
+	// Retired lists ids retired by this sweep.
+	Retired []string
+	// Err is why the sweep stopped early, nil when it went through its batch.
+	Err error
+}
+
+// Relay publishes what committed to an outbox Store. Make one with
+// NewRelay, start it with Run; Wake and Close are safe for concurrent use.
+type Relay struct {
+	conn  *acemq.Conn
+	store *Store
+	cfg   relayConfig
+	log   *slog.Logger
+
+	total metric.Int64Counter
+	lag   metric.Float64Histogram
+
+	wake      chan struct{}
+	listening chan struct{}
+	listenMu  sync.Once
+
+	mu      sync.Mutex
+	started bool
+	stop    chan struct{}
+	done    chan struct{}
+
+	// afterConfirm runs between the confirm and the delete (tests: a
+	// crash there, or a failing delete).
+	afterConfirm func(id string) error
+}
+
+// NewRelay returns a relay publishing store's records through conn. It
+// validates the options and touches neither the broker nor the database.
+func NewRelay(conn *acemq.Conn, store *Store, opts ...RelayOption) (*Relay, error) {
+	if conn == nil || store == nil {
+		return nil, errors.New("acemq: outbox.NewRelay needs a connection and a store")
+	}
+	cfg := relayConfig{interval: DefaultInterval, batch: DefaultBatchSize, lockTTL: DefaultLockTTL, listen: true}
+	for _, o := range opts {
+		o(&cfg)
+	}
+	switch {
+	case cfg.interval <= 0:
+		return nil, &acemq.ConfigurationError{Option: "outbox.WithInterval", Reason: "the interval must be positive"}
+	case cfg.batch <= 0:
+		return nil, &acemq.ConfigurationError{Option: "outbox.WithBatchSize", Reason: "the batch size must be positive"}
+	case cfg.lockTTL <= 0:
+		return nil, &acemq.ConfigurationError{Option: "outbox.WithLockTTL", Reason: "the lock time must be positive"}
+	case len(cfg.id) > 64:
+		return nil, &acemq.ConfigurationError{Option: "outbox.WithRelayID", Reason: "the id must be at most 64 characters (the locked_by column)"}
+	}
+	if cfg.publishTimeout <= 0 {
+		cfg.publishTimeout = conn.ConfirmTimeout()
+		if cfg.publishTimeout <= 0 {
+			cfg.publishTimeout = 30 * time.Second
+		}
+	}
+	if cfg.id == "" {
+		cfg.id = defaultRelayID()
+	}
+	if cfg.meter == nil {
+		cfg.meter = otel.GetMeterProvider()
+	}
+	log := cfg.logger
+	if log == nil {
+		log = conn.Logger()
+	}
+	meter := cfg.meter.Meter("org.acemq.amqp")
+	total, err := meter.Int64Counter("acemq.outbox.total", metric.WithDescription("Outbox records published or failed by relays"))
+	if err != nil {
+		return nil, fmt.Errorf("acemq: cannot create the acemq.outbox.total counter: %w", err)
+	}
+	lag, err := meter.Float64Histogram("acemq.outbox.lag", metric.WithUnit("s"), metric.WithDescription("Time from an outbox record's commit to its confirm"))
+	if err != nil {
+		return nil, fmt.Errorf("acemq: cannot create the acemq.outbox.lag histogram: %w", err)
+	}
+	return &Relay{
+		conn: conn, store: store, cfg: cfg, log: log, total: total, lag: lag,
+		wake: make(chan struct{}, 1), listening: make(chan struct{}),
+		stop: make(chan struct{}), done: make(chan struct{}),
+	}, nil
+}
+
+func defaultRelayID() string {
+	host, _ := os.Hostname()
+	if len(host) > 32 {
+		host = host[:32]
+	}
+	b := make([]byte, 4)
+	_, _ = rand.Read(b)
+	return fmt.Sprintf("%s-%d-%s", host, os.Getpid(), hex.EncodeToString(b))
+}
+
+// ID returns the relay's name, as written in locked_by.
+func (r *Relay) ID() string { return r.cfg.id }
+
+// Wake asks for a sweep now. It never blocks; wake-ups coalesce.
+func (r *Relay) Wake() {
+	select {
+	case r.wake <- struct{}{}:
+	default:
+	}
+}
+
+// Run sweeps every interval and on every wake-up (Wake, or on PostgreSQL
+// a NOTIFY from Add) until ctx ends or Close is called, then releases the
+// relay's locks. It returns nil after Close and ctx's error when ctx ended;
+// ErrRunning if Run was already called. Sweep failures are logged and
+// reported to the observer, never returned: the next sweep tries again.
+func (r *Relay) Run(ctx context.Context) error {
+	r.mu.Lock()
+	if r.started {
+		r.mu.Unlock()
+		return ErrRunning
+	}
+	r.started = true
+	r.mu.Unlock()
+	defer close(r.done)
+
+	ctx, cancel := context.WithCancel(ctx)
+	var wg sync.WaitGroup
+	defer wg.Wait() // runs last: after cancel below stopped the listener
+	defer cancel()
+	if r.cfg.listen && canListen(r.store) {
+		wg.Add(1)
+		go func() { defer wg.Done(); r.listenLoop(ctx) }()
+	}
+	defer func() {
+		uctx, ucancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+		defer ucancel()
+		if err := r.store.unlock(uctx, r.cfg.id); err != nil {
+			r.log.Warn("acemq: the outbox relay could not release its locks; they expire on their own", "relay", r.cfg.id, "error", err)
+		}
+	}()
+
+	timer := time.NewTimer(0)
+	defer timer.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-r.stop:
+			return nil
+		case <-timer.C:
+		case <-r.wake:
+		}
+		sw := r.SweepOnce(ctx)
+		if r.cfg.observer != nil {
+			r.cfg.observer(sw)
+		}
+		if !timer.Stop() {
+			select {
+			case <-timer.C:
+			default:
+			}
+		}
+		next := r.cfg.interval
+		if sw.Err == nil && sw.Published == r.cfg.batch {
+			next = 0 // a full batch: more may be waiting
+		}
+		timer.Reset(next)
+	}
+}
+
+// Close stops Run and waits for it to return (or for ctx). It is safe to
+// call more than once and on a relay that never ran.
+func (r *Relay) Close(ctx context.Context) error {
+	r.mu.Lock()
+	started := r.started
+	r.started = true
+	select {
+	case <-r.stop:
+	default:
+		close(r.stop)
+	}
+	r.mu.Unlock()
+	if !started {
+		return nil
+	}
+	select {
+	case <-r.done:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// SweepOnce claims one batch and publishes it in sequence order, stopping
+// at the first failure. Run calls it; it is exported for tools and tests
+// that drive a relay by hand. It must not run concurrently with itself on
+// the same relay.
+func (r *Relay) SweepOnce(ctx context.Context) Sweep {
+	var sw Sweep
+	recs, err := r.store.claim(ctx, r.cfg.id, r.cfg.batch, r.cfg.lockTTL)
+	if err != nil {
+		sw.Err = err
+		r.log.Warn("acemq: the outbox relay could not claim records; it tries again at the next sweep", "relay", r.cfg.id, "error", err)
+		return sw
+	}
+	sw.Claimed = len(recs)
+	for _, rec := range recs {
+		if err := ctx.Err(); err != nil {
+			sw.Err = err
+			return sw
+		}
+		if err := r.publish(ctx, rec, &sw); err != nil {
+			sw.Err = err
+			return sw
+		}
+	}
+	return sw
+}
+
+func (r *Relay) publish(ctx context.Context, rec Record, sw *Sweep) error {
+	attrs := metric.WithAttributes(attribute.String("exchange", rec.Exchange), attribute.String("routing.key", rec.RoutingKey))
+	pctx, cancel := context.WithTimeout(ctx, r.cfg.publishTimeout)
+	err := r.conn.PublishRaw(pctx, acemq.RawMessage{
+		Exchange:    rec.Exchange,
+		RoutingKey:  rec.RoutingKey,
+		ContentType: rec.ContentType,
+		MessageID:   rec.ID,
+		Headers:     rec.Headers,
+		Body:        rec.Body,
+	})
+	cancel()
+	if err == nil {
+		confirmed := r.store.now()
+		lag := confirmed.Sub(rec.CreatedAt).Seconds()
+		if lag < 0 {
+			lag = 0
+		}
+		r.total.Add(ctx, 1, metric.WithAttributes(attribute.String("exchange", rec.Exchange), attribute.String("routing.key", rec.RoutingKey), attribute.String("outcome", "published")))
+		r.lag.Record(ctx, lag, attrs)
+		derr := error(nil)
+		if r.afterConfirm != nil {
+			derr = r.afterConfirm(rec.ID)
+		}
+		if derr == nil {
+			dctx, dcancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+			derr = r.store.markPublished(dctx, rec.ID)
+			dcancel()
+		}
+		if derr != nil {
+			e := fmt.Errorf("outbox record %s was published but not marked, so it will be sent again: %w", rec.ID, derr)
+			r.log.Error(e.Error(), "relay", r.cfg.id, "id", rec.ID)
+			return e
+		}
+		sw.Published++
+		return nil
+	}
+	if acemq.IsUnroutable(err) || acemq.IsNacked(err) || acemq.IsMissingExchange(err) {
+		r.total.Add(ctx, 1, metric.WithAttributes(attribute.String("exchange", rec.Exchange), attribute.String("routing.key", rec.RoutingKey), attribute.String("outcome", "failed")))
+		sw.Failed++
+		fctx, fcancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+		ferr := r.store.markFailed(fctx, rec.ID, describe(err))
+		fcancel()
+		if ferr != nil {
+			r.log.Error("acemq: the outbox relay could not record a failed attempt", "relay", r.cfg.id, "id", rec.ID, "error", ferr)
+		} else if rec.Attempts+1 >= MaxAttempts {
+			sw.Retired = append(sw.Retired, rec.ID)
+			r.log.Error("acemq: outbox record retired after the maximum attempts; list it with Store.Retired and put it back with Store.Release", "relay", r.cfg.id, "id", rec.ID, "attempts", MaxAttempts, "error", err)
+		}
+		r.log.Warn("acemq: outbox.publish_failed", "relay", r.cfg.id, "id", rec.ID, "attempt", rec.Attempts+1, "error", err)
+		return err
+	}
+	// Refused, lost, timed out: not the record's fault, no attempt spent.
+	if !acemq.IsPaused(err) {
+		r.total.Add(ctx, 1, metric.WithAttributes(attribute.String("exchange", rec.Exchange), attribute.String("routing.key", rec.RoutingKey), attribute.String("outcome", "failed")))
+	}
+	r.log.Warn("acemq: the outbox relay stopped its sweep; no attempt was spent", "relay", r.cfg.id, "id", rec.ID, "error", err)
+	return err
+}
+
+// describe renders err with its cause when the text leaves the cause out
+// (a PublishError's sentence does not quote the broker's 404).
+func describe(err error) string {
+	s := err.Error()
+	if u := errors.Unwrap(err); u != nil && !strings.Contains(s, u.Error()) {
+		s += " (" + u.Error() + ")"
+	}
+	return s
+}

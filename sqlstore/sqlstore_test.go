@@ -1,0 +1,138 @@
+package sqlstore_test
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"path/filepath"
+	"testing"
+
+	_ "github.com/jackc/pgx/v5/stdlib"
+	_ "modernc.org/sqlite"
+
+	"github.com/acemq-go/acemq/internal/testenv"
+	"github.com/acemq-go/acemq/sqlstore"
+)
+
+func TestRebindNumbersPlaceholdersForPostgresOnly(t *testing.T) {
+	q := `SELECT '?' , a FROM t WHERE a = ? AND b = ?`
+	if got := sqlstore.PostgreSQL.Rebind(q); got != `SELECT '?' , a FROM t WHERE a = $1 AND b = $2` {
+		t.Fatalf("postgres: %s", got)
+	}
+	for _, d := range []sqlstore.Dialect{sqlstore.SQLite, sqlstore.MySQL} {
+		if got := d.Rebind(q); got != q {
+			t.Fatalf("%s: %s", d, got)
+		}
+	}
+}
+
+func TestDialectValidateAndParse(t *testing.T) {
+	if err := sqlstore.Dialect(0).Validate(); err == nil {
+		t.Fatal("zero dialect accepted")
+	}
+	for name, want := range map[string]sqlstore.Dialect{"postgres": sqlstore.PostgreSQL, "PGX": sqlstore.PostgreSQL, "sqlite3": sqlstore.SQLite, "mysql": sqlstore.MySQL} {
+		if d, err := sqlstore.ParseDialect(name); err != nil || d != want {
+			t.Fatalf("%s → %v %v", name, d, err)
+		}
+	}
+	if _, err := sqlstore.ParseDialect("oracle"); err == nil {
+		t.Fatal("oracle accepted")
+	}
+}
+
+type fakeResult struct{}
+
+func (fakeResult) LastInsertId() (int64, error) { return 0, nil }
+func (fakeResult) RowsAffected() (int64, error) { return 0, errors.New("not supported") }
+
+func TestUnknownRowsAffectedIsAnError(t *testing.T) {
+	if _, err := sqlstore.RowsAffected(fakeResult{}); !errors.Is(err, sqlstore.ErrRowsAffectedUnknown) {
+		t.Fatalf("err = %v", err)
+	}
+}
+
+// MySQLError mirrors go-sql-driver/mysql's error type, which the
+// detector reads by name without importing the driver.
+type MySQLError struct {
+	Number  uint16
+	Message string
+}
+
+func (e *MySQLError) Error() string { return e.Message }
+
+func TestMySQLDuplicateKeyIsAUniqueViolation(t *testing.T) {
+	if !sqlstore.IsUniqueViolation(fmt.Errorf("insert: %w", &MySQLError{Number: 1062, Message: "Duplicate entry 'a' for key 'PRIMARY'"})) {
+		t.Fatal("1062 not detected")
+	}
+	if sqlstore.IsUniqueViolation(&MySQLError{Number: 1452, Message: "Cannot add or update a child row"}) {
+		t.Fatal("a foreign-key error (1452) taken for a duplicate")
+	}
+}
+
+// Real drivers: a duplicate key is a unique violation; a NOT NULL
+// violation, a missing table or a syntax error is not.
+func TestUniqueViolationOnRealDatabases(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		open func(t *testing.T) *sql.DB
+	}{
+		{"sqlite", func(t *testing.T) *sql.DB {
+			db, err := sql.Open("sqlite", filepath.Join(t.TempDir(), "u.db"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			return db
+		}},
+		{"postgres", func(t *testing.T) *sql.DB {
+			db, err := sql.Open("pgx", testenv.PostgresURL(t))
+			if err != nil {
+				t.Fatal(err)
+			}
+			return db
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ctx := context.Background()
+			db := tc.open(t)
+			defer db.Close()
+			table := "acemq_unique_probe"
+			conn, err := db.Conn(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer conn.Close()
+			if _, err := conn.ExecContext(ctx, "CREATE TEMPORARY TABLE "+table+" (k VARCHAR(10) PRIMARY KEY, v VARCHAR(10) NOT NULL)"); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := conn.ExecContext(ctx, "INSERT INTO "+table+" (k, v) VALUES ('a', 'x')"); err != nil {
+				t.Fatal(err)
+			}
+			_, dup := conn.ExecContext(ctx, "INSERT INTO "+table+" (k, v) VALUES ('a', 'y')")
+			_, notNull := conn.ExecContext(ctx, "INSERT INTO "+table+" (k, v) VALUES ('b', NULL)")
+			_, missing := conn.ExecContext(ctx, "INSERT INTO no_such_table_here (k) VALUES ('a')")
+			if !sqlstore.IsUniqueViolation(dup) {
+				t.Fatalf("duplicate key not detected: %v", dup)
+			}
+			for _, e := range []error{notNull, missing, nil, context.Canceled} {
+				if sqlstore.IsUniqueViolation(e) {
+					t.Fatalf("%v taken for a unique violation", e)
+				}
+			}
+		})
+	}
+}
+
+func TestDetectNamesTheDriversDialect(t *testing.T) {
+	for driver, want := range map[string]sqlstore.Dialect{"sqlite": sqlstore.SQLite, "pgx": sqlstore.PostgreSQL} {
+		db, err := sql.Open(driver, "postgres://nobody@127.0.0.1:1/none")
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := sqlstore.Detect(db)
+		db.Close()
+		if err != nil || got != want {
+			t.Fatalf("%s: %v %v, want %v", driver, got, err, want)
+		}
+	}
+}
