@@ -191,8 +191,8 @@ func checkDemo(t *testing.T, r result) {
 		t.Fatalf("no summary row in the demo's output:\n%s", r.stdout)
 	}
 	// published, confirmed, consumed, retried, dead-lettered, replayed, lost
-	if got := strings.Join(m[1:], " "); got != "4 4 11 2 1 1 0" {
-		t.Fatalf("summary = %s, want 4 4 11 2 1 1 0\n%s", got, r.stdout)
+	if got := strings.Join(m[1:], " "); got != "3 3 10 3 1 1 0" {
+		t.Fatalf("summary = %s, want 3 3 10 3 1 1 0\n%s", got, r.stdout)
 	}
 	if !strings.Contains(r.stdout, "lost = 0") {
 		t.Fatalf("the demo does not say lost = 0:\n%s", r.stdout)
