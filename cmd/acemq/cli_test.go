@@ -652,6 +652,8 @@ func TestCommandsWithoutAURLSayHowToGiveOne(t *testing.T) {
 		mustFailWithSentence(t, acemqCmd(t, "", args...), "no broker URL")
 	}
 	mustFailWithSentence(t, acemqCmd(t, "", "tail", "q", "--bogus"), "--help")
+	mustFailWithSentence(t, acemqCmd(t, "", "bogus"), "acemq --help")
+	mustFailWithSentence(t, acemqCmd(t, "", "topology", "plan", "extra"), "acemq --help")
 }
 
 func TestReplayWarnsWhenAnIDIsInTheQueueTwice(t *testing.T) {

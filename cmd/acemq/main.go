@@ -17,6 +17,7 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
 
 	"github.com/spf13/cobra"
@@ -43,7 +44,11 @@ func run(args []string) int {
 			}
 			return ec.code
 		}
-		fmt.Fprintln(os.Stderr, "acemq:", sentence(err))
+		msg := sentence(err)
+		if strings.HasPrefix(msg, "unknown command") {
+			msg += "; run `acemq --help` for the commands and the arguments they take"
+		}
+		fmt.Fprintln(os.Stderr, "acemq:", msg)
 		return 1
 	}
 	return 0
