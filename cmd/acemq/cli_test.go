@@ -651,6 +651,9 @@ func TestCommandsWithoutAURLSayHowToGiveOne(t *testing.T) {
 	for _, args := range [][]string{{"dlq", "list"}, {"dlq", "show", "q.dlq"}, {"publish", "--queue", "q", "--body", "x"}, {"health"}} {
 		mustFailWithSentence(t, acemqCmd(t, "", args...), "no broker URL")
 	}
+}
+
+func TestUnknownCommandsFlagsAndArgumentsSayToRunHelp(t *testing.T) {
 	mustFailWithSentence(t, acemqCmd(t, "", "tail", "q", "--bogus"), "--help")
 	mustFailWithSentence(t, acemqCmd(t, "", "bogus"), "acemq --help")
 	mustFailWithSentence(t, acemqCmd(t, "", "topology", "plan", "extra"), "acemq --help")
