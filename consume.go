@@ -210,7 +210,9 @@ func (k *Consumer) Close(ctx context.Context) error {
 	timeout := k.core.drainTimeout
 	deadline := time.Now().Add(timeout)
 	if d, ok := ctx.Deadline(); ok && d.Before(deadline) {
+		// The error names the deadline actually used, not the configured one.
 		deadline = d
+		timeout = time.Until(d).Round(time.Millisecond)
 	}
 	err := drainAll(ctx, []*consumerCore{k.core}, deadline, timeout)
 	if ctx.Err() != nil {

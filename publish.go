@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"time"
 
@@ -292,10 +293,10 @@ func (c *Conn) prepare(ctx context.Context, exchange, routingKey string, pc *pub
 	if len(o.headerErrs) > 0 {
 		// After the envelope, so the error names the message's id.
 		err := errors.Join(o.headerErrs...)
-		return fail(err.Error(), err)
+		return fail(err.Error(), err) // the §8.6 sentence, verbatim
 	}
 	if err != nil {
-		return fail(fmt.Sprintf("the envelope is not valid: %v", err), err)
+		return fail("the envelope is not valid: "+withoutPrefix(err), err)
 	}
 	pctx := PublishContext{
 		Exchange:   exchange,
@@ -312,7 +313,7 @@ func (c *Conn) prepare(ctx context.Context, exchange, routingKey string, pc *pub
 		pctx.Mandatory = *o.mandatory
 	}
 	if err := c.runPublishInterceptors(ctx, &pctx); err != nil {
-		return fail(fmt.Sprintf("an interceptor refused it: %v", err), err)
+		return fail("an interceptor refused it: "+err.Error(), err)
 	}
 	env = pctx.Envelope
 	if env.ID == "" || env.Validate() != nil {
@@ -330,7 +331,7 @@ func (c *Conn) prepare(ctx context.Context, exchange, routingKey string, pc *pub
 	}
 	body, err := codec.Encode(pctx.Payload)
 	if err != nil {
-		return fail(fmt.Sprintf("the payload could not be encoded: %v", err), err)
+		return fail("the payload could not be encoded: "+withoutPrefix(err), err)
 	}
 	mode := uint8(2)
 	if !pctx.Persistent {
@@ -592,4 +593,10 @@ func (c *Conn) sendAll(ctx context.Context, exchange, routingKey string, pc *pub
 	be.Confirmed = n - be.Failed
 	be.Results = results
 	return sents, be
+}
+
+// withoutPrefix renders err for embedding in a sentence that already starts
+// "acemq: ", so the prefix is not doubled.
+func withoutPrefix(err error) string {
+	return strings.TrimPrefix(err.Error(), "acemq: ")
 }
