@@ -737,3 +737,34 @@ func TestLoadUntilInterruptedEndsWithAFinalLineAndExitZero(t *testing.T) {
 		t.Fatalf("want sample lines ending with a final one, got %q (%v)", got.String(), err)
 	}
 }
+
+func TestTailWaitsForAMessagePublishedAfterItStarted(t *testing.T) {
+	url := testenv.AMQPURL(t)
+	c := libConn(t, url)
+	q := testenv.Unique("cli.tailwait")
+	if err := c.Apply(context.Background(), acemq.NewTopology().Queue(q)); err != nil {
+		t.Fatal(err)
+	}
+	deleteQueues(t, c, q)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, acemqBinary, "tail", q, "--ack", "-n", "1", "--for", "30s", "--url", url)
+	var out bytes.Buffer
+	cmd.Stdout = &out
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	sent, err := c.Publish(ctx, "", q, map[string]string{"late": "yes"}, acemq.Mandatory())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Wait(); err != nil {
+		t.Fatalf("tail: %v\n%s", err, out.String())
+	}
+	if lines := parseTail(t, out.String()); len(lines) != 1 || lines[0].ID != sent.Envelope.ID || lines[0].Settled != "acked" {
+		t.Fatalf("tail printed %q, want the late message %s, acked", out.String(), sent.Envelope.ID)
+	}
+	if d := depth(t, c, q); d != 0 {
+		t.Fatalf("queue holds %d after tail --ack", d)
+	}
+}

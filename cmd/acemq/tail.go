@@ -8,6 +8,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/acemq-go/acemq"
+	"github.com/acemq-go/acemq/transport"
 )
 
 // tailLine is one message as tail prints it (one JSON object per line).
@@ -30,9 +31,10 @@ func newTail() *cobra.Command {
 	var dur time.Duration
 	cmd := &cobra.Command{
 		Use:   "tail QUEUE",
-		Short: "Take messages from QUEUE and print their envelopes, one JSON line each",
-		Long: "Take messages from QUEUE and print each envelope as one JSON line. With --requeue (the default) nothing is removed: " +
-			"messages are held until tail exits and then returned to the queue in order. With --ack each printed message is removed.",
+		Short: "Consume from QUEUE and print each envelope as one JSON line",
+		Long: "Consume from QUEUE and print each envelope as one JSON line. With --requeue (the default) nothing is removed: " +
+			"messages are held unacknowledged until tail exits and then returned to the queue (so at most 1000, or -n, are shown). " +
+			"With --ack each printed message is removed.",
 		Example: `  acemq tail orders.new -n 10
   acemq tail orders.new.dlq --for 30s
   acemq tail orders.new --ack -n 1`,
@@ -58,46 +60,58 @@ func newTail() *cobra.Command {
 			if _, err := requireQueue(ctx, c, q); err != nil {
 				return err
 			}
-			p, err := c.NewPuller(ctx)
+			ch, err := c.Channel(ctx)
 			if err != nil {
 				return fmt.Errorf("cannot open a channel to read %q (%s); check the connection and retry", q, sentence(err))
 			}
-			var held []*acemq.Pulled
+			// Held (unacked) messages count against the prefetch, so with
+			// --requeue at most that many are shown before tail waits.
+			prefetch := 1000
+			if n > 0 {
+				prefetch = min(n, 1000)
+			}
+			if err := ch.Qos(prefetch); err != nil {
+				_ = ch.Close()
+				return fmt.Errorf("cannot set the prefetch on %q (%s); check the connection and retry", q, sentence(err))
+			}
+			deliveries, err := ch.Consume(ctx, transport.ConsumeSpec{Queue: q, Tag: "acemq-tail-" + acemq.NewEnvelope().ID})
+			if err != nil {
+				_ = ch.Close()
+				return fmt.Errorf("cannot consume from %q (%s); check the name and the connection", q, sentence(err))
+			}
+			var held []uint64
 			defer func() {
-				for _, m := range held {
-					_ = m.Nack(true)
+				// Held messages go back to the queue, in order, on exit.
+				for _, tag := range held {
+					_ = ch.Nack(tag, true)
 				}
-				_ = p.Close()
+				_ = ch.Close()
 			}()
 			out := cmd.OutOrStdout()
-			poll := time.NewTicker(50 * time.Millisecond)
-			defer poll.Stop()
-			for got := 0; n == 0 || got < n; {
-				m, ok, err := p.Pull(ctx, q)
-				if err != nil {
+			for got := 0; n == 0 || got < n; got++ {
+				var d transport.Delivery
+				var ok bool
+				select {
+				case <-ctx.Done():
+					return nil
+				case d, ok = <-deliveries:
+				}
+				if !ok {
 					if ctx.Err() != nil {
 						return nil
 					}
-					return fmt.Errorf("cannot read %q (%s); check the connection and retry", q, sentence(err))
+					return fmt.Errorf("the broker ended tail's subscription to %q (%v); check whether the queue was deleted and run tail again", q, ch.Err())
 				}
-				if !ok {
-					select {
-					case <-ctx.Done():
-						return nil
-					case <-poll.C:
-					}
-					continue
-				}
-				got++
-				line := tailLine{ID: m.Envelope.ID, Type: m.Envelope.Type, CorrelationID: m.Envelope.CorrelationID, Attempt: m.Envelope.Attempt,
-					Error: m.Envelope.Error, RoutingKey: m.RoutingKey, ContentType: m.ContentType, Body: string(m.Body), Settled: "held"}
+				env := acemq.ReadEnvelope(d.Headers, d.RoutingKey, d.MessageID, d.ReplyTo)
+				line := tailLine{ID: env.ID, Type: env.Type, CorrelationID: env.CorrelationID, Attempt: env.Attempt,
+					Error: env.Error, RoutingKey: d.RoutingKey, ContentType: d.ContentType, Body: string(d.Body), Settled: "held"}
 				if ack {
-					if err := m.Ack(); err != nil {
-						return fmt.Errorf("cannot remove message %s from %q (%s); it stays in the queue", m.Envelope.ID, q, sentence(err))
+					if err := ch.Ack(d.DeliveryTag); err != nil {
+						return fmt.Errorf("cannot remove message %s from %q (%s); it stays in the queue", env.ID, q, sentence(err))
 					}
 					line.Settled = "acked"
 				} else {
-					held = append(held, m)
+					held = append(held, d.DeliveryTag)
 				}
 				if err := writeJSONLine(out, line); err != nil {
 					return err
