@@ -29,6 +29,15 @@ func TestConformance(t *testing.T) {
 	transporttest.Run(t, transporttest.Harness{
 		Dial:              func(t *testing.T) transport.Connection { return dial(t, nil) },
 		DialWithOnBlocked: dial,
+		// A real resource alarm: RabbitMQ blocks publishing connections and
+		// stops reading them until the watermark is restored.
+		Block: func(t *testing.T, reason string) {
+			t.Cleanup(func() { testenv.RabbitCtl(t, "set_vm_memory_high_watermark", "0.4") })
+			testenv.RabbitCtl(t, "set_vm_memory_high_watermark", "0")
+		},
+		Unblock: func(t *testing.T) {
+			testenv.RabbitCtl(t, "set_vm_memory_high_watermark", "0.4")
+		},
 		DropConnections: func(t *testing.T) {
 			testenv.RabbitCtl(t, "close_all_connections", "conformance suite")
 		},
