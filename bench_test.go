@@ -64,3 +64,46 @@ func BenchmarkSendAll(b *testing.B) {
 	}
 	b.ReportMetric(float64(msgs.Load())/b.Elapsed().Seconds(), "msg/s")
 }
+
+// BenchmarkConsume measures the client's cost per delivery on memory://:
+// envelope read, decode, handler, settlement and ack.
+func BenchmarkConsume(b *testing.B) {
+	ctx := context.Background()
+	name := fmt.Sprintf("memory://bench-consume-%d", b.N)
+	c, err := acemq.Connect(ctx, name, acemq.WithLogger(acemq.DiscardLogger()))
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer c.Close(ctx)
+	if err := c.Apply(ctx, acemq.NewTopology().Queue("bench", acemq.AsClassic())); err != nil {
+		b.Fatal(err)
+	}
+	pub := acemq.NewPublisher[[]byte](c, "", "bench", acemq.PublisherCodec(acemq.Bytes()))
+	batch := make([][]byte, 1000)
+	for i := range batch {
+		batch[i] = make([]byte, 256)
+	}
+	for sent := 0; sent < b.N; sent += len(batch) {
+		if _, err := pub.SendAll(ctx, batch); err != nil {
+			b.Fatal(err)
+		}
+	}
+	total := (b.N + len(batch) - 1) / len(batch) * len(batch)
+	var got atomic.Int64
+	done := make(chan struct{})
+	b.ReportAllocs()
+	b.ResetTimer()
+	cons, err := acemq.Consume(ctx, c, "bench", func(ctx context.Context, m *acemq.Message[[]byte]) acemq.Decision {
+		if got.Add(1) == int64(total) {
+			close(done)
+		}
+		return acemq.Accept()
+	}, acemq.ConsumerCodec(acemq.Bytes()), acemq.ConsumerPrefetch(250))
+	if err != nil {
+		b.Fatal(err)
+	}
+	<-done
+	b.StopTimer()
+	b.ReportMetric(float64(total)/b.Elapsed().Seconds(), "msg/s")
+	_ = cons.Close(ctx)
+}

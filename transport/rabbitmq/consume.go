@@ -30,7 +30,10 @@ func (c *channel) Consume(ctx context.Context, s transport.ConsumeSpec) (<-chan 
 	c.mu.Lock()
 	c.subs[tag] = stop
 	c.mu.Unlock()
-	out := make(chan transport.Delivery)
+	// Buffered, so the forwarder runs ahead and the reader drains in
+	// batches instead of a rendezvous per delivery. The broker's prefetch
+	// still bounds what is held.
+	out := make(chan transport.Delivery, forwardBuffer)
 	go c.forward(in, out, stop, tag)
 	return out, nil
 }
@@ -103,3 +106,7 @@ func toDelivery(d *amqp.Delivery, count int) transport.Delivery {
 		MessageCount: count,
 	}
 }
+
+// forwardBuffer is how many converted deliveries may wait for the
+// subscriber.
+const forwardBuffer = 256
