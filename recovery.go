@@ -284,11 +284,8 @@ func (c *Conn) reconnect(ctx context.Context) ([]error, error) {
 	c.setState(StateReopening)
 	c.mu.Lock()
 	decls := append([]Declaration(nil), c.decls...)
-	consumers := make([]*consumerCore, 0, len(c.consumers))
-	for cc := range c.consumers {
-		consumers = append(consumers, cc)
-	}
 	c.mu.Unlock()
+	consumers := c.consumerList()
 	var skipped []error
 	for _, d := range decls {
 		for try := 0; ; try++ {
@@ -381,13 +378,7 @@ func sleepCtx(ctx context.Context, d time.Duration) error {
 }
 
 func (c *Conn) failConsumers() {
-	c.mu.Lock()
-	consumers := make([]*consumerCore, 0, len(c.consumers))
-	for cc := range c.consumers {
-		consumers = append(consumers, cc)
-	}
-	c.mu.Unlock()
-	for _, cc := range consumers {
+	for _, cc := range c.consumerList() {
 		cc.markStalled(ErrClosed)
 	}
 }
@@ -420,12 +411,7 @@ func (c *Conn) close(ctx context.Context) error {
 		deadline = d
 		timeout = time.Until(d).Round(time.Millisecond)
 	}
-	c.mu.Lock()
-	consumers := make([]*consumerCore, 0, len(c.consumers))
-	for cc := range c.consumers {
-		consumers = append(consumers, cc)
-	}
-	c.mu.Unlock()
+	consumers := c.consumerList()
 	drainErr := drainAll(ctx, consumers, deadline, timeout)
 
 	// Publishing stayed open for the consumers' hops; now wait (within the
@@ -459,4 +445,15 @@ func (c *Conn) close(ctx context.Context) error {
 		errs = append(errs, ctx.Err())
 	}
 	return errors.Join(errs...)
+}
+
+// consumerList snapshots the registered consumers.
+func (c *Conn) consumerList() []*consumerCore {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	out := make([]*consumerCore, 0, len(c.consumers))
+	for cc := range c.consumers {
+		out = append(out, cc)
+	}
+	return out
 }
