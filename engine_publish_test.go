@@ -81,8 +81,7 @@ func TestSendAllPartialNackReportsExactCountsInPayloadOrder(t *testing.T) {
 func TestSendAllWhileBlockedIsPaused(t *testing.T) {
 	r := newRig(t)
 	r.queue("q")
-	r.broker.Block("low on memory")
-	defer r.broker.Unblock()
+	held := blockAndWait(t, r.c, r.broker, "low on memory")
 	_, err := acemq.NewPublisher[order](r.c, "", "q").SendAll(context.Background(), []order{{ID: "1"}, {ID: "2"}, {ID: "3"}})
 	var be *acemq.BatchPublishError
 	if !errors.As(err, &be) || be.Failed != 3 || be.Confirmed != 0 {
@@ -96,6 +95,13 @@ func TestSendAllWhileBlockedIsPaused(t *testing.T) {
 	}
 	if r.ready("q") != 0 {
 		t.Fatal("a refused message reached the queue")
+	}
+	r.broker.Unblock()
+	if err := recv(t, held); err != nil {
+		t.Fatalf("the publish held during the alarm, after unblock: %v", err)
+	}
+	if r.ready("q") != 0 {
+		t.Fatal("a refused message reached the queue after unblock")
 	}
 }
 
@@ -196,10 +202,8 @@ func TestMandatoryUnroutableReportsTheBrokerText(t *testing.T) {
 func TestPublishWhileBlockedIsRefusedAsPausedWithTheReason(t *testing.T) {
 	r := newRig(t)
 	r.queue("q")
-	r.broker.Block("low on memory")
-	if !r.c.Blocked() || r.c.BlockedReason() != "low on memory" {
-		t.Fatalf("blocked %v reason %q", r.c.Blocked(), r.c.BlockedReason())
-	}
+	notBlockedYet(t, r.c, r.broker)
+	held := blockAndWait(t, r.c, r.broker, "low on memory")
 	pub := acemq.NewPublisher[order](r.c, "", "q")
 	env := acemq.NewEnvelope()
 	_, err := pub.Send(context.Background(), order{}, acemq.WithEnvelope(env))
@@ -219,6 +223,12 @@ func TestPublishWhileBlockedIsRefusedAsPausedWithTheReason(t *testing.T) {
 		t.Fatalf("stats refused %d failed %d; want 1, 0", s.Refused, s.Failed)
 	}
 	r.broker.Unblock()
+	if err := recv(t, held); err != nil {
+		t.Fatalf("the publish held during the alarm, after unblock: %v", err)
+	}
+	if r.c.Blocked() || r.c.BlockedReason() != "" {
+		t.Fatalf("after unblock: blocked %v reason %q", r.c.Blocked(), r.c.BlockedReason())
+	}
 	if _, err := pub.Send(context.Background(), order{}); err != nil {
 		t.Fatalf("Send after unblock: %v", err)
 	}

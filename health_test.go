@@ -30,8 +30,8 @@ func TestHealthIsUpWhenOpen(t *testing.T) {
 
 func TestHealthIsUpWithTheReasonWhenBlocked(t *testing.T) {
 	c := connectMemory(t, "health-blocked")
-	memory.Lookup("health-blocked").Block("low on memory")
-	defer memory.Lookup("health-blocked").Unblock()
+	b := memory.Lookup("health-blocked")
+	held := blockAndWait(t, c, b, "low on memory")
 	start := time.Now()
 	r := c.Health(context.Background())
 	t.Logf("Health answered in %s while blocked", time.Since(start))
@@ -40,6 +40,13 @@ func TestHealthIsUpWithTheReasonWhenBlocked(t *testing.T) {
 	}
 	if want := "the broker has blocked this connection; publishing is paused: low on memory"; r.Detail != want {
 		t.Fatalf("detail %q, want %q", r.Detail, want)
+	}
+	b.Unblock()
+	if err := recv(t, held); err != nil {
+		t.Fatalf("the publish held during the alarm, after unblock: %v", err)
+	}
+	if r := c.Health(context.Background()); r.Status != acemq.StatusUp || r.Blocked || r.Detail != "" {
+		t.Fatalf("report after unblock %+v", r)
 	}
 }
 
@@ -140,8 +147,9 @@ func TestCheckAllDefaultDeadlineSentence(t *testing.T) {
 
 func TestCheckAllWorstWinsAndKeepsEveryDetail(t *testing.T) {
 	c := connectMemory(t, "health-agg")
-	memory.Lookup("health-agg").Block("low on memory")
-	defer memory.Lookup("health-agg").Unblock()
+	b := memory.Lookup("health-agg")
+	blockAndWait(t, c, b, "low on memory")
+	defer b.Unblock()
 	r := acemq.CheckAll(context.Background(), time.Second,
 		acemq.ConnCheck(c),
 		acemq.CheckFunc("db", func(context.Context) acemq.HealthReport {

@@ -328,11 +328,14 @@ func TestPublishOutcomesCountAndSetSpanStatus(t *testing.T) {
 	if _, err := nowhere.Send(ctx, order2{ID: "2"}, acemq.WithType("order"), acemq.Mandatory()); !acemq.IsUnroutable(err) {
 		t.Fatalf("want unroutable, got %v", err)
 	}
-	memory.Lookup(name).Block("low on memory")
-	if _, err := pub.Send(ctx, order2{ID: "3"}, acemq.WithType("order")); err == nil {
-		t.Fatal("a blocked publish succeeded")
+	held := blockAndWait(t, o.conn, memory.Lookup(name), "low on memory")
+	if _, err := pub.Send(ctx, order2{ID: "3"}, acemq.WithType("order")); !acemq.IsPaused(err) {
+		t.Fatalf("a publish while blocked: %v, want it refused as paused", err)
 	}
 	memory.Lookup(name).Unblock()
+	if err := recv(t, held); err != nil {
+		t.Fatalf("the publish held during the alarm, after unblock: %v", err)
+	}
 
 	rm := o.collect(t)
 	for _, c := range []struct {

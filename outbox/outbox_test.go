@@ -287,15 +287,15 @@ func TestOutageStopsTheSweepWithoutSpendingAnAttempt(t *testing.T) {
 			return out
 		}
 
-		broker.Block("low on memory")
-		if sw := r.SweepOnce(ctx); sw.Err == nil || sw.Published != 0 || sw.Failed != 0 {
-			t.Fatalf("blocked sweep %+v", sw)
+		held := blockAndWait(t, c, broker, "low on memory")
+		if sw := r.SweepOnce(ctx); !acemq.IsPaused(sw.Err) || sw.Published != 0 || sw.Failed != 0 {
+			t.Fatalf("blocked sweep %+v, want it stopped by the paused refusal", sw)
 		}
 		broker.Unblock()
+		heldConfirms(t, held)
 		if a := attempts(); !slices.Equal(a, []int{0, 0}) {
 			t.Fatalf("attempts after a block: %v", a)
 		}
-		// The block was released: the held publish (if any) may be routed.
 		drain(t, c, "orders")
 
 		broker.StopConfirming()

@@ -28,7 +28,7 @@ type Broker struct {
 	conns  map[*conn]struct{}
 
 	// Fault injection.
-	alarmMu     sync.Mutex // serialises Block/Unblock and their callbacks
+	alarmMu     sync.Mutex // serialises Block/Unblock and the OnBlocked callbacks
 	blocked     atomic.Bool
 	blockReason string // guarded by alarmMu
 	nackNext    atomic.Int64

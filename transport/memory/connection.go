@@ -26,6 +26,9 @@ type conn struct {
 	deferred  []func()      // settlements sent while stalled
 	// maybeStalled mirrors stalled for the lock-free fast path.
 	maybeStalled atomic.Bool
+	// toldBlocked is set once OnBlocked(true) was called in the current
+	// alarm; guarded by b.alarmMu.
+	toldBlocked bool
 }
 
 var _ transport.Connection = (*conn)(nil)
@@ -33,14 +36,9 @@ var _ transport.Connection = (*conn)(nil)
 func (b *Broker) connect(cfg transport.Config) *conn {
 	c := &conn{b: b, onBlocked: cfg.OnBlocked, life: newLifecycle(),
 		channels: map[ender]struct{}{}, pubs: map[*publisher]struct{}{}}
-	b.alarmMu.Lock()
-	defer b.alarmMu.Unlock()
 	b.connMu.Lock()
 	b.conns[c] = struct{}{}
 	b.connMu.Unlock()
-	if b.blocked.Load() && c.onBlocked != nil {
-		c.onBlocked(true, b.blockReason)
-	}
 	return c
 }
 

@@ -21,7 +21,9 @@
 //
 // A Broker also offers fault injection for tests of the code above it:
 // Block, Unblock, DropConnections, NackNext, StopConfirming and
-// ResumeConfirming.
+// ResumeConfirming. Block is RabbitMQ's resource alarm, with its timing: a
+// connection is told it is blocked only when it publishes during the
+// alarm, and that publish is held unconfirmed until Unblock.
 //
 // Deliveries share the broker's copy of the body: treat Delivery.Body as
 // read-only. Headers are copied per delivery.

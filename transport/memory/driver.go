@@ -33,8 +33,9 @@ func (Driver) Capabilities() []string {
 // Dial connects to the broker named by cfg.URL (memory://NAME, with an
 // optional query the engine reads, such as confirms=off). The broker is
 // created on first use. Dial fails when ctx is done or the URL is not a
-// memory:// URL with a name; it always reports address index 0. When the
-// broker is blocked, cfg.OnBlocked is told so before Dial returns.
+// memory:// URL with a name; it always reports address index 0. As on
+// RabbitMQ, a connection dialled while the broker is blocked is not told
+// so until it publishes (see Broker.Block).
 func (Driver) Dial(ctx context.Context, cfg transport.Config) (transport.Connection, int, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, 0, err

@@ -4,14 +4,16 @@ package memory
 // broker's moods. Every method is safe for concurrent use.
 
 // Block raises a resource alarm, as RabbitMQ does when low on memory or
-// disk: every connection's OnBlocked is called with (true, reason), and
-// publishes written from now on are held, neither routed nor confirmed,
-// until Unblock. As RabbitMQ stops reading a publishing connection's
-// socket, a connection that has written a publish while blocked is
-// stalled: its acks, nacks and rejects take effect only at Unblock, and
-// its other channel operations wait for Unblock (or their context).
-// Connections that only consume carry on. Blocking a blocked broker does
-// nothing.
+// disk. Like RabbitMQ, raising it tells nobody: a connection learns of it
+// only when it writes a publish while the alarm is on. That publish is
+// accepted but held, neither routed nor confirmed, and the connection's
+// OnBlocked is then called with (true, reason), once per alarm, before
+// Publish returns. As RabbitMQ stops reading a publishing connection's
+// socket, such a connection is stalled until Unblock: its later publishes
+// are held too, its acks, nacks and rejects take effect only at Unblock,
+// and its other channel operations wait for Unblock (or their context).
+// Connections that only consume are never told and carry on. Blocking a
+// blocked broker does nothing.
 func (b *Broker) Block(reason string) {
 	b.alarmMu.Lock()
 	defer b.alarmMu.Unlock()
@@ -20,16 +22,12 @@ func (b *Broker) Block(reason string) {
 	}
 	b.blockReason = reason
 	b.blocked.Store(true)
-	for _, c := range b.snapshotConns() {
-		if c.onBlocked != nil {
-			c.onBlocked(true, reason)
-		}
-	}
 }
 
-// Unblock clears the alarm: every connection's OnBlocked is called with
-// (false, ""), then held publishes are routed and confirmed in order.
-// Unblocking a broker that is not blocked does nothing.
+// Unblock clears the alarm: OnBlocked is called with (false, "") on the
+// connections that were told they were blocked, and only those, then held
+// publishes are routed and confirmed in order. Unblocking a broker that is
+// not blocked does nothing.
 func (b *Broker) Unblock() {
 	b.alarmMu.Lock()
 	if !b.blocked.Load() {
@@ -40,8 +38,11 @@ func (b *Broker) Unblock() {
 	b.blockReason = ""
 	conns := b.snapshotConns()
 	for _, c := range conns {
-		if c.onBlocked != nil {
-			c.onBlocked(false, "")
+		if c.toldBlocked {
+			c.toldBlocked = false
+			if c.onBlocked != nil {
+				c.onBlocked(false, "")
+			}
 		}
 	}
 	b.alarmMu.Unlock()

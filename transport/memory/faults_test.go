@@ -3,6 +3,7 @@ package memory
 import (
 	"context"
 	"errors"
+	"fmt"
 	"sync"
 	"testing"
 	"time"
@@ -35,33 +36,78 @@ func (e *blockEvents) list() []string {
 	return append([]string(nil), e.got...)
 }
 
-func TestBlockNotifiesAndHoldsPublishesUntilUnblock(t *testing.T) {
+func TestBlockTellsOnlyAPublishingConnectionAndHoldsUntilUnblock(t *testing.T) {
 	b, name := newTestBroker(t)
 	ev := newBlockEvents()
 	c := dialT(t, name, ev.on)
+	idle := newBlockEvents()
+	dialT(t, name, idle.on)
+	consumer := newBlockEvents()
+	sub := chanT(t, dialT(t, name, consumer.on))
 	declareT(t, chanT(t, c), transport.QueueSpec{Name: "q", Durable: true})
+	fill(t, c, "q", 1)
 	p := pubT(t, c)
 
 	b.Block("low on memory")
 	late := newBlockEvents()
 	dialT(t, name, late.on)
-	got := publishAsync(t, p, msgTo("q", "held"))
-	noConfirmation(t, got)
+	if l := ev.list(); len(l) != 0 {
+		t.Fatalf("OnBlocked calls %v before the connection published; RabbitMQ tells nobody when the alarm is raised", l)
+	}
+	d, ok, err := sub.Get(bg, "q")
+	if err != nil || !ok {
+		t.Fatalf("a consume-only connection must carry on during the alarm: %v, %v", ok, err)
+	}
+	if err := sub.Ack(d.DeliveryTag); err != nil {
+		t.Fatal(err)
+	}
+	first := publishAsync(t, p, msgTo("q", "held 1"))
+	if l := ev.list(); len(l) != 1 || l[0] != "blocked:low on memory" {
+		t.Fatalf("OnBlocked calls %v once Publish returned, want the block with its reason", l)
+	}
+	second := publishAsync(t, p, msgTo("q", "held 2"))
+	noConfirmation(t, first)
 	if n := info(t, b, "q").Messages; n != 0 {
 		t.Fatalf("a held publish was routed: %d ready", n)
 	}
+	if l := ev.list(); len(l) != 1 {
+		t.Fatalf("OnBlocked calls %v, want one per alarm", l)
+	}
 	b.Unblock()
-	if conf := confirmation(t, got); conf.Outcome != transport.Acked {
-		t.Fatal(conf.Outcome)
+	for i, got := range []<-chan transport.Confirmation{first, second} {
+		if conf := confirmation(t, got); conf.Outcome != transport.Acked {
+			t.Fatalf("held publish %d: %v", i+1, conf.Outcome)
+		}
 	}
-	if n := info(t, b, "q").Messages; n != 1 {
-		t.Fatalf("%d ready after unblock, want 1", n)
+	if l := ev.list(); len(l) != 2 || l[1] != "unblocked:" {
+		t.Fatalf("OnBlocked calls %v, want the block then the unblock", l)
 	}
-	if l := ev.list(); len(l) != 2 || l[0] != "blocked:low on memory" || l[1] != "unblocked:" {
-		t.Fatalf("OnBlocked calls %v", l)
+	for who, e := range map[string]*blockEvents{"an idle connection": idle, "a consume-only connection": consumer, "a connection opened during the alarm": late} {
+		if l := e.list(); len(l) != 0 {
+			t.Fatalf("%s that never published saw %v", who, l)
+		}
 	}
-	if l := late.list(); len(l) != 2 || l[0] != "blocked:low on memory" {
-		t.Fatalf("a connection opened during the alarm saw %v", l)
+	for _, want := range []string{"held 1", "held 2"} {
+		d, ok, err := sub.Get(bg, "q")
+		if err != nil || !ok || string(d.Body) != want {
+			t.Fatalf("got %q (%v, %v), want %q: held publishes are routed in order", d.Body, ok, err, want)
+		}
+	}
+}
+
+func TestBlockTellsAPublishingConnectionAgainInTheNextAlarm(t *testing.T) {
+	b, name := newTestBroker(t)
+	ev := newBlockEvents()
+	p := pubT(t, dialT(t, name, ev.on))
+	for _, reason := range []string{"low on memory", "low on disk"} {
+		b.Block(reason)
+		got := publishAsync(t, p, msgTo("q", "x"))
+		b.Unblock()
+		confirmation(t, got)
+	}
+	want := []string{"blocked:low on memory", "unblocked:", "blocked:low on disk", "unblocked:"}
+	if l := ev.list(); fmt.Sprint(l) != fmt.Sprint(want) {
+		t.Fatalf("OnBlocked calls %v, want %v", l, want)
 	}
 }
 

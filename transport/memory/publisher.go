@@ -86,7 +86,8 @@ func (p *publisher) Close() error {
 // publish and every pending one end Lost, and the 404 is returned.
 // Publishing on an ended channel returns an error wrapping ErrNotWritten.
 // While the broker is blocked the publish is accepted but held, neither
-// routed nor confirmed, until Unblock.
+// routed nor confirmed, until Unblock; the first such publish on a
+// connection calls its OnBlocked(true, reason) before Publish returns.
 func (p *publisher) Publish(ctx context.Context, msg *transport.Message, done transport.ConfirmFunc) error {
 	if !p.confirm && done != nil {
 		return fmt.Errorf("memory: done must be nil on a non-confirming publisher: %w", transport.ErrNotWritten)
@@ -103,7 +104,7 @@ func (p *publisher) Publish(ctx context.Context, msg *transport.Message, done tr
 	if p.c.b.blocked.Load() || len(p.held) > 0 {
 		p.held = append(p.held, heldPublish{m: m, done: done, mandatory: msg.Mandatory})
 		p.mu.Unlock()
-		p.c.stall()
+		p.c.heldPublish(p)
 		return nil
 	}
 	e := p.routeLocked(m, done, msg.Mandatory)

@@ -5,7 +5,30 @@ import "context"
 // A blocked RabbitMQ stops reading the socket of every connection that
 // publishes, so everything such a connection sends afterwards (acks,
 // declarations) waits with its publishes. A connection is stalled from
-// the first publish it writes while the broker is blocked until Unblock.
+// the first publish it writes while the broker is blocked until Unblock,
+// and that publish is what tells it of the block, as on RabbitMQ.
+
+// heldPublish is called by p after it held a publish: while the alarm is
+// on the connection is stalled and, the first time in this alarm, told it
+// is blocked. When Unblock has cleared the alarm since the publish was
+// held, the publish is routed now instead.
+func (c *conn) heldPublish(p *publisher) {
+	b := c.b
+	b.alarmMu.Lock()
+	if !b.blocked.Load() {
+		b.alarmMu.Unlock()
+		p.flushHeld()
+		return
+	}
+	c.stall()
+	if !c.toldBlocked {
+		c.toldBlocked = true
+		if c.onBlocked != nil {
+			c.onBlocked(true, b.blockReason)
+		}
+	}
+	b.alarmMu.Unlock()
+}
 
 // stall marks the connection stalled; the caller has just held a publish.
 func (c *conn) stall() {

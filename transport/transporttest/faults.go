@@ -7,14 +7,23 @@ import (
 	"github.com/acemq-go/acemq/transport"
 )
 
+// blockHoldsConfirms checks RabbitMQ's resource alarm as a publisher sees
+// it: raising the alarm tells nobody; the first publish after it is
+// accepted, held unconfirmed, and answered with connection.blocked; at
+// Unblock the connection is told so and the held publish is confirmed.
 func (s *suite) blockHoldsConfirms(t *testing.T) {
 	if s.h.Block == nil || s.h.Unblock == nil {
 		t.Skip("the harness cannot raise a resource alarm on this broker")
 	}
-	events := make(chan bool, 4)
+	type notice struct {
+		active bool
+		reason string
+	}
+	events := make(chan notice, 4)
+	notified := s.h.DialWithOnBlocked != nil
 	var c transport.Connection
-	if s.h.DialWithOnBlocked != nil {
-		c = s.h.DialWithOnBlocked(t, func(active bool, _ string) { events <- active })
+	if notified {
+		c = s.h.DialWithOnBlocked(t, func(active bool, reason string) { events <- notice{active, reason} })
 		t.Cleanup(func() { _ = c.Close() })
 	} else {
 		c = s.dial(t)
@@ -30,19 +39,26 @@ func (s *suite) blockHoldsConfirms(t *testing.T) {
 			s.h.Unblock(t)
 		}
 	})
-	if s.h.DialWithOnBlocked != nil {
+	if notified {
 		select {
-		case active := <-events:
-			if !active {
-				t.Fatal("OnBlocked(false) while blocking")
-			}
-		case <-time.After(wait):
-			t.Fatal("OnBlocked(true, reason) not called after Block")
+		case n := <-events:
+			t.Fatalf("OnBlocked(%v, %q) before the connection published: the broker tells a connection only when it publishes", n.active, n.reason)
+		case <-time.After(quiet):
 		}
 	}
 	got := make(chan transport.Confirmation, 1)
 	if err := p.Publish(ctx(t), toQueue(q, "held"), func(c transport.Confirmation) { got <- c }); err != nil {
 		t.Fatalf("publish while blocked: %v", err)
+	}
+	if notified {
+		select {
+		case n := <-events:
+			if !n.active || n.reason != "low on memory" {
+				t.Fatalf("OnBlocked(%v, %q) after publishing during the alarm, want (true, \"low on memory\")", n.active, n.reason)
+			}
+		case <-time.After(wait):
+			t.Fatal("OnBlocked(true, reason) not called after publishing during the alarm")
+		}
 	}
 	select {
 	case c := <-got:
@@ -51,6 +67,16 @@ func (s *suite) blockHoldsConfirms(t *testing.T) {
 	}
 	s.h.Unblock(t)
 	unblocked = true
+	if notified {
+		select {
+		case n := <-events:
+			if n.active {
+				t.Fatalf("OnBlocked(true, %q) again, want (false) after unblock", n.reason)
+			}
+		case <-time.After(wait):
+			t.Fatal("OnBlocked(false) not called after unblock")
+		}
+	}
 	select {
 	case c := <-got:
 		if c.Outcome != transport.Acked {
