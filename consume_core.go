@@ -147,7 +147,18 @@ func (k *consumerCore) attach(ctx context.Context) error {
 		_ = ch.Close()
 		return err
 	}
-	deliveries, err := ch.Consume(ctx, transport.ConsumeSpec{Queue: k.queue, Tag: k.tag, Args: k.args})
+	spec := transport.ConsumeSpec{Queue: k.queue, Tag: k.tag, Args: k.args}
+	var next func() (transport.Delivery, bool)
+	if dc, ok := ch.(transport.DirectConsumer); ok {
+		next, err = dc.ConsumeDirect(ctx, spec)
+	} else {
+		var deliveries <-chan transport.Delivery
+		deliveries, err = ch.Consume(ctx, spec)
+		next = func() (transport.Delivery, bool) {
+			d, ok := <-deliveries
+			return d, ok
+		}
+	}
 	if err != nil {
 		_ = ch.Close()
 		return err
@@ -168,7 +179,7 @@ func (k *consumerCore) attach(ctx context.Context) error {
 	k.stalled = nil
 	k.readers.Add(1)
 	k.mu.Unlock()
-	go k.read(att, deliveries)
+	go k.read(att, next)
 	if old != nil {
 		old.retire()
 	}
@@ -235,7 +246,7 @@ func (k *consumerCore) isDraining() bool {
 
 // read forwards one attachment's deliveries to the workers. While draining
 // it sends every delivery straight back, unrun.
-func (k *consumerCore) read(att *attachment, deliveries <-chan transport.Delivery) {
+func (k *consumerCore) read(att *attachment, next func() (transport.Delivery, bool)) {
 	defer k.readers.Done()
 	go func() {
 		select {
@@ -244,7 +255,7 @@ func (k *consumerCore) read(att *attachment, deliveries <-chan transport.Deliver
 		}
 		att.cancel()
 	}()
-	for d := range deliveries {
+	for d, ok := next(); ok; d, ok = next() {
 		dv := &delivery{d: d, att: att, received: time.Now(), end: noopProcessEnd}
 		k.hold(dv)
 		k.inFlight.Add(1)

@@ -127,12 +127,32 @@ show_failure() {
 	echo "----" >&2
 }
 
+# reap_stale I: end any process still running as node I whose state dir is
+# gone (its .tmp/ was deleted without `make services-down`): its Erlang
+# cookie went with the dir, so rabbitmqctl cannot stop it, and a node name
+# can only be used once on this machine.
+reap_stale() {
+	local i="$1" p
+	for p in $(pgrep -f beam.smp || true); do
+		if ours "$i" "$p"; then
+			echo "rabbitmq.sh: ending a stale node $(node_name "$i") (pid $p) left by an earlier run" >&2
+			kill -KILL "$p" 2>/dev/null || true
+		fi
+	done
+	# epmd forgets the name once the process is gone; give it a moment.
+	for _ in $(seq 50); do
+		epmd -names 2>/dev/null | grep -q "name acemq$(state_id)-$i " || return 0
+		sleep 0.1
+	done
+}
+
 # launch_node I: write node I's config and start it in the background, in its
 # own session with no terminal, so that it outlives this script and never
 # holds the caller's stdout/stderr open (make and CI wait on those).
 launch_node() {
 	local i="$1" d amqp dist mgmt
 	d="$(node_dir "$i")"
+	reap_stale "$i"
 	amqp="$2"
 	dist="$3"
 	mgmt="$4"

@@ -110,3 +110,30 @@ func toDelivery(d *amqp.Delivery, count int) transport.Delivery {
 // forwardBuffer is how many converted deliveries may wait for the
 // subscriber.
 const forwardBuffer = 256
+
+// ConsumeDirect subscribes like Consume but converts each delivery on the
+// subscriber's goroutine, with no forwarding goroutine in between. The
+// client closes its delivery channel on cancel and when the channel ends,
+// which is when next reports false.
+func (c *channel) ConsumeDirect(ctx context.Context, s transport.ConsumeSpec) (func() (transport.Delivery, bool), error) {
+	var in <-chan amqp.Delivery
+	tag := s.Tag
+	if tag == "" {
+		tag = uniqueTag()
+	}
+	err := c.call(ctx, func() error {
+		var err error
+		in, err = c.ch.Consume(s.Queue, tag, false, s.Exclusive, false, false, toAMQPTable(s.Args))
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	return func() (transport.Delivery, bool) {
+		d, ok := <-in
+		if !ok {
+			return transport.Delivery{}, false
+		}
+		return toDelivery(&d, 0), true
+	}, nil
+}
