@@ -102,14 +102,13 @@ type Conn struct {
 	consumers map[*consumerCore]struct{}
 	stateCh   chan struct{}
 
-	events     chan Event
-	eventsDone chan struct{}
-	closing    chan struct{}
-	closed     chan struct{}
-	superDone  chan struct{}
-	closeOnce  sync.Once
-	closeErr   error
-	lostAt     atomic.Int64
+	events    *eventQueue
+	closing   chan struct{}
+	closed    chan struct{}
+	superDone chan struct{}
+	closeOnce sync.Once
+	closeErr  error
+	lostAt    atomic.Int64
 }
 
 // Connect dials the broker named by rawURL (memory://name, amqp://…,
@@ -189,8 +188,7 @@ func Connect(ctx context.Context, rawURL string, opts ...Option) (*Conn, error) 
 		c.logger.Warn("acemq: plaintext amqp:// to a host that is not loopback; credentials and messages cross the network unencrypted, use amqps://", "url", c.redacted)
 	}
 	if cfg.onEvent != nil {
-		c.events = make(chan Event, 64)
-		c.eventsDone = make(chan struct{})
+		c.events = newEventQueue()
 		go c.dispatchEvents()
 	}
 	if err := c.dial(ctx, 0); err != nil {

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net"
 	"net/url"
+	"sync"
 	"syscall"
 	"time"
 
@@ -41,34 +42,81 @@ type Event struct {
 	Skipped []error
 }
 
+// emit queues e for the event handler. It never blocks: events come from
+// transport goroutines (and, on memory://, from inside a publish), which a
+// slow handler must not stall.
 func (c *Conn) emit(e Event) {
-	if c.events == nil {
+	q := c.events
+	if q == nil {
 		return
 	}
 	if e.At.IsZero() {
 		e.At = time.Now()
 	}
-	select {
-	case c.events <- e:
-	case <-c.eventsDone:
+	q.mu.Lock()
+	if q.closed {
+		q.mu.Unlock()
+		return
 	}
+	q.items = append(q.items, e)
+	q.mu.Unlock()
+	select {
+	case q.wake <- struct{}{}:
+	default:
+	}
+}
+
+// eventQueue hands events to the handler in order, on one goroutine,
+// without bounding (events are rare) and without blocking the emitter.
+type eventQueue struct {
+	mu     sync.Mutex
+	items  []Event
+	closed bool
+	wake   chan struct{}
+	done   chan struct{}
+}
+
+func newEventQueue() *eventQueue {
+	return &eventQueue{wake: make(chan struct{}, 1), done: make(chan struct{})}
 }
 
 func (c *Conn) dispatchEvents() {
-	for e := range c.events {
-		func() {
-			defer func() { _ = recover() }()
-			c.cfg.onEvent(e)
-		}()
+	q := c.events
+	for {
+		q.mu.Lock()
+		items, closed := q.items, q.closed
+		q.items = nil
+		q.mu.Unlock()
+		for _, e := range items {
+			func() {
+				defer func() { _ = recover() }()
+				c.cfg.onEvent(e)
+			}()
+		}
+		if closed {
+			close(q.done)
+			return
+		}
+		if len(items) == 0 {
+			<-q.wake
+		}
 	}
-	close(c.eventsDone)
 }
 
+// stopEvents delivers what is queued, then stops the dispatcher.
 func (c *Conn) stopEvents() {
-	if c.events != nil {
-		close(c.events)
-		<-c.eventsDone
+	q := c.events
+	if q == nil {
+		return
 	}
+	q.mu.Lock()
+	q.closed = true
+	q.mu.Unlock()
+	select {
+	case q.wake <- struct{}{}:
+	default:
+	}
+	<-q.done
 }
 
 // supervise watches both connections and runs recovery when either ends.
