@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/acemq-go/acemq"
+	"github.com/acemq-go/acemq/transport/memory"
 )
 
 // TestSendAllConfirmsArrivingWhileWriting: the broker may confirm the
@@ -13,10 +14,12 @@ import (
 // crash) the batch.
 func TestSendAllConfirmsArrivingWhileWriting(t *testing.T) {
 	ctx := context.Background()
-	c, err := acemq.Connect(ctx, "memory://batch-"+t.Name(), acemq.WithLogger(acemq.DiscardLogger()))
+	name := "batch-" + t.Name()
+	c, err := acemq.Connect(ctx, "memory://"+name, acemq.WithLogger(acemq.DiscardLogger()))
 	if err != nil {
 		t.Fatal(err)
 	}
+	defer memory.Delete(name) // a repeated run (-count) starts from an empty broker
 	defer c.Close(ctx)
 	if err := c.Apply(ctx, acemq.NewTopology().Queue("batch", acemq.AsClassic())); err != nil {
 		t.Fatal(err)
