@@ -190,6 +190,7 @@ type ConfigurationError struct {
 	Reason string
 }
 
+// Error names the option and what is wrong with it.
 func (e *ConfigurationError) Error() string {
 	return fmt.Sprintf("acemq: option %s: %s", e.Option, e.Reason)
 }
@@ -207,6 +208,8 @@ type DrainTimeoutError struct {
 	Stranded map[string]int
 }
 
+// Error renders the drain sentence: the deadline, how many deliveries were
+// left and which queues they are on.
 func (e *DrainTimeoutError) Error() string {
 	total := 0
 	queues := make([]string, 0, len(e.Stranded))
