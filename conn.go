@@ -2,6 +2,7 @@ package acemq
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -136,6 +137,12 @@ func Connect(ctx context.Context, rawURL string, opts ...Option) (*Conn, error) 
 	if cfg.tls != nil && scheme == "amqp" {
 		cfg.problem("WithTLS", "TLS settings were given with an amqp:// URL, which is plaintext; use amqps://")
 	}
+	if cfg.insecureDev && scheme == "amqp" {
+		cfg.problem("WithInsecureSkipVerifyForDevelopment", "it was given with an amqp:// URL, which is plaintext and has no certificate to verify; use amqps:// or drop the option")
+	}
+	if scheme == "amqps" {
+		cfg.tls = checkTLS(&cfg)
+	}
 	if cfg.credentials != nil && u.User != nil {
 		cfg.problem("WithCredentials", "the URL carries user information and a credentials provider was given; use one source of credentials")
 	}
@@ -183,6 +190,9 @@ func Connect(ctx context.Context, rawURL string, opts ...Option) (*Conn, error) 
 		ConnectTimeout: cfg.connectTimeout,
 		TLS:            cfg.tls,
 		Credentials:    cfg.credentials,
+	}
+	if scheme == "amqps" && cfg.insecureDev {
+		c.logger.Warn("acemq: amqps:// without verifying the broker's certificate (WithInsecureSkipVerifyForDevelopment); anyone on the network path can impersonate the broker, never use this in production", "url", c.redacted)
 	}
 	if scheme == "amqp" && u.Hostname() != "" && !isLoopback(u.Hostname()) {
 		c.logger.Warn("acemq: plaintext amqp:// to a host that is not loopback; credentials and messages cross the network unencrypted, use amqps://", "url", c.redacted)
@@ -450,4 +460,32 @@ func (c *Conn) declaredWithDeadLettering(q string) bool {
 		}
 	}
 	return false
+}
+
+// checkTLS applies the amqps:// rules (spec §1.1) to a copy of the WithTLS
+// config and records a problem for a config that breaks them: TLS 1.2 or
+// later (a lower MinVersion is raised; a MaxVersion below 1.2 is refused),
+// and verification off only with WithInsecureSkipVerifyForDevelopment. It
+// returns nil when the transport's default (the system store) applies.
+func checkTLS(cfg *config) *tls.Config {
+	if cfg.tls == nil && !cfg.insecureDev {
+		return nil
+	}
+	t := &tls.Config{}
+	if cfg.tls != nil {
+		t = cfg.tls.Clone()
+	}
+	if t.MaxVersion != 0 && t.MaxVersion < tls.VersionTLS12 {
+		cfg.problem("WithTLS", "the TLS config allows at most %s; amqps:// needs TLS 1.2 or later, so leave MaxVersion unset or set it to tls.VersionTLS12 or above", tls.VersionName(t.MaxVersion))
+	}
+	if t.MinVersion < tls.VersionTLS12 {
+		t.MinVersion = tls.VersionTLS12
+	}
+	if t.InsecureSkipVerify && !cfg.insecureDev {
+		cfg.problem("WithTLS", "the TLS config has InsecureSkipVerify set; amqps:// always verifies the broker, so give the broker's CA in RootCAs, or for development only add acemq.WithInsecureSkipVerifyForDevelopment()")
+	}
+	if cfg.insecureDev {
+		t.InsecureSkipVerify = true
+	}
+	return t
 }

@@ -56,6 +56,7 @@ type config struct {
 	publishIcpt      []PublishInterceptor
 	consumeIcpt      []ConsumeInterceptor
 	tls              *tls.Config
+	insecureDev      bool
 	credentials      transport.Credentials
 	addresses        []string
 	onEvent          func(Event)
@@ -242,8 +243,29 @@ func WithConsumeInterceptors(ics ...ConsumeInterceptor) Option {
 }
 
 // WithTLS sets the TLS configuration for amqps:// (it must not be given
-// with amqp://).
+// with amqp://). Without it amqps:// verifies the broker's chain and host
+// name against the system store; a RootCAs pool given here replaces that
+// store. Connect works on a copy of cfg and enforces two rules on it:
+//
+//   - TLS 1.2 or later: a MinVersion below 1.2 is raised to 1.2, and a
+//     MaxVersion below 1.2 (a config that could only speak older TLS) is
+//     refused with a ConfigurationError.
+//   - The broker is always verified: InsecureSkipVerify is refused with a
+//     ConfigurationError unless WithInsecureSkipVerifyForDevelopment is
+//     also given, so a verify-off tls.Config shared with other clients is
+//     never inherited by accident.
 func WithTLS(cfg *tls.Config) Option { return func(c *config) { c.tls = cfg } }
+
+// WithInsecureSkipVerifyForDevelopment turns off verification of the
+// broker's certificate chain and host name for amqps://, for development
+// against a broker with a self-signed certificate only. Anyone on the
+// network path can then impersonate the broker and read credentials and
+// messages. Connect logs a warning when it is used; with amqp:// it is a
+// ConfigurationError. It is the only way to connect without verification:
+// InsecureSkipVerify in a WithTLS config is refused without it.
+func WithInsecureSkipVerifyForDevelopment() Option {
+	return func(c *config) { c.insecureDev = true }
+}
 
 // WithCredentials sets a credentials provider asked on every dial, so
 // rotated passwords need no restart. It cannot be combined with user

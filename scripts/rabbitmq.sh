@@ -12,6 +12,11 @@
 #                                       ACEMQ_TEST_MANAGEMENT_URL=... (the
 #                                       management HTTP API) and writes
 #                                       them to <state>/rabbitmq/env
+#                                       Every node also has a TLS listener
+#                                       (127.0.0.1 only) whose certificate a
+#                                       throwaway test CA signed; the env file
+#                                       carries ACEMQ_TEST_AMQPS_URL (node 1)
+#                                       and ACEMQ_TEST_TLS_CA (the CA's PEM).
 #   scripts/rabbitmq.sh stop            stop our node(s)
 #   scripts/rabbitmq.sh status          say whether our node(s) run; exit 1 if not
 #   scripts/rabbitmq.sh url             print the AMQP URL of node 1
@@ -146,6 +151,66 @@ reap_stale() {
 	done
 }
 
+# TLS_DIR holds the throwaway test CA and the server certificate every node
+# presents. It lives beside (not inside) the node dirs, which a fresh start
+# wipes, so the CA a test trusts stays the same across restarts.
+TLS_DIR="$RDIR/tls"
+
+# tls_port I: the TLS (amqps) port node I was started with (empty if none).
+tls_port() { cat "$(node_dir "$1")/tls_port" 2>/dev/null || true; }
+
+# ensure_tls_certs: make the test CA and a server certificate for localhost
+# (subjectAltName DNS:localhost, IP:127.0.0.1) once; reuse them after.
+ensure_tls_certs() {
+	local t="$TLS_DIR"
+	if [[ -s "$t/ca.pem" && -s "$t/server.pem" && -s "$t/server.key" ]]; then
+		return 0
+	fi
+	command -v openssl >/dev/null 2>&1 || apt_install openssl
+	rm -rf "$t.new"
+	mkdir -p "$t.new"
+	(
+		cd "$t.new"
+		openssl req -x509 -newkey rsa:2048 -nodes -days 3650 -sha256 \
+			-subj "/CN=AceMQ throwaway test CA $(state_id)" \
+			-addext "basicConstraints=critical,CA:TRUE" \
+			-addext "keyUsage=critical,keyCertSign,cRLSign" \
+			-keyout ca.key -out ca.pem
+		openssl req -newkey rsa:2048 -nodes -sha256 -subj "/CN=localhost" \
+			-keyout server.key -out server.csr
+		printf '%s\n' "basicConstraints=CA:FALSE" \
+			"keyUsage=critical,digitalSignature,keyEncipherment" \
+			"extendedKeyUsage=serverAuth" \
+			"subjectAltName=DNS:localhost,IP:127.0.0.1" >server.ext
+		openssl x509 -req -in server.csr -CA ca.pem -CAkey ca.key \
+			-CAcreateserial -days 3650 -sha256 -extfile server.ext -out server.pem
+	) >"$t.new.log" 2>&1 || {
+		cat "$t.new.log" >&2
+		die "openssl could not make the test CA and server certificate (see above)"
+	}
+	# The node runs as this user; the key only needs to be readable by it.
+	chmod 600 "$t.new/ca.key" "$t.new/server.key"
+	rm -rf "$t" "$t.new.log"
+	mv "$t.new" "$t"
+}
+
+# tls_conf PORT: rabbitmq.conf lines for a TLS listener on 127.0.0.1:PORT.
+# verify_none: the broker does not ask for client certificates; clients still
+# verify the broker.
+tls_conf() {
+	cat <<-EOF
+		# TLS (amqps) on loopback only, certificate from a throwaway test CA.
+		listeners.ssl.1 = 127.0.0.1:$1
+		ssl_options.cacertfile = $TLS_DIR/ca.pem
+		ssl_options.certfile = $TLS_DIR/server.pem
+		ssl_options.keyfile = $TLS_DIR/server.key
+		ssl_options.verify = verify_none
+		ssl_options.fail_if_no_peer_cert = false
+		ssl_options.versions.1 = tlsv1.3
+		ssl_options.versions.2 = tlsv1.2
+	EOF
+}
+
 # launch_node I: write node I's config and start it in the background, in its
 # own session with no terminal, so that it outlives this script and never
 # holds the caller's stdout/stderr open (make and CI wait on those).
@@ -171,6 +236,10 @@ launch_node() {
 		management.tcp.port = $mgmt
 		management.tcp.ip = 127.0.0.1
 	EOF
+	if [[ -n "${5:-}" ]]; then
+		tls_conf "$5" >>"$d/rabbitmq.conf"
+		echo "$5" >"$d/tls_port"
+	fi
 	echo '[rabbitmq_management].' >"$d/enabled_plugins"
 	echo "$amqp" >"$d/amqp_port"
 	echo "$mgmt" >"$d/mgmt_port"
@@ -282,6 +351,9 @@ emit_env() {
 	if [[ -n "$(mgmt_port 1)" ]]; then
 		lines+=("ACEMQ_TEST_MANAGEMENT_URL=http://guest:guest@127.0.0.1:$(mgmt_port 1)/")
 	fi
+	if [[ -n "$(tls_port 1)" && -s "$TLS_DIR/ca.pem" ]]; then
+		lines+=("ACEMQ_TEST_AMQPS_URL=amqps://guest:guest@localhost:$(tls_port 1)/" "ACEMQ_TEST_TLS_CA=$TLS_DIR/ca.pem")
+	fi
 	if ((n > 1)); then
 		lines+=("ACEMQ_TEST_AMQP_URLS=$(IFS=,; echo "${urls[*]}")")
 		for ((i = 2; i <= n; i++)); do
@@ -292,7 +364,7 @@ emit_env() {
 }
 
 cmd_start() {
-	local want="" n i ports=() amqp dist mgmt
+	local want="" n i ports=() amqp dist mgmt tls
 	while (($#)); do
 		case "$1" in
 		--nodes) want="${2:?--nodes needs a number}"; shift 2 ;;
@@ -308,6 +380,11 @@ cmd_start() {
 	# Reuse what runs if it is healthy and the size asked for (any size when
 	# none was asked for).
 	n="$(running_count)"
+	# A node started before TLS was added has no amqps listener: restart it.
+	if ((n > 0)) && [[ -z "$(tls_port 1)" ]]; then
+		log "restarting RabbitMQ: the running node has no TLS listener"
+		n=0
+	fi
 	if ((n > 0)) && [[ -z "$want" || "$want" == "$n" ]]; then
 		log "reusing running RabbitMQ ($n node(s), $(node_name 1) on port $(node_port 1))"
 		emit_env "$n"
@@ -323,6 +400,7 @@ cmd_start() {
 		chmod 400 "$RDIR/home/.erlang.cookie"
 	fi
 
+	ensure_tls_certs
 	for ((i = 1; i <= want; i++)); do
 		amqp="$(free_port "${ports[@]}")"
 		ports+=("$amqp")
@@ -330,8 +408,10 @@ cmd_start() {
 		ports+=("$dist")
 		mgmt="$(free_port "${ports[@]}")"
 		ports+=("$mgmt")
-		log "starting RabbitMQ node $(node_name "$i") (AMQP 127.0.0.1:$amqp, dist $dist, management http://127.0.0.1:$mgmt, data $(node_dir "$i"))"
-		launch_node "$i" "$amqp" "$dist" "$mgmt"
+		tls="$(free_port "${ports[@]}")"
+		ports+=("$tls")
+		log "starting RabbitMQ node $(node_name "$i") (AMQP 127.0.0.1:$amqp, amqps 127.0.0.1:$tls, dist $dist, management http://127.0.0.1:$mgmt, data $(node_dir "$i"))"
+		launch_node "$i" "$amqp" "$dist" "$mgmt" "$tls"
 	done
 	echo "$want" >"$RDIR/nodes"
 	for ((i = 1; i <= want; i++)); do

@@ -77,6 +77,29 @@ func AMQPURL(t testing.TB) string {
 	return u
 }
 
+// AMQPSURL returns the amqps:// URL of the test RabbitMQ node's TLS
+// listener (ACEMQ_TEST_AMQPS_URL). Its certificate is signed by the CA at
+// TLSCAFile and names localhost and 127.0.0.1.
+func AMQPSURL(t testing.TB) string {
+	t.Helper()
+	u := os.Getenv("ACEMQ_TEST_AMQPS_URL")
+	if u == "" {
+		missing(t, "ACEMQ_TEST_AMQPS_URL is not set, so this TLS test cannot run; `make test` starts a private node with a TLS listener and sets it")
+	}
+	return u
+}
+
+// TLSCAFile returns the path of the PEM file holding the throwaway CA that
+// signed the test node's TLS certificate (ACEMQ_TEST_TLS_CA).
+func TLSCAFile(t testing.TB) string {
+	t.Helper()
+	p := os.Getenv("ACEMQ_TEST_TLS_CA")
+	if p == "" {
+		missing(t, "ACEMQ_TEST_TLS_CA is not set, so this TLS test cannot run; `make test` starts a private node with a TLS listener and sets it")
+	}
+	return p
+}
+
 // PostgresURL returns the URL of the test PostgreSQL server
 // (ACEMQ_TEST_POSTGRES_URL).
 func PostgresURL(t testing.TB) string {

@@ -2,6 +2,7 @@ package rabbitmq
 
 import (
 	"context"
+	"crypto/x509"
 	"errors"
 	"fmt"
 	"net"
@@ -163,11 +164,29 @@ func dialCause(actx context.Context, err error) error {
 	} else {
 		err = convertError(err)
 	}
+	err = explainTLS(err)
 	if ctxErr := actx.Err(); ctxErr != nil {
 		return fmt.Errorf("%w (%v)", ctxErr, err)
 	}
 	if deadline, ok := actx.Deadline(); ok && !time.Now().Before(deadline) {
 		return fmt.Errorf("%w (%v)", context.DeadlineExceeded, err)
+	}
+	return err
+}
+
+// explainTLS adds what to do to a failed verification of the broker's
+// certificate; the x509 error stays reachable with errors.As.
+func explainTLS(err error) error {
+	var unknown x509.UnknownAuthorityError
+	var host x509.HostnameError
+	var invalid x509.CertificateInvalidError
+	switch {
+	case errors.As(err, &unknown):
+		return fmt.Errorf("the broker's TLS certificate is not trusted: %w; give the CA that signed it with acemq.WithTLS(&tls.Config{RootCAs: pool}) (the pool replaces the system store) or add it to the system store", err)
+	case errors.As(err, &host):
+		return fmt.Errorf("the broker's TLS certificate does not match the host connected to: %w; connect with a host name the certificate lists, or reissue the certificate for this name", err)
+	case errors.As(err, &invalid):
+		return fmt.Errorf("the broker's TLS certificate is not valid: %w; renew or reissue the broker's certificate", err)
 	}
 	return err
 }
