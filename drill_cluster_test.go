@@ -135,6 +135,32 @@ func (n clusterNodes) runningNodes(via int) (int, error) {
 	return len(st.Running), nil
 }
 
+// quorumStatus returns queue q's leader and online members, asking node via.
+func (n clusterNodes) quorumStatus(via int, q string) (leader string, online []string, err error) {
+	out, err := n.ctl(via, "list_queues", "name", "leader", "online", "--formatter", "json", "--quiet")
+	if err != nil {
+		return "", nil, err
+	}
+	var rows []struct {
+		Name   string `json:"name"`
+		Leader string `json:"leader"`
+		Online any    `json:"online"` // a list for quorum queues, "" for classic ones
+	}
+	if err := json.Unmarshal([]byte(out), &rows); err != nil {
+		return "", nil, fmt.Errorf("list_queues: %v\n%s", err, out)
+	}
+	for _, r := range rows {
+		if r.Name == q {
+			list, _ := r.Online.([]any)
+			for _, m := range list {
+				online = append(online, fmt.Sprint(m))
+			}
+			return r.Leader, online, nil
+		}
+	}
+	return "", nil, fmt.Errorf("queue %s is not listed by node %d", q, via+1)
+}
+
 // drillLedger is what the publishers and the consumer saw.
 type drillLedger struct {
 	mu         sync.Mutex
@@ -214,14 +240,25 @@ func TestClusterSurvivesTheLossOfTheNodeItIsConnectedTo(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() {
+		// A connection of its own: the drill's may be gone by now.
 		dctx, dcancel := context.WithTimeout(context.Background(), 30*time.Second)
 		defer dcancel()
+		admin, err := acemq.Connect(dctx, nodes.url, acemq.WithAddresses(nodes.addrs...), acemq.WithLogger(acemq.DiscardLogger()))
+		if err != nil {
+			t.Logf("cleanup: %v", err)
+			return
+		}
+		defer admin.Close(dctx)
 		for _, name := range []string{q, q + ".dlq", q + ".parked"} {
-			if _, err := c.DeleteQueue(dctx, name); err != nil {
+			if _, err := admin.DeleteQueue(dctx, name); err != nil {
 				t.Logf("cleanup: delete %s: %v", name, err)
 			}
 		}
 	})
+	leaderBefore, _, err := nodes.quorumStatus(1, q)
+	if err != nil {
+		t.Fatal(err)
+	}
 	if got := nodes.connectionAddrs(t, 1, client); len(got) != 2 || got[0] != nodes.addrs[0] || got[1] != nodes.addrs[0] {
 		t.Fatalf("before the loss the Conn's two connections are on %v, want both on the first address, %s (%s)", got, nodes.addrs[0], n1)
 	}
@@ -392,13 +429,18 @@ func TestClusterSurvivesTheLossOfTheNodeItIsConnectedTo(t *testing.T) {
 			lostResentDup++
 		}
 	}
+	leaderAfter, _, err := nodes.quorumStatus(1, q)
+	if err != nil {
+		t.Error(err)
+	}
+	t.Logf("quorum leader of %s: %s before the loss, %s after", q, leaderBefore, leaderAfter)
 	t.Logf("loss: stop_app took %s; noticed %s after the command; recovered (attempt %d) %s after the loss was noticed (event gap %s)",
 		stopped.Sub(lossCmd).Round(time.Millisecond), lost.At.Sub(lossCmd).Round(time.Millisecond),
 		rec.Attempt, rec.At.Sub(lost.At).Round(time.Millisecond), rec.Gap.Round(time.Millisecond))
 	if !firstAfter.IsZero() {
 		t.Logf("loss noticed → first confirmed publish after recovery: %s", firstAfter.Sub(lost.At).Round(time.Millisecond))
 	}
-	t.Logf("publishes: %d attempts, %d confirmed (%d before the loss), %d refused (paused, unsent), %d failed may-have-been-lost (resent with the same id; %d of those ids arrived twice), %d failed unsent-not-refused, %d other",
+	t.Logf("publishes: %d attempts, %d confirmed (%d before the loss), %d refused (paused, unsent), %d failed may-have-been-lost (resent with the same id; %d of those ids consumed more than once, i.e. the first copy had arrived or was redelivered), %d failed unsent-not-refused, %d other",
 		led.attempts, len(led.confirmed), beforeLoss, led.refused, len(led.mayBeLost), lostResentDup, len(led.unsentFail), len(led.other))
 	t.Logf("consumed: %d distinct ids, %d ids delivered more than once; %d confirmed ids missing", len(led.consumed), dups, len(missing))
 	if len(rec.Skipped) > 0 {
@@ -435,5 +477,22 @@ func TestClusterSurvivesTheLossOfTheNodeItIsConnectedTo(t *testing.T) {
 		if n != 3 {
 			t.Errorf("node %d sees %d running nodes after start_app, want 3", via+1, n)
 		}
+	}
+	// The quorum queue's member on node 1 rejoins once it has caught up;
+	// poll the broker's view, bounded.
+	rejoin := time.Now()
+	for {
+		_, online, err := nodes.quorumStatus(1, q)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(online) == 3 {
+			t.Logf("after start_app: 3 nodes running; all 3 members of %s online %s after start_app returned", q, time.Since(rejoin).Round(time.Millisecond))
+			break
+		}
+		if time.Since(rejoin) > 60*time.Second {
+			t.Fatalf("the quorum queue %s has members %v online 60s after node 1 came back, want 3", q, online)
+		}
+		time.Sleep(200 * time.Millisecond)
 	}
 }
