@@ -6,6 +6,8 @@
 #   make bench         benchmarks
 #   make services-up   start the private RabbitMQ node and PostgreSQL cluster
 #   make services-down stop them
+#   make drill-cluster the cluster drill: a 3-node RabbitMQ cluster of its own
+#                      (in $(CLUSTER_STATE_DIR)), a node lost mid-flight
 #
 # Services keep their state in $(ACEMQ_STATE_DIR) (default .tmp/); they stay
 # up between runs (start is idempotent) until `make services-down`.
@@ -24,7 +26,7 @@ TESTFILTER := $(ACEMQ_STATE_DIR)/bin/testfilter
 # The env files written by the service scripts (KEY=value lines).
 SERVICE_ENV := set -a; . "$(ACEMQ_STATE_DIR)/rabbitmq/env"; . "$(ACEMQ_STATE_DIR)/postgres/env"; set +a
 
-.PHONY: test test-short lint bench services-up services-down
+.PHONY: test test-short lint bench services-up services-down drill-cluster
 
 services-up:
 	@scripts/rabbitmq.sh start
@@ -66,3 +68,18 @@ lint:
 
 bench:
 	$(GO) test -run '^$$' -bench . -benchmem ./...
+
+# The cluster drill (behaviour §1.3, §4.1, §9): three RabbitMQ nodes on
+# loopback, joined, in a state directory of their own so they never clash
+# with the single node `make test` uses; the drill stops the node its Conn is
+# connected to while publishing and consuming. The cluster is stopped
+# afterwards whether the drill passed or not.
+CLUSTER_STATE_DIR ?= $(CURDIR)/.tmp-cluster
+DRILL_TIMEOUT ?= 10m
+
+drill-cluster:
+	@export ACEMQ_STATE_DIR="$(CLUSTER_STATE_DIR)"; \
+	trap 'scripts/rabbitmq.sh stop' EXIT; \
+	scripts/rabbitmq.sh start --nodes 3; \
+	set -a; . "$(CLUSTER_STATE_DIR)/rabbitmq/env"; set +a; \
+	$(GO) test -race -count=1 -timeout $(DRILL_TIMEOUT) -run '^TestCluster' -v .

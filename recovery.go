@@ -173,11 +173,12 @@ func (c *Conn) lose(pc, cc transport.Connection, cause error) {
 func (c *Conn) recover() bool {
 	delay := c.cfg.recoveryInterval
 	refused := false
+	var lastErr error
 	for attempt := 1; ; attempt++ {
 		if !c.waitRetry(delay, refused) {
 			return false
 		}
-		c.emit(Event{Kind: EventRetrying, Attempt: attempt})
+		c.emit(Event{Kind: EventRetrying, Attempt: attempt, Err: lastErr})
 		ctx, cancel := c.closingContext()
 		skipped, err := c.reconnect(ctx)
 		cancel()
@@ -193,6 +194,7 @@ func (c *Conn) recover() bool {
 		default:
 		}
 		c.logger.Warn("acemq: a recovery attempt failed", "attempt", attempt, "error", err)
+		lastErr = err
 		if c.cfg.recoveryAttempts > 0 && attempt >= c.cfg.recoveryAttempts {
 			gerr := fmt.Errorf("acemq: recovery gave up after %d attempts: %w", attempt, err)
 			c.gaveUpErr.Store(&gerr)
@@ -349,7 +351,13 @@ func (c *Conn) reconnect(ctx context.Context) ([]error, error) {
 				}
 				continue
 			}
-			if code == transport.CodePreconditionFailed || code == transport.CodeAccessRefused {
+			// 404 on a re-declaration means what it names is unavailable,
+			// not wrong: in a cluster, a classic queue whose home node is
+			// the one lost ("home node ... is down or inaccessible") or
+			// whose process is stopping. It returns with its node; holding
+			// every other queue, consumer and publish back until then would
+			// turn one node's loss into an outage. Skipped and reported.
+			if code == transport.CodePreconditionFailed || code == transport.CodeAccessRefused || code == transport.CodeNotFound {
 				c.logger.Error("acemq: the broker refused a re-declaration during recovery; skipped", "error", err)
 				skipped = append(skipped, err)
 				break
