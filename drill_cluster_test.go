@@ -1,3 +1,8 @@
+//go:build drill
+
+// The cluster drill needs three RabbitMQ nodes: `make drill-cluster` starts
+// them and runs it (make test does too, before the main suite).
+
 package acemq_test
 
 import (
