@@ -102,6 +102,25 @@ func TestPublishToFullRejectPublishQueueIsNacked(t *testing.T) {
 }
 
 func TestForcedCloseAnswersPendingLostAndClosesDoneWith320(t *testing.T) {
+	// The broker may answer every in-flight publish before the close lands
+	// (it happens on a loaded machine); then this run proved nothing, and
+	// the scenario is tried again on a fresh connection.
+	for attempt := 1; attempt <= 3; attempt++ {
+		written, lost := forcedCloseOnce(t)
+		if lost > 0 {
+			t.Logf("%d written, %d answered lost (attempt %d)", written, lost, attempt)
+			return
+		}
+		t.Logf("attempt %d: no publish was pending at the close (%d written)", attempt, written)
+	}
+	t.Fatal("in three forced closes no publish was pending at the close; the test proved nothing")
+}
+
+// forcedCloseOnce keeps publishes in flight, force-closes the connection and
+// checks every one is answered promptly, pending ones Lost with 320. It
+// returns how many were written and how many were answered Lost.
+func forcedCloseOnce(t *testing.T) (int, int) {
+	t.Helper()
 	name := testenv.Unique("rabbit-forced")
 	c := dial(t, transport.Config{ConnectionName: name})
 	q := tempQueue(t, dial(t, transport.Config{}), "rabbit.forced", nil)
@@ -157,10 +176,7 @@ func TestForcedCloseAnswersPendingLostAndClosesDoneWith320(t *testing.T) {
 			t.Fatalf("only %d of %d publishes were answered within 500ms of the loss", n, written)
 		}
 	}
-	if lost == 0 {
-		t.Fatalf("no publish was pending at the close (%d written); the test proved nothing", written)
-	}
-	t.Logf("%d written, %d answered lost", written, lost)
+	return written, lost
 }
 
 // closeConnectionNamed force-closes, through rabbitmqctl, only the
