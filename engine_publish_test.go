@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/acemq-go/acemq/internal/alarmtest"
 	"strconv"
 	"strings"
 	"sync"
@@ -81,7 +82,7 @@ func TestSendAllPartialNackReportsExactCountsInPayloadOrder(t *testing.T) {
 func TestSendAllWhileBlockedIsPaused(t *testing.T) {
 	r := newRig(t)
 	r.queue("q")
-	held := blockAndWait(t, r.c, r.broker, "low on memory")
+	held := alarmtest.BlockAndWait(t, r.c, r.broker, "low on memory")
 	_, err := acemq.NewPublisher[order](r.c, "", "q").SendAll(context.Background(), []order{{ID: "1"}, {ID: "2"}, {ID: "3"}})
 	var be *acemq.BatchPublishError
 	if !errors.As(err, &be) || be.Failed != 3 || be.Confirmed != 0 {
@@ -203,7 +204,7 @@ func TestPublishWhileBlockedIsRefusedAsPausedWithTheReason(t *testing.T) {
 	r := newRig(t)
 	r.queue("q")
 	notBlockedYet(t, r.c, r.broker)
-	held := blockAndWait(t, r.c, r.broker, "low on memory")
+	held := alarmtest.BlockAndWait(t, r.c, r.broker, "low on memory")
 	pub := acemq.NewPublisher[order](r.c, "", "q")
 	env := acemq.NewEnvelope()
 	_, err := pub.Send(context.Background(), order{}, acemq.WithEnvelope(env))

@@ -2,6 +2,7 @@ package acemq_test
 
 import (
 	"context"
+	"github.com/acemq-go/acemq/internal/alarmtest"
 	"testing"
 	"time"
 
@@ -31,7 +32,7 @@ func TestHealthIsUpWhenOpen(t *testing.T) {
 func TestHealthIsUpWithTheReasonWhenBlocked(t *testing.T) {
 	c := connectMemory(t, "health-blocked")
 	b := memory.Lookup("health-blocked")
-	held := blockAndWait(t, c, b, "low on memory")
+	held := alarmtest.BlockAndWait(t, c, b, "low on memory")
 	start := time.Now()
 	r := c.Health(context.Background())
 	t.Logf("Health answered in %s while blocked", time.Since(start))
@@ -148,7 +149,7 @@ func TestCheckAllDefaultDeadlineSentence(t *testing.T) {
 func TestCheckAllWorstWinsAndKeepsEveryDetail(t *testing.T) {
 	c := connectMemory(t, "health-agg")
 	b := memory.Lookup("health-agg")
-	blockAndWait(t, c, b, "low on memory")
+	alarmtest.BlockAndWait(t, c, b, "low on memory")
 	defer b.Unblock()
 	r := acemq.CheckAll(context.Background(), time.Second,
 		acemq.ConnCheck(c),

@@ -3,6 +3,7 @@ package acemq_test
 import (
 	"context"
 	"errors"
+	"github.com/acemq-go/acemq/internal/alarmtest"
 	"strings"
 	"testing"
 	"time"
@@ -328,7 +329,7 @@ func TestPublishOutcomesCountAndSetSpanStatus(t *testing.T) {
 	if _, err := nowhere.Send(ctx, order2{ID: "2"}, acemq.WithType("order"), acemq.Mandatory()); !acemq.IsUnroutable(err) {
 		t.Fatalf("want unroutable, got %v", err)
 	}
-	held := blockAndWait(t, o.conn, memory.Lookup(name), "low on memory")
+	held := alarmtest.BlockAndWait(t, o.conn, memory.Lookup(name), "low on memory")
 	if _, err := pub.Send(ctx, order2{ID: "3"}, acemq.WithType("order")); !acemq.IsPaused(err) {
 		t.Fatalf("a publish while blocked: %v, want it refused as paused", err)
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"github.com/acemq-go/acemq/internal/alarmtest"
 	"io"
 	"net"
 	"net/http"
@@ -144,7 +145,7 @@ func keys[M ~map[string]V, V any](m M) []string {
 func TestHealthWhenBlockedIs200UpWithTheReason(t *testing.T) {
 	f := setup(t, "act-blocked")
 	b := memory.Lookup("act-blocked")
-	held := blockAndWait(t, f.conn, b, "low on memory")
+	held := alarmtest.BlockAndWait(t, f.conn, b, "low on memory")
 	start := time.Now()
 	resp, body := get(t, http.MethodGet, f.srv.URL+"/acemq-health")
 	t.Logf("/acemq-health answered in %s while blocked", time.Since(start))
@@ -159,67 +160,9 @@ func TestHealthWhenBlockedIs200UpWithTheReason(t *testing.T) {
 		t.Fatalf("body\n%s\nwant\n%s", body, want)
 	}
 	b.Unblock()
-	heldConfirms(t, held)
+	alarmtest.HeldConfirms(t, held)
 	if _, body := get(t, http.MethodGet, f.srv.URL+"/acemq-health"); strings.Contains(body, `"blocked":true`) {
 		t.Fatalf("still blocked after unblock: %s", body)
-	}
-}
-
-// blockAndWait raises b's resource alarm with reason as RabbitMQ delivers
-// it: no connection is told until it publishes. So it publishes once on c
-// (a raw, not mandatory publish to a key no queue has; raw publishes do not
-// count in Stats), which the broker holds unconfirmed, and waits until c
-// reports Blocked. The held publish's result arrives on the returned
-// channel once the broker unblocks (or at c's confirm timeout). At cleanup
-// the publish is abandoned and its goroutine waited for.
-func blockAndWait(t *testing.T, c *acemq.Conn, b *memory.Broker, reason string) <-chan error {
-	t.Helper()
-	const limit = 10 * time.Second
-	b.Block(reason)
-	ctx, cancel := context.WithCancel(context.Background())
-	held := make(chan error, 1)
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		held <- c.PublishRaw(ctx, acemq.RawMessage{RoutingKey: "acemq-test-held-during-alarm", NotMandatory: true, Body: []byte("held")})
-	}()
-	t.Cleanup(func() {
-		cancel()
-		<-done
-	})
-	deadline := time.Now().Add(limit)
-	for !c.Blocked() {
-		select {
-		case err := <-held:
-			t.Fatalf("the publish after the alarm ended (%v) before the Conn was told it is blocked", err)
-		case <-time.After(time.Millisecond):
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the Conn was not told it is blocked within %s of publishing during the alarm", limit)
-		}
-	}
-	if got := c.BlockedReason(); got != reason {
-		t.Fatalf("BlockedReason %q, want %q", got, reason)
-	}
-	select {
-	case err := <-held:
-		t.Fatalf("the publish written during the alarm was answered (%v) while blocked", err)
-	default:
-	}
-	return held
-}
-
-// heldConfirms waits for the publish blockAndWait left held to be
-// confirmed, once the broker has unblocked.
-func heldConfirms(t *testing.T, held <-chan error) {
-	t.Helper()
-	select {
-	case err := <-held:
-		if err != nil {
-			t.Fatalf("the publish held during the alarm, after unblock: %v", err)
-		}
-	case <-time.After(10 * time.Second):
-		t.Fatal("the publish held during the alarm was not confirmed after unblock")
 	}
 }
 

@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"github.com/acemq-go/acemq/internal/alarmtest"
 	"regexp"
 	"strings"
 	"sync"
@@ -116,7 +117,7 @@ func TestRunWritesPerIntervalAndAFinalLineFromAConn(t *testing.T) {
 	}
 	defer c.Close(ctx)
 	b := memory.Lookup("loadline")
-	held := blockAndWait(t, c, b, "low on memory")
+	held := alarmtest.BlockAndWait(t, c, b, "low on memory")
 	w := &syncBuf{n: make(chan struct{}, 1)}
 	rctx, cancel := context.WithCancel(ctx)
 	done := make(chan error, 1)
@@ -148,63 +149,5 @@ func TestRunWritesPerIntervalAndAFinalLineFromAConn(t *testing.T) {
 		t.Fatalf("%d lines, want an interval line and the final line:\n%s", lines, out)
 	}
 	b.Unblock()
-	heldConfirms(t, held)
-}
-
-// blockAndWait raises b's resource alarm with reason as RabbitMQ delivers
-// it: no connection is told until it publishes. So it publishes once on c
-// (a raw, not mandatory publish to a key no queue has; raw publishes do not
-// count in Stats), which the broker holds unconfirmed, and waits until c
-// reports Blocked. The held publish's result arrives on the returned
-// channel once the broker unblocks (or at c's confirm timeout). At cleanup
-// the publish is abandoned and its goroutine waited for.
-func blockAndWait(t *testing.T, c *acemq.Conn, b *memory.Broker, reason string) <-chan error {
-	t.Helper()
-	const limit = 10 * time.Second
-	b.Block(reason)
-	ctx, cancel := context.WithCancel(context.Background())
-	held := make(chan error, 1)
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		held <- c.PublishRaw(ctx, acemq.RawMessage{RoutingKey: "acemq-test-held-during-alarm", NotMandatory: true, Body: []byte("held")})
-	}()
-	t.Cleanup(func() {
-		cancel()
-		<-done
-	})
-	deadline := time.Now().Add(limit)
-	for !c.Blocked() {
-		select {
-		case err := <-held:
-			t.Fatalf("the publish after the alarm ended (%v) before the Conn was told it is blocked", err)
-		case <-time.After(time.Millisecond):
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the Conn was not told it is blocked within %s of publishing during the alarm", limit)
-		}
-	}
-	if got := c.BlockedReason(); got != reason {
-		t.Fatalf("BlockedReason %q, want %q", got, reason)
-	}
-	select {
-	case err := <-held:
-		t.Fatalf("the publish written during the alarm was answered (%v) while blocked", err)
-	default:
-	}
-	return held
-}
-
-// heldConfirms waits for the publish blockAndWait left held to be
-// confirmed, once the broker has unblocked.
-func heldConfirms(t *testing.T, held <-chan error) {
-	t.Helper()
-	select {
-	case err := <-held:
-		if err != nil {
-			t.Fatalf("the publish held during the alarm, after unblock: %v", err)
-		}
-	case <-time.After(10 * time.Second):
-		t.Fatal("the publish held during the alarm was not confirmed after unblock")
-	}
+	alarmtest.HeldConfirms(t, held)
 }

@@ -3,6 +3,7 @@ package outbox
 import (
 	"context"
 	"errors"
+	"github.com/acemq-go/acemq/internal/alarmtest"
 	"reflect"
 	"slices"
 	"strings"
@@ -287,12 +288,12 @@ func TestOutageStopsTheSweepWithoutSpendingAnAttempt(t *testing.T) {
 			return out
 		}
 
-		held := blockAndWait(t, c, broker, "low on memory")
+		held := alarmtest.BlockAndWait(t, c, broker, "low on memory")
 		if sw := r.SweepOnce(ctx); !acemq.IsPaused(sw.Err) || sw.Published != 0 || sw.Failed != 0 {
 			t.Fatalf("blocked sweep %+v, want it stopped by the paused refusal", sw)
 		}
 		broker.Unblock()
-		heldConfirms(t, held)
+		alarmtest.HeldConfirms(t, held)
 		if a := attempts(); !slices.Equal(a, []int{0, 0}) {
 			t.Fatalf("attempts after a block: %v", a)
 		}
