@@ -7,6 +7,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/acemq-go/acemq/internal/wire"
 	"github.com/acemq-go/acemq/transport"
 )
 
@@ -167,27 +168,12 @@ func formatFloat(f float64, bits int) (string, bool) {
 // text with an optional sign from a string or []byte, a float truncated
 // toward zero. It reports false for anything unreadable.
 func readInt(v any) (int64, bool) {
+	if n, ok := wire.Int(v); ok {
+		return n, true
+	}
 	switch x := v.(type) {
-	case int:
-		return int64(x), true
-	case int8:
-		return int64(x), true
-	case int16:
-		return int64(x), true
-	case int32:
-		return int64(x), true
-	case int64:
-		return x, true
-	case uint:
-		return uintToInt(uint64(x))
-	case uint8:
-		return int64(x), true
-	case uint16:
-		return int64(x), true
-	case uint32:
-		return int64(x), true
-	case uint64:
-		return uintToInt(x)
+	case uint, uint64:
+		return 0, false // beyond int64: unreadable
 	case float32:
 		return floatToInt(float64(x))
 	case float64:
@@ -198,13 +184,6 @@ func readInt(v any) (int64, bool) {
 		return parseInt(string(x))
 	}
 	return 0, false
-}
-
-func uintToInt(u uint64) (int64, bool) {
-	if u > math.MaxInt64 {
-		return 0, false
-	}
-	return int64(u), true
 }
 
 func floatToInt(f float64) (int64, bool) {

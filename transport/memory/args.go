@@ -3,6 +3,7 @@ package memory
 import (
 	"fmt"
 
+	"github.com/acemq-go/acemq/internal/wire"
 	"github.com/acemq-go/acemq/transport"
 )
 
@@ -24,31 +25,7 @@ var checkedQueueArgs = []string{
 
 // toInt64 reports v as an int64 when it is an integer of any width, so
 // int32(5) and int64(5) compare equal as they do in RabbitMQ.
-func toInt64(v any) (int64, bool) {
-	switch x := v.(type) {
-	case int:
-		return int64(x), true
-	case int8:
-		return int64(x), true
-	case int16:
-		return int64(x), true
-	case int32:
-		return int64(x), true
-	case int64:
-		return x, true
-	case uint8:
-		return int64(x), true
-	case uint16:
-		return int64(x), true
-	case uint32:
-		return int64(x), true
-	case uint64:
-		return int64(x), true
-	case uint:
-		return int64(x), true
-	}
-	return 0, false
-}
+func toInt64(v any) (int64, bool) { return wire.Int(v) }
 
 // equalValue compares field-table values the way the broker does:
 // integers across widths, tables and arrays element by element.

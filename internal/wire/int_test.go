@@ -1,0 +1,26 @@
+package wire
+
+import (
+	"math"
+	"testing"
+)
+
+func TestIntReadsEveryWidthByValueAndRefusesUnsignedOverflow(t *testing.T) {
+	for _, c := range []struct {
+		in   any
+		want int64
+		ok   bool
+	}{
+		{int8(-5), -5, true}, {int16(-5), -5, true}, {int32(-5), -5, true}, {int64(-5), -5, true}, {int(-5), -5, true},
+		{uint8(5), 5, true}, {uint16(5), 5, true}, {uint32(5), 5, true}, {uint(5), 5, true}, {uint64(5), 5, true},
+		{uint64(math.MaxInt64), math.MaxInt64, true},
+		{uint64(math.MaxInt64) + 1, 0, false},
+		{uint64(math.MaxUint64), 0, false},
+		{"5", 0, false}, {5.0, 0, false}, {nil, 0, false},
+	} {
+		got, ok := Int(c.in)
+		if got != c.want || ok != c.ok {
+			t.Errorf("Int(%T %v) = %d, %v; want %d, %v", c.in, c.in, got, ok, c.want, c.ok)
+		}
+	}
+}
