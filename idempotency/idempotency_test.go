@@ -2,72 +2,25 @@ package idempotency
 
 import (
 	"context"
-	"crypto/rand"
 	"database/sql"
-	"encoding/hex"
 	"errors"
-	"path/filepath"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
-	_ "github.com/jackc/pgx/v5/stdlib"
+	"github.com/acemq-go/acemq/internal/dbtest"
+
 	"go.uber.org/goleak"
-	_ "modernc.org/sqlite"
 
 	"github.com/acemq-go/acemq"
-	"github.com/acemq-go/acemq/internal/testenv"
 	"github.com/acemq-go/acemq/sqlstore"
 	"github.com/acemq-go/acemq/transport/memory"
 )
 
 func TestMain(m *testing.M) {
 	goleak.VerifyTestMain(m, goleak.IgnoreAnyFunction("database/sql.(*DB).connectionOpener"))
-}
-
-func randHex(n int) string {
-	b := make([]byte, n)
-	_, _ = rand.Read(b)
-	return hex.EncodeToString(b)
-}
-
-func openSQLite(t *testing.T) (*sql.DB, sqlstore.Dialect) {
-	t.Helper()
-	db, err := sql.Open("sqlite", "file:"+filepath.Join(t.TempDir(), "idem.db")+"?_pragma=busy_timeout(10000)&_pragma=journal_mode(WAL)")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { db.Close() })
-	return db, sqlstore.SQLite
-}
-
-func openPostgres(t *testing.T) (*sql.DB, sqlstore.Dialect) {
-	t.Helper()
-	url := testenv.PostgresURL(t)
-	admin, err := sql.Open("pgx", url)
-	if err != nil {
-		t.Fatal(err)
-	}
-	schema := "t_" + randHex(6)
-	if _, err := admin.Exec("CREATE SCHEMA " + schema); err != nil {
-		t.Fatal(err)
-	}
-	sep := "?"
-	if strings.Contains(url, "?") {
-		sep = "&"
-	}
-	db, err := sql.Open("pgx", url+sep+"search_path="+schema)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		db.Close()
-		_, _ = admin.Exec("DROP SCHEMA " + schema + " CASCADE")
-		admin.Close()
-	})
-	return db, sqlstore.PostgreSQL
 }
 
 type clock struct {
@@ -100,8 +53,8 @@ func sqlStore(open func(*testing.T) (*sql.DB, sqlstore.Dialect)) func(*testing.T
 
 var stores = []storeCase{
 	{"memory", func(t *testing.T, now func() time.Time) Store { s := NewMemoryStore(); s.now = now; return s }},
-	{"sqlite", sqlStore(openSQLite)},
-	{"postgres", sqlStore(openPostgres)},
+	{"sqlite", sqlStore(dbtest.SQLite)},
+	{"postgres", sqlStore(dbtest.Postgres)},
 }
 
 func forEachStore(t *testing.T, f func(t *testing.T, s Store, c *clock)) {
@@ -273,7 +226,7 @@ type sqlBackend struct {
 	open func(*testing.T) (*sql.DB, sqlstore.Dialect)
 }
 
-var sqlBackends = []sqlBackend{{"sqlite", openSQLite}, {"postgres", openPostgres}}
+var sqlBackends = []sqlBackend{{"sqlite", dbtest.SQLite}, {"postgres", dbtest.Postgres}}
 
 func balanceDB(t *testing.T, open func(*testing.T) (*sql.DB, sqlstore.Dialect)) (*sql.DB, sqlstore.Dialect) {
 	db, d := open(t)
@@ -344,7 +297,7 @@ func TestTransactionalAckLostAfterCommitAppliesTheEffectOnce(t *testing.T) {
 		t.Run(b.name, func(t *testing.T) {
 			db, d := balanceDB(t, b.open)
 			ctx := context.Background()
-			name := "idem-" + randHex(6)
+			name := "idem-" + dbtest.RandHex(6)
 			c, err := acemq.Connect(ctx, "memory://"+name, acemq.WithLogger(acemq.DiscardLogger()))
 			if err != nil {
 				t.Fatal(err)

@@ -2,19 +2,14 @@ package outbox
 
 import (
 	"context"
-	"crypto/rand"
 	"database/sql"
-	"encoding/hex"
-	"path/filepath"
 	"sync"
 	"testing"
 	"time"
 
-	_ "github.com/jackc/pgx/v5/stdlib"
-	_ "modernc.org/sqlite"
+	"github.com/acemq-go/acemq/internal/dbtest"
 
 	"github.com/acemq-go/acemq"
-	"github.com/acemq-go/acemq/internal/testenv"
 	"github.com/acemq-go/acemq/sqlstore"
 )
 
@@ -24,62 +19,8 @@ type backend struct {
 }
 
 var backends = []backend{
-	{"sqlite", openSQLite},
-	{"postgres", openPostgres},
-}
-
-func openSQLite(t *testing.T) (*sql.DB, sqlstore.Dialect) {
-	t.Helper()
-	path := filepath.Join(t.TempDir(), "outbox.db")
-	db, err := sql.Open("sqlite", "file:"+path+"?_pragma=busy_timeout(10000)&_pragma=journal_mode(WAL)")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { db.Close() })
-	return db, sqlstore.SQLite
-}
-
-func randHex(n int) string {
-	b := make([]byte, n)
-	_, _ = rand.Read(b)
-	return hex.EncodeToString(b)
-}
-
-// openPostgres gives the test a schema of its own on the test server.
-func openPostgres(t *testing.T) (*sql.DB, sqlstore.Dialect) {
-	t.Helper()
-	url := testenv.PostgresURL(t)
-	admin, err := sql.Open("pgx", url)
-	if err != nil {
-		t.Fatal(err)
-	}
-	schema := "t_" + randHex(6)
-	if _, err := admin.Exec("CREATE SCHEMA " + schema); err != nil {
-		t.Fatal(err)
-	}
-	sep := "?"
-	if containsQuery(url) {
-		sep = "&"
-	}
-	db, err := sql.Open("pgx", url+sep+"search_path="+schema)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		db.Close()
-		_, _ = admin.Exec("DROP SCHEMA " + schema + " CASCADE")
-		admin.Close()
-	})
-	return db, sqlstore.PostgreSQL
-}
-
-func containsQuery(u string) bool {
-	for _, c := range u {
-		if c == '?' {
-			return true
-		}
-	}
-	return false
+	{"sqlite", dbtest.SQLite},
+	{"postgres", dbtest.Postgres},
 }
 
 // fakeClock is a store clock the test moves by hand.
@@ -115,7 +56,7 @@ func newStore(t *testing.T, b backend) *Store {
 func memConn(t *testing.T, queues ...string) (*acemq.Conn, string) {
 	t.Helper()
 	ctx := context.Background()
-	name := "outbox-" + randHex(6)
+	name := "outbox-" + dbtest.RandHex(6)
 	c, err := acemq.Connect(ctx, "memory://"+name, acemq.WithLogger(acemq.DiscardLogger()), acemq.WithConfirmTimeout(2*time.Second))
 	if err != nil {
 		t.Fatal(err)

@@ -3,12 +3,13 @@ package outbox
 import (
 	"context"
 	"errors"
-	"github.com/acemq-go/acemq/internal/alarmtest"
 	"reflect"
 	"slices"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/acemq-go/acemq/internal/alarmtest"
 
 	"go.opentelemetry.io/otel/attribute"
 	sdkmetric "go.opentelemetry.io/otel/sdk/metric"

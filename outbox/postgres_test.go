@@ -8,6 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/acemq-go/acemq/internal/dbtest"
+
 	"github.com/acemq-go/acemq"
 	"github.com/acemq-go/acemq/transport/memory"
 )
@@ -16,7 +18,7 @@ import (
 // relays claiming at once, again and again, never both get records.
 func TestConcurrentClaimsOnPostgresNeverShareTheOutbox(t *testing.T) {
 	ctx := context.Background()
-	s := newStore(t, backend{"postgres", openPostgres})
+	s := newStore(t, backend{"postgres", dbtest.Postgres})
 	c, _ := memConn(t)
 	for i := range 200 {
 		add(t, s, c, "", "orders", order{fmt.Sprint(i), i})
@@ -57,7 +59,7 @@ func TestConcurrentClaimsOnPostgresNeverShareTheOutbox(t *testing.T) {
 // order.
 func TestTwoRelaysOnPostgresPublishEveryRecordOnceInOrder(t *testing.T) {
 	ctx := context.Background()
-	s := newStore(t, backend{"postgres", openPostgres})
+	s := newStore(t, backend{"postgres", dbtest.Postgres})
 	c1, name := memConn(t, "orders")
 	c2, err := acemq.Connect(ctx, "memory://"+name, acemq.WithLogger(acemq.DiscardLogger()))
 	if err != nil {
@@ -118,7 +120,7 @@ func TestTwoRelaysOnPostgresPublishEveryRecordOnceInOrder(t *testing.T) {
 // moments: Add's pg_notify wakes the LISTENing relay.
 func TestListenWakesTheRelayOnCommit(t *testing.T) {
 	ctx := context.Background()
-	s := newStore(t, backend{"postgres", openPostgres})
+	s := newStore(t, backend{"postgres", dbtest.Postgres})
 	c, _ := memConn(t, "orders")
 	sweeps := make(chan Sweep, 16)
 	r := newRelay(t, c, s, WithInterval(time.Hour), WithObserver(func(sw Sweep) { sweeps <- sw }))

@@ -1,0 +1,82 @@
+// Package dbtest gives a test a database of its own: an embedded SQLite
+// file in the test's temporary directory, or a fresh schema on the test
+// PostgreSQL server (dropped at cleanup), so tests never see each other's
+// rows.
+package dbtest
+
+import (
+	"crypto/rand"
+	"database/sql"
+	"encoding/hex"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	_ "github.com/jackc/pgx/v5/stdlib" // registers "pgx"
+	_ "modernc.org/sqlite"             // registers "sqlite"
+
+	"github.com/acemq-go/acemq/internal/testenv"
+	"github.com/acemq-go/acemq/sqlstore"
+)
+
+// Opener opens a database for one test.
+type Opener func(t *testing.T) (*sql.DB, sqlstore.Dialect)
+
+// Dialects lists both openers by name, for table-driven tests.
+var Dialects = []struct {
+	Name string
+	Open Opener
+}{
+	{"sqlite", SQLite},
+	{"postgres", Postgres},
+}
+
+// SQLite opens a fresh SQLite file (WAL, 10 s busy timeout), closed at
+// cleanup.
+func SQLite(t *testing.T) (*sql.DB, sqlstore.Dialect) {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "test.db")
+	db, err := sql.Open("sqlite", "file:"+path+"?_pragma=busy_timeout(10000)&_pragma=journal_mode(WAL)")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	return db, sqlstore.SQLite
+}
+
+// Postgres opens the test server (testenv.PostgresURL: skipped outside CI
+// without one, failed under CI) with a schema of the test's own on the
+// search path, dropped at cleanup.
+func Postgres(t *testing.T) (*sql.DB, sqlstore.Dialect) {
+	t.Helper()
+	url := testenv.PostgresURL(t)
+	admin, err := sql.Open("pgx", url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	schema := "t_" + RandHex(6)
+	if _, err := admin.Exec("CREATE SCHEMA " + schema); err != nil {
+		t.Fatal(err)
+	}
+	sep := "?"
+	if strings.Contains(url, "?") {
+		sep = "&"
+	}
+	db, err := sql.Open("pgx", url+sep+"search_path="+schema)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		db.Close()
+		_, _ = admin.Exec("DROP SCHEMA " + schema + " CASCADE")
+		admin.Close()
+	})
+	return db, sqlstore.PostgreSQL
+}
+
+// RandHex returns n random bytes as hex, for unique names.
+func RandHex(n int) string {
+	b := make([]byte, n)
+	_, _ = rand.Read(b)
+	return hex.EncodeToString(b)
+}
