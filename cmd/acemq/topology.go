@@ -211,33 +211,24 @@ func newTopologyPlan() *cobra.Command {
 		Example: `  acemq topology plan -f topology.yaml --url amqp://guest:guest@localhost:5672/`,
 		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			t, err := loadTopology(file, cmd.InOrStdin())
-			if err != nil {
-				return err
-			}
-			ctx, cancel := context.WithTimeout(cmd.Context(), time.Minute)
-			defer cancel()
-			c, err := connect(ctx, u, "acemq-topology")
-			if err != nil {
-				return err
-			}
-			defer closeConn(c)
-			plan, err := c.Plan(ctx, t)
-			if err != nil {
-				return fmt.Errorf("cannot compare the topology with the broker (%s); check the connection and retry", strings.TrimSuffix(sentence(err), "."))
-			}
-			out := cmd.OutOrStdout()
-			fmt.Fprint(out, plan.String())
-			counts := map[acemq.PlanStatus]int{}
-			for _, it := range plan.Items {
-				counts[it.Status]++
-			}
-			fmt.Fprintf(out, "plan: %d would create, %d match, %d differ, %d unknown\n",
-				counts[acemq.WouldCreate], counts[acemq.Matches], counts[acemq.Differs], counts[acemq.Unknown])
-			if counts[acemq.Differs] > 0 {
-				return &exitCodeError{code: 3, msg: fmt.Sprintf("%d declaration(s) differ from what the broker holds; apply would fail on them, so change the file or delete those entities first", counts[acemq.Differs])}
-			}
-			return nil
+			return withTopology(cmd, file, u, func(ctx context.Context, t *acemq.Topology, c *acemq.Conn) error {
+				plan, err := c.Plan(ctx, t)
+				if err != nil {
+					return fmt.Errorf("cannot compare the topology with the broker (%s); check the connection and retry", strings.TrimSuffix(sentence(err), "."))
+				}
+				out := cmd.OutOrStdout()
+				fmt.Fprint(out, plan.String())
+				counts := map[acemq.PlanStatus]int{}
+				for _, it := range plan.Items {
+					counts[it.Status]++
+				}
+				fmt.Fprintf(out, "plan: %d would create, %d match, %d differ, %d unknown\n",
+					counts[acemq.WouldCreate], counts[acemq.Matches], counts[acemq.Differs], counts[acemq.Unknown])
+				if counts[acemq.Differs] > 0 {
+					return &exitCodeError{code: 3, msg: fmt.Sprintf("%d declaration(s) differ from what the broker holds; apply would fail on them, so change the file or delete those entities first", counts[acemq.Differs])}
+				}
+				return nil
+			})
 		},
 	}
 	urlFlag(cmd, &u)
@@ -253,26 +244,34 @@ func newTopologyApply() *cobra.Command {
 		Example: `  acemq topology apply -f topology.yaml --url amqp://guest:guest@localhost:5672/`,
 		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			t, err := loadTopology(file, cmd.InOrStdin())
-			if err != nil {
-				return err
-			}
-			ctx, cancel := context.WithTimeout(cmd.Context(), time.Minute)
-			defer cancel()
-			c, err := connect(ctx, u, "acemq-topology")
-			if err != nil {
-				return err
-			}
-			defer closeConn(c)
-			if err := c.Apply(ctx, t); err != nil {
-				return fmt.Errorf("the broker refused the topology (%s); run `acemq topology plan` to see what differs", strings.TrimSuffix(sentence(err), "."))
-			}
-			n := len(t.Declarations())
-			fmt.Fprintf(cmd.OutOrStdout(), "applied: %d declarations\n", n)
-			return nil
+			return withTopology(cmd, file, u, func(ctx context.Context, t *acemq.Topology, c *acemq.Conn) error {
+				if err := c.Apply(ctx, t); err != nil {
+					return fmt.Errorf("the broker refused the topology (%s); run `acemq topology plan` to see what differs", strings.TrimSuffix(sentence(err), "."))
+				}
+				n := len(t.Declarations())
+				fmt.Fprintf(cmd.OutOrStdout(), "applied: %d declarations\n", n)
+				return nil
+			})
 		},
 	}
 	urlFlag(cmd, &u)
 	cmd.Flags().StringVarP(&file, "file", "f", "", "topology YAML file (- for stdin)")
 	return cmd
+}
+
+// withTopology loads the topology file, connects (bounded by a minute) and
+// runs f; the connection is closed afterwards.
+func withTopology(cmd *cobra.Command, file, url string, f func(ctx context.Context, t *acemq.Topology, c *acemq.Conn) error) error {
+	t, err := loadTopology(file, cmd.InOrStdin())
+	if err != nil {
+		return err
+	}
+	ctx, cancel := context.WithTimeout(cmd.Context(), time.Minute)
+	defer cancel()
+	c, err := connect(ctx, url, "acemq-topology")
+	if err != nil {
+		return err
+	}
+	defer closeConn(c)
+	return f(ctx, t, c)
 }
