@@ -67,14 +67,22 @@ func Fixture(t testing.TB, name string) []byte {
 	return b
 }
 
+// service returns the environment variable name, or reports the missing
+// service (skip outside CI, fail under it) saying what it stops and how to
+// get it.
+func service(t testing.TB, name, consequence string) string {
+	t.Helper()
+	v := os.Getenv(name)
+	if v == "" {
+		missing(t, "%s is not set, so %s", name, consequence)
+	}
+	return v
+}
+
 // AMQPURL returns the URL of the test RabbitMQ node (ACEMQ_TEST_AMQP_URL).
 func AMQPURL(t testing.TB) string {
 	t.Helper()
-	u := os.Getenv("ACEMQ_TEST_AMQP_URL")
-	if u == "" {
-		missing(t, "ACEMQ_TEST_AMQP_URL is not set, so this RabbitMQ test cannot run; `make test` starts a private node and sets it")
-	}
-	return u
+	return service(t, "ACEMQ_TEST_AMQP_URL", "this RabbitMQ test cannot run; `make test` starts a private node and sets it")
 }
 
 // AMQPSURL returns the amqps:// URL of the test RabbitMQ node's TLS
@@ -82,33 +90,21 @@ func AMQPURL(t testing.TB) string {
 // TLSCAFile and names localhost and 127.0.0.1.
 func AMQPSURL(t testing.TB) string {
 	t.Helper()
-	u := os.Getenv("ACEMQ_TEST_AMQPS_URL")
-	if u == "" {
-		missing(t, "ACEMQ_TEST_AMQPS_URL is not set, so this TLS test cannot run; `make test` starts a private node with a TLS listener and sets it")
-	}
-	return u
+	return service(t, "ACEMQ_TEST_AMQPS_URL", "this TLS test cannot run; `make test` starts a private node with a TLS listener and sets it")
 }
 
 // TLSCAFile returns the path of the PEM file holding the throwaway CA that
 // signed the test node's TLS certificate (ACEMQ_TEST_TLS_CA).
 func TLSCAFile(t testing.TB) string {
 	t.Helper()
-	p := os.Getenv("ACEMQ_TEST_TLS_CA")
-	if p == "" {
-		missing(t, "ACEMQ_TEST_TLS_CA is not set, so this TLS test cannot run; `make test` starts a private node with a TLS listener and sets it")
-	}
-	return p
+	return service(t, "ACEMQ_TEST_TLS_CA", "this TLS test cannot run; `make test` starts a private node with a TLS listener and sets it")
 }
 
 // PostgresURL returns the URL of the test PostgreSQL server
 // (ACEMQ_TEST_POSTGRES_URL).
 func PostgresURL(t testing.TB) string {
 	t.Helper()
-	u := os.Getenv("ACEMQ_TEST_POSTGRES_URL")
-	if u == "" {
-		missing(t, "ACEMQ_TEST_POSTGRES_URL is not set, so this PostgreSQL test cannot run; `make test` starts a private cluster and sets it")
-	}
-	return u
+	return service(t, "ACEMQ_TEST_POSTGRES_URL", "this PostgreSQL test cannot run; `make test` starts a private cluster and sets it")
 }
 
 // RabbitCtl runs rabbitmqctl against the test node through the command
