@@ -47,6 +47,11 @@ import (
 	"github.com/acemq-go/acemq"
 )
 
+// settle is the pause before each timed run: deleting the previous run's
+// queue and writing a fill to disk keep the broker busy for a while after
+// the calls return.
+var settle time.Duration
+
 type result struct {
 	name  string
 	size  int
@@ -63,6 +68,7 @@ func main() {
 	goroutines := flag.Int("goroutines", 64, "publishing goroutines for (c) and (d)")
 	channels := flag.Int("channels", acemq.DefaultPublishChannels, "AceMQ publishing channels")
 	repeat := flag.Int("repeat", 3, "runs per scenario; the median rate is reported")
+	flag.DurationVar(&settle, "settle", time.Second, "pause before each run (and after a consume run's fill), so the broker finishes earlier work first")
 	only := flag.String("only", "", "run only the scenarios whose name contains this text (e.g. consume)")
 	cpuprofile := flag.String("cpuprofile", "", "write a CPU profile of the run to this file")
 	flag.Parse()
@@ -129,6 +135,7 @@ func main() {
 		ac := run("consume AceMQ, prefetch 250", *n, func(q string, c int) (time.Duration, error) { return acemqConsume(ctx, *url, q, body, c) })
 		for r := 0; r < *repeat; r++ {
 			for _, sc := range scenarios {
+				time.Sleep(settle)
 				q := fmt.Sprintf("bench.%s.%d.%d", strings.Fields(sc.name)[0], size, time.Now().UnixNano())
 				mustQueue(*url, q)
 				d, err := sc.f(q, sc.count)
@@ -399,6 +406,7 @@ func formatRates(rates []float64) string {
 
 func fill(url, q string, body []byte, n int) error {
 	_, err := rawPipelined(url, q, body, n, 1000, nil)
+	time.Sleep(settle)
 	return err
 }
 
