@@ -15,6 +15,7 @@ import (
 	"go.opentelemetry.io/otel"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/metric"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/acemq-go/acemq"
 )
@@ -40,6 +41,7 @@ type relayConfig struct {
 	publishTimeout time.Duration
 	id             string
 	meter          metric.MeterProvider
+	tracer         trace.TracerProvider
 	listen         bool
 	observer       func(Sweep)
 	logger         *slog.Logger
@@ -72,6 +74,14 @@ func WithMeterProvider(mp metric.MeterProvider) RelayOption {
 	return func(c *relayConfig) { c.meter = mp }
 }
 
+// WithTracerProvider makes the relay's spans with tp instead of the global
+// TracerProvider: one "{destination} publish" span (PRODUCER) per record
+// publish, carrying messaging.acemq.outbox_lag_ms when confirmed and the
+// outbox.publish_failed event when it failed (see Relay).
+func WithTracerProvider(tp trace.TracerProvider) RelayOption {
+	return func(c *relayConfig) { c.tracer = tp }
+}
+
 // WithoutListen turns off the PostgreSQL LISTEN wake-up; the relay then
 // only polls.
 func WithoutListen() RelayOption { return func(c *relayConfig) { c.listen = false } }
@@ -100,14 +110,32 @@ type Sweep struct {
 
 // Relay publishes what committed to an outbox Store. Make one with
 // NewRelay, start it with Run; Wake and Close are safe for concurrent use.
+//
+// Each record's publish counts once in acemq.outbox.total{exchange,
+// routing.key, outcome}: published, or failed (an unroutable or nacked
+// record, a missing exchange, a timeout, a lost connection); a publish
+// refused before anything was written (blocked broker, recovery) is not
+// counted. A published record also records acemq.outbox.lag (commit to
+// confirm, seconds). Each publish is traced as one "{destination} publish"
+// span (PRODUCER; the exchange, or the routing key on the default
+// exchange) with the contract's publish attributes (id, correlation,
+// routing key, type) and messaging.acemq.outcome published, failed or
+// refused; a published span carries messaging.acemq.outbox_lag_ms, a
+// failed one is ERROR with the event outbox.publish_failed (the error as
+// messaging.acemq.reason), a refused one is ERROR without the event. The
+// span's parent is the W3C trace context stored in the record's headers
+// (a traceparent header given to Add), else the sweep's context; the
+// stored headers are published unchanged, so the span's own context is
+// not written into the message.
 type Relay struct {
 	conn  *acemq.Conn
 	store *Store
 	cfg   relayConfig
 	log   *slog.Logger
 
-	total metric.Int64Counter
-	lag   metric.Float64Histogram
+	total  metric.Int64Counter
+	lag    metric.Float64Histogram
+	tracer trace.Tracer
 
 	wake      chan struct{}
 	listening chan struct{}
@@ -169,7 +197,7 @@ func NewRelay(conn *acemq.Conn, store *Store, opts ...RelayOption) (*Relay, erro
 		return nil, fmt.Errorf("acemq: cannot create the acemq.outbox.lag histogram: %w", err)
 	}
 	return &Relay{
-		conn: conn, store: store, cfg: cfg, log: log, total: total, lag: lag,
+		conn: conn, store: store, cfg: cfg, log: log, total: total, lag: lag, tracer: newTracer(cfg.tracer),
 		wake: make(chan struct{}, 1), listening: make(chan struct{}),
 		stop: make(chan struct{}), done: make(chan struct{}),
 	}, nil
@@ -307,6 +335,7 @@ func (r *Relay) SweepOnce(ctx context.Context) Sweep {
 
 func (r *Relay) publish(ctx context.Context, rec Record, sw *Sweep) error {
 	attrs := metric.WithAttributes(attribute.String("exchange", rec.Exchange), attribute.String("routing.key", rec.RoutingKey))
+	span := r.startSpan(ctx, rec)
 	pctx, cancel := context.WithTimeout(ctx, r.cfg.publishTimeout)
 	err := r.conn.PublishRaw(pctx, acemq.RawMessage{
 		Exchange:    rec.Exchange,
@@ -319,12 +348,10 @@ func (r *Relay) publish(ctx context.Context, rec Record, sw *Sweep) error {
 	cancel()
 	if err == nil {
 		confirmed := r.store.now()
-		lag := confirmed.Sub(rec.CreatedAt).Seconds()
-		if lag < 0 {
-			lag = 0
-		}
-		r.total.Add(ctx, 1, metric.WithAttributes(attribute.String("exchange", rec.Exchange), attribute.String("routing.key", rec.RoutingKey), attribute.String("outcome", "published")))
-		r.lag.Record(ctx, lag, attrs)
+		lag := max(confirmed.Sub(rec.CreatedAt), 0)
+		r.total.Add(ctx, 1, metric.WithAttributes(attribute.String("exchange", rec.Exchange), attribute.String("routing.key", rec.RoutingKey), attribute.String("outcome", outcomePublished)))
+		r.lag.Record(ctx, lag.Seconds(), attrs)
+		span.published(lag)
 		derr := error(nil)
 		if r.afterConfirm != nil {
 			derr = r.afterConfirm(rec.ID)
@@ -343,7 +370,8 @@ func (r *Relay) publish(ctx context.Context, rec Record, sw *Sweep) error {
 		return nil
 	}
 	if acemq.IsUnroutable(err) || acemq.IsNacked(err) || acemq.IsMissingExchange(err) {
-		r.total.Add(ctx, 1, metric.WithAttributes(attribute.String("exchange", rec.Exchange), attribute.String("routing.key", rec.RoutingKey), attribute.String("outcome", "failed")))
+		r.total.Add(ctx, 1, metric.WithAttributes(attribute.String("exchange", rec.Exchange), attribute.String("routing.key", rec.RoutingKey), attribute.String("outcome", outcomeFailed)))
+		span.failed(outcomeFailed, err)
 		sw.Failed++
 		fctx, fcancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
 		ferr := r.store.markFailed(fctx, rec.ID, describe(err))
@@ -358,8 +386,11 @@ func (r *Relay) publish(ctx context.Context, rec Record, sw *Sweep) error {
 		return err
 	}
 	// Refused, lost, timed out: not the record's fault, no attempt spent.
-	if !acemq.IsPaused(err) {
-		r.total.Add(ctx, 1, metric.WithAttributes(attribute.String("exchange", rec.Exchange), attribute.String("routing.key", rec.RoutingKey), attribute.String("outcome", "failed")))
+	if acemq.IsPaused(err) {
+		span.failed(outcomeRefused, err)
+	} else {
+		r.total.Add(ctx, 1, metric.WithAttributes(attribute.String("exchange", rec.Exchange), attribute.String("routing.key", rec.RoutingKey), attribute.String("outcome", outcomeFailed)))
+		span.failed(outcomeFailed, err)
 	}
 	r.log.Warn("acemq: the outbox relay stopped its sweep; no attempt was spent", "relay", r.cfg.id, "id", rec.ID, "error", err)
 	return err

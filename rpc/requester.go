@@ -10,6 +10,7 @@ import (
 
 	"github.com/acemq-go/acemq"
 	"go.opentelemetry.io/otel/metric"
+	"go.opentelemetry.io/otel/trace"
 )
 
 // DefaultTimeout is how long a request waits for its reply unless the
@@ -25,6 +26,7 @@ type Option func(*config)
 type config struct {
 	timeout time.Duration
 	mp      metric.MeterProvider
+	tp      trace.TracerProvider
 }
 
 // WithTimeout sets the requester's default per-request timeout (default
@@ -35,6 +37,13 @@ func WithTimeout(d time.Duration) Option { return func(c *config) { c.timeout = 
 // with mp instead of the global MeterProvider.
 func WithMeterProvider(mp metric.MeterProvider) Option { return func(c *config) { c.mp = mp } }
 
+// WithTracerProvider makes each call's "{destination} request" span (CLIENT,
+// contract §5.4) with tp instead of the global TracerProvider. The
+// request's publish span, made by the Conn's own tracer provider
+// (acemq.WithTracerProvider), is its child; give both the same provider to
+// see them in one place.
+func WithTracerProvider(tp trace.TracerProvider) Option { return func(c *config) { c.tp = tp } }
+
 // Requester sends requests and waits for their replies on one private reply
 // queue. It is safe for concurrent use: any number of requests may be
 // outstanding at once, and replies may arrive in any order.
@@ -43,6 +52,7 @@ type Requester struct {
 	queue    string
 	timeout  time.Duration
 	metrics  *metrics
+	tracer   trace.Tracer
 	consumer *acemq.Consumer
 	topo     *acemq.Topology
 
@@ -82,6 +92,7 @@ func NewRequester(ctx context.Context, conn *acemq.Conn, opts ...Option) (*Reque
 		queue:   ReplyQueuePrefix + acemq.NewEnvelope().ID,
 		timeout: cfg.timeout,
 		metrics: m,
+		tracer:  newTracer(cfg.tp),
 		pending: map[string]chan reply{},
 	}
 	topo := acemq.NewTopology().Queue(r.queue, acemq.AsClassic(), acemq.Exclusive(), acemq.AutoDelete(), acemq.NonDurable())
@@ -195,7 +206,13 @@ func WithSendOptions(opts ...acemq.SendOption) RequestOption {
 // A cancelled ctx returns ctx's error. An error reply returns a
 // *ResponderError. A request that could not be published returns the
 // *acemq.PublishError. Every call is counted in acemq.request.total and
-// acemq.request.duration with outcome answered, timed_out or failed.
+// acemq.request.duration with outcome answered, timed_out or failed, and
+// traced as one "{destination} request" span (CLIENT; destination is the
+// exchange, or the routing key on the default exchange) carrying the same
+// outcome, ERROR for timed_out and failed. The span is a child of ctx's
+// span and the parent of the request's publish span, so a responder that
+// traces (AceMQ's does) continues the request's trace in its process span
+// and in the reply it sends, which the requester processes in that trace.
 // Request is safe for concurrent use.
 func Request[Req, Resp any](ctx context.Context, r *Requester, exchange, routingKey string, req Req, opts ...RequestOption) (Resp, error) {
 	var zero Resp
@@ -208,22 +225,32 @@ func Request[Req, Resp any](ctx context.Context, r *Requester, exchange, routing
 	if msgType == "" {
 		msgType = "message"
 	}
-	if rc.env != nil && rc.env.Type != "" {
-		msgType = rc.env.Type
+	var id string
+	if rc.env != nil {
+		id = rc.env.ID
+		if rc.env.Type != "" {
+			msgType = rc.env.Type
+		}
 	}
-	record := func(outcome string) { r.metrics.record(ctx, routingKey, msgType, outcome, time.Since(start)) }
+	ctx, span := startRequestSpan(ctx, r.tracer, exchange, routingKey)
+	// finish counts and ends the call exactly once, with the error Request
+	// returns.
+	finish := func(outcome string, err error) (Resp, error) {
+		r.metrics.record(ctx, routingKey, msgType, outcome, time.Since(start))
+		span.end(outcome, id, msgType, err)
+		return zero, err
+	}
 	if rc.timeout <= 0 {
-		record(OutcomeFailed)
-		return zero, &acemq.ConfigurationError{Option: "rpc.Timeout", Reason: fmt.Sprintf("timeout %s is not positive; a request must be able to wait", rc.timeout)}
+		return finish(OutcomeFailed, &acemq.ConfigurationError{Option: "rpc.Timeout", Reason: fmt.Sprintf("timeout %s is not positive; a request must be able to wait", rc.timeout)})
 	}
 
 	corr := acemq.NewEnvelope().ID
+	span.conversation(corr)
 	ch := make(chan reply, 1)
 	r.mu.Lock()
 	if r.closed {
 		r.mu.Unlock()
-		record(OutcomeFailed)
-		return zero, acemq.ErrClosed
+		return finish(OutcomeFailed, acemq.ErrClosed)
 	}
 	r.pending[corr] = ch
 	r.mu.Unlock()
@@ -255,38 +282,33 @@ func Request[Req, Resp any](ctx context.Context, r *Requester, exchange, routing
 		if sent.Envelope.Type != "" {
 			msgType = sent.Envelope.Type
 		}
-		record(OutcomeFailed)
 		if ctx.Err() != nil && !errors.Is(ctx.Err(), context.DeadlineExceeded) {
-			return zero, ctx.Err()
+			return finish(OutcomeFailed, ctx.Err())
 		}
-		return zero, fmt.Errorf("acemq: cannot send the request to exchange %q with key %q: %w", exchange, routingKey, err)
+		return finish(OutcomeFailed, fmt.Errorf("acemq: cannot send the request to exchange %q with key %q: %w", exchange, routingKey, err))
 	}
 	msgType = sent.Envelope.Type
+	id = sent.Envelope.ID
 
 	select {
 	case rep := <-ch:
 		if rep.closed {
-			record(OutcomeFailed)
-			return zero, fmt.Errorf("acemq: the requester was closed while request %s waited for its reply: %w", sent.Envelope.ID, acemq.ErrClosed)
+			return finish(OutcomeFailed, fmt.Errorf("acemq: the requester was closed while request %s waited for its reply: %w", sent.Envelope.ID, acemq.ErrClosed))
 		}
 		if rep.isErr {
-			record(OutcomeFailed)
-			return zero, &ResponderError{ID: sent.Envelope.ID, CorrelationID: corr, Text: rep.errText}
+			return finish(OutcomeFailed, &ResponderError{ID: sent.Envelope.ID, CorrelationID: corr, Text: rep.errText})
 		}
 		var resp Resp
 		if err := r.conn.Codec().Decode(rep.contentType, rep.body, &resp); err != nil {
-			record(OutcomeFailed)
-			return zero, fmt.Errorf("acemq: the reply to request %s could not be decoded into %T: %w", sent.Envelope.ID, resp, err)
+			return finish(OutcomeFailed, fmt.Errorf("acemq: the reply to request %s could not be decoded into %T: %w", sent.Envelope.ID, resp, err))
 		}
-		record(OutcomeAnswered)
+		_, _ = finish(OutcomeAnswered, nil)
 		return resp, nil
 	case <-wctx.Done():
 		forget()
 		if err := ctx.Err(); err != nil && !errors.Is(err, context.DeadlineExceeded) {
-			record(OutcomeFailed)
-			return zero, err
+			return finish(OutcomeFailed, err)
 		}
-		record(OutcomeTimedOut)
-		return zero, &TimeoutError{ID: sent.Envelope.ID, CorrelationID: corr, Timeout: wait, ctxDeadline: ctx.Err() != nil}
+		return finish(OutcomeTimedOut, &TimeoutError{ID: sent.Envelope.ID, CorrelationID: corr, Timeout: wait, ctxDeadline: ctx.Err() != nil})
 	}
 }

@@ -1,0 +1,43 @@
+// Package semconv holds the span attribute keys and the status rule of the
+// wire contract (§5.4) for the pattern packages (rpc, outbox), so a key is
+// spelled once. The root package keeps its own copy in telemetry.go.
+package semconv
+
+import "go.opentelemetry.io/otel/attribute"
+
+// System is the value of messaging.system on every span.
+const System = "rabbitmq"
+
+// Span attribute keys (contract §5.4).
+const (
+	MessagingSystem = attribute.Key("messaging.system")
+	Destination     = attribute.Key("messaging.destination.name")
+	Operation       = attribute.Key("messaging.operation")
+	MessageID       = attribute.Key("messaging.message.id")
+	Conversation    = attribute.Key("messaging.message.conversation_id")
+	RoutingKey      = attribute.Key("messaging.rabbitmq.destination.routing_key")
+	MessageType     = attribute.Key("messaging.acemq.message_type")
+	Outcome         = attribute.Key("messaging.acemq.outcome")
+	Reason          = attribute.Key("messaging.acemq.reason")
+	OutboxLagMs     = attribute.Key("messaging.acemq.outbox_lag_ms")
+)
+
+// DestinationOf returns the span's destination: the exchange, or the
+// routing key on the default exchange ("").
+func DestinationOf(exchange, routingKey string) string {
+	if exchange == "" {
+		return routingKey
+	}
+	return exchange
+}
+
+// IsError reports whether a span ending with outcome has status ERROR:
+// unroutable, failed, refused, dead_lettered and timed_out do; every other
+// word (confirmed, published, acked, answered, …) does not.
+func IsError(outcome string) bool {
+	switch outcome {
+	case "unroutable", "failed", "refused", "dead_lettered", "timed_out":
+		return true
+	}
+	return false
+}
