@@ -14,6 +14,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 	tracenoop "go.opentelemetry.io/otel/trace/noop"
 
+	"github.com/acemq-go/acemq/internal/semconv"
 	"github.com/acemq-go/acemq/transport"
 )
 
@@ -66,19 +67,30 @@ func WithPropagator(p propagation.TextMapPropagator) Option {
 	}
 }
 
+// TracerProvider is the provider this Conn's spans go to: the one given with
+// WithTracerProvider, else the OpenTelemetry global one at Connect. The
+// pattern packages (rpc, outbox) use it unless given their own, so one
+// option instruments everything built on this Conn.
+func (c *Conn) TracerProvider() trace.TracerProvider { return c.tel.tp }
+
+// MeterProvider is the provider this Conn's metrics go to: the one given
+// with WithMeterProvider, else the OpenTelemetry global one at Connect. The
+// pattern packages (rpc, outbox) use it unless given their own.
+func (c *Conn) MeterProvider() metric.MeterProvider { return c.tel.mp }
+
 // Attribute keys (contract §5.4) and metric tag keys (contract §5.1).
 const (
-	attrSystem       = attribute.Key("messaging.system")
-	attrDestination  = attribute.Key("messaging.destination.name")
-	attrOperation    = attribute.Key("messaging.operation")
-	attrMessageID    = attribute.Key("messaging.message.id")
-	attrConversation = attribute.Key("messaging.message.conversation_id")
-	attrRoutingKey   = attribute.Key("messaging.rabbitmq.destination.routing_key")
-	attrMessageType  = attribute.Key("messaging.acemq.message_type")
-	attrAttempt      = attribute.Key("messaging.acemq.attempt")
-	attrOutcome      = attribute.Key("messaging.acemq.outcome")
-	attrReason       = attribute.Key("messaging.acemq.reason")
-	attrRetryDelayMs = attribute.Key("messaging.acemq.retry_delay_ms")
+	attrSystem       = semconv.MessagingSystem
+	attrDestination  = semconv.Destination
+	attrOperation    = semconv.Operation
+	attrMessageID    = semconv.MessageID
+	attrConversation = semconv.Conversation
+	attrRoutingKey   = semconv.RoutingKey
+	attrMessageType  = semconv.MessageType
+	attrAttempt      = semconv.Attempt
+	attrOutcome      = semconv.Outcome
+	attrReason       = semconv.Reason
+	attrRetryDelayMs = semconv.RetryDelayMs
 
 	tagExchange = attribute.Key("exchange")
 	tagRouting  = attribute.Key("routing.key")
@@ -130,6 +142,8 @@ func newAttrOpts(kvs ...attribute.KeyValue) *attrOpts {
 // returns at once without allocating.
 type telemetry struct {
 	transport string
+	tp        trace.TracerProvider // as resolved: the option's, else the global one
+	mp        metric.MeterProvider
 	tracer    trace.Tracer
 	prop      propagation.TextMapPropagator
 	tracing   bool
@@ -174,6 +188,7 @@ func newTelemetry(cfg *config, transportName string) *telemetry {
 	if mp == nil {
 		mp = otel.GetMeterProvider()
 	}
+	t.tp, t.mp = tp, mp
 	t.prop = tc.propagator
 	if t.prop == nil {
 		t.prop = propagation.TraceContext{}
@@ -279,15 +294,6 @@ func (t *telemetry) published(r PublishReport) {
 	t.publishDuration.Record(ctx, r.Duration.Seconds(), o.rec...)
 }
 
-// spanStatus reports whether an outcome word marks its span ERROR.
-func spanError(outcome string) bool {
-	switch outcome {
-	case OutcomeUnroutable, OutcomeFailed, OutcomeRefused, ConsumeDeadLettered:
-		return true
-	}
-	return false
-}
-
 // envCarrier writes propagation fields into an Envelope's headers.
 type envCarrier struct{ env *Envelope }
 
@@ -348,7 +354,7 @@ func (t *telemetry) publishStart(ctx context.Context, exchange, routingKey strin
 		return ctx, func(string, error) { span.End() }
 	}
 	span.SetAttributes(
-		attrSystem.String("rabbitmq"),
+		attrSystem.String(semconv.System),
 		attrDestination.String(dest),
 		attrOperation.String("publish"),
 		attrMessageID.String(env.ID),
@@ -366,7 +372,7 @@ func (t *telemetry) publishStart(ctx context.Context, exchange, routingKey strin
 				span.SetAttributes(attrReason.String(pe.Reason))
 			}
 		}
-		if spanError(outcome) {
+		if semconv.IsError(outcome) {
 			desc := outcome
 			if err != nil {
 				desc = err.Error()
@@ -399,7 +405,7 @@ func (t *telemetry) processStart(ctx context.Context, queue string, env Envelope
 	ctx, span := t.tracer.Start(ctx, t.spanName(kindConsume, queue, " process"), trace.WithSpanKind(trace.SpanKindConsumer))
 	if span.IsRecording() {
 		span.SetAttributes(
-			attrSystem.String("rabbitmq"),
+			attrSystem.String(semconv.System),
 			attrDestination.String(queue),
 			attrOperation.String("process"),
 			attrMessageID.String(env.ID),
@@ -421,7 +427,7 @@ func (t *telemetry) processStart(ctx context.Context, queue string, env Envelope
 				span.SetAttributes(attrReason.String(s.Reason))
 				span.AddEvent("message.dead_lettered", trace.WithAttributes(attrReason.String(s.Reason), attrOutcome.String(s.Outcome)))
 			}
-			if spanError(s.Outcome) {
+			if semconv.IsError(s.Outcome) {
 				span.SetStatus(codes.Error, s.Reason)
 			}
 		}

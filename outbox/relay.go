@@ -12,7 +12,6 @@ import (
 	"sync"
 	"time"
 
-	"go.opentelemetry.io/otel"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/metric"
 	"go.opentelemetry.io/otel/trace"
@@ -69,13 +68,13 @@ func WithPublishTimeout(d time.Duration) RelayOption {
 func WithRelayID(id string) RelayOption { return func(c *relayConfig) { c.id = id } }
 
 // WithMeterProvider records acemq.outbox.total and acemq.outbox.lag
-// through mp (default: the global OpenTelemetry provider).
+// through mp (default: the Conn's, see acemq.Conn.MeterProvider).
 func WithMeterProvider(mp metric.MeterProvider) RelayOption {
 	return func(c *relayConfig) { c.meter = mp }
 }
 
-// WithTracerProvider makes the relay's spans with tp instead of the global
-// TracerProvider: one "{destination} publish" span (PRODUCER) per record
+// WithTracerProvider makes the relay's spans with tp instead of the Conn's
+// (acemq.Conn.TracerProvider): one "{destination} publish" span (PRODUCER) per record
 // publish, carrying messaging.acemq.outbox_lag_ms when confirmed and the
 // outbox.publish_failed event when it failed (see Relay).
 func WithTracerProvider(tp trace.TracerProvider) RelayOption {
@@ -181,7 +180,7 @@ func NewRelay(conn *acemq.Conn, store *Store, opts ...RelayOption) (*Relay, erro
 		cfg.id = defaultRelayID()
 	}
 	if cfg.meter == nil {
-		cfg.meter = otel.GetMeterProvider()
+		cfg.meter = conn.MeterProvider()
 	}
 	log := cfg.logger
 	if log == nil {
@@ -197,7 +196,7 @@ func NewRelay(conn *acemq.Conn, store *Store, opts ...RelayOption) (*Relay, erro
 		return nil, fmt.Errorf("acemq: cannot create the acemq.outbox.lag histogram: %w", err)
 	}
 	return &Relay{
-		conn: conn, store: store, cfg: cfg, log: log, total: total, lag: lag, tracer: newTracer(cfg.tracer),
+		conn: conn, store: store, cfg: cfg, log: log, total: total, lag: lag, tracer: newTracer(cfg.tracer, conn),
 		wake: make(chan struct{}, 1), listening: make(chan struct{}),
 		stop: make(chan struct{}), done: make(chan struct{}),
 	}, nil

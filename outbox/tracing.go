@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"time"
 
-	"go.opentelemetry.io/otel"
 	"go.opentelemetry.io/otel/codes"
 	"go.opentelemetry.io/otel/propagation"
 	"go.opentelemetry.io/otel/trace"
@@ -28,9 +27,9 @@ const (
 // (contract §5.4).
 const eventPublishFailed = "outbox.publish_failed"
 
-func newTracer(tp trace.TracerProvider) trace.Tracer {
+func newTracer(tp trace.TracerProvider, conn *acemq.Conn) trace.Tracer {
 	if tp == nil {
-		tp = otel.GetTracerProvider()
+		tp = conn.TracerProvider()
 	}
 	return tp.Tracer(acemq.InstrumentationScope)
 }

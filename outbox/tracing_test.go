@@ -17,6 +17,7 @@ import (
 
 	"github.com/acemq-go/acemq"
 	"github.com/acemq-go/acemq/internal/alarmtest"
+	"github.com/acemq-go/acemq/internal/dbtest"
 	"github.com/acemq-go/acemq/transport/memory"
 )
 
@@ -280,5 +281,55 @@ func TestRelayRefusedPublishSpanIsAnErrorWithoutTheEventOrACount(t *testing.T) {
 	}
 	if total, lagCount, _ := r.metrics(t); len(total) != 0 || len(lagCount) != 0 {
 		t.Errorf("acemq.outbox.total %v, lag %v; a refusal is not counted", total, lagCount)
+	}
+}
+
+// TestRelayUsesTheConnsProvidersByDefault: a relay given no provider of
+// its own makes its spans and metrics with the Conn's, so one option on
+// Connect instruments the outbox too.
+func TestRelayUsesTheConnsProvidersByDefault(t *testing.T) {
+	ctx := context.Background()
+	spans := tracetest.NewSpanRecorder()
+	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(spans))
+	reader := sdkmetric.NewManualReader()
+	mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader))
+	t.Cleanup(func() {
+		_ = tp.Shutdown(context.Background())
+		_ = mp.Shutdown(context.Background())
+	})
+	c, err := acemq.Connect(ctx, "memory://outbox-providers-"+dbtest.RandHex(6), acemq.WithLogger(acemq.DiscardLogger()),
+		acemq.WithTracerProvider(tp), acemq.WithMeterProvider(mp))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close(context.Background()) })
+	if err := c.Apply(ctx, acemq.NewTopology().Queue("orders", acemq.AsClassic())); err != nil {
+		t.Fatal(err)
+	}
+	s := newStore(t, backends[0])
+	add(t, s, c, "", "orders", order{"a", 1})
+	r := newRelay(t, c, s)
+	if sw := r.SweepOnce(ctx); sw.Err != nil || sw.Published != 1 {
+		t.Fatalf("sweep %+v", sw)
+	}
+	var found bool
+	for _, sp := range spans.Ended() {
+		found = found || (sp.Name() == "orders publish" && spanAttrs(sp)["messaging.acemq.outbox_lag_ms"] != "")
+	}
+	if !found {
+		t.Fatal("no relay publish span (with outbox_lag_ms) reached the Conn's tracer provider")
+	}
+	var rm metricdata.ResourceMetrics
+	if err := reader.Collect(ctx, &rm); err != nil {
+		t.Fatal(err)
+	}
+	found = false
+	for _, sm := range rm.ScopeMetrics {
+		for _, m := range sm.Metrics {
+			found = found || m.Name == "acemq.outbox.total"
+		}
+	}
+	if !found {
+		t.Fatal("acemq.outbox.total did not reach the Conn's meter provider")
 	}
 }

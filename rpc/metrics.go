@@ -4,7 +4,6 @@ import (
 	"context"
 	"time"
 
-	"go.opentelemetry.io/otel"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/metric"
 )
@@ -25,9 +24,6 @@ type metrics struct {
 }
 
 func newMetrics(mp metric.MeterProvider, transport string) (*metrics, error) {
-	if mp == nil {
-		mp = otel.GetMeterProvider()
-	}
 	m := mp.Meter(meterScope)
 	total, err := m.Int64Counter("acemq.request.total",
 		metric.WithDescription("Requests made, by outcome: answered, timed_out or failed."))

@@ -34,14 +34,13 @@ type config struct {
 func WithTimeout(d time.Duration) Option { return func(c *config) { c.timeout = d } }
 
 // WithMeterProvider records acemq.request.total and acemq.request.duration
-// with mp instead of the global MeterProvider.
+// with mp instead of the Conn's (acemq.Conn.MeterProvider).
 func WithMeterProvider(mp metric.MeterProvider) Option { return func(c *config) { c.mp = mp } }
 
 // WithTracerProvider makes each call's "{destination} request" span (CLIENT,
-// contract §5.4) with tp instead of the global TracerProvider. The
-// request's publish span, made by the Conn's own tracer provider
-// (acemq.WithTracerProvider), is its child; give both the same provider to
-// see them in one place.
+// contract §5.4) with tp instead of the Conn's (acemq.Conn.TracerProvider).
+// The request's publish span, made by the Conn's provider, is its child; by
+// default both go to the same place.
 func WithTracerProvider(tp trace.TracerProvider) Option { return func(c *config) { c.tp = tp } }
 
 // Requester sends requests and waits for their replies on one private reply
@@ -82,6 +81,12 @@ func NewRequester(ctx context.Context, conn *acemq.Conn, opts ...Option) (*Reque
 	}
 	if cfg.timeout <= 0 {
 		return nil, &acemq.ConfigurationError{Option: "rpc.WithTimeout", Reason: fmt.Sprintf("timeout %s is not positive; a request must be able to wait", cfg.timeout)}
+	}
+	if cfg.mp == nil {
+		cfg.mp = conn.MeterProvider()
+	}
+	if cfg.tp == nil {
+		cfg.tp = conn.TracerProvider()
 	}
 	m, err := newMetrics(cfg.mp, conn.Transport())
 	if err != nil {

@@ -40,9 +40,11 @@ func newTraced(t *testing.T) *traced {
 		_ = tr.tp.Shutdown(context.Background())
 		_ = mp.Shutdown(context.Background())
 	})
+	// The providers are given to the Conn only: the requester uses the
+	// Conn's unless given its own.
 	tr.conn = connect(t, "memory://"+strings.ReplaceAll(t.Name(), "/", "-"), acemq.WithTracerProvider(tr.tp),
-		acemq.WithSettlementHook(func(s acemq.Settlement) { tr.settled <- s }))
-	tr.req = newRequester(t, tr.conn, rpc.WithTracerProvider(tr.tp), rpc.WithMeterProvider(mp))
+		acemq.WithMeterProvider(mp), acemq.WithSettlementHook(func(s acemq.Settlement) { tr.settled <- s }))
+	tr.req = newRequester(t, tr.conn)
 	return tr
 }
 
@@ -277,5 +279,55 @@ func TestRequestSpanOutcomeAndStatusAreTheCountersWord(t *testing.T) {
 				t.Errorf("events %v, want the recorded error", ev)
 			}
 		})
+	}
+}
+
+// TestRequesterProvidersOverrideTheConns: rpc.WithTracerProvider and
+// rpc.WithMeterProvider send the request span and metrics elsewhere, while
+// the request's publish span stays with the Conn's provider.
+func TestRequesterProvidersOverrideTheConns(t *testing.T) {
+	tr := newTraced(t)
+	own := tracetest.NewSpanRecorder()
+	ownTP := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(own))
+	ownReader := sdkmetric.NewManualReader()
+	ownMP := sdkmetric.NewMeterProvider(sdkmetric.WithReader(ownReader))
+	t.Cleanup(func() {
+		_ = ownTP.Shutdown(context.Background())
+		_ = ownMP.Shutdown(context.Background())
+	})
+	req := newRequester(t, tr.conn, rpc.WithTracerProvider(ownTP), rpc.WithMeterProvider(ownMP))
+	q := requestQueue(t, tr.conn, "rpc.own")
+	respond(t, tr.conn, q, priceOf)
+	if _, err := rpc.Request[quote, price](context.Background(), req, "", q, quote{N: 1}); err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, s := range own.Ended() {
+		names = append(names, s.Name())
+	}
+	if len(names) != 1 || names[0] != q+" request" {
+		t.Fatalf("the requester's own provider ended %q, want only %q", names, q+" request")
+	}
+	for _, s := range tr.spans.Ended() {
+		if s.Name() == q+" request" {
+			t.Fatalf("the Conn's provider got the request span although the requester has its own")
+		}
+	}
+	tr.only(t, q+" publish")
+	var rm metricdata.ResourceMetrics
+	if err := ownReader.Collect(context.Background(), &rm); err != nil {
+		t.Fatal(err)
+	}
+	found := false
+	for _, sm := range rm.ScopeMetrics {
+		for _, m := range sm.Metrics {
+			found = found || m.Name == "acemq.request.total"
+		}
+	}
+	if !found {
+		t.Fatal("acemq.request.total did not reach the requester's own meter provider")
+	}
+	if n := tr.requestCount(t, q, "answered"); n != 0 {
+		t.Fatalf("the Conn's meter provider counted %d requests, want 0", n)
 	}
 }

@@ -1,6 +1,6 @@
 // Package semconv holds the span attribute keys and the status rule of the
-// wire contract (§5.4) for the pattern packages (rpc, outbox), so a key is
-// spelled once. The root package keeps its own copy in telemetry.go.
+// wire contract (§5.4) for the root package and the pattern packages (rpc,
+// outbox), so a key is spelled once.
 package semconv
 
 import "go.opentelemetry.io/otel/attribute"
@@ -17,6 +17,8 @@ const (
 	Conversation    = attribute.Key("messaging.message.conversation_id")
 	RoutingKey      = attribute.Key("messaging.rabbitmq.destination.routing_key")
 	MessageType     = attribute.Key("messaging.acemq.message_type")
+	Attempt         = attribute.Key("messaging.acemq.attempt")
+	RetryDelayMs    = attribute.Key("messaging.acemq.retry_delay_ms")
 	Outcome         = attribute.Key("messaging.acemq.outcome")
 	Reason          = attribute.Key("messaging.acemq.reason")
 	OutboxLagMs     = attribute.Key("messaging.acemq.outbox_lag_ms")
