@@ -51,11 +51,14 @@ func sqlStore(open func(*testing.T) (*sql.DB, sqlstore.Dialect)) func(*testing.T
 	}
 }
 
-var stores = []storeCase{
-	{"memory", func(t *testing.T, now func() time.Time) Store { s := NewMemoryStore(); s.now = now; return s }},
-	{"sqlite", sqlStore(dbtest.SQLite)},
-	{"postgres", sqlStore(dbtest.Postgres)},
-}
+// stores are the memory store and an SQLStore on each of dbtest.Dialects.
+var stores = func() []storeCase {
+	out := []storeCase{{"memory", func(t *testing.T, now func() time.Time) Store { s := NewMemoryStore(); s.now = now; return s }}}
+	for _, b := range dbtest.Dialects {
+		out = append(out, storeCase{b.Name, sqlStore(b.Open)})
+	}
+	return out
+}()
 
 func forEachStore(t *testing.T, f func(t *testing.T, s Store, c *clock)) {
 	for _, sc := range stores {
@@ -221,12 +224,7 @@ func TestGuardRetriesOnStoreError(t *testing.T) {
 	}
 }
 
-type sqlBackend struct {
-	name string
-	open func(*testing.T) (*sql.DB, sqlstore.Dialect)
-}
-
-var sqlBackends = []sqlBackend{{"sqlite", dbtest.SQLite}, {"postgres", dbtest.Postgres}}
+var sqlBackends = dbtest.Dialects
 
 func balanceDB(t *testing.T, open func(*testing.T) (*sql.DB, sqlstore.Dialect)) (*sql.DB, sqlstore.Dialect) {
 	db, d := open(t)
@@ -265,8 +263,8 @@ func credit(d sqlstore.Dialect, panicAfter *atomic.Bool) TxHandler[pay] {
 
 func TestTransactionalPanicAfterTheEffectRollsItBack(t *testing.T) {
 	for _, b := range sqlBackends {
-		t.Run(b.name, func(t *testing.T) {
-			db, d := balanceDB(t, b.open)
+		t.Run(b.Name, func(t *testing.T) {
+			db, d := balanceDB(t, b.Open)
 			var boom atomic.Bool
 			boom.Store(true)
 			h := Transactional(db, d, credit(d, &boom))
@@ -294,8 +292,8 @@ func TestTransactionalPanicAfterTheEffectRollsItBack(t *testing.T) {
 // redelivery a duplicate. The balance shows the effect once.
 func TestTransactionalAckLostAfterCommitAppliesTheEffectOnce(t *testing.T) {
 	for _, b := range sqlBackends {
-		t.Run(b.name, func(t *testing.T) {
-			db, d := balanceDB(t, b.open)
+		t.Run(b.Name, func(t *testing.T) {
+			db, d := balanceDB(t, b.Open)
 			ctx := context.Background()
 			name := "idem-" + dbtest.RandHex(6)
 			c, err := acemq.Connect(ctx, "memory://"+name, acemq.WithLogger(acemq.DiscardLogger()))

@@ -5,13 +5,9 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
-	"path/filepath"
 	"testing"
 
-	_ "github.com/jackc/pgx/v5/stdlib"
-	_ "modernc.org/sqlite"
-
-	"github.com/acemq-go/acemq/internal/testenv"
+	"github.com/acemq-go/acemq/internal/dbtest"
 	"github.com/acemq-go/acemq/sqlstore"
 )
 
@@ -73,29 +69,10 @@ func TestMySQLDuplicateKeyIsAUniqueViolation(t *testing.T) {
 // Real drivers: a duplicate key is a unique violation; a NOT NULL
 // violation, a missing table or a syntax error is not.
 func TestUniqueViolationOnRealDatabases(t *testing.T) {
-	for _, tc := range []struct {
-		name string
-		open func(t *testing.T) *sql.DB
-	}{
-		{"sqlite", func(t *testing.T) *sql.DB {
-			db, err := sql.Open("sqlite", filepath.Join(t.TempDir(), "u.db"))
-			if err != nil {
-				t.Fatal(err)
-			}
-			return db
-		}},
-		{"postgres", func(t *testing.T) *sql.DB {
-			db, err := sql.Open("pgx", testenv.PostgresURL(t))
-			if err != nil {
-				t.Fatal(err)
-			}
-			return db
-		}},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
+	for _, b := range dbtest.Dialects {
+		t.Run(b.Name, func(t *testing.T) {
 			ctx := context.Background()
-			db := tc.open(t)
-			defer db.Close()
+			db, _ := b.Open(t)
 			table := "acemq_unique_probe"
 			conn, err := db.Conn(ctx)
 			if err != nil {
@@ -111,10 +88,11 @@ func TestUniqueViolationOnRealDatabases(t *testing.T) {
 			_, dup := conn.ExecContext(ctx, "INSERT INTO "+table+" (k, v) VALUES ('a', 'y')")
 			_, notNull := conn.ExecContext(ctx, "INSERT INTO "+table+" (k, v) VALUES ('b', NULL)")
 			_, missing := conn.ExecContext(ctx, "INSERT INTO no_such_table_here (k) VALUES ('a')")
+			_, syntax := conn.ExecContext(ctx, "INSERT INTO "+table+" (k, v) VALUES ('c'")
 			if !sqlstore.IsUniqueViolation(dup) {
 				t.Fatalf("duplicate key not detected: %v", dup)
 			}
-			for _, e := range []error{notNull, missing, nil, context.Canceled} {
+			for _, e := range []error{notNull, missing, syntax, nil, context.Canceled} {
 				if sqlstore.IsUniqueViolation(e) {
 					t.Fatalf("%v taken for a unique violation", e)
 				}
@@ -124,15 +102,22 @@ func TestUniqueViolationOnRealDatabases(t *testing.T) {
 }
 
 func TestDetectNamesTheDriversDialect(t *testing.T) {
-	for driver, want := range map[string]sqlstore.Dialect{"sqlite": sqlstore.SQLite, "pgx": sqlstore.PostgreSQL} {
-		db, err := sql.Open(driver, "postgres://nobody@127.0.0.1:1/none")
+	for _, tc := range []struct {
+		driver, dsn string
+		want        sqlstore.Dialect
+	}{
+		{"sqlite", "file:none.db", sqlstore.SQLite},
+		{"pgx", "postgres://nobody@127.0.0.1:1/none", sqlstore.PostgreSQL},
+		{"mysql", "nobody@tcp(127.0.0.1:1)/none", sqlstore.MySQL},
+	} {
+		db, err := sql.Open(tc.driver, tc.dsn)
 		if err != nil {
 			t.Fatal(err)
 		}
 		got, err := sqlstore.Detect(db)
 		db.Close()
-		if err != nil || got != want {
-			t.Fatalf("%s: %v %v, want %v", driver, got, err, want)
+		if err != nil || got != tc.want {
+			t.Fatalf("%s: %v %v, want %v", tc.driver, got, err, tc.want)
 		}
 	}
 }
