@@ -159,13 +159,60 @@ func (s *SQLStore) Release(ctx context.Context, key, token string) error {
 	return nil
 }
 
-// Prune implements Store.
+// Prune implements Store. On MySQL it finds the rows with a plain SELECT
+// and deletes them by primary key, 500 at a time: an InnoDB DELETE that
+// scans the table locks every row it reads, so it would wait for each
+// running Transactional handler (until its transaction ends) and hold up
+// every new key's insert meanwhile.
 func (s *SQLStore) Prune(ctx context.Context, olderThan time.Time) (int, error) {
-	res, err := s.db.ExecContext(ctx, s.q(`DELETE FROM acemq_idempotency WHERE (state = 'confirmed' AND recorded_at < ?) OR (state = 'claimed' AND expires_at < ?)`),
-		olderThan.UnixMilli(), s.now().UnixMilli())
-	if err != nil {
-		return 0, fmt.Errorf("acemq: cannot prune idempotency keys: %w", err)
+	const prune = `DELETE FROM acemq_idempotency WHERE ((state = 'confirmed' AND recorded_at < ?) OR (state = 'claimed' AND expires_at < ?))`
+	cut, now := olderThan.UnixMilli(), s.now().UnixMilli()
+	if s.dialect != sqlstore.MySQL {
+		res, err := s.db.ExecContext(ctx, s.q(prune), cut, now)
+		if err != nil {
+			return 0, fmt.Errorf("acemq: cannot prune idempotency keys: %w", err)
+		}
+		n, err := sqlstore.RowsAffected(res)
+		return int(n), err
 	}
-	n, err := sqlstore.RowsAffected(res)
-	return int(n), err
+	total := 0
+	for {
+		keys, err := s.prunable(ctx, cut, now)
+		if err != nil {
+			return total, fmt.Errorf("acemq: cannot prune idempotency keys: %w", err)
+		}
+		if len(keys) == 0 {
+			return total, nil
+		}
+		res, err := s.db.ExecContext(ctx, prune+` AND message_id IN (`+sqlstore.List(len(keys))+`)`, append([]any{cut, now}, keys...)...)
+		if err != nil {
+			return total, fmt.Errorf("acemq: cannot prune idempotency keys: %w", err)
+		}
+		n, err := sqlstore.RowsAffected(res)
+		if err != nil {
+			return total, err
+		}
+		total += int(n)
+		if n == 0 {
+			return total, nil // every key read changed since: nothing left that this pass can take
+		}
+	}
+}
+
+// prunable reads up to 500 keys Prune would delete.
+func (s *SQLStore) prunable(ctx context.Context, cut, now int64) ([]any, error) {
+	rows, err := s.db.QueryContext(ctx, `SELECT message_id FROM acemq_idempotency WHERE (state = 'confirmed' AND recorded_at < ?) OR (state = 'claimed' AND expires_at < ?) LIMIT 500`, cut, now)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var keys []any
+	for rows.Next() {
+		var k string
+		if err := rows.Scan(&k); err != nil {
+			return nil, err
+		}
+		keys = append(keys, k)
+	}
+	return keys, rows.Err()
 }

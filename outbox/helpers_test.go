@@ -141,6 +141,16 @@ func forEachBackend(t *testing.T, f func(t *testing.T, b backend)) {
 	}
 }
 
+// forEachServerBackend runs f on the backends that are database servers
+// (every one but SQLite, whose one writer holds up every other writer).
+func forEachServerBackend(t *testing.T, f func(t *testing.T, b backend)) {
+	for _, b := range backends {
+		if b.Name != "sqlite" {
+			t.Run(b.Name, func(t *testing.T) { f(t, b) })
+		}
+	}
+}
+
 func newRelay(t *testing.T, c *acemq.Conn, s *Store, opts ...RelayOption) *Relay {
 	t.Helper()
 	r, err := NewRelay(c, s, append([]RelayOption{WithLogger(acemq.DiscardLogger())}, opts...)...)

@@ -117,3 +117,33 @@ func TestTwoRelaysPublishEveryRecordOnceInOrder(t *testing.T) {
 		}
 	})
 }
+
+// A producer's transaction that called Add and has not committed holds up
+// neither a relay's claim of the records already committed nor its unlock
+// (on MySQL both scan the table, and under InnoDB's REPEATABLE READ they
+// waited for the producer's row lock until it committed).
+func TestOpenAddTransactionHoldsUpNoRelay(t *testing.T) {
+	forEachServerBackend(t, func(t *testing.T, b backend) {
+		ctx := context.Background()
+		s := newStore(t, b)
+		c, _ := memConn(t, "orders")
+		committed := add(t, s, c, "", "orders", order{"a", 1})
+		tx, err := s.DB().BeginTx(ctx, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer tx.Rollback()
+		if _, err := s.Add(ctx, tx, c, "", "orders", order{"open", 2}); err != nil {
+			t.Fatal(err)
+		}
+		bound, cancel := context.WithTimeout(ctx, 5*time.Second)
+		defer cancel()
+		recs, err := s.claim(bound, "r1", 100, time.Minute)
+		if err != nil || len(recs) != 1 || recs[0].ID != committed[0] {
+			t.Fatalf("claim beside an open Add: %d records, %v; want the committed one at once", len(recs), err)
+		}
+		if err := s.unlock(bound, "r1"); err != nil {
+			t.Fatalf("unlock beside an open Add: %v", err)
+		}
+	})
+}

@@ -123,6 +123,12 @@ func (d Dialect) Rebind(query string) string {
 	return b.String()
 }
 
+// List returns n placeholders, "?, ?, ?", for an IN list of n values
+// (n ≥ 1).
+func List(n int) string {
+	return strings.TrimSuffix(strings.Repeat("?, ", n), ", ")
+}
+
 // BlobType is the column type for bytes: BYTEA, BLOB or LONGBLOB.
 func (d Dialect) BlobType() string {
 	switch d {

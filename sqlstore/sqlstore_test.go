@@ -23,6 +23,14 @@ func TestRebindNumbersPlaceholdersForPostgresOnly(t *testing.T) {
 	}
 }
 
+func TestListWritesOnePlaceholderPerValue(t *testing.T) {
+	for n, want := range map[int]string{1: "?", 3: "?, ?, ?"} {
+		if got := sqlstore.List(n); got != want {
+			t.Fatalf("List(%d) = %q, want %q", n, got, want)
+		}
+	}
+}
+
 func TestDialectValidateAndParse(t *testing.T) {
 	if err := sqlstore.Dialect(0).Validate(); err == nil {
 		t.Fatal("zero dialect accepted")
