@@ -27,5 +27,9 @@
 //	  expires_at  BIGINT NOT NULL);       -- epoch ms: lease end, or retention end once confirmed
 //	CREATE INDEX IF NOT EXISTS acemq_idempotency_expires ON acemq_idempotency (expires_at);
 //
-// (MySQL declares the index inside CREATE TABLE.)
+// MySQL declares the index inside CREATE TABLE, makes message_id
+// VARBINARY(1020) and claimed_by VARBINARY(64) (compared byte for byte:
+// the default collations would take "Order-1" and "order-1 " for one key,
+// and the second message would never run; 1020 bytes hold 255 characters)
+// and the table DEFAULT CHARSET=utf8mb4, whatever the server's default.
 package idempotency

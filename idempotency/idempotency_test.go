@@ -126,6 +126,44 @@ func TestClaimConfirmReleaseAndTakeOver(t *testing.T) {
 	})
 }
 
+// A key is its exact text: keys that differ only in case or in a trailing
+// space are different messages (MySQL's default collations compare them
+// equal, which made the second a "duplicate" that was never run).
+func TestKeysThatDifferOnlyInCaseOrTrailingSpaceAreDifferentKeys(t *testing.T) {
+	forEachStore(t, func(t *testing.T, s Store, _ *clock) {
+		ctx := context.Background()
+		for _, k := range []string{"Order-1", "order-1", "ORDER-1", "Order-1 "} {
+			cl, err := s.Claim(ctx, k, time.Minute)
+			if err != nil || cl.Outcome != Claimed {
+				t.Fatalf("claim %q: %+v %v; want it claimed as a key of its own", k, cl, err)
+			}
+			if err := s.Confirm(ctx, k, cl.Token); err != nil {
+				t.Fatalf("confirm %q: %v", k, err)
+			}
+		}
+	})
+}
+
+// Keys in any script are stored and found again (a MySQL table in the
+// server's default latin1 refused them).
+func TestKeysInAnyScriptAreStoredAndFound(t *testing.T) {
+	forEachStore(t, func(t *testing.T, s Store, _ *clock) {
+		ctx := context.Background()
+		for _, k := range []string{"заказ-1", "注文-1", "🧾-1", "Straße-1"} {
+			cl, err := s.Claim(ctx, k, time.Minute)
+			if err != nil || cl.Outcome != Claimed {
+				t.Fatalf("claim %q: %+v %v", k, cl, err)
+			}
+			if err := s.Confirm(ctx, k, cl.Token); err != nil {
+				t.Fatalf("confirm %q: %v", k, err)
+			}
+			if again, err := s.Claim(ctx, k, time.Minute); err != nil || again.Outcome != Duplicate {
+				t.Fatalf("claim %q again: %+v %v; want a duplicate", k, again, err)
+			}
+		}
+	})
+}
+
 // Prune takes every expired key, however many (MySQL deletes them in
 // batches of 500).
 func TestPruneRemovesEveryExpiredKey(t *testing.T) {

@@ -32,6 +32,20 @@ func NewSQLStore(db *sql.DB, dialect sqlstore.Dialect) (*SQLStore, error) {
 	return &SQLStore{db: db, dialect: dialect, now: time.Now}, nil
 }
 
+// mysqlSchema is the table on MySQL. Keys and tokens are VARBINARY,
+// compared byte for byte: the default collations compare text without
+// case and trailing spaces, which made "order-1" a duplicate of "Order-1"
+// and so never ran it. 1020 bytes hold the 255 characters VARCHAR(255)
+// holds elsewhere. Text is utf8mb4 whatever the server's default.
+const mysqlSchema = `CREATE TABLE IF NOT EXISTS acemq_idempotency (
+  message_id VARBINARY(1020) PRIMARY KEY,
+  state VARCHAR(16) NOT NULL,
+  claimed_by VARBINARY(64),
+  recorded_at BIGINT NOT NULL,
+  expires_at BIGINT NOT NULL,
+  INDEX acemq_idempotency_expires (expires_at)
+) DEFAULT CHARSET=utf8mb4`
+
 // Schema returns the statements EnsureSchema runs for dialect.
 func Schema(dialect sqlstore.Dialect) []string {
 	cols := `message_id VARCHAR(255) PRIMARY KEY,
@@ -40,8 +54,7 @@ func Schema(dialect sqlstore.Dialect) []string {
   recorded_at BIGINT NOT NULL,
   expires_at BIGINT NOT NULL`
 	if dialect == sqlstore.MySQL {
-		return []string{`CREATE TABLE IF NOT EXISTS acemq_idempotency (` + cols + `,
-  INDEX acemq_idempotency_expires (expires_at))`}
+		return []string{mysqlSchema}
 	}
 	return []string{`CREATE TABLE IF NOT EXISTS acemq_idempotency (` + cols + `)`,
 		`CREATE INDEX IF NOT EXISTS acemq_idempotency_expires ON acemq_idempotency (expires_at)`}

@@ -55,6 +55,26 @@ func (s *Store) Dialect() sqlstore.Dialect { return s.dialect }
 
 func (s *Store) q(query string) string { return s.dialect.Rebind(query) }
 
+// mysqlSchema is the table on MySQL. Ids and relay names are VARBINARY,
+// compared byte for byte: the default collations compare text without
+// case and trailing spaces, which made "Order-A" a duplicate of "order-a".
+// Text is utf8mb4 whatever the server's default (MariaDB's is latin1).
+const mysqlSchema = `CREATE TABLE IF NOT EXISTS acemq_outbox (
+  seq BIGINT NOT NULL AUTO_INCREMENT UNIQUE,
+  id VARBINARY(64) PRIMARY KEY,
+  exchange_name VARCHAR(255) NOT NULL,
+  routing_key VARCHAR(255) NOT NULL,
+  content_type VARCHAR(255) NOT NULL,
+  headers TEXT NOT NULL,
+  body LONGBLOB NOT NULL,
+  created_at BIGINT NOT NULL,
+  attempts INTEGER NOT NULL DEFAULT 0,
+  last_error VARCHAR(1000),
+  locked_by VARBINARY(64),
+  locked_until BIGINT,
+  INDEX acemq_outbox_attempts_seq (attempts, seq)
+) DEFAULT CHARSET=utf8mb4`
+
 // Schema returns the statements EnsureSchema runs for the store's dialect.
 func (s *Store) Schema() []string {
 	cols := `
@@ -75,9 +95,7 @@ func (s *Store) Schema() []string {
 		return []string{`CREATE TABLE IF NOT EXISTS acemq_outbox (
   seq BIGINT GENERATED ALWAYS AS IDENTITY UNIQUE,` + cols + `)`, index}
 	case sqlstore.MySQL:
-		return []string{`CREATE TABLE IF NOT EXISTS acemq_outbox (
-  seq BIGINT NOT NULL AUTO_INCREMENT UNIQUE,` + cols + `,
-  INDEX acemq_outbox_attempts_seq (attempts, seq))`}
+		return []string{mysqlSchema}
 	}
 	return []string{`CREATE TABLE IF NOT EXISTS acemq_outbox (
   seq BIGINT NOT NULL UNIQUE,` + cols + `)`, index}
