@@ -31,5 +31,7 @@
 // VARBINARY(1020) and claimed_by VARBINARY(64) (compared byte for byte:
 // the default collations would take "Order-1" and "order-1 " for one key,
 // and the second message would never run; 1020 bytes hold 255 characters)
-// and the table DEFAULT CHARSET=utf8mb4, whatever the server's default.
+// and the table ENGINE=InnoDB DEFAULT CHARSET=utf8mb4, whatever the
+// server's defaults; EnsureSchema refuses a table that was there already
+// without these, naming the ALTER TABLE that fixes it.
 package idempotency

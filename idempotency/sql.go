@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/acemq-go/acemq/internal/mysqltable"
 	"github.com/acemq-go/acemq/sqlstore"
 )
 
@@ -36,7 +37,8 @@ func NewSQLStore(db *sql.DB, dialect sqlstore.Dialect) (*SQLStore, error) {
 // compared byte for byte: the default collations compare text without
 // case and trailing spaces, which made "order-1" a duplicate of "Order-1"
 // and so never ran it. 1020 bytes hold the 255 characters VARCHAR(255)
-// holds elsewhere. Text is utf8mb4 whatever the server's default.
+// holds elsewhere. Text is utf8mb4 whatever the server's default, and the
+// engine InnoDB whatever the default: MyISAM has no transactions.
 const mysqlSchema = `CREATE TABLE IF NOT EXISTS acemq_idempotency (
   message_id VARBINARY(1020) PRIMARY KEY,
   state VARCHAR(16) NOT NULL,
@@ -44,7 +46,10 @@ const mysqlSchema = `CREATE TABLE IF NOT EXISTS acemq_idempotency (
   recorded_at BIGINT NOT NULL,
   expires_at BIGINT NOT NULL,
   INDEX acemq_idempotency_expires (expires_at)
-) DEFAULT CHARSET=utf8mb4`
+) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4`
+
+// mysqlBinary are the columns mysqltable.Check wants VARBINARY.
+var mysqlBinary = []mysqltable.Column{{Name: "message_id", Definition: "VARBINARY(1020) NOT NULL"}, {Name: "claimed_by", Definition: "VARBINARY(64)"}}
 
 // Schema returns the statements EnsureSchema runs for dialect.
 func Schema(dialect sqlstore.Dialect) []string {
@@ -60,7 +65,10 @@ func Schema(dialect sqlstore.Dialect) []string {
 		`CREATE INDEX IF NOT EXISTS acemq_idempotency_expires ON acemq_idempotency (expires_at)`}
 }
 
-// EnsureSchema creates the table and its index if missing. Idempotent.
+// EnsureSchema creates the table and its index if missing. Idempotent. On
+// MySQL it also checks a table that was there already, and fails with the
+// ALTER TABLE that fixes it when the table is not InnoDB, compares keys
+// without case, or keeps text in another character set than utf8mb4.
 func (s *SQLStore) EnsureSchema(ctx context.Context) error {
 	return ensureSchema(ctx, s.db, s.dialect)
 }
@@ -70,6 +78,9 @@ func ensureSchema(ctx context.Context, db *sql.DB, d sqlstore.Dialect) error {
 		if _, err := db.ExecContext(ctx, stmt); err != nil {
 			return fmt.Errorf("acemq: cannot create the idempotency table: %w", err)
 		}
+	}
+	if d == sqlstore.MySQL {
+		return mysqltable.Check(ctx, db, "acemq_idempotency", mysqlBinary...)
 	}
 	return nil
 }

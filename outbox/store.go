@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/acemq-go/acemq"
+	"github.com/acemq-go/acemq/internal/mysqltable"
 	"github.com/acemq-go/acemq/sqlstore"
 )
 
@@ -58,7 +59,8 @@ func (s *Store) q(query string) string { return s.dialect.Rebind(query) }
 // mysqlSchema is the table on MySQL. Ids and relay names are VARBINARY,
 // compared byte for byte: the default collations compare text without
 // case and trailing spaces, which made "Order-A" a duplicate of "order-a".
-// Text is utf8mb4 whatever the server's default (MariaDB's is latin1).
+// Text is utf8mb4 whatever the server's default (MariaDB's is latin1), and
+// the engine InnoDB whatever the default: MyISAM has no transactions.
 const mysqlSchema = `CREATE TABLE IF NOT EXISTS acemq_outbox (
   seq BIGINT NOT NULL AUTO_INCREMENT UNIQUE,
   id VARBINARY(64) PRIMARY KEY,
@@ -73,7 +75,10 @@ const mysqlSchema = `CREATE TABLE IF NOT EXISTS acemq_outbox (
   locked_by VARBINARY(64),
   locked_until BIGINT,
   INDEX acemq_outbox_attempts_seq (attempts, seq)
-) DEFAULT CHARSET=utf8mb4`
+) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4`
+
+// mysqlBinary are the columns mysqltable.Check wants VARBINARY.
+var mysqlBinary = []mysqltable.Column{{Name: "id", Definition: "VARBINARY(64) NOT NULL"}, {Name: "locked_by", Definition: "VARBINARY(64)"}}
 
 // Schema returns the statements EnsureSchema runs for the store's dialect.
 func (s *Store) Schema() []string {
@@ -102,12 +107,18 @@ func (s *Store) Schema() []string {
 }
 
 // EnsureSchema creates the outbox table and its index if they do not
-// exist. It is idempotent and safe to call from several processes.
+// exist. It is idempotent and safe to call from several processes. On
+// MySQL it also checks a table that was there already, and fails with the
+// ALTER TABLE that fixes it when the table is not InnoDB, compares ids
+// without case, or keeps text in another character set than utf8mb4.
 func (s *Store) EnsureSchema(ctx context.Context) error {
 	for _, stmt := range s.Schema() {
 		if _, err := s.db.ExecContext(ctx, stmt); err != nil {
 			return fmt.Errorf("acemq: cannot create the outbox table: %w", err)
 		}
+	}
+	if s.dialect == sqlstore.MySQL {
+		return mysqltable.Check(ctx, s.db, Table, mysqlBinary...)
 	}
 	return nil
 }
