@@ -38,12 +38,12 @@
 //
 // MySQL: the same, with seq BIGINT NOT NULL AUTO_INCREMENT UNIQUE, id and
 // locked_by VARBINARY(64) (compared byte for byte: the default collations
-// would take "Order-A" and "order-a " for one id), body LONGBLOB, the
-// index declared inside CREATE TABLE, and ENGINE=InnoDB DEFAULT
-// CHARSET=utf8mb4 (transactions and text in any script, whatever the
-// server's defaults). EnsureSchema refuses a table that was there already
-// without these, naming the ALTER TABLE that fixes it. Tested on MariaDB
-// 10.11.
+// would take "Order-A" and "order-a " for one id), headers LONGTEXT (TEXT
+// holds 64 KiB), body LONGBLOB, the index declared inside CREATE TABLE, and
+// ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 (transactions and text in any
+// script, whatever the server's defaults). EnsureSchema refuses a table
+// that was there already without these, naming the ALTER TABLE that fixes
+// it. Tested on MariaDB 10.11.
 //
 // Headers are the rendered wire headers (engine x-acemq-* headers and
 // application headers) as a JSON object; strings and booleans are plain

@@ -438,3 +438,29 @@ func TestTextInAnyScriptRoundTrips(t *testing.T) {
 		}
 	})
 }
+
+// Headers are stored whole however large (a MySQL TEXT column holds 64 KiB
+// and refused more, or cut it short on a non-strict server).
+func TestLargeHeadersAreStoredWhole(t *testing.T) {
+	forEachBackend(t, func(t *testing.T, b backend) {
+		ctx := context.Background()
+		s := newStore(t, b)
+		c, _ := memConn(t)
+		big := strings.Repeat("0123456789", 7000) // 70,000 bytes
+		tx, err := s.DB().BeginTx(ctx, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := s.Add(ctx, tx, c, "", "orders", order{ID: "1"}, WithHeader("x-big", big)); err != nil {
+			tx.Rollback()
+			t.Fatal(err)
+		}
+		if err := tx.Commit(); err != nil {
+			t.Fatal(err)
+		}
+		p, err := s.Pending(ctx, 0)
+		if err != nil || len(p) != 1 || p[0].Headers["x-big"] != big {
+			t.Fatalf("pending %d records (%v); the large header did not come back whole", len(p), err)
+		}
+	})
+}

@@ -61,13 +61,14 @@ func (s *Store) q(query string) string { return s.dialect.Rebind(query) }
 // case and trailing spaces, which made "Order-A" a duplicate of "order-a".
 // Text is utf8mb4 whatever the server's default (MariaDB's is latin1), and
 // the engine InnoDB whatever the default: MyISAM has no transactions.
+// Headers are LONGTEXT: TEXT holds only 64 KiB.
 const mysqlSchema = `CREATE TABLE IF NOT EXISTS acemq_outbox (
   seq BIGINT NOT NULL AUTO_INCREMENT UNIQUE,
   id VARBINARY(64) PRIMARY KEY,
   exchange_name VARCHAR(255) NOT NULL,
   routing_key VARCHAR(255) NOT NULL,
   content_type VARCHAR(255) NOT NULL,
-  headers TEXT NOT NULL,
+  headers LONGTEXT NOT NULL,
   body LONGBLOB NOT NULL,
   created_at BIGINT NOT NULL,
   attempts INTEGER NOT NULL DEFAULT 0,
