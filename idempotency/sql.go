@@ -48,8 +48,11 @@ const mysqlSchema = `CREATE TABLE IF NOT EXISTS acemq_idempotency (
   INDEX acemq_idempotency_expires (expires_at)
 ) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4`
 
-// mysqlBinary are the columns mysqltable.Check wants VARBINARY.
-var mysqlBinary = []mysqltable.Column{{Name: "message_id", Definition: "VARBINARY(1020) NOT NULL"}, {Name: "claimed_by", Definition: "VARBINARY(64)"}}
+// mysqlColumns are the column types mysqltable.Check insists on.
+var mysqlColumns = []mysqltable.Column{
+	{Name: "message_id", Type: "varbinary", Definition: "VARBINARY(1020) NOT NULL", Why: "compared byte for byte, or keys differing in case are taken for one and the second message never runs"},
+	{Name: "claimed_by", Type: "varbinary", Definition: "VARBINARY(64)", Why: "claim tokens are compared byte for byte"},
+}
 
 // Schema returns the statements EnsureSchema runs for dialect.
 func Schema(dialect sqlstore.Dialect) []string {
@@ -80,7 +83,7 @@ func ensureSchema(ctx context.Context, db *sql.DB, d sqlstore.Dialect) error {
 		}
 	}
 	if d == sqlstore.MySQL {
-		return mysqltable.Check(ctx, db, "acemq_idempotency", mysqlBinary...)
+		return mysqltable.Check(ctx, db, "acemq_idempotency", mysqlColumns...)
 	}
 	return nil
 }

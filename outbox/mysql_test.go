@@ -31,7 +31,8 @@ func TestMySQLOutboxIsTransactionalWhateverTheDefaultEngine(t *testing.T) {
 }
 
 // An existing table that cannot keep the outbox's promises (no
-// transactions, ids compared without case, latin1 text) is refused by
+// transactions, ids compared without case, headers cut at 64 KiB, latin1
+// text) is refused by
 // EnsureSchema with the statement that fixes it, and that statement does.
 func TestMySQLEnsureSchemaRefusesATableThatCannotWorkAndSaysHowToFixIt(t *testing.T) {
 	for _, tc := range []struct{ name, create, want string }{
@@ -42,6 +43,7 @@ func TestMySQLEnsureSchemaRefusesATableThatCannotWorkAndSaysHowToFixIt(t *testin
   headers TEXT NOT NULL, body LONGBLOB NOT NULL, created_at BIGINT NOT NULL, attempts INTEGER NOT NULL DEFAULT 0,
   last_error VARCHAR(1000), locked_by VARCHAR(64), locked_until BIGINT,
   INDEX acemq_outbox_attempts_seq (attempts, seq)) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4`, "acemq_outbox.id"},
+		{"text headers", strings.Replace(mysqlSchema, "LONGTEXT", "TEXT", 1), "acemq_outbox.headers"},
 		{"latin1", strings.Replace(mysqlSchema, "utf8mb4", "latin1", 1), "latin1"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -78,8 +78,12 @@ const mysqlSchema = `CREATE TABLE IF NOT EXISTS acemq_outbox (
   INDEX acemq_outbox_attempts_seq (attempts, seq)
 ) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4`
 
-// mysqlBinary are the columns mysqltable.Check wants VARBINARY.
-var mysqlBinary = []mysqltable.Column{{Name: "id", Definition: "VARBINARY(64) NOT NULL"}, {Name: "locked_by", Definition: "VARBINARY(64)"}}
+// mysqlColumns are the column types mysqltable.Check insists on.
+var mysqlColumns = []mysqltable.Column{
+	{Name: "id", Type: "varbinary", Definition: "VARBINARY(64) NOT NULL", Why: "compared byte for byte, or ids differing in case are taken for one"},
+	{Name: "locked_by", Type: "varbinary", Definition: "VARBINARY(64)", Why: "compared byte for byte, or relays named alike share a lock"},
+	{Name: "headers", Type: "longtext", Definition: "LONGTEXT NOT NULL", Why: "TEXT holds only 64 KiB of headers"},
+}
 
 // Schema returns the statements EnsureSchema runs for the store's dialect.
 func (s *Store) Schema() []string {
@@ -111,7 +115,8 @@ func (s *Store) Schema() []string {
 // exist. It is idempotent and safe to call from several processes. On
 // MySQL it also checks a table that was there already, and fails with the
 // ALTER TABLE that fixes it when the table is not InnoDB, compares ids
-// without case, or keeps text in another character set than utf8mb4.
+// without case, holds headers in TEXT, or keeps text in another character
+// set than utf8mb4.
 func (s *Store) EnsureSchema(ctx context.Context) error {
 	for _, stmt := range s.Schema() {
 		if _, err := s.db.ExecContext(ctx, stmt); err != nil {
@@ -119,7 +124,7 @@ func (s *Store) EnsureSchema(ctx context.Context) error {
 		}
 	}
 	if s.dialect == sqlstore.MySQL {
-		return mysqltable.Check(ctx, s.db, Table, mysqlBinary...)
+		return mysqltable.Check(ctx, s.db, Table, mysqlColumns...)
 	}
 	return nil
 }

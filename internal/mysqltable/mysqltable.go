@@ -12,19 +12,21 @@ import (
 	"strings"
 )
 
-// Column is a key column that must compare byte for byte, with the
-// definition that makes it so (for the ALTER TABLE the error advises).
+// Column is a column whose type matters, with the definition that gives
+// it that type (for the ALTER TABLE the error advises) and why it matters.
 type Column struct {
 	Name       string
+	Type       string // information_schema's DATA_TYPE, e.g. "varbinary"
 	Definition string // e.g. "VARBINARY(64) NOT NULL"
+	Why        string // e.g. "compared byte for byte, so ids differing in case stay two ids"
 }
 
 // Check returns nil when table, in the connection's current database, is
-// InnoDB, keeps every text column in utf8mb4 and has each binary column as
-// VARBINARY. Otherwise it returns an error naming what is wrong and why it
+// InnoDB, keeps every text column in utf8mb4 and gives each of columns its
+// Type. Otherwise it returns an error naming what is wrong and why it
 // matters, ending in "; fix it with: " and the one statement that fixes
 // it. A table that does not exist is not checked.
-func Check(ctx context.Context, db *sql.DB, table string, binary ...Column) error {
+func Check(ctx context.Context, db *sql.DB, table string, columns ...Column) error {
 	var engine sql.NullString
 	err := db.QueryRowContext(ctx, `SELECT ENGINE FROM information_schema.TABLES WHERE TABLE_SCHEMA = DATABASE() AND TABLE_NAME = ?`, table).Scan(&engine)
 	if err == sql.ErrNoRows {
@@ -58,14 +60,14 @@ func Check(ctx context.Context, db *sql.DB, table string, binary ...Column) erro
 		return fmt.Errorf("acemq: cannot read the columns of table %s: %w", table, err)
 	}
 	var wrong, fixes []string
-	for _, c := range binary {
-		if t := types[c.Name]; t != "varbinary" {
-			wrong = append(wrong, fmt.Sprintf("%s.%s is %s", table, c.Name, t))
+	for _, c := range columns {
+		if t := types[c.Name]; t != c.Type {
+			wrong = append(wrong, fmt.Sprintf("%s.%s is %s, not %s (%s)", table, c.Name, t, c.Type, c.Why))
 			fixes = append(fixes, "MODIFY "+c.Name+" "+c.Definition)
 		}
 	}
 	if len(wrong) > 0 {
-		return fmt.Errorf("acemq: %s, which MySQL compares ignoring case and trailing spaces, so two different ids would be taken for one; fix it with: ALTER TABLE %s %s", strings.Join(wrong, ", "), table, strings.Join(fixes, ", "))
+		return fmt.Errorf("acemq: %s; fix it with: ALTER TABLE %s %s", strings.Join(wrong, "; "), table, strings.Join(fixes, ", "))
 	}
 	if len(latin) > 0 {
 		return fmt.Errorf("acemq: %s cannot hold text in every script; fix it with: ALTER TABLE %s CONVERT TO CHARACTER SET utf8mb4", strings.Join(latin, ", "), table)
