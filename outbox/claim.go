@@ -75,6 +75,13 @@ func (s *Store) claimPostgres(ctx context.Context, args []any) (int64, error) {
 	return n, tx.Commit()
 }
 
+// mysqlLockName is the GET_LOCK name that serialises claims: one per
+// database, as PostgreSQL's advisory locks are (GET_LOCK names are
+// server-wide), cut to the 64 characters MySQL allows. Two databases whose
+// names share their first 51 characters share a lock, which costs only
+// waiting.
+const mysqlLockName = `LEFT(CONCAT('acemq_outbox.', COALESCE(DATABASE(), '')), 64)`
+
 // claimMySQL runs the claim under a named lock held by one session. It
 // reads with plain (consistent) SELECTs and then changes the chosen rows
 // by primary key: an InnoDB UPDATE that scans the table locks every row it
@@ -88,13 +95,13 @@ func (s *Store) claimMySQL(ctx context.Context, relay string, batch int, now tim
 	}
 	defer c.Close()
 	var got sql.NullInt64
-	if err := c.QueryRowContext(ctx, `SELECT GET_LOCK('acemq_outbox', 30)`).Scan(&got); err != nil {
+	if err := c.QueryRowContext(ctx, `SELECT GET_LOCK(`+mysqlLockName+`, 30)`).Scan(&got); err != nil {
 		return 0, err
 	}
 	if got.Int64 != 1 {
-		return 0, fmt.Errorf("another relay held the claim lock for 30s")
+		return 0, fmt.Errorf("another relay on this database held the claim lock for 30s; the next sweep tries again")
 	}
-	defer c.ExecContext(context.WithoutCancel(ctx), `SELECT RELEASE_LOCK('acemq_outbox')`) //nolint:errcheck // closing the session releases it too
+	defer c.ExecContext(context.WithoutCancel(ctx), `SELECT RELEASE_LOCK(`+mysqlLockName+`)`) //nolint:errcheck // closing the session releases it too
 	var others bool
 	if err := c.QueryRowContext(ctx, `SELECT EXISTS (SELECT 1 FROM acemq_outbox WHERE locked_by IS NOT NULL AND locked_by <> ? AND locked_until > ?)`, relay, now.UnixMilli()).Scan(&others); err != nil {
 		return 0, err

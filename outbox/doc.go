@@ -59,9 +59,12 @@
 // whether it got them. On PostgreSQL the claim runs in a transaction that
 // first takes a transaction-scoped advisory lock
 // (pg_advisory_xact_lock), so two claims never evaluate "no other lock" on
-// the same snapshot; on MySQL GET_LOCK plays that part; on SQLite the
-// database's single writer does. So one relay publishes at a time, order
-// holds, and a dead relay's lock is taken over when it expires.
+// the same snapshot. On MySQL a GET_LOCK named after the database plays
+// that part, and under it the claim reads with plain SELECTs and updates
+// the chosen records by id (an InnoDB UPDATE that scans would wait for
+// every open transaction that called Add). On SQLite the database's single
+// writer does. So one relay publishes at a time, order holds, and a dead
+// relay's lock is taken over when it expires.
 //
 // # Failures
 //

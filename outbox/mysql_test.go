@@ -4,6 +4,7 @@ import (
 	"context"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/acemq-go/acemq/internal/dbtest"
 )
@@ -68,5 +69,62 @@ func TestMySQLEnsureSchemaRefusesATableThatCannotWorkAndSaysHowToFixIt(t *testin
 				t.Fatalf("EnsureSchema after %q: %v", fix, err)
 			}
 		})
+	}
+}
+
+// Relays of different databases on one server do not wait for each other:
+// the claim lock is per database, as PostgreSQL's advisory lock is. (It
+// was one GET_LOCK name for the whole server, so a claim held up in one
+// database held up every relay of every other for up to 30 s.)
+func TestMySQLClaimWaitsForNoRelayOfAnotherDatabase(t *testing.T) {
+	ctx := context.Background()
+	c, _ := memConn(t)
+	mine := newStore(t, backend{Name: "mysql", Open: dbtest.MySQL})
+	other := newStore(t, backend{Name: "mysql", Open: dbtest.MySQL})
+	add(t, mine, c, "", "orders", order{"mine", 1})
+	add(t, other, c, "", "orders", order{"other", 1})
+	var otherDB string
+	if err := other.DB().QueryRowContext(ctx, `SELECT DATABASE()`).Scan(&otherDB); err != nil {
+		t.Fatal(err)
+	}
+
+	// Hold the other database's claim inside its claim lock: its UPDATE
+	// waits for rows a transaction there has locked.
+	holder, err := other.DB().BeginTx(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer holder.Rollback()
+	if _, err := holder.ExecContext(ctx, `SELECT id FROM acemq_outbox FOR UPDATE`); err != nil {
+		t.Fatal(err)
+	}
+	held := make(chan error, 1)
+	go func() {
+		_, err := other.claim(ctx, "other-relay", 100, time.Minute)
+		held <- err
+	}()
+	for waiting := false; !waiting; {
+		err := other.DB().QueryRowContext(ctx, `SELECT COUNT(*) > 0 FROM information_schema.PROCESSLIST WHERE DB = ? AND INFO LIKE 'UPDATE acemq_outbox SET locked_by%'`, otherDB).Scan(&waiting)
+		if err != nil {
+			t.Fatal(err)
+		}
+		select {
+		case err := <-held:
+			t.Fatalf("the other database's claim ended before it was held: %v", err)
+		default:
+		}
+	}
+
+	bound, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	recs, err := mine.claim(bound, "my-relay", 100, time.Minute)
+	if err != nil || len(recs) != 1 {
+		t.Fatalf("claim while another database's claim is held: %d records, %v", len(recs), err)
+	}
+	if err := holder.Rollback(); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-held; err != nil {
+		t.Fatalf("the other database's claim: %v", err)
 	}
 }
