@@ -34,4 +34,7 @@
 // and the table ENGINE=InnoDB DEFAULT CHARSET=utf8mb4, whatever the
 // server's defaults; EnsureSchema refuses a table that was there already
 // without these, naming the ALTER TABLE that fixes it.
+// On MySQL a key longer than 255 characters is refused before it reaches
+// the server, as acemq.Fatal: a server not in strict mode would cut it
+// short and take two long keys for one.
 package idempotency

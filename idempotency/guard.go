@@ -74,7 +74,8 @@ func panicked(id string, r any) acemq.Decision {
 //     engine answers one: Reject(Fatal)).
 //   - duplicate (confirmed): Accept without running h.
 //   - in progress (a live claim elsewhere): acemq.InProgress(5s).
-//   - store error on Claim: acemq.Retry(err).
+//   - store error on Claim: acemq.Retry(err); an error marked acemq.Fatal
+//     (a key too long for MySQL's column) dead-letters at once.
 //   - empty key: Reject(Fatal).
 //
 // Confirm and release failures are logged and the decision stands; the
@@ -138,7 +139,9 @@ type TxHandler[T any] func(ctx context.Context, tx *sql.Tx, m *acemq.Message[T])
 // answers Reject(Fatal), as the engine would). A unique violation on the
 // insert means the key was processed: roll back and Accept without
 // running h. Begin, insert (other than a duplicate) and commit failures
-// answer acemq.Retry. No lease: the key and the effect commit together.
+// answer acemq.Retry; on MySQL a key longer than 255 characters answers
+// Reject(Fatal) (a server not in strict mode would cut it short). No
+// lease: the key and the effect commit together.
 // The table must exist (SQLStore.EnsureSchema or EnsureSchema). Safe for
 // concurrent use.
 func Transactional[T any](db *sql.DB, dialect sqlstore.Dialect, h TxHandler[T], opts ...Option[T]) acemq.Handler[T] {
@@ -150,6 +153,9 @@ func Transactional[T any](db *sql.DB, dialect sqlstore.Dialect, h TxHandler[T], 
 		}
 		if err := dialect.Validate(); err != nil {
 			return acemq.Reject(acemq.Fatal(err))
+		}
+		if err := checkKey(dialect, key); err != nil {
+			return acemq.Reject(err)
 		}
 		tx, err := db.BeginTx(ctx, nil)
 		if err != nil {

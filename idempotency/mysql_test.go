@@ -2,10 +2,13 @@ package idempotency
 
 import (
 	"context"
+	"database/sql"
 	"strings"
 	"sync/atomic"
 	"testing"
+	"time"
 
+	"github.com/acemq-go/acemq"
 	"github.com/acemq-go/acemq/internal/dbtest"
 )
 
@@ -70,5 +73,45 @@ func TestMySQLEnsureSchemaRefusesATableThatCannotWorkAndSaysHowToFixIt(t *testin
 				t.Fatalf("EnsureSchema after %q: %v", fix, err)
 			}
 		})
+	}
+}
+
+// A MySQL server that is not in strict mode cuts a value too long for its
+// column and goes on, so two long keys sharing their first 1020 bytes were
+// taken for one and the second message never ran. A key longer than the
+// 255 characters the column is for is refused before it reaches the
+// server, as fatal (retrying cannot shorten it); 255 characters of any
+// script fit.
+func TestMySQLOverlongKeyIsRefusedNotCutShort(t *testing.T) {
+	db, d := dbtest.MySQLWith(map[string]string{"sql_mode": "''"})(t)
+	ctx := context.Background()
+	s, err := NewSQLStore(db, d)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.EnsureSchema(ctx); err != nil {
+		t.Fatal(err)
+	}
+	long := strings.Repeat("k", 1100)
+	if cl, err := s.Claim(ctx, long+"1", time.Minute); err == nil || !acemq.IsFatal(err) || !strings.Contains(err.Error(), "255 characters") {
+		t.Fatalf("claim of a 1101-character key: %+v %v; want a fatal error naming the 255-character limit", cl, err)
+	}
+	h := Transactional(db, d, func(context.Context, *sql.Tx, *acemq.Message[pay]) acemq.Decision {
+		t.Error("the handler ran for a key that cannot be recorded")
+		return acemq.Accept()
+	})
+	if dec := h(ctx, msg(long+"2")); dec.String() != "reject" || !acemq.IsFatal(dec.Err()) {
+		t.Fatalf("Transactional with a 1101-character key: %v %v", dec, dec.Err())
+	}
+	widest := strings.Repeat("🧾", 255)
+	cl, err := s.Claim(ctx, widest, time.Minute)
+	if err != nil || cl.Outcome != Claimed {
+		t.Fatalf("claim of 255 four-byte characters: %+v %v", cl, err)
+	}
+	if err := s.Confirm(ctx, widest, cl.Token); err != nil {
+		t.Fatal(err)
+	}
+	if again, err := s.Claim(ctx, widest, time.Minute); err != nil || again.Outcome != Duplicate {
+		t.Fatalf("claim of 255 four-byte characters again: %+v %v", again, err)
 	}
 }

@@ -6,7 +6,9 @@ import (
 	"errors"
 	"fmt"
 	"time"
+	"unicode/utf8"
 
+	"github.com/acemq-go/acemq"
 	"github.com/acemq-go/acemq/internal/mysqltable"
 	"github.com/acemq-go/acemq/sqlstore"
 )
@@ -90,12 +92,34 @@ func ensureSchema(ctx context.Context, db *sql.DB, d sqlstore.Dialect) error {
 
 func (s *SQLStore) q(query string) string { return s.dialect.Rebind(query) }
 
+// maxKeyChars is the longest key the message_id column is for:
+// VARCHAR(255), or on MySQL VARBINARY(1020), 255 characters of up to four
+// bytes.
+const maxKeyChars = 255
+
+// checkKey refuses, on MySQL, a key longer than maxKeyChars: a server that
+// is not in strict mode cuts a value too long for its column and goes on,
+// so two long keys sharing a prefix would be one key and the second
+// message would never run. The error is fatal: retrying cannot shorten
+// the key.
+func checkKey(d sqlstore.Dialect, key string) error {
+	n := utf8.RuneCountInString(key)
+	if d != sqlstore.MySQL || n <= maxKeyChars {
+		return nil
+	}
+	return acemq.Fatal(fmt.Errorf("acemq: idempotency key %.40q... is %d characters, and the acemq_idempotency table holds keys of up to %d characters; derive a shorter key with WithKey (a hash, say)", key, n, maxKeyChars))
+}
+
 // Claim implements Store with the spec's algorithm: insert-if-absent; on a
 // unique violation take over an expired claim (UPDATE … WHERE
 // state='claimed' AND expires_at < now; one row → claimed); else read the
 // row: confirmed → duplicate, claimed → in progress. A driver that cannot
-// report rows affected makes Claim fail.
+// report rows affected makes Claim fail. On MySQL a key longer than 255
+// characters fails as acemq.Fatal (see checkKey).
 func (s *SQLStore) Claim(ctx context.Context, key string, lease time.Duration) (Claim, error) {
+	if err := checkKey(s.dialect, key); err != nil {
+		return Claim{}, err
+	}
 	if lease <= 0 {
 		lease = DefaultLease
 	}
