@@ -1,7 +1,7 @@
 // Package sqlstore holds the database/sql helpers the AceMQ SQL stores
 // (outbox, idempotency) share: the three dialects (PostgreSQL, SQLite,
-// MySQL), placeholder rewriting, unique-violation detection and a strict
-// rows-affected read.
+// MySQL), placeholder rewriting, unique-violation and deadlock detection
+// and a strict rows-affected read.
 //
 // The rules it encodes come from the AceMQ behaviour spec §7: keys are
 // bound as text, rows are read by column name, only a real unique
@@ -163,6 +163,20 @@ func IsUniqueViolation(err error) bool {
 		return true
 	}
 	return strings.Contains(err.Error(), "UNIQUE constraint failed")
+}
+
+// IsDeadlock reports whether err says the database chose this transaction
+// as a deadlock's victim and rolled it back, so running it again may
+// succeed: PostgreSQL SQLSTATE 40P01, MySQL error 1213.
+func IsDeadlock(err error) bool {
+	if err == nil {
+		return false
+	}
+	var st interface{ SQLState() string }
+	if errors.As(err, &st) && st.SQLState() == "40P01" {
+		return true
+	}
+	return mysqlNumber(err) == 1213
 }
 
 // mysqlNumber reads go-sql-driver/mysql's MySQLError.Number without

@@ -74,6 +74,32 @@ func TestMySQLDuplicateKeyIsAUniqueViolation(t *testing.T) {
 	}
 }
 
+type pgError struct{ code string }
+
+func (e *pgError) Error() string    { return "pg error " + e.code }
+func (e *pgError) SQLState() string { return e.code }
+
+func TestDeadlockIsRecognisedInEveryDialect(t *testing.T) {
+	for _, err := range []error{
+		fmt.Errorf("insert: %w", &MySQLError{Number: 1213, Message: "Deadlock found when trying to get lock; try restarting transaction"}),
+		fmt.Errorf("insert: %w", &pgError{"40P01"}),
+	} {
+		if !sqlstore.IsDeadlock(err) {
+			t.Fatalf("%v not taken for a deadlock", err)
+		}
+	}
+	for _, err := range []error{
+		nil, context.Canceled,
+		&MySQLError{Number: 1205, Message: "Lock wait timeout exceeded"},
+		&MySQLError{Number: 1062, Message: "Duplicate entry"},
+		&pgError{"23505"},
+	} {
+		if sqlstore.IsDeadlock(err) {
+			t.Fatalf("%v taken for a deadlock", err)
+		}
+	}
+}
+
 // Real drivers: a duplicate key is a unique violation; a NOT NULL
 // violation, a missing table or a syntax error is not.
 func TestUniqueViolationOnRealDatabases(t *testing.T) {
