@@ -12,6 +12,11 @@
 // The package imports no driver: callers register the driver they use
 // (github.com/jackc/pgx/v5/stdlib, modernc.org/sqlite,
 // github.com/go-sql-driver/mysql) and open the *sql.DB themselves.
+//
+// What is tested: every dialect against a real database in `make test`:
+// SQLite with modernc.org/sqlite, PostgreSQL 15 with pgx, and the MySQL
+// dialect on MariaDB 10.11 with go-sql-driver/mysql. MySQL 8 itself is not
+// run here.
 package sqlstore
 
 import (
@@ -34,8 +39,11 @@ const (
 	// SQLite: ? placeholders, one writer at a time (the database file is
 	// the lock). Tested with modernc.org/sqlite.
 	SQLite
-	// MySQL (InnoDB): ? placeholders, AUTO_INCREMENT, GET_LOCK. The SQL is
-	// written for MySQL 8 but no MySQL server is exercised by the tests.
+	// MySQL (InnoDB): ? placeholders, AUTO_INCREMENT, GET_LOCK, no
+	// LISTEN/NOTIFY (relays poll). Tested against MariaDB 10.11 with
+	// github.com/go-sql-driver/mysql (scripts/mariadb.sh starts one with
+	// MariaDB's compiled-in defaults); MySQL 8 itself is not run by the
+	// tests.
 	MySQL
 )
 
