@@ -12,10 +12,11 @@ import (
 )
 
 // The claim is decided by UPDATE row count under the dialect's lock
-// (advisory lock, GET_LOCK, SQLite's single writer): many relays claiming
-// at once, again and again, never both get records.
+// (advisory lock, GET_LOCK): many relays claiming at once, again and
+// again, never both get records. (SQLite's single writer makes claims
+// one at a time by construction; the test cost it seconds to show that.)
 func TestConcurrentClaimsNeverShareTheOutbox(t *testing.T) {
-	forEachBackend(t, func(t *testing.T, b backend) {
+	forEachServerBackend(t, func(t *testing.T, b backend) {
 		ctx := context.Background()
 		s := newStore(t, b)
 		c, _ := memConn(t)
@@ -56,9 +57,9 @@ func TestConcurrentClaimsNeverShareTheOutbox(t *testing.T) {
 }
 
 // Two relays running against one table publish every record once, in
-// order.
+// order (on the database servers; see above for SQLite).
 func TestTwoRelaysPublishEveryRecordOnceInOrder(t *testing.T) {
-	forEachBackend(t, func(t *testing.T, b backend) {
+	forEachServerBackend(t, func(t *testing.T, b backend) {
 		ctx := context.Background()
 		s := newStore(t, b)
 		c1, name := memConn(t, "orders")
