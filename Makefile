@@ -1,10 +1,12 @@
 # AceMQ for Go: the developer's and CI's commands.
 #
-#   make test          installs/starts RabbitMQ and PostgreSQL if needed, runs every test
+#   make test          installs/starts RabbitMQ, PostgreSQL and MariaDB if needed,
+#                      runs every test
 #   make test-short    tests without services (service tests skip)
 #   make lint          gofmt, go vet, staticcheck
 #   make bench         benchmarks
-#   make services-up   start the private RabbitMQ node and PostgreSQL cluster
+#   make services-up   start the private RabbitMQ node, PostgreSQL cluster and
+#                      MariaDB server
 #   make services-down stop them
 #   make drill-cluster the cluster drill: a 3-node RabbitMQ cluster of its own
 #                      (in $(CLUSTER_STATE_DIR)), a node lost mid-flight
@@ -24,17 +26,19 @@ STATICCHECK := honnef.co/go/tools/cmd/staticcheck@v0.8.2
 TESTFILTER := $(ACEMQ_STATE_DIR)/bin/testfilter
 
 # The env files written by the service scripts (KEY=value lines).
-SERVICE_ENV := set -a; . "$(ACEMQ_STATE_DIR)/rabbitmq/env"; . "$(ACEMQ_STATE_DIR)/postgres/env"; set +a
+SERVICE_ENV := set -a; . "$(ACEMQ_STATE_DIR)/rabbitmq/env"; . "$(ACEMQ_STATE_DIR)/postgres/env"; . "$(ACEMQ_STATE_DIR)/mariadb/env"; set +a
 
 .PHONY: test test-short lint bench services-up services-down drill-cluster
 
 services-up:
 	@scripts/rabbitmq.sh start
 	@scripts/postgres.sh start
+	@scripts/mariadb.sh start
 
 services-down:
 	@scripts/rabbitmq.sh stop
 	@scripts/postgres.sh stop
+	@scripts/mariadb.sh stop
 
 # `go test -json` goes through internal/tools/testfilter, which prints what
 # plain `go test` prints (failing tests' output, per-package ok/FAIL lines)

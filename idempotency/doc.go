@@ -27,5 +27,14 @@
 //	  expires_at  BIGINT NOT NULL);       -- epoch ms: lease end, or retention end once confirmed
 //	CREATE INDEX IF NOT EXISTS acemq_idempotency_expires ON acemq_idempotency (expires_at);
 //
-// (MySQL declares the index inside CREATE TABLE.)
+// MySQL declares the index inside CREATE TABLE, makes message_id
+// VARBINARY(1020) and claimed_by VARBINARY(64) (compared byte for byte:
+// the default collations would take "Order-1" and "order-1 " for one key,
+// and the second message would never run; 1020 bytes hold 255 characters)
+// and the table ENGINE=InnoDB DEFAULT CHARSET=utf8mb4, whatever the
+// server's defaults; EnsureSchema refuses a table that was there already
+// without these, naming the ALTER TABLE that fixes it.
+// On MySQL a key longer than 255 characters is refused before it reaches
+// the server, as acemq.Fatal: a server not in strict mode would cut it
+// short and take two long keys for one.
 package idempotency

@@ -74,7 +74,8 @@ func panicked(id string, r any) acemq.Decision {
 //     engine answers one: Reject(Fatal)).
 //   - duplicate (confirmed): Accept without running h.
 //   - in progress (a live claim elsewhere): acemq.InProgress(5s).
-//   - store error on Claim: acemq.Retry(err).
+//   - store error on Claim: acemq.Retry(err); an error marked acemq.Fatal
+//     (a key too long for MySQL's column) dead-letters at once.
 //   - empty key: Reject(Fatal).
 //
 // Confirm and release failures are logged and the decision stands; the
@@ -137,8 +138,10 @@ type TxHandler[T any] func(ctx context.Context, tx *sql.Tx, m *acemq.Message[T])
 // commits on Accept; any other decision, or a panic, rolls back (a panic
 // answers Reject(Fatal), as the engine would). A unique violation on the
 // insert means the key was processed: roll back and Accept without
-// running h. Begin, insert (other than a duplicate) and commit failures
-// answer acemq.Retry. No lease: the key and the effect commit together.
+// running h; a deadlock on the insert begins again (up to three times). Begin, insert (other than a duplicate) and commit failures
+// answer acemq.Retry; on MySQL a key longer than 255 characters answers
+// Reject(Fatal) (a server not in strict mode would cut it short). No
+// lease: the key and the effect commit together.
 // The table must exist (SQLStore.EnsureSchema or EnsureSchema). Safe for
 // concurrent use.
 func Transactional[T any](db *sql.DB, dialect sqlstore.Dialect, h TxHandler[T], opts ...Option[T]) acemq.Handler[T] {
@@ -151,9 +154,12 @@ func Transactional[T any](db *sql.DB, dialect sqlstore.Dialect, h TxHandler[T], 
 		if err := dialect.Validate(); err != nil {
 			return acemq.Reject(acemq.Fatal(err))
 		}
-		tx, err := db.BeginTx(ctx, nil)
-		if err != nil {
-			return acemq.Retry(fmt.Errorf("acemq: cannot begin the idempotency transaction: %w", err))
+		if err := checkKey(dialect, key); err != nil {
+			return acemq.Reject(err)
+		}
+		tx, stop := recordKey(ctx, db, dialect, key)
+		if stop != nil {
+			return *stop
 		}
 		done := false
 		defer func() {
@@ -164,15 +170,6 @@ func Transactional[T any](db *sql.DB, dialect sqlstore.Dialect, h TxHandler[T], 
 				dec = panicked(m.Envelope.ID, r)
 			}
 		}()
-		now := time.Now()
-		_, err = tx.ExecContext(ctx, dialect.Rebind(`INSERT INTO acemq_idempotency (message_id, state, claimed_by, recorded_at, expires_at) VALUES (?, 'confirmed', NULL, ?, ?)`),
-			key, now.UnixMilli(), now.Add(DefaultRetention).UnixMilli())
-		if err != nil {
-			if sqlstore.IsUniqueViolation(err) {
-				return acemq.Accept()
-			}
-			return acemq.Retry(fmt.Errorf("acemq: cannot record idempotency key %q: %w", key, err))
-		}
 		dec = h(ctx, tx, m)
 		if dec.String() != "accept" {
 			return dec
@@ -185,6 +182,38 @@ func Transactional[T any](db *sql.DB, dialect sqlstore.Dialect, h TxHandler[T], 
 			return acemq.Retry(fmt.Errorf("acemq: cannot commit the idempotency transaction for key %q: %w", key, err))
 		}
 		return dec
+	}
+}
+
+// recordKey begins the transaction and inserts key as confirmed in it.
+// It returns the transaction, or the decision when there is nothing to run:
+// Accept for a key already recorded, Retry when the database failed. A
+// deadlock on the insert (InnoDB's, when deliveries of one message waited
+// on a run that rolled back) begins again, up to three times: the handler
+// has not run, and the winner's key then answers as a duplicate.
+func recordKey(ctx context.Context, db *sql.DB, dialect sqlstore.Dialect, key string) (*sql.Tx, *acemq.Decision) {
+	for attempt := 1; ; attempt++ {
+		tx, err := db.BeginTx(ctx, nil)
+		if err != nil {
+			d := acemq.Retry(fmt.Errorf("acemq: cannot begin the idempotency transaction: %w", err))
+			return nil, &d
+		}
+		now := time.Now()
+		_, err = tx.ExecContext(ctx, dialect.Rebind(`INSERT INTO acemq_idempotency (message_id, state, claimed_by, recorded_at, expires_at) VALUES (?, 'confirmed', NULL, ?, ?)`),
+			key, now.UnixMilli(), now.Add(DefaultRetention).UnixMilli())
+		if err == nil {
+			return tx, nil
+		}
+		_ = tx.Rollback()
+		switch {
+		case sqlstore.IsUniqueViolation(err):
+			d := acemq.Accept()
+			return nil, &d
+		case sqlstore.IsDeadlock(err) && attempt < 3:
+			continue
+		}
+		d := acemq.Retry(fmt.Errorf("acemq: cannot record idempotency key %q: %w", key, err))
+		return nil, &d
 	}
 }
 

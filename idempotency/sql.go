@@ -6,7 +6,10 @@ import (
 	"errors"
 	"fmt"
 	"time"
+	"unicode/utf8"
 
+	"github.com/acemq-go/acemq"
+	"github.com/acemq-go/acemq/internal/mysqltable"
 	"github.com/acemq-go/acemq/sqlstore"
 )
 
@@ -32,6 +35,27 @@ func NewSQLStore(db *sql.DB, dialect sqlstore.Dialect) (*SQLStore, error) {
 	return &SQLStore{db: db, dialect: dialect, now: time.Now}, nil
 }
 
+// mysqlSchema is the table on MySQL. Keys and tokens are VARBINARY,
+// compared byte for byte: the default collations compare text without
+// case and trailing spaces, which made "order-1" a duplicate of "Order-1"
+// and so never ran it. 1020 bytes hold the 255 characters VARCHAR(255)
+// holds elsewhere. Text is utf8mb4 whatever the server's default, and the
+// engine InnoDB whatever the default: MyISAM has no transactions.
+const mysqlSchema = `CREATE TABLE IF NOT EXISTS acemq_idempotency (
+  message_id VARBINARY(1020) PRIMARY KEY,
+  state VARCHAR(16) NOT NULL,
+  claimed_by VARBINARY(64),
+  recorded_at BIGINT NOT NULL,
+  expires_at BIGINT NOT NULL,
+  INDEX acemq_idempotency_expires (expires_at)
+) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4`
+
+// mysqlColumns are the column types mysqltable.Check insists on.
+var mysqlColumns = []mysqltable.Column{
+	{Name: "message_id", Type: "varbinary", Definition: "VARBINARY(1020) NOT NULL", Why: "compared byte for byte, or keys differing in case are taken for one and the second message never runs"},
+	{Name: "claimed_by", Type: "varbinary", Definition: "VARBINARY(64)", Why: "claim tokens are compared byte for byte"},
+}
+
 // Schema returns the statements EnsureSchema runs for dialect.
 func Schema(dialect sqlstore.Dialect) []string {
 	cols := `message_id VARCHAR(255) PRIMARY KEY,
@@ -40,14 +64,16 @@ func Schema(dialect sqlstore.Dialect) []string {
   recorded_at BIGINT NOT NULL,
   expires_at BIGINT NOT NULL`
 	if dialect == sqlstore.MySQL {
-		return []string{`CREATE TABLE IF NOT EXISTS acemq_idempotency (` + cols + `,
-  INDEX acemq_idempotency_expires (expires_at))`}
+		return []string{mysqlSchema}
 	}
 	return []string{`CREATE TABLE IF NOT EXISTS acemq_idempotency (` + cols + `)`,
 		`CREATE INDEX IF NOT EXISTS acemq_idempotency_expires ON acemq_idempotency (expires_at)`}
 }
 
-// EnsureSchema creates the table and its index if missing. Idempotent.
+// EnsureSchema creates the table and its index if missing. Idempotent. On
+// MySQL it also checks a table that was there already, and fails with the
+// ALTER TABLE that fixes it when the table is not InnoDB, compares keys
+// without case, or keeps text in another character set than utf8mb4.
 func (s *SQLStore) EnsureSchema(ctx context.Context) error {
 	return ensureSchema(ctx, s.db, s.dialect)
 }
@@ -58,17 +84,42 @@ func ensureSchema(ctx context.Context, db *sql.DB, d sqlstore.Dialect) error {
 			return fmt.Errorf("acemq: cannot create the idempotency table: %w", err)
 		}
 	}
+	if d == sqlstore.MySQL {
+		return mysqltable.Check(ctx, db, "acemq_idempotency", mysqlColumns...)
+	}
 	return nil
 }
 
 func (s *SQLStore) q(query string) string { return s.dialect.Rebind(query) }
 
+// maxKeyChars is the longest key the message_id column is for:
+// VARCHAR(255), or on MySQL VARBINARY(1020), 255 characters of up to four
+// bytes.
+const maxKeyChars = 255
+
+// checkKey refuses, on MySQL, a key longer than maxKeyChars: a server that
+// is not in strict mode cuts a value too long for its column and goes on,
+// so two long keys sharing a prefix would be one key and the second
+// message would never run. The error is fatal: retrying cannot shorten
+// the key.
+func checkKey(d sqlstore.Dialect, key string) error {
+	n := utf8.RuneCountInString(key)
+	if d != sqlstore.MySQL || n <= maxKeyChars {
+		return nil
+	}
+	return acemq.Fatal(fmt.Errorf("acemq: idempotency key %.40q... is %d characters, and the acemq_idempotency table holds keys of up to %d characters; derive a shorter key with WithKey (a hash, say)", key, n, maxKeyChars))
+}
+
 // Claim implements Store with the spec's algorithm: insert-if-absent; on a
 // unique violation take over an expired claim (UPDATE … WHERE
 // state='claimed' AND expires_at < now; one row → claimed); else read the
 // row: confirmed → duplicate, claimed → in progress. A driver that cannot
-// report rows affected makes Claim fail.
+// report rows affected makes Claim fail. On MySQL a key longer than 255
+// characters fails as acemq.Fatal (see checkKey).
 func (s *SQLStore) Claim(ctx context.Context, key string, lease time.Duration) (Claim, error) {
+	if err := checkKey(s.dialect, key); err != nil {
+		return Claim{}, err
+	}
 	if lease <= 0 {
 		lease = DefaultLease
 	}
@@ -159,13 +210,60 @@ func (s *SQLStore) Release(ctx context.Context, key, token string) error {
 	return nil
 }
 
-// Prune implements Store.
+// Prune implements Store. On MySQL it finds the rows with a plain SELECT
+// and deletes them by primary key, 500 at a time: an InnoDB DELETE that
+// scans the table locks every row it reads, so it would wait for each
+// running Transactional handler (until its transaction ends) and hold up
+// every new key's insert meanwhile.
 func (s *SQLStore) Prune(ctx context.Context, olderThan time.Time) (int, error) {
-	res, err := s.db.ExecContext(ctx, s.q(`DELETE FROM acemq_idempotency WHERE (state = 'confirmed' AND recorded_at < ?) OR (state = 'claimed' AND expires_at < ?)`),
-		olderThan.UnixMilli(), s.now().UnixMilli())
-	if err != nil {
-		return 0, fmt.Errorf("acemq: cannot prune idempotency keys: %w", err)
+	const prune = `DELETE FROM acemq_idempotency WHERE ((state = 'confirmed' AND recorded_at < ?) OR (state = 'claimed' AND expires_at < ?))`
+	cut, now := olderThan.UnixMilli(), s.now().UnixMilli()
+	if s.dialect != sqlstore.MySQL {
+		res, err := s.db.ExecContext(ctx, s.q(prune), cut, now)
+		if err != nil {
+			return 0, fmt.Errorf("acemq: cannot prune idempotency keys: %w", err)
+		}
+		n, err := sqlstore.RowsAffected(res)
+		return int(n), err
 	}
-	n, err := sqlstore.RowsAffected(res)
-	return int(n), err
+	total := 0
+	for {
+		keys, err := s.prunable(ctx, cut, now)
+		if err != nil {
+			return total, fmt.Errorf("acemq: cannot prune idempotency keys: %w", err)
+		}
+		if len(keys) == 0 {
+			return total, nil
+		}
+		res, err := s.db.ExecContext(ctx, prune+` AND message_id IN (`+sqlstore.List(len(keys))+`)`, append([]any{cut, now}, keys...)...)
+		if err != nil {
+			return total, fmt.Errorf("acemq: cannot prune idempotency keys: %w", err)
+		}
+		n, err := sqlstore.RowsAffected(res)
+		if err != nil {
+			return total, err
+		}
+		total += int(n)
+		if n == 0 {
+			return total, nil // every key read changed since: nothing left that this pass can take
+		}
+	}
+}
+
+// prunable reads up to 500 keys Prune would delete.
+func (s *SQLStore) prunable(ctx context.Context, cut, now int64) ([]any, error) {
+	rows, err := s.db.QueryContext(ctx, `SELECT message_id FROM acemq_idempotency WHERE (state = 'confirmed' AND recorded_at < ?) OR (state = 'claimed' AND expires_at < ?) LIMIT 500`, cut, now)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var keys []any
+	for rows.Next() {
+		var k string
+		if err := rows.Scan(&k); err != nil {
+			return nil, err
+		}
+		keys = append(keys, k)
+	}
+	return keys, rows.Err()
 }

@@ -15,11 +15,10 @@ import (
 const advisoryKey int64 = 0x6163656d715f6f62
 
 // claimSQL locks the first batch of unretired records for relay only when
-// no record carries another relay's unexpired lock. The derived tables
-// let MySQL read the table it updates.
+// no record carries another relay's unexpired lock (PostgreSQL, SQLite).
 const claimSQL = `UPDATE acemq_outbox SET locked_by = ?, locked_until = ?
-WHERE seq IN (SELECT seq FROM (SELECT seq FROM acemq_outbox WHERE attempts < ? ORDER BY seq LIMIT ?) AS next_batch)
-AND NOT EXISTS (SELECT 1 FROM (SELECT seq FROM acemq_outbox WHERE locked_by IS NOT NULL AND locked_by <> ? AND locked_until > ?) AS other_locks)`
+WHERE seq IN (SELECT seq FROM acemq_outbox WHERE attempts < ? ORDER BY seq LIMIT ?)
+AND NOT EXISTS (SELECT 1 FROM acemq_outbox WHERE locked_by IS NOT NULL AND locked_by <> ? AND locked_until > ?)`
 
 // claim locks the next batch for relay and returns it in sequence order;
 // nil when there is nothing to do or another relay holds the outbox.
@@ -32,7 +31,7 @@ func (s *Store) claim(ctx context.Context, relay string, batch int, ttl time.Dur
 	case sqlstore.PostgreSQL:
 		n, err = s.claimPostgres(ctx, args)
 	case sqlstore.MySQL:
-		n, err = s.claimMySQL(ctx, args)
+		n, err = s.claimMySQL(ctx, relay, batch, now, ttl)
 	default:
 		n, err = s.exec(ctx, s.db, claimSQL, args...)
 	}
@@ -76,22 +75,64 @@ func (s *Store) claimPostgres(ctx context.Context, args []any) (int64, error) {
 	return n, tx.Commit()
 }
 
-// claimMySQL runs the claim under a named lock held by one session.
-func (s *Store) claimMySQL(ctx context.Context, args []any) (int64, error) {
+// mysqlLockName is the GET_LOCK name that serialises claims: one per
+// database, as PostgreSQL's advisory locks are (GET_LOCK names are
+// server-wide), cut to the 64 characters MySQL allows. Two databases whose
+// names share their first 51 characters share a lock, which costs only
+// waiting.
+const mysqlLockName = `LEFT(CONCAT('acemq_outbox.', COALESCE(DATABASE(), '')), 64)`
+
+// claimMySQL runs the claim under a named lock held by one session. It
+// reads with plain (consistent) SELECTs and then changes the chosen rows
+// by primary key: an InnoDB UPDATE that scans the table locks every row it
+// reads, so claimSQL would wait for each open transaction that called Add
+// (until it commits) and hold up new Adds meanwhile. The named lock makes
+// the reads and the UPDATE one step for other relays.
+func (s *Store) claimMySQL(ctx context.Context, relay string, batch int, now time.Time, ttl time.Duration) (int64, error) {
 	c, err := s.db.Conn(ctx)
 	if err != nil {
 		return 0, err
 	}
 	defer c.Close()
 	var got sql.NullInt64
-	if err := c.QueryRowContext(ctx, `SELECT GET_LOCK('acemq_outbox', 30)`).Scan(&got); err != nil {
+	if err := c.QueryRowContext(ctx, `SELECT GET_LOCK(`+mysqlLockName+`, 30)`).Scan(&got); err != nil {
 		return 0, err
 	}
 	if got.Int64 != 1 {
-		return 0, fmt.Errorf("another relay held the claim lock for 30s")
+		return 0, fmt.Errorf("another relay on this database held the claim lock for 30s; the next sweep tries again")
 	}
-	defer c.ExecContext(context.WithoutCancel(ctx), `SELECT RELEASE_LOCK('acemq_outbox')`) //nolint:errcheck // closing the session releases it too
-	return s.exec(ctx, c, claimSQL, args...)
+	defer c.ExecContext(context.WithoutCancel(ctx), `SELECT RELEASE_LOCK(`+mysqlLockName+`)`) //nolint:errcheck // closing the session releases it too
+	var others bool
+	if err := c.QueryRowContext(ctx, `SELECT EXISTS (SELECT 1 FROM acemq_outbox WHERE locked_by IS NOT NULL AND locked_by <> ? AND locked_until > ?)`, relay, now.UnixMilli()).Scan(&others); err != nil {
+		return 0, err
+	}
+	if others {
+		return 0, nil
+	}
+	ids, err := s.ids(ctx, c, `SELECT id FROM acemq_outbox WHERE attempts < ? ORDER BY seq LIMIT ?`, MaxAttempts, batch)
+	if err != nil || len(ids) == 0 {
+		return 0, err
+	}
+	args := append([]any{relay, now.Add(ttl).UnixMilli(), MaxAttempts}, ids...)
+	return s.exec(ctx, c, `UPDATE acemq_outbox SET locked_by = ?, locked_until = ? WHERE attempts < ? AND id IN (`+sqlstore.List(len(ids))+`)`, args...)
+}
+
+// ids runs a SELECT of one id column.
+func (s *Store) ids(ctx context.Context, q querier, query string, args ...any) ([]any, error) {
+	rows, err := q.QueryContext(ctx, s.q(query), args...)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var ids []any
+	for rows.Next() {
+		var id string
+		if err := rows.Scan(&id); err != nil {
+			return nil, err
+		}
+		ids = append(ids, id)
+	}
+	return ids, rows.Err()
 }
 
 // markPublished deletes a confirmed record.
@@ -106,9 +147,20 @@ func (s *Store) markFailed(ctx context.Context, id string, reason string) error 
 	return err
 }
 
-// unlock drops relay's locks (a relay that stops hands over at once).
+// unlock drops relay's locks (a relay that stops hands over at once). On
+// MySQL it finds them with a plain SELECT and unlocks by primary key, for
+// the reason claimMySQL gives.
 func (s *Store) unlock(ctx context.Context, relay string) error {
-	_, err := s.db.ExecContext(ctx, s.q(`UPDATE acemq_outbox SET locked_by = NULL, locked_until = NULL WHERE locked_by = ?`), relay)
+	const unlockSQL = `UPDATE acemq_outbox SET locked_by = NULL, locked_until = NULL WHERE locked_by = ?`
+	if s.dialect != sqlstore.MySQL {
+		_, err := s.db.ExecContext(ctx, s.q(unlockSQL), relay)
+		return err
+	}
+	ids, err := s.ids(ctx, s.db, `SELECT id FROM acemq_outbox WHERE locked_by = ?`, relay)
+	if err != nil || len(ids) == 0 {
+		return err
+	}
+	_, err = s.db.ExecContext(ctx, unlockSQL+` AND id IN (`+sqlstore.List(len(ids))+`)`, append([]any{relay}, ids...)...)
 	return err
 }
 

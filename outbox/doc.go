@@ -36,9 +36,14 @@
 // (largest seq + 1) inside the insert (SQLite runs one writer at a time, so
 // the value is unique and increasing), and body BLOB.
 //
-// MySQL: the same, with seq BIGINT NOT NULL AUTO_INCREMENT UNIQUE, body
-// LONGBLOB and the index declared inside CREATE TABLE. The MySQL SQL is
-// not exercised by the tests (no server here).
+// MySQL: the same, with seq BIGINT NOT NULL AUTO_INCREMENT UNIQUE, id and
+// locked_by VARBINARY(64) (compared byte for byte: the default collations
+// would take "Order-A" and "order-a " for one id), headers LONGTEXT (TEXT
+// holds 64 KiB), body LONGBLOB, the index declared inside CREATE TABLE, and
+// ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 (transactions and text in any
+// script, whatever the server's defaults). EnsureSchema refuses a table
+// that was there already without these, naming the ALTER TABLE that fixes
+// it. Tested on MariaDB 10.11.
 //
 // Headers are the rendered wire headers (engine x-acemq-* headers and
 // application headers) as a JSON object; strings and booleans are plain
@@ -54,9 +59,12 @@
 // whether it got them. On PostgreSQL the claim runs in a transaction that
 // first takes a transaction-scoped advisory lock
 // (pg_advisory_xact_lock), so two claims never evaluate "no other lock" on
-// the same snapshot; on MySQL GET_LOCK plays that part; on SQLite the
-// database's single writer does. So one relay publishes at a time, order
-// holds, and a dead relay's lock is taken over when it expires.
+// the same snapshot. On MySQL a GET_LOCK named after the database plays
+// that part, and under it the claim reads with plain SELECTs and updates
+// the chosen records by id (an InnoDB UPDATE that scans would wait for
+// every open transaction that called Add). On SQLite the database's single
+// writer does. So one relay publishes at a time, order holds, and a dead
+// relay's lock is taken over when it expires.
 //
 // # Failures
 //

@@ -2,7 +2,6 @@ package outbox
 
 import (
 	"context"
-	"database/sql"
 	"sync"
 	"testing"
 	"time"
@@ -10,18 +9,13 @@ import (
 	"github.com/acemq-go/acemq/internal/dbtest"
 
 	"github.com/acemq-go/acemq"
-	"github.com/acemq-go/acemq/sqlstore"
 )
 
-type backend struct {
-	name string
-	open func(t *testing.T) (*sql.DB, sqlstore.Dialect)
-}
+// backend is one database the table-driven tests run on; backends are
+// all of dbtest.Dialects.
+type backend = dbtest.Backend
 
-var backends = []backend{
-	{"sqlite", dbtest.SQLite},
-	{"postgres", dbtest.Postgres},
-}
+var backends = dbtest.Dialects
 
 // fakeClock is a store clock the test moves by hand.
 type fakeClock struct {
@@ -38,7 +32,7 @@ func (c *fakeClock) advance(d time.Duration) {
 
 func newStore(t *testing.T, b backend) *Store {
 	t.Helper()
-	db, d := b.open(t)
+	db, d := b.Open(t)
 	s, err := NewStore(db, d)
 	if err != nil {
 		t.Fatal(err)
@@ -143,7 +137,17 @@ func ids(ms []*acemq.Pulled) []string {
 
 func forEachBackend(t *testing.T, f func(t *testing.T, b backend)) {
 	for _, b := range backends {
-		t.Run(b.name, func(t *testing.T) { f(t, b) })
+		t.Run(b.Name, func(t *testing.T) { f(t, b) })
+	}
+}
+
+// forEachServerBackend runs f on the backends that are database servers
+// (every one but SQLite, whose one writer holds up every other writer).
+func forEachServerBackend(t *testing.T, f func(t *testing.T, b backend)) {
+	for _, b := range backends {
+		if b.Name != "sqlite" {
+			t.Run(b.Name, func(t *testing.T) { f(t, b) })
+		}
 	}
 }
 

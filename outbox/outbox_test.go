@@ -350,3 +350,117 @@ func TestMissingExchangeSpendsAnAttempt(t *testing.T) {
 		}
 	})
 }
+
+// A record's id is its exact text: ids that differ only in case or in a
+// trailing space are different records (MySQL's default collations
+// compare them equal, so Add kept the first and silently dropped the
+// others).
+func TestIDsThatDifferOnlyInCaseOrTrailingSpaceAreDifferentRecords(t *testing.T) {
+	forEachBackend(t, func(t *testing.T, b backend) {
+		ctx := context.Background()
+		s := newStore(t, b)
+		c, _ := memConn(t)
+		want := []string{"Order-A", "order-a", "Order-A "}
+		for _, id := range want {
+			env := acemq.NewEnvelope()
+			env.ID = id
+			tx, err := s.DB().BeginTx(ctx, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := s.Add(ctx, tx, c, "", "orders", order{ID: id}, WithEnvelope(env)); err != nil {
+				t.Fatal(err)
+			}
+			if err := tx.Commit(); err != nil {
+				t.Fatal(err)
+			}
+		}
+		p, err := s.Pending(ctx, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got []string
+		for _, r := range p {
+			got = append(got, r.ID)
+		}
+		if !slices.Equal(got, want) {
+			t.Fatalf("stored %q, want %q", got, want)
+		}
+	})
+}
+
+// Relay ids are exact too: a relay named "R1" does not take "r1"'s lock
+// for its own.
+func TestRelayIDsThatDifferOnlyInCaseAreDifferentRelays(t *testing.T) {
+	forEachBackend(t, func(t *testing.T, b backend) {
+		ctx := context.Background()
+		s := newStore(t, b)
+		c, _ := memConn(t)
+		add(t, s, c, "", "orders", order{"a", 1})
+		if recs, err := s.claim(ctx, "r1", 100, time.Minute); err != nil || len(recs) != 1 {
+			t.Fatalf("r1 claimed %d records (%v), want 1", len(recs), err)
+		}
+		if recs, err := s.claim(ctx, "R1", 100, time.Minute); err != nil || len(recs) != 0 {
+			t.Fatalf("R1 claimed %d records (%v) under r1's live lock, want 0", len(recs), err)
+		}
+	})
+}
+
+// Text in any script survives the store: routing key, headers and the
+// last error (a MySQL table in the server's default latin1 refused them).
+func TestTextInAnyScriptRoundTrips(t *testing.T) {
+	forEachBackend(t, func(t *testing.T, b backend) {
+		ctx := context.Background()
+		s := newStore(t, b)
+		c, _ := memConn(t)
+		const key, note, reason = "заказы.注文", "Straße 🧾 注文", "нет маршрута 🚫"
+		tx, err := s.DB().BeginTx(ctx, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		env, err := s.Add(ctx, tx, c, "", key, order{ID: "1"}, WithHeader("x-note", note))
+		if err != nil {
+			tx.Rollback()
+			t.Fatal(err)
+		}
+		if err := tx.Commit(); err != nil {
+			t.Fatal(err)
+		}
+		if err := s.markFailed(ctx, env.ID, reason); err != nil {
+			t.Fatal(err)
+		}
+		p, err := s.Pending(ctx, 0)
+		if err != nil || len(p) != 1 {
+			t.Fatalf("pending %d records (%v)", len(p), err)
+		}
+		if r := p[0]; r.RoutingKey != key || r.Headers["x-note"] != note || r.LastError != reason {
+			t.Fatalf("stored routing key %q, note %q, last error %q", r.RoutingKey, r.Headers["x-note"], r.LastError)
+		}
+	})
+}
+
+// Headers are stored whole however large (a MySQL TEXT column holds 64 KiB
+// and refused more, or cut it short on a non-strict server).
+func TestLargeHeadersAreStoredWhole(t *testing.T) {
+	forEachBackend(t, func(t *testing.T, b backend) {
+		ctx := context.Background()
+		s := newStore(t, b)
+		c, _ := memConn(t)
+		big := strings.Repeat("0123456789", 7000) // 70,000 bytes
+		tx, err := s.DB().BeginTx(ctx, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := s.Add(ctx, tx, c, "", "orders", order{ID: "1"}, WithHeader("x-big", big)); err != nil {
+			tx.Rollback()
+			t.Fatal(err)
+		}
+		if err := tx.Commit(); err != nil {
+			t.Fatal(err)
+		}
+		p, err := s.Pending(ctx, 0)
+		if err != nil || len(p) != 1 || p[0].Headers["x-big"] != big {
+			t.Fatalf("pending %d records (%v); the large header did not come back whole", len(p), err)
+		}
+	})
+}

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/acemq-go/acemq"
+	"github.com/acemq-go/acemq/internal/mysqltable"
 	"github.com/acemq-go/acemq/sqlstore"
 )
 
@@ -55,6 +56,35 @@ func (s *Store) Dialect() sqlstore.Dialect { return s.dialect }
 
 func (s *Store) q(query string) string { return s.dialect.Rebind(query) }
 
+// mysqlSchema is the table on MySQL. Ids and relay names are VARBINARY,
+// compared byte for byte: the default collations compare text without
+// case and trailing spaces, which made "Order-A" a duplicate of "order-a".
+// Text is utf8mb4 whatever the server's default (MariaDB's is latin1), and
+// the engine InnoDB whatever the default: MyISAM has no transactions.
+// Headers are LONGTEXT: TEXT holds only 64 KiB.
+const mysqlSchema = `CREATE TABLE IF NOT EXISTS acemq_outbox (
+  seq BIGINT NOT NULL AUTO_INCREMENT UNIQUE,
+  id VARBINARY(64) PRIMARY KEY,
+  exchange_name VARCHAR(255) NOT NULL,
+  routing_key VARCHAR(255) NOT NULL,
+  content_type VARCHAR(255) NOT NULL,
+  headers LONGTEXT NOT NULL,
+  body LONGBLOB NOT NULL,
+  created_at BIGINT NOT NULL,
+  attempts INTEGER NOT NULL DEFAULT 0,
+  last_error VARCHAR(1000),
+  locked_by VARBINARY(64),
+  locked_until BIGINT,
+  INDEX acemq_outbox_attempts_seq (attempts, seq)
+) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4`
+
+// mysqlColumns are the column types mysqltable.Check insists on.
+var mysqlColumns = []mysqltable.Column{
+	{Name: "id", Type: "varbinary", Definition: "VARBINARY(64) NOT NULL", Why: "compared byte for byte, or ids differing in case are taken for one"},
+	{Name: "locked_by", Type: "varbinary", Definition: "VARBINARY(64)", Why: "compared byte for byte, or relays named alike share a lock"},
+	{Name: "headers", Type: "longtext", Definition: "LONGTEXT NOT NULL", Why: "TEXT holds only 64 KiB of headers"},
+}
+
 // Schema returns the statements EnsureSchema runs for the store's dialect.
 func (s *Store) Schema() []string {
 	cols := `
@@ -75,21 +105,26 @@ func (s *Store) Schema() []string {
 		return []string{`CREATE TABLE IF NOT EXISTS acemq_outbox (
   seq BIGINT GENERATED ALWAYS AS IDENTITY UNIQUE,` + cols + `)`, index}
 	case sqlstore.MySQL:
-		return []string{`CREATE TABLE IF NOT EXISTS acemq_outbox (
-  seq BIGINT NOT NULL AUTO_INCREMENT UNIQUE,` + cols + `,
-  INDEX acemq_outbox_attempts_seq (attempts, seq))`}
+		return []string{mysqlSchema}
 	}
 	return []string{`CREATE TABLE IF NOT EXISTS acemq_outbox (
   seq BIGINT NOT NULL UNIQUE,` + cols + `)`, index}
 }
 
 // EnsureSchema creates the outbox table and its index if they do not
-// exist. It is idempotent and safe to call from several processes.
+// exist. It is idempotent and safe to call from several processes. On
+// MySQL it also checks a table that was there already, and fails with the
+// ALTER TABLE that fixes it when the table is not InnoDB, compares ids
+// without case, holds headers in TEXT, or keeps text in another character
+// set than utf8mb4.
 func (s *Store) EnsureSchema(ctx context.Context) error {
 	for _, stmt := range s.Schema() {
 		if _, err := s.db.ExecContext(ctx, stmt); err != nil {
 			return fmt.Errorf("acemq: cannot create the outbox table: %w", err)
 		}
+	}
+	if s.dialect == sqlstore.MySQL {
+		return mysqltable.Check(ctx, s.db, Table, mysqlColumns...)
 	}
 	return nil
 }

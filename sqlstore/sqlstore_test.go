@@ -5,13 +5,9 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
-	"path/filepath"
 	"testing"
 
-	_ "github.com/jackc/pgx/v5/stdlib"
-	_ "modernc.org/sqlite"
-
-	"github.com/acemq-go/acemq/internal/testenv"
+	"github.com/acemq-go/acemq/internal/dbtest"
 	"github.com/acemq-go/acemq/sqlstore"
 )
 
@@ -23,6 +19,14 @@ func TestRebindNumbersPlaceholdersForPostgresOnly(t *testing.T) {
 	for _, d := range []sqlstore.Dialect{sqlstore.SQLite, sqlstore.MySQL} {
 		if got := d.Rebind(q); got != q {
 			t.Fatalf("%s: %s", d, got)
+		}
+	}
+}
+
+func TestListWritesOnePlaceholderPerValue(t *testing.T) {
+	for n, want := range map[int]string{1: "?", 3: "?, ?, ?"} {
+		if got := sqlstore.List(n); got != want {
+			t.Fatalf("List(%d) = %q, want %q", n, got, want)
 		}
 	}
 }
@@ -70,32 +74,39 @@ func TestMySQLDuplicateKeyIsAUniqueViolation(t *testing.T) {
 	}
 }
 
+type pgError struct{ code string }
+
+func (e *pgError) Error() string    { return "pg error " + e.code }
+func (e *pgError) SQLState() string { return e.code }
+
+func TestDeadlockIsRecognisedInEveryDialect(t *testing.T) {
+	for _, err := range []error{
+		fmt.Errorf("insert: %w", &MySQLError{Number: 1213, Message: "Deadlock found when trying to get lock; try restarting transaction"}),
+		fmt.Errorf("insert: %w", &pgError{"40P01"}),
+	} {
+		if !sqlstore.IsDeadlock(err) {
+			t.Fatalf("%v not taken for a deadlock", err)
+		}
+	}
+	for _, err := range []error{
+		nil, context.Canceled,
+		&MySQLError{Number: 1205, Message: "Lock wait timeout exceeded"},
+		&MySQLError{Number: 1062, Message: "Duplicate entry"},
+		&pgError{"23505"},
+	} {
+		if sqlstore.IsDeadlock(err) {
+			t.Fatalf("%v taken for a deadlock", err)
+		}
+	}
+}
+
 // Real drivers: a duplicate key is a unique violation; a NOT NULL
 // violation, a missing table or a syntax error is not.
 func TestUniqueViolationOnRealDatabases(t *testing.T) {
-	for _, tc := range []struct {
-		name string
-		open func(t *testing.T) *sql.DB
-	}{
-		{"sqlite", func(t *testing.T) *sql.DB {
-			db, err := sql.Open("sqlite", filepath.Join(t.TempDir(), "u.db"))
-			if err != nil {
-				t.Fatal(err)
-			}
-			return db
-		}},
-		{"postgres", func(t *testing.T) *sql.DB {
-			db, err := sql.Open("pgx", testenv.PostgresURL(t))
-			if err != nil {
-				t.Fatal(err)
-			}
-			return db
-		}},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
+	for _, b := range dbtest.Dialects {
+		t.Run(b.Name, func(t *testing.T) {
 			ctx := context.Background()
-			db := tc.open(t)
-			defer db.Close()
+			db, _ := b.Open(t)
 			table := "acemq_unique_probe"
 			conn, err := db.Conn(ctx)
 			if err != nil {
@@ -111,10 +122,11 @@ func TestUniqueViolationOnRealDatabases(t *testing.T) {
 			_, dup := conn.ExecContext(ctx, "INSERT INTO "+table+" (k, v) VALUES ('a', 'y')")
 			_, notNull := conn.ExecContext(ctx, "INSERT INTO "+table+" (k, v) VALUES ('b', NULL)")
 			_, missing := conn.ExecContext(ctx, "INSERT INTO no_such_table_here (k) VALUES ('a')")
+			_, syntax := conn.ExecContext(ctx, "INSERT INTO "+table+" (k, v) VALUES ('c'")
 			if !sqlstore.IsUniqueViolation(dup) {
 				t.Fatalf("duplicate key not detected: %v", dup)
 			}
-			for _, e := range []error{notNull, missing, nil, context.Canceled} {
+			for _, e := range []error{notNull, missing, syntax, nil, context.Canceled} {
 				if sqlstore.IsUniqueViolation(e) {
 					t.Fatalf("%v taken for a unique violation", e)
 				}
@@ -124,15 +136,22 @@ func TestUniqueViolationOnRealDatabases(t *testing.T) {
 }
 
 func TestDetectNamesTheDriversDialect(t *testing.T) {
-	for driver, want := range map[string]sqlstore.Dialect{"sqlite": sqlstore.SQLite, "pgx": sqlstore.PostgreSQL} {
-		db, err := sql.Open(driver, "postgres://nobody@127.0.0.1:1/none")
+	for _, tc := range []struct {
+		driver, dsn string
+		want        sqlstore.Dialect
+	}{
+		{"sqlite", "file:none.db", sqlstore.SQLite},
+		{"pgx", "postgres://nobody@127.0.0.1:1/none", sqlstore.PostgreSQL},
+		{"mysql", "nobody@tcp(127.0.0.1:1)/none", sqlstore.MySQL},
+	} {
+		db, err := sql.Open(tc.driver, tc.dsn)
 		if err != nil {
 			t.Fatal(err)
 		}
 		got, err := sqlstore.Detect(db)
 		db.Close()
-		if err != nil || got != want {
-			t.Fatalf("%s: %v %v, want %v", driver, got, err, want)
+		if err != nil || got != tc.want {
+			t.Fatalf("%s: %v %v, want %v", tc.driver, got, err, tc.want)
 		}
 	}
 }

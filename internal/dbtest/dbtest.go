@@ -1,7 +1,7 @@
 // Package dbtest gives a test a database of its own: an embedded SQLite
-// file in the test's temporary directory, or a fresh schema on the test
-// PostgreSQL server (dropped at cleanup), so tests never see each other's
-// rows.
+// file in the test's temporary directory, a fresh schema on the test
+// PostgreSQL server, or a fresh database on the test MariaDB server (both
+// dropped at cleanup), so tests never see each other's rows.
 package dbtest
 
 import (
@@ -12,6 +12,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/go-sql-driver/mysql"   // registers "mysql"
 	_ "github.com/jackc/pgx/v5/stdlib" // registers "pgx"
 	_ "modernc.org/sqlite"             // registers "sqlite"
 
@@ -22,13 +23,17 @@ import (
 // Opener opens a database for one test.
 type Opener func(t *testing.T) (*sql.DB, sqlstore.Dialect)
 
-// Dialects lists both openers by name, for table-driven tests.
-var Dialects = []struct {
+// Backend is an opener and its name (the subtest's name).
+type Backend struct {
 	Name string
 	Open Opener
-}{
+}
+
+// Dialects lists every opener by name, for table-driven tests.
+var Dialects = []Backend{
 	{"sqlite", SQLite},
 	{"postgres", Postgres},
+	{"mysql", MySQL},
 }
 
 // SQLite opens a fresh SQLite file (WAL, 10 s busy timeout), closed at
@@ -72,6 +77,53 @@ func Postgres(t *testing.T) (*sql.DB, sqlstore.Dialect) {
 		admin.Close()
 	})
 	return db, sqlstore.PostgreSQL
+}
+
+// MySQL opens a database of the test's own, created with the server's
+// defaults on the test MariaDB server (testenv.MySQLDSN: skipped outside CI
+// without one, failed under CI) and dropped at cleanup.
+func MySQL(t *testing.T) (*sql.DB, sqlstore.Dialect) {
+	t.Helper()
+	return MySQLWith(nil)(t)
+}
+
+// MySQLWith is MySQL with extra DSN parameters; go-sql-driver/mysql sets
+// the ones it does not know as session variables on every connection
+// (say {"default_storage_engine": "MyISAM"}).
+func MySQLWith(params map[string]string) Opener {
+	return func(t *testing.T) (*sql.DB, sqlstore.Dialect) {
+		t.Helper()
+		cfg, err := mysql.ParseDSN(testenv.MySQLDSN(t))
+		if err != nil {
+			t.Fatalf("dbtest: ACEMQ_TEST_MYSQL_DSN is not a go-sql-driver/mysql DSN: %v", err)
+		}
+		admin, err := sql.Open("mysql", cfg.FormatDSN())
+		if err != nil {
+			t.Fatal(err)
+		}
+		name := "t_" + RandHex(6)
+		if _, err := admin.Exec("CREATE DATABASE " + name); err != nil {
+			admin.Close()
+			t.Fatal(err)
+		}
+		cfg.DBName = name
+		for k, v := range params {
+			if cfg.Params == nil {
+				cfg.Params = map[string]string{}
+			}
+			cfg.Params[k] = v
+		}
+		db, err := sql.Open("mysql", cfg.FormatDSN())
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() {
+			db.Close()
+			_, _ = admin.Exec("DROP DATABASE " + name)
+			admin.Close()
+		})
+		return db, sqlstore.MySQL
+	}
 }
 
 // RandHex returns n random bytes as hex, for unique names.

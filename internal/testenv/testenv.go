@@ -1,6 +1,6 @@
 // Package testenv finds the real parts tests run against: the family's
-// fixtures in ../shared/fixtures, a RabbitMQ node and a PostgreSQL server
-// started by scripts/.
+// fixtures in ../shared/fixtures, a RabbitMQ node, a PostgreSQL server and
+// a MariaDB server started by scripts/.
 //
 // Outside CI a missing part skips the test with a sentence saying what is
 // missing and how to get it. Under CI=true, or with ACEMQ_REQUIRE_SERVICES=1
@@ -105,6 +105,14 @@ func TLSCAFile(t testing.TB) string {
 func PostgresURL(t testing.TB) string {
 	t.Helper()
 	return service(t, "ACEMQ_TEST_POSTGRES_URL", "this PostgreSQL test cannot run; `make test` starts a private cluster and sets it")
+}
+
+// MySQLDSN returns the go-sql-driver/mysql DSN of the test MariaDB server
+// (ACEMQ_TEST_MYSQL_DSN), which scripts/mariadb.sh starts for the MySQL
+// dialect.
+func MySQLDSN(t testing.TB) string {
+	t.Helper()
+	return service(t, "ACEMQ_TEST_MYSQL_DSN", "this MySQL test cannot run; `make test` starts a private MariaDB server and sets it")
 }
 
 // RabbitCtl runs rabbitmqctl against the test node through the command
