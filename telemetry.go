@@ -78,6 +78,11 @@ func (c *Conn) TracerProvider() trace.TracerProvider { return c.tel.tp }
 // pattern packages (rpc, outbox) use it unless given their own.
 func (c *Conn) MeterProvider() metric.MeterProvider { return c.tel.mp }
 
+// Propagator is the text-map propagator this Conn writes and reads trace
+// context with (W3C Trace Context unless WithPropagator said otherwise).
+// The outbox uses it to store the caller's trace with a record.
+func (c *Conn) Propagator() propagation.TextMapPropagator { return c.tel.prop }
+
 // Attribute keys (contract §5.4) and metric tag keys (contract §5.1).
 const (
 	attrSystem       = semconv.MessagingSystem

@@ -183,6 +183,11 @@ func WithCodec(c acemq.Codec) AddOption { return func(o *addOptions) { o.codec =
 // also issues pg_notify on NotifyChannel, delivered at commit, so a
 // listening relay publishes at once. It returns the envelope stored.
 //
+// When ctx carries a span, the record stores its trace context
+// (traceparent/tracestate, with the Conn's propagator) unless the caller
+// set a traceparent with WithHeader: the relay's publish span is then that
+// span's child and the consumer continues the caller's trace.
+//
 // A failure (encoding, an invalid envelope, the insert) leaves nothing
 // written by Add; on PostgreSQL a failed statement also aborts tx, as any
 // failed statement does, and the caller must roll back. Safe for
@@ -242,6 +247,7 @@ func (s *Store) Add(ctx context.Context, tx *sql.Tx, conn *acemq.Conn, exchange,
 	if len(o.headers) > 0 {
 		env = env.WithHeaders(o.headers)
 	}
+	env = withTraceOf(ctx, conn, env)
 	if len(env.ID) > 64 {
 		return env, fmt.Errorf("acemq: outbox message id %q is longer than the 64 characters the outbox id column holds", env.ID)
 	}

@@ -113,3 +113,23 @@ func (s publishSpan) failed(outcome string, err error) {
 	}
 	s.span.End()
 }
+
+// withTraceOf stores the trace of the work that writes a record (ctx's
+// span) in its headers, with the Conn's propagator, so the relay's publish
+// span and the consumer continue that trace. A traceparent the caller set
+// with WithHeader wins; without a span in ctx nothing is added.
+func withTraceOf(ctx context.Context, conn *acemq.Conn, env acemq.Envelope) acemq.Envelope {
+	if _, set := env.Header("traceparent"); set || !trace.SpanContextFromContext(ctx).IsValid() {
+		return env
+	}
+	carrier := propagation.MapCarrier{}
+	conn.Propagator().Inject(ctx, carrier)
+	if len(carrier) == 0 {
+		return env
+	}
+	h := make(map[string]any, len(carrier))
+	for k, v := range carrier {
+		h[k] = v
+	}
+	return env.WithHeaders(h)
+}

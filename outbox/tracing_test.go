@@ -333,3 +333,67 @@ func TestRelayUsesTheConnsProvidersByDefault(t *testing.T) {
 		t.Fatal("acemq.outbox.total did not reach the Conn's meter provider")
 	}
 }
+
+// TestAddStoresTheCallersTraceAndTheRelayContinuesIt: a record written
+// under a span carries that span's trace context, so the relay's publish
+// span is its child and the consumer receives the caller's trace. A
+// traceparent set with WithHeader wins.
+func TestAddStoresTheCallersTraceAndTheRelayContinuesIt(t *testing.T) {
+	ctx := context.Background()
+	s := newStore(t, backends[0])
+	c, _ := memConn(t, "orders")
+	caller := sdktrace.NewTracerProvider()
+	t.Cleanup(func() { _ = caller.Shutdown(context.Background()) })
+	work, span := caller.Tracer("app").Start(ctx, "place order")
+	defer span.End()
+	want := span.SpanContext()
+
+	tx, err := s.DB().BeginTx(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	traced, err := s.Add(work, tx, c, "", "orders", order{"a", 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	const given = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"
+	kept, err := s.Add(work, tx, c, "", "orders", order{"b", 2}, WithHeader("traceparent", given))
+	if err != nil {
+		t.Fatal(err)
+	}
+	untraced, err := s.Add(ctx, tx, c, "", "orders", order{"c", 3})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := tx.Commit(); err != nil {
+		t.Fatal(err)
+	}
+
+	r := observeRelay(t, c, s)
+	if sw := r.SweepOnce(ctx); sw.Err != nil || sw.Published != 3 {
+		t.Fatalf("sweep %+v", sw)
+	}
+	got := map[string]any{}
+	for _, m := range drain(t, c, "orders") {
+		got[m.Envelope.ID] = m.Headers["traceparent"]
+	}
+	wantHeader := "00-" + want.TraceID().String() + "-" + want.SpanID().String() + "-01"
+	if got[traced.ID] != wantHeader {
+		t.Errorf("the record added under a span arrived with traceparent %v, want the caller's %s", got[traced.ID], wantHeader)
+	}
+	if got[kept.ID] != given {
+		t.Errorf("a traceparent given with WithHeader arrived as %v, want it kept: %s", got[kept.ID], given)
+	}
+	if v, ok := got[untraced.ID]; ok && v != nil {
+		t.Errorf("a record added without a span arrived with traceparent %v, want none", v)
+	}
+	var parent trace.SpanContext
+	for _, sp := range r.spans.Ended() {
+		if spanAttrs(sp)["messaging.message.id"] == traced.ID {
+			parent = sp.Parent()
+		}
+	}
+	if parent.TraceID() != want.TraceID() || parent.SpanID() != want.SpanID() {
+		t.Errorf("the relay's publish span has parent %s/%s, want the caller's span %s/%s", parent.TraceID(), parent.SpanID(), want.TraceID(), want.SpanID())
+	}
+}
