@@ -151,6 +151,23 @@ func (r *Requester) onReply(_ context.Context, m *acemq.Message[reply]) acemq.De
 	return acemq.Accept()
 }
 
+// abandon stops waiting for corr's reply. It reports false when corr was
+// still pending: no reply came, and none can be matched to it any more (a
+// later one is unmatched). It reports true with what onReply or Close sent
+// when either took corr first: a reply taken off the queue (or the closed
+// marker) is never thrown away. Both send right after removing corr from
+// pending, into ch's free slot, so the receive never waits for the broker.
+func (r *Requester) abandon(corr string, ch chan reply) (reply, bool) {
+	r.mu.Lock()
+	_, waiting := r.pending[corr]
+	delete(r.pending, corr)
+	r.mu.Unlock()
+	if waiting {
+		return reply{}, false
+	}
+	return <-ch, true
+}
+
 func headerText(v any) string {
 	switch x := v.(type) {
 	case string:
@@ -191,11 +208,16 @@ func WithSendOptions(opts ...acemq.SendOption) RequestOption {
 // reply, decoded into Resp with the Conn's codec by content type.
 //
 // The wait ends at the sooner of the timeout (30s unless set) and ctx's
-// deadline; then the error is a *TimeoutError matching ErrRequestTimedOut.
-// A cancelled ctx returns ctx's error. An error reply returns a
-// *ResponderError. A request that could not be published returns the
-// *acemq.PublishError. Every call is counted in acemq.request.total and
-// acemq.request.duration with outcome answered, timed_out or failed.
+// deadline; then the error is a *TimeoutError matching ErrRequestTimedOut,
+// also when it ended before the broker confirmed the request (which may
+// still have arrived). A cancelled ctx returns ctx's error. A reply taken
+// off the reply queue before Request stopped waiting is returned even if
+// ctx ended at that moment or the publish reported a failure (a late
+// confirm): it proves the request arrived. An error reply returns a
+// *ResponderError. A request that could not be published returns an error
+// wrapping the *acemq.PublishError. Every call is counted in
+// acemq.request.total and acemq.request.duration with outcome answered,
+// timed_out or failed.
 // Request is safe for concurrent use.
 func Request[Req, Resp any](ctx context.Context, r *Requester, exchange, routingKey string, req Req, opts ...RequestOption) (Resp, error) {
 	var zero Resp
@@ -227,11 +249,6 @@ func Request[Req, Resp any](ctx context.Context, r *Requester, exchange, routing
 	}
 	r.pending[corr] = ch
 	r.mu.Unlock()
-	forget := func() {
-		r.mu.Lock()
-		delete(r.pending, corr)
-		r.mu.Unlock()
-	}
 
 	wait := rc.timeout
 	wctx, cancel := context.WithTimeout(ctx, wait)
@@ -251,37 +268,39 @@ func Request[Req, Resp any](ctx context.Context, r *Requester, exchange, routing
 	}
 	sent, err := r.conn.Publish(wctx, exchange, routingKey, req, send...)
 	if err != nil {
-		forget()
-		if sent.Envelope.Type != "" {
-			msgType = sent.Envelope.Type
+		id, mayHaveArrived := sent.Envelope.ID, false
+		var pe *acemq.PublishError
+		if errors.As(err, &pe) {
+			id, mayHaveArrived = pe.MessageID, pe.Sent
 		}
-		record(OutcomeFailed)
+		if rep, ok := r.abandon(corr, ch); ok {
+			// The request arrived and was answered while its publish was
+			// still waiting for the broker's confirm.
+			return settle[Resp](r, rep, id, corr, record)
+		}
 		if ctx.Err() != nil && !errors.Is(ctx.Err(), context.DeadlineExceeded) {
+			record(OutcomeFailed)
 			return zero, ctx.Err()
 		}
+		if mayHaveArrived && errors.Is(wctx.Err(), context.DeadlineExceeded) {
+			// The wait ended while the confirm was awaited: the request
+			// may be queued, handled or done, as for any timeout.
+			record(OutcomeTimedOut)
+			return zero, &TimeoutError{ID: id, CorrelationID: corr, Timeout: wait, ctxDeadline: ctx.Err() != nil}
+		}
+		record(OutcomeFailed)
 		return zero, fmt.Errorf("acemq: cannot send the request to exchange %q with key %q: %w", exchange, routingKey, err)
 	}
 	msgType = sent.Envelope.Type
 
 	select {
 	case rep := <-ch:
-		if rep.closed {
-			record(OutcomeFailed)
-			return zero, fmt.Errorf("acemq: the requester was closed while request %s waited for its reply: %w", sent.Envelope.ID, acemq.ErrClosed)
-		}
-		if rep.isErr {
-			record(OutcomeFailed)
-			return zero, &ResponderError{ID: sent.Envelope.ID, CorrelationID: corr, Text: rep.errText}
-		}
-		var resp Resp
-		if err := r.conn.Codec().Decode(rep.contentType, rep.body, &resp); err != nil {
-			record(OutcomeFailed)
-			return zero, fmt.Errorf("acemq: the reply to request %s could not be decoded into %T: %w", sent.Envelope.ID, resp, err)
-		}
-		record(OutcomeAnswered)
-		return resp, nil
+		return settle[Resp](r, rep, sent.Envelope.ID, corr, record)
 	case <-wctx.Done():
-		forget()
+		if rep, ok := r.abandon(corr, ch); ok {
+			// The reply was matched before the caller stopped waiting.
+			return settle[Resp](r, rep, sent.Envelope.ID, corr, record)
+		}
 		if err := ctx.Err(); err != nil && !errors.Is(err, context.DeadlineExceeded) {
 			record(OutcomeFailed)
 			return zero, err
@@ -289,4 +308,25 @@ func Request[Req, Resp any](ctx context.Context, r *Requester, exchange, routing
 		record(OutcomeTimedOut)
 		return zero, &TimeoutError{ID: sent.Envelope.ID, CorrelationID: corr, Timeout: wait, ctxDeadline: ctx.Err() != nil}
 	}
+}
+
+// settle turns what the reply consumer (or Close) handed request id into
+// Request's result, and records its outcome.
+func settle[Resp any](r *Requester, rep reply, id, corr string, record func(outcome string)) (Resp, error) {
+	var resp Resp
+	if rep.closed {
+		record(OutcomeFailed)
+		return resp, fmt.Errorf("acemq: the requester was closed while request %s waited for its reply: %w", id, acemq.ErrClosed)
+	}
+	if rep.isErr {
+		record(OutcomeFailed)
+		return resp, &ResponderError{ID: id, CorrelationID: corr, Text: rep.errText}
+	}
+	if err := r.conn.Codec().Decode(rep.contentType, rep.body, &resp); err != nil {
+		record(OutcomeFailed)
+		var zero Resp
+		return zero, fmt.Errorf("acemq: the reply to request %s could not be decoded into %T: %w", id, resp, err)
+	}
+	record(OutcomeAnswered)
+	return resp, nil
 }
