@@ -215,7 +215,9 @@ func WithSendOptions(opts ...acemq.SendOption) RequestOption {
 // ctx ended at that moment or the publish reported a failure (a late
 // confirm): it proves the request arrived. An error reply returns a
 // *ResponderError. A request that could not be published returns an error
-// wrapping the *acemq.PublishError. Every call is counted in
+// wrapping the *acemq.PublishError. When the Conn is closed for good while
+// the request waits (acemq.Conn.Done), the error matches acemq.ErrClosed at
+// once instead of a timeout later. Every call is counted in
 // acemq.request.total and acemq.request.duration with outcome answered,
 // timed_out or failed.
 // Request is safe for concurrent use.
@@ -307,6 +309,14 @@ func Request[Req, Resp any](ctx context.Context, r *Requester, exchange, routing
 		}
 		record(OutcomeTimedOut)
 		return zero, &TimeoutError{ID: sent.Envelope.ID, CorrelationID: corr, Timeout: wait, ctxDeadline: ctx.Err() != nil}
+	case <-r.conn.Done():
+		// The reply consumer has been drained and nothing more can arrive:
+		// say so now rather than at the timeout.
+		if rep, ok := r.abandon(corr, ch); ok {
+			return settle[Resp](r, rep, sent.Envelope.ID, corr, record)
+		}
+		record(OutcomeFailed)
+		return zero, fmt.Errorf("acemq: the connection was closed while request %s waited for its reply, so no reply can arrive; the request may still be queued, being handled, or done: %w", sent.Envelope.ID, acemq.ErrClosed)
 	}
 }
 

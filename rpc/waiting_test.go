@@ -130,3 +130,34 @@ func TestASecondReplyWithTheSameCorrelationIsUnmatched(t *testing.T) {
 		}
 	})
 }
+
+// The Conn under the requester closes while a request waits: the reply
+// consumer is drained and no reply can come, so the caller hears it at
+// once (ErrClosed), not after its timeout as "it may still be queued".
+func TestConnCloseFailsAWaitingRequestAtOnce(t *testing.T) {
+	sent := make(chan struct{}, 1)
+	c := connect(t, "memory://"+t.Name(), acemq.WithPublishHook(func(p acemq.PublishReport) {
+		if p.Err == nil && p.Envelope.ReplyTo != "" {
+			sent <- struct{}{}
+		}
+	}))
+	q := requestQueue(t, c, "rpc.connclose") // nobody answers
+	r := newRequester(t, c)
+	errs := make(chan error, 1)
+	go func() {
+		_, err := rpc.Request[quote, price](context.Background(), r, "", q, quote{}, rpc.Timeout(time.Minute))
+		errs <- err
+	}()
+	receive(t, sent)
+	if err := c.Close(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case err := <-errs:
+		if !errors.Is(err, acemq.ErrClosed) || errors.Is(err, rpc.ErrRequestTimedOut) || !strings.Contains(err.Error(), "connection was closed while request") {
+			t.Fatalf("err %v, want ErrClosed saying the connection closed", err)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("the request still waited 5s after its Conn closed (its timeout is a minute)")
+	}
+}
