@@ -106,6 +106,8 @@ type Conn struct {
 	events    *eventQueue
 	closing   chan struct{}
 	closed    chan struct{}
+	done      chan struct{} // see Done
+	doneOnce  sync.Once
 	superDone chan struct{}
 	closeOnce sync.Once
 	closeErr  error
@@ -177,6 +179,7 @@ func Connect(ctx context.Context, rawURL string, opts ...Option) (*Conn, error) 
 		stateCh:   make(chan struct{}),
 		closing:   make(chan struct{}),
 		closed:    make(chan struct{}),
+		done:      make(chan struct{}),
 		superDone: make(chan struct{}),
 	}
 	c.tel = newTelemetry(&c.cfg, driver.Name())
@@ -307,6 +310,16 @@ func (c *Conn) openPublishers(ctx context.Context, pc transport.Connection) (*pu
 
 // State returns the Conn's current state.
 func (c *Conn) State() State { return State(c.state.Load()) }
+
+// Done returns a channel that is closed when the Conn is closed for good:
+// Close has drained its consumers, or recovery gave up. Nothing is
+// delivered or confirmed after that, so work waiting on the Conn (a request
+// waiting for its reply) can select on Done and stop at once instead of
+// waiting out its own timeout. Before then the channel stays open,
+// recoveries included.
+func (c *Conn) Done() <-chan struct{} { return c.done }
+
+func (c *Conn) markDone() { c.doneOnce.Do(func() { close(c.done) }) }
 
 func (c *Conn) setState(s State) {
 	c.mu.Lock()

@@ -1269,6 +1269,11 @@ func TestRabbitRecoveryGivesUp(t *testing.T) {
 	if gave.Attempt != 3 {
 		t.Fatalf("gave up after attempt %d, want 3", gave.Attempt)
 	}
+	select {
+	case <-c.Done():
+	case <-time.After(5 * time.Second):
+		t.Fatal("Done still open 5s after recovery gave up")
+	}
 	if c.State() != acemq.StateClosed {
 		t.Fatalf("state %s after giving up, want closed", c.State())
 	}

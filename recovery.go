@@ -202,6 +202,7 @@ func (c *Conn) recover() bool {
 			c.logger.Error("acemq: recovery gave up; the connection is closed", "attempts", attempt, "error", err)
 			c.setState(StateClosed)
 			c.failConsumers()
+			c.markDone()
 			return false
 		}
 		// A refused TCP connect costs the broker nothing, so while nothing
@@ -478,6 +479,7 @@ func (c *Conn) close(ctx context.Context) error {
 		}
 	}
 	c.setState(StateClosed)
+	c.markDone()
 	close(c.closing)
 	<-c.superDone
 	c.mu.Lock()

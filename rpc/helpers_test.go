@@ -91,3 +91,19 @@ func receive[T any](t *testing.T, ch <-chan T) T {
 	var zero T
 	return zero
 }
+
+// within runs f and fails the test if it has not returned within d: a
+// request that never comes back fails the test instead of hanging it.
+func within[T any](t *testing.T, d time.Duration, f func() T) T {
+	t.Helper()
+	done := make(chan T, 1)
+	go func() { done <- f() }()
+	select {
+	case v := <-done:
+		return v
+	case <-time.After(d):
+		t.Fatalf("still waiting after %s", d)
+	}
+	var zero T
+	return zero
+}

@@ -167,6 +167,23 @@ func (r *Requester) onReply(_ context.Context, m *acemq.Message[reply]) acemq.De
 	return acemq.Accept()
 }
 
+// abandon stops waiting for corr's reply. It reports false when corr was
+// still pending: no reply came, and none can be matched to it any more (a
+// later one is unmatched). It reports true with what onReply or Close sent
+// when either took corr first: a reply taken off the queue (or the closed
+// marker) is never thrown away. Both send right after removing corr from
+// pending, into ch's free slot, so the receive never waits for the broker.
+func (r *Requester) abandon(corr string, ch chan reply) (reply, bool) {
+	r.mu.Lock()
+	_, waiting := r.pending[corr]
+	delete(r.pending, corr)
+	r.mu.Unlock()
+	if waiting {
+		return reply{}, false
+	}
+	return <-ch, true
+}
+
 func headerText(v any) string {
 	switch x := v.(type) {
 	case string:
@@ -207,17 +224,24 @@ func WithSendOptions(opts ...acemq.SendOption) RequestOption {
 // reply, decoded into Resp with the Conn's codec by content type.
 //
 // The wait ends at the sooner of the timeout (30s unless set) and ctx's
-// deadline; then the error is a *TimeoutError matching ErrRequestTimedOut.
-// A cancelled ctx returns ctx's error. An error reply returns a
-// *ResponderError. A request that could not be published returns the
-// *acemq.PublishError. Every call is counted in acemq.request.total and
-// acemq.request.duration with outcome answered, timed_out or failed, and
-// traced as one "{destination} request" span (CLIENT; destination is the
-// exchange, or the routing key on the default exchange) carrying the same
-// outcome, ERROR for timed_out and failed. The span is a child of ctx's
-// span and the parent of the request's publish span, so a responder that
-// traces (AceMQ's does) continues the request's trace in its process span
-// and in the reply it sends, which the requester processes in that trace.
+// deadline; then the error is a *TimeoutError matching ErrRequestTimedOut,
+// also when it ended before the broker confirmed the request (which may
+// still have arrived). A cancelled ctx returns ctx's error. A reply taken
+// off the reply queue before Request stopped waiting is returned even if
+// ctx ended at that moment or the publish reported a failure (a late
+// confirm): it proves the request arrived. An error reply returns a
+// *ResponderError. A request that could not be published returns an error
+// wrapping the *acemq.PublishError. When the Conn is closed for good while
+// the request waits (acemq.Conn.Done), the error matches acemq.ErrClosed at
+// once instead of a timeout later. Every call is counted in
+// acemq.request.total and acemq.request.duration with outcome answered,
+// timed_out or failed, and traced as one "{destination} request" span
+// (CLIENT; destination is the exchange, or the routing key on the default
+// exchange) carrying the same outcome, ERROR for timed_out and failed. The
+// span is a child of ctx's span and the parent of the request's publish
+// span, so a responder that traces (AceMQ's does) continues the request's
+// trace in its process span and in the reply it sends, which the requester
+// processes in that trace.
 // Request is safe for concurrent use.
 func Request[Req, Resp any](ctx context.Context, r *Requester, exchange, routingKey string, req Req, opts ...RequestOption) (Resp, error) {
 	var zero Resp
@@ -259,11 +283,6 @@ func Request[Req, Resp any](ctx context.Context, r *Requester, exchange, routing
 	}
 	r.pending[corr] = ch
 	r.mu.Unlock()
-	forget := func() {
-		r.mu.Lock()
-		delete(r.pending, corr)
-		r.mu.Unlock()
-	}
 
 	wait := rc.timeout
 	wctx, cancel := context.WithTimeout(ctx, wait)
@@ -283,12 +302,32 @@ func Request[Req, Resp any](ctx context.Context, r *Requester, exchange, routing
 	}
 	sent, err := r.conn.Publish(wctx, exchange, routingKey, req, send...)
 	if err != nil {
-		forget()
+		mayHaveArrived := false
+		if sent.Envelope.ID != "" {
+			id = sent.Envelope.ID
+		}
 		if sent.Envelope.Type != "" {
 			msgType = sent.Envelope.Type
 		}
+		var pe *acemq.PublishError
+		if errors.As(err, &pe) {
+			if pe.MessageID != "" {
+				id = pe.MessageID
+			}
+			mayHaveArrived = pe.Sent
+		}
+		if rep, ok := r.abandon(corr, ch); ok {
+			// The request arrived and was answered while its publish was
+			// still waiting for the broker's confirm.
+			return settle(r, rep, id, corr, finish)
+		}
 		if ctx.Err() != nil && !errors.Is(ctx.Err(), context.DeadlineExceeded) {
 			return finish(OutcomeFailed, ctx.Err())
+		}
+		if mayHaveArrived && errors.Is(wctx.Err(), context.DeadlineExceeded) {
+			// The wait ended while the confirm was awaited: the request
+			// may be queued, handled or done, as for any timeout.
+			return finish(OutcomeTimedOut, &TimeoutError{ID: id, CorrelationID: corr, Timeout: wait, ctxDeadline: ctx.Err() != nil})
 		}
 		return finish(OutcomeFailed, fmt.Errorf("acemq: cannot send the request to exchange %q with key %q: %w", exchange, routingKey, err))
 	}
@@ -297,23 +336,39 @@ func Request[Req, Resp any](ctx context.Context, r *Requester, exchange, routing
 
 	select {
 	case rep := <-ch:
-		if rep.closed {
-			return finish(OutcomeFailed, fmt.Errorf("acemq: the requester was closed while request %s waited for its reply: %w", sent.Envelope.ID, acemq.ErrClosed))
-		}
-		if rep.isErr {
-			return finish(OutcomeFailed, &ResponderError{ID: sent.Envelope.ID, CorrelationID: corr, Text: rep.errText})
-		}
-		var resp Resp
-		if err := r.conn.Codec().Decode(rep.contentType, rep.body, &resp); err != nil {
-			return finish(OutcomeFailed, fmt.Errorf("acemq: the reply to request %s could not be decoded into %T: %w", sent.Envelope.ID, resp, err))
-		}
-		_, _ = finish(OutcomeAnswered, nil)
-		return resp, nil
+		return settle(r, rep, sent.Envelope.ID, corr, finish)
 	case <-wctx.Done():
-		forget()
+		if rep, ok := r.abandon(corr, ch); ok {
+			// The reply was matched before the caller stopped waiting.
+			return settle(r, rep, sent.Envelope.ID, corr, finish)
+		}
 		if err := ctx.Err(); err != nil && !errors.Is(err, context.DeadlineExceeded) {
 			return finish(OutcomeFailed, err)
 		}
 		return finish(OutcomeTimedOut, &TimeoutError{ID: sent.Envelope.ID, CorrelationID: corr, Timeout: wait, ctxDeadline: ctx.Err() != nil})
+	case <-r.conn.Done():
+		// The reply consumer has been drained and nothing more can arrive:
+		// say so now rather than at the timeout.
+		if rep, ok := r.abandon(corr, ch); ok {
+			return settle(r, rep, sent.Envelope.ID, corr, finish)
+		}
+		return finish(OutcomeFailed, fmt.Errorf("acemq: the connection was closed while request %s waited for its reply, so no reply can arrive; the request may still be queued, being handled, or done: %w", sent.Envelope.ID, acemq.ErrClosed))
 	}
+}
+
+// settle turns what the reply consumer (or Close) handed request id into
+// Request's result, and counts and ends the call through finish.
+func settle[Resp any](r *Requester, rep reply, id, corr string, finish func(outcome string, err error) (Resp, error)) (Resp, error) {
+	if rep.closed {
+		return finish(OutcomeFailed, fmt.Errorf("acemq: the requester was closed while request %s waited for its reply: %w", id, acemq.ErrClosed))
+	}
+	if rep.isErr {
+		return finish(OutcomeFailed, &ResponderError{ID: id, CorrelationID: corr, Text: rep.errText})
+	}
+	var resp Resp
+	if err := r.conn.Codec().Decode(rep.contentType, rep.body, &resp); err != nil {
+		return finish(OutcomeFailed, fmt.Errorf("acemq: the reply to request %s could not be decoded into %T: %w", id, resp, err))
+	}
+	_, _ = finish(OutcomeAnswered, nil)
+	return resp, nil
 }

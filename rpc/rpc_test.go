@@ -104,17 +104,39 @@ func TestOutOfOrderRepliesReachTheirOwnRequests(t *testing.T) {
 	forEachBroker(t, func(t *testing.T, url string) {
 		const n = 8
 		var (
-			mu      sync.Mutex
-			turn    [n]chan struct{}
-			arrived sync.WaitGroup
-			order   []int
+			mu         sync.Mutex
+			turn       [n]chan struct{}
+			turnOnce   [n]sync.Once
+			order      []int
+			arrivals   atomic.Int32
+			allArrived = make(chan struct{})
+			// over ends every wait of the handlers once a request has
+			// failed or the test body has returned (before the responder
+			// is closed): on a failure path, such as a request that was
+			// never sent, the others get an error reply at once instead of
+			// waiting out their timeouts, and no handler holds the
+			// responder's drain for its whole timeout or outlives the test.
+			over   = make(chan struct{})
+			finish = sync.OnceFunc(func() { close(over) })
 		)
 		for i := range turn {
 			turn[i] = make(chan struct{})
 		}
-		arrived.Add(n)
+		// wait blocks until ch closes, the handler's context ends or the
+		// test is over.
+		wait := func(ctx context.Context, ch <-chan struct{}) error {
+			select {
+			case <-ch:
+				return nil
+			case <-ctx.Done():
+				return ctx.Err()
+			case <-over:
+				return errors.New("the test ended before this request's turn")
+			}
+		}
 		// The responder's settlement of request i happens after reply i was
-		// confirmed; only then may request i-1 be answered.
+		// confirmed; only then may request i-1 be answered. A request
+		// settled twice (redelivered) opens the turn once.
 		hook := acemq.WithSettlementHook(func(s acemq.Settlement) {
 			v, ok := s.Envelope.Header("test-index")
 			if !ok {
@@ -124,23 +146,26 @@ func TestOutOfOrderRepliesReachTheirOwnRequests(t *testing.T) {
 			mu.Lock()
 			order = append(order, i)
 			mu.Unlock()
-			if i > 0 {
-				close(turn[i-1])
+			if i > 0 && i < n {
+				turnOnce[i-1].Do(func() { close(turn[i-1]) })
 			}
 		})
 		server := connect(t, url, hook)
 		client := connect(t, url)
 		q := requestQueue(t, server, "rpc.reverse")
 		respond(t, server, q, func(ctx context.Context, m *acemq.Message[quote]) (price, error) {
-			arrived.Done()
-			arrived.Wait()
-			select {
-			case <-turn[m.Payload.N]:
-			case <-ctx.Done():
-				return price{}, ctx.Err()
+			if arrivals.Add(1) == n {
+				close(allArrived)
+			}
+			if err := wait(ctx, allArrived); err != nil {
+				return price{}, err
+			}
+			if err := wait(ctx, turn[m.Payload.N]); err != nil {
+				return price{}, err
 			}
 			return priceOf(ctx, m)
 		}, acemq.ConsumerPrefetch(n), acemq.ConsumerConcurrency(n))
+		t.Cleanup(finish) // runs before the responder's Close
 		close(turn[n-1])
 		r := newRequester(t, client)
 		var wg sync.WaitGroup
@@ -154,6 +179,9 @@ func TestOutOfOrderRepliesReachTheirOwnRequests(t *testing.T) {
 					rpc.Timeout(10*time.Second), rpc.WithSendOptions(acemq.WithHeader("test-index", i)))
 				if err == nil && got != (price{SKU: sku, Cents: 100 * i}) {
 					err = fmt.Errorf("request %d got %+v", i, got)
+				}
+				if err != nil {
+					finish()
 				}
 				errs <- err
 			}()
