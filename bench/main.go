@@ -54,12 +54,6 @@ import (
 // the calls return.
 var settle time.Duration
 
-// fillSettle is the pause between a consume run's fill and its consumer.
-// RabbitMQ's memory monitor (every 2.5 s) may page an idle classic queue's
-// messages to disk; consuming before or after that differs by nearly 2×,
-// for every client alike, so each consumer starts after the tick.
-var fillSettle time.Duration
-
 type result struct {
 	name  string
 	size  int
@@ -77,8 +71,7 @@ func main() {
 	channels := flag.Int("channels", acemq.DefaultPublishChannels, "AceMQ publishing channels")
 	repeat := flag.Int("repeat", 3, "runs per scenario; the median rate is reported")
 	consumeRepeat := flag.Int("consume-repeat", 7, "runs per consume scenario: the broker's cost per delivery is bimodal here (31-64 µs, for every client alike), so a median needs more runs")
-	flag.DurationVar(&settle, "settle", time.Second, "pause before each run, so the broker finishes the previous run's work (deleting its queue) first")
-	flag.DurationVar(&fillSettle, "fill-settle", 3*time.Second, "pause between a consume run's fill and its consumer: longer than RabbitMQ's 2.5 s memory-monitor tick, so every consumer meets a queue in the same state")
+	flag.DurationVar(&settle, "settle", time.Second, "pause before each run and between a consume run's fill and its consumer, so the broker finishes earlier work (deleting the previous queue, writing the fill) first")
 	only := flag.String("only", "", "run only the scenarios whose name contains this text (e.g. consume)")
 	cpuprofile := flag.String("cpuprofile", "", "write a CPU profile of the run to this file")
 	flag.Parse()
@@ -423,7 +416,7 @@ func formatRates(rates []float64) string {
 
 func fill(url, q string, body []byte, n int) error {
 	_, err := rawPipelined(url, q, body, n, 1000, nil)
-	time.Sleep(fillSettle)
+	time.Sleep(settle)
 	return err
 }
 
