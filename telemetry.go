@@ -319,29 +319,6 @@ func (c envCarrier) Set(key, value string) {
 
 func (c envCarrier) Keys() []string { return nil }
 
-// tableCarrier reads propagation fields from delivery headers.
-type tableCarrier transport.Table
-
-func (c tableCarrier) Get(key string) string {
-	switch v := c[key].(type) {
-	case string:
-		return v
-	case []byte:
-		return string(v)
-	}
-	return ""
-}
-
-func (c tableCarrier) Set(string, string) {}
-
-func (c tableCarrier) Keys() []string {
-	keys := make([]string, 0, len(c))
-	for k := range c {
-		keys = append(keys, k)
-	}
-	return keys
-}
-
 func (t *telemetry) publishStart(ctx context.Context, exchange, routingKey string, env *Envelope) (context.Context, publishEnd) {
 	if !t.tracing {
 		return ctx, noopPublishEnd
@@ -406,7 +383,7 @@ func (t *telemetry) processStart(ctx context.Context, queue string, env Envelope
 		}
 		return ctx, noopProcessEnd
 	}
-	ctx = t.prop.Extract(ctx, tableCarrier(d.Headers))
+	ctx = t.prop.Extract(ctx, semconv.HeaderCarrier(d.Headers))
 	ctx, span := t.tracer.Start(ctx, t.spanName(kindConsume, queue, " process"), trace.WithSpanKind(trace.SpanKindConsumer))
 	if span.IsRecording() {
 		span.SetAttributes(

@@ -34,29 +34,6 @@ func newTracer(tp trace.TracerProvider, conn *acemq.Conn) trace.Tracer {
 	return tp.Tracer(acemq.InstrumentationScope)
 }
 
-// headerCarrier reads W3C trace context from a record's stored headers.
-type headerCarrier map[string]any
-
-func (c headerCarrier) Get(key string) string {
-	switch v := c[key].(type) {
-	case string:
-		return v
-	case []byte:
-		return string(v)
-	}
-	return ""
-}
-
-func (c headerCarrier) Set(string, string) {}
-
-func (c headerCarrier) Keys() []string {
-	keys := make([]string, 0, len(c))
-	for k := range c {
-		keys = append(keys, k)
-	}
-	return keys
-}
-
 // publishSpan is the relay's "{destination} publish" span for one record
 // (PRODUCER, contract §5.4). Its parent is the trace context stored in the
 // record's headers when there is one, else ctx's span. The record's bytes
@@ -65,7 +42,7 @@ func (c headerCarrier) Keys() []string {
 type publishSpan struct{ span trace.Span }
 
 func (r *Relay) startSpan(ctx context.Context, rec Record) publishSpan {
-	pctx := propagation.TraceContext{}.Extract(ctx, headerCarrier(rec.Headers))
+	pctx := r.conn.Propagator().Extract(ctx, semconv.HeaderCarrier(rec.Headers))
 	dest := semconv.DestinationOf(rec.Exchange, rec.RoutingKey)
 	_, span := r.tracer.Start(pctx, dest+" publish", trace.WithSpanKind(trace.SpanKindProducer))
 	if span.IsRecording() {

@@ -43,3 +43,31 @@ func IsError(outcome string) bool {
 	}
 	return false
 }
+
+// HeaderCarrier reads trace context (traceparent, tracestate) from message
+// headers as a propagation.TextMapCarrier: text values as strings or bytes,
+// anything else as absent. It never writes.
+type HeaderCarrier map[string]any
+
+// Get returns the header's text, or "" when it is absent or not text.
+func (c HeaderCarrier) Get(key string) string {
+	switch v := c[key].(type) {
+	case string:
+		return v
+	case []byte:
+		return string(v)
+	}
+	return ""
+}
+
+// Set does nothing: the headers are read only.
+func (c HeaderCarrier) Set(string, string) {}
+
+// Keys lists the header names.
+func (c HeaderCarrier) Keys() []string {
+	keys := make([]string, 0, len(c))
+	for k := range c {
+		keys = append(keys, k)
+	}
+	return keys
+}
