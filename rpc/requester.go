@@ -102,12 +102,16 @@ func NewRequester(ctx context.Context, conn *acemq.Conn, opts ...Option) (*Reque
 	}
 	topo := acemq.NewTopology().Queue(r.queue, acemq.AsClassic(), acemq.Exclusive(), acemq.AutoDelete(), acemq.NonDurable())
 	r.topo = topo
+	// On failure the reply queue is forgotten, so no later recovery
+	// declares a queue nobody will consume.
 	if err := conn.Apply(ctx, topo); err != nil {
+		conn.Forget(topo)
 		return nil, fmt.Errorf("acemq: cannot declare the reply queue %s: %w", r.queue, err)
 	}
 	r.consumer, err = acemq.Consume(ctx, conn, r.queue, r.onReply,
 		acemq.WithoutDeadLetterDeclaration(), acemq.ConsumerCodec(rawCodec{}))
 	if err != nil {
+		conn.Forget(topo)
 		return nil, fmt.Errorf("acemq: cannot consume the reply queue %s: %w", r.queue, err)
 	}
 	return r, nil
