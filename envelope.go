@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"maps"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/acemq-go/acemq/transport"
@@ -228,19 +229,25 @@ func (e Envelope) render() transport.Table {
 		}
 		t[k] = v
 	}
-	putString(t, HeaderID, e.ID)
+	// The id is boxed once: by default the correlation is the same string.
+	var id any = e.ID
+	if e.ID != "" {
+		t[HeaderID] = id
+	}
 	putString(t, HeaderType, e.Type)
 	t[HeaderVersion] = wireInt(int64(e.Version))
-	corr := e.CorrelationID
-	if corr == "" {
-		corr = e.ID
+	if corr := e.CorrelationID; corr != "" && corr != e.ID {
+		t[HeaderCorrelation] = corr
+	} else if e.ID != "" {
+		t[HeaderCorrelation] = id
 	}
-	putString(t, HeaderCorrelation, corr)
 	t[HeaderAttempt] = wireInt(int64(e.Attempt))
 	if !e.FirstSeen.IsZero() {
 		t[HeaderFirstSeen] = e.FirstSeen.UnixMilli()
 	}
-	putString(t, HeaderOrigin, e.Origin)
+	if e.Origin != "" {
+		t[HeaderOrigin] = boxOrigin(e.Origin)
+	}
 	putString(t, HeaderCausation, e.CausationID)
 	putString(t, HeaderError, e.Error)
 	putString(t, HeaderClaim, e.Claim)
@@ -251,6 +258,25 @@ func (e Envelope) render() transport.Table {
 	}
 	putString(t, HeaderReplyTo, e.ReplyTo)
 	return t
+}
+
+// boxedOrigin is the last origin rendered, boxed: a process's origin
+// rarely changes, and boxing a string for the header table allocates.
+type boxedOrigin struct {
+	s string
+	v any
+}
+
+var lastOrigin atomic.Pointer[boxedOrigin]
+
+// boxOrigin returns origin as a header value, reusing the last one's box.
+func boxOrigin(origin string) any {
+	if b := lastOrigin.Load(); b != nil && b.s == origin {
+		return b.v
+	}
+	b := &boxedOrigin{s: origin, v: origin}
+	lastOrigin.Store(b)
+	return b.v
 }
 
 // putString writes a non-empty string header.

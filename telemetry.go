@@ -83,6 +83,12 @@ func (c *Conn) MeterProvider() metric.MeterProvider { return c.tel.mp }
 // The outbox uses it to store the caller's trace with a record.
 func (c *Conn) Propagator() propagation.TextMapPropagator { return c.tel.prop }
 
+// The span-kind options, made once: building one per span allocates.
+var (
+	producerKind = trace.WithSpanKind(trace.SpanKindProducer)
+	consumerKind = trace.WithSpanKind(trace.SpanKindConsumer)
+)
+
 // Attribute keys (contract §5.4) and metric tag keys (contract §5.1).
 const (
 	attrSystem       = semconv.MessagingSystem
@@ -327,7 +333,7 @@ func (t *telemetry) publishStart(ctx context.Context, exchange, routingKey strin
 	if dest == "" {
 		dest = routingKey
 	}
-	ctx, span := t.tracer.Start(ctx, t.spanName(kindPublish, dest, " publish"), trace.WithSpanKind(trace.SpanKindProducer))
+	ctx, span := t.tracer.Start(ctx, t.spanName(kindPublish, dest, " publish"), producerKind)
 	if !span.SpanContext().IsValid() {
 		return ctx, noopPublishEnd
 	}
@@ -384,7 +390,7 @@ func (t *telemetry) processStart(ctx context.Context, queue string, env Envelope
 		return ctx, noopProcessEnd
 	}
 	ctx = t.prop.Extract(ctx, semconv.HeaderCarrier(d.Headers))
-	ctx, span := t.tracer.Start(ctx, t.spanName(kindConsume, queue, " process"), trace.WithSpanKind(trace.SpanKindConsumer))
+	ctx, span := t.tracer.Start(ctx, t.spanName(kindConsume, queue, " process"), consumerKind)
 	if span.IsRecording() {
 		span.SetAttributes(
 			attrSystem.String(semconv.System),
