@@ -83,12 +83,6 @@ func (c *Conn) MeterProvider() metric.MeterProvider { return c.tel.mp }
 // The outbox uses it to store the caller's trace with a record.
 func (c *Conn) Propagator() propagation.TextMapPropagator { return c.tel.prop }
 
-// The span-kind options, made once: building one per span allocates.
-var (
-	producerKind = trace.WithSpanKind(trace.SpanKindProducer)
-	consumerKind = trace.WithSpanKind(trace.SpanKindConsumer)
-)
-
 // Attribute keys (contract §5.4) and metric tag keys (contract §5.1).
 const (
 	attrSystem       = semconv.MessagingSystem
@@ -333,7 +327,7 @@ func (t *telemetry) publishStart(ctx context.Context, exchange, routingKey strin
 	if dest == "" {
 		dest = routingKey
 	}
-	ctx, span := t.tracer.Start(ctx, t.spanName(kindPublish, dest, " publish"), producerKind)
+	ctx, span := t.tracer.Start(ctx, t.spanName(kindPublish, dest, " publish"), semconv.Producer)
 	if !span.SpanContext().IsValid() {
 		return ctx, noopPublishEnd
 	}
@@ -390,7 +384,7 @@ func (t *telemetry) processStart(ctx context.Context, queue string, env Envelope
 		return ctx, noopProcessEnd
 	}
 	ctx = t.prop.Extract(ctx, semconv.HeaderCarrier(d.Headers))
-	ctx, span := t.tracer.Start(ctx, t.spanName(kindConsume, queue, " process"), consumerKind)
+	ctx, span := t.tracer.Start(ctx, t.spanName(kindConsume, queue, " process"), semconv.Consumer)
 	if span.IsRecording() {
 		span.SetAttributes(
 			attrSystem.String(semconv.System),

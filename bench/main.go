@@ -296,30 +296,17 @@ func rawConcurrent(url, q string, body []byte, n, goroutines int, headers amqp.T
 		chans[i] = ch
 	}
 	ctx := context.Background()
-	var next atomic.Int64
-	var wg sync.WaitGroup
-	errs := make(chan error, goroutines)
-	start := time.Now()
-	for _, ch := range chans {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for next.Add(1) <= int64(n) {
-				dc, err := ch.PublishWithDeferredConfirmWithContext(ctx, "", q, false, false, amqp.Publishing{DeliveryMode: 2, Body: body, Headers: headers, MessageId: "m"})
-				if err == nil && !dc.Wait() {
-					err = errors.New("a publish was nacked")
-				}
-				if err != nil {
-					errs <- err
-					return
-				}
+	var lane atomic.Int64
+	return concurrently(n, goroutines, func() func() error {
+		ch := chans[lane.Add(1)-1]
+		return func() error {
+			dc, err := ch.PublishWithDeferredConfirmWithContext(ctx, "", q, false, false, amqp.Publishing{DeliveryMode: 2, Body: body, Headers: headers, MessageId: "m"})
+			if err == nil && !dc.Wait() {
+				err = errors.New("a publish was nacked")
 			}
-		}()
-	}
-	wg.Wait()
-	d := time.Since(start)
-	close(errs)
-	return d, <-errs
+			return err
+		}
+	})
 }
 
 func watermillPublish(url, q string, body []byte, n, goroutines int) (time.Duration, error) {
@@ -335,26 +322,8 @@ func watermillPublish(url, q string, body []byte, n, goroutines int) (time.Durat
 	if err := pub.Publish(q, message.NewMessage(watermill.NewUUID(), body)); err != nil {
 		return 0, err
 	}
-	var next atomic.Int64
-	var wg sync.WaitGroup
-	errs := make(chan error, goroutines)
-	start := time.Now()
-	for g := 0; g < goroutines; g++ {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for next.Add(1) <= int64(n-1) {
-				if err := pub.Publish(q, message.NewMessage(watermill.NewUUID(), body)); err != nil {
-					errs <- err
-					return
-				}
-			}
-		}()
-	}
-	wg.Wait()
-	d := time.Since(start)
-	close(errs)
-	return d, <-errs
+	publish := func() error { return pub.Publish(q, message.NewMessage(watermill.NewUUID(), body)) }
+	return concurrently(n-1, goroutines, func() func() error { return publish })
 }
 
 func connect(ctx context.Context, url string, channels int) *acemq.Conn {
@@ -369,16 +338,31 @@ func acemqSend(ctx context.Context, url, q string, body []byte, n, goroutines, c
 	c := connect(ctx, url, channels)
 	defer c.Close(ctx)
 	pub := acemq.NewPublisher[[]byte](c, "", q, acemq.PublisherCodec(acemq.Bytes()))
+	send := func() error {
+		_, err := pub.Send(ctx, body)
+		return err
+	}
+	return concurrently(n, goroutines, func() func() error { return send })
+}
+
+// concurrently times goroutines publishing n messages between them, each
+// with the publish function its lane gives it (called once per goroutine,
+// before the clock starts), until all are sent or one fails.
+func concurrently(n, goroutines int, lane func() func() error) (time.Duration, error) {
+	publishes := make([]func() error, goroutines)
+	for g := range publishes {
+		publishes[g] = lane()
+	}
 	var next atomic.Int64
 	var wg sync.WaitGroup
 	errs := make(chan error, goroutines)
 	start := time.Now()
-	for g := 0; g < goroutines; g++ {
+	for _, publish := range publishes {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
 			for next.Add(1) <= int64(n) {
-				if _, err := pub.Send(ctx, body); err != nil {
+				if err := publish(); err != nil {
 					errs <- err
 					return
 				}

@@ -138,10 +138,11 @@ type TxHandler[T any] func(ctx context.Context, tx *sql.Tx, m *acemq.Message[T])
 // commits on Accept; any other decision, or a panic, rolls back (a panic
 // answers Reject(Fatal), as the engine would). A unique violation on the
 // insert means the key was processed: roll back and Accept without
-// running h; a deadlock on the insert begins again (up to three times). Begin, insert (other than a duplicate) and commit failures
-// answer acemq.Retry; on MySQL a key longer than 255 characters answers
-// Reject(Fatal) (a server not in strict mode would cut it short). No
-// lease: the key and the effect commit together.
+// running h; a deadlock on the insert begins again (up to three times).
+// Begin, insert (other than a duplicate) and commit failures answer
+// acemq.Retry; on MySQL a key longer than 255 characters answers
+// Reject(Fatal) (a server not in strict mode would cut it short). No lease:
+// the key and the effect commit together.
 // The table must exist (SQLStore.EnsureSchema or EnsureSchema). Safe for
 // concurrent use.
 func Transactional[T any](db *sql.DB, dialect sqlstore.Dialect, h TxHandler[T], opts ...Option[T]) acemq.Handler[T] {

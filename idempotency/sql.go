@@ -103,8 +103,11 @@ const maxKeyChars = 255
 // message would never run. The error is fatal: retrying cannot shorten
 // the key.
 func checkKey(d sqlstore.Dialect, key string) error {
+	if d != sqlstore.MySQL {
+		return nil
+	}
 	n := utf8.RuneCountInString(key)
-	if d != sqlstore.MySQL || n <= maxKeyChars {
+	if n <= maxKeyChars {
 		return nil
 	}
 	return acemq.Fatal(fmt.Errorf("acemq: idempotency key %.40q... is %d characters, and the acemq_idempotency table holds keys of up to %d characters; derive a shorter key with WithKey (a hash, say)", key, n, maxKeyChars))
@@ -216,7 +219,8 @@ func (s *SQLStore) Release(ctx context.Context, key, token string) error {
 // running Transactional handler (until its transaction ends) and hold up
 // every new key's insert meanwhile.
 func (s *SQLStore) Prune(ctx context.Context, olderThan time.Time) (int, error) {
-	const prune = `DELETE FROM acemq_idempotency WHERE ((state = 'confirmed' AND recorded_at < ?) OR (state = 'claimed' AND expires_at < ?))`
+	const prunable = `((state = 'confirmed' AND recorded_at < ?) OR (state = 'claimed' AND expires_at < ?))`
+	const prune = `DELETE FROM acemq_idempotency WHERE ` + prunable
 	cut, now := olderThan.UnixMilli(), s.now().UnixMilli()
 	if s.dialect != sqlstore.MySQL {
 		res, err := s.db.ExecContext(ctx, s.q(prune), cut, now)
@@ -228,7 +232,7 @@ func (s *SQLStore) Prune(ctx context.Context, olderThan time.Time) (int, error) 
 	}
 	total := 0
 	for {
-		keys, err := s.prunable(ctx, cut, now)
+		keys, err := sqlstore.Column(ctx, s.db, `SELECT message_id FROM acemq_idempotency WHERE `+prunable+` LIMIT 500`, cut, now)
 		if err != nil {
 			return total, fmt.Errorf("acemq: cannot prune idempotency keys: %w", err)
 		}
@@ -248,22 +252,4 @@ func (s *SQLStore) Prune(ctx context.Context, olderThan time.Time) (int, error) 
 			return total, nil // every key read changed since: nothing left that this pass can take
 		}
 	}
-}
-
-// prunable reads up to 500 keys Prune would delete.
-func (s *SQLStore) prunable(ctx context.Context, cut, now int64) ([]any, error) {
-	rows, err := s.db.QueryContext(ctx, `SELECT message_id FROM acemq_idempotency WHERE (state = 'confirmed' AND recorded_at < ?) OR (state = 'claimed' AND expires_at < ?) LIMIT 500`, cut, now)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	var keys []any
-	for rows.Next() {
-		var k string
-		if err := rows.Scan(&k); err != nil {
-			return nil, err
-		}
-		keys = append(keys, k)
-	}
-	return keys, rows.Err()
 }

@@ -109,30 +109,12 @@ func (s *Store) claimMySQL(ctx context.Context, relay string, batch int, now tim
 	if others {
 		return 0, nil
 	}
-	ids, err := s.ids(ctx, c, `SELECT id FROM acemq_outbox WHERE attempts < ? ORDER BY seq LIMIT ?`, MaxAttempts, batch)
+	ids, err := sqlstore.Column(ctx, c, `SELECT id FROM acemq_outbox WHERE attempts < ? ORDER BY seq LIMIT ?`, MaxAttempts, batch)
 	if err != nil || len(ids) == 0 {
 		return 0, err
 	}
 	args := append([]any{relay, now.Add(ttl).UnixMilli(), MaxAttempts}, ids...)
 	return s.exec(ctx, c, `UPDATE acemq_outbox SET locked_by = ?, locked_until = ? WHERE attempts < ? AND id IN (`+sqlstore.List(len(ids))+`)`, args...)
-}
-
-// ids runs a SELECT of one id column.
-func (s *Store) ids(ctx context.Context, q querier, query string, args ...any) ([]any, error) {
-	rows, err := q.QueryContext(ctx, s.q(query), args...)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	var ids []any
-	for rows.Next() {
-		var id string
-		if err := rows.Scan(&id); err != nil {
-			return nil, err
-		}
-		ids = append(ids, id)
-	}
-	return ids, rows.Err()
 }
 
 // markPublished deletes a confirmed record.
@@ -156,7 +138,7 @@ func (s *Store) unlock(ctx context.Context, relay string) error {
 		_, err := s.db.ExecContext(ctx, s.q(unlockSQL), relay)
 		return err
 	}
-	ids, err := s.ids(ctx, s.db, `SELECT id FROM acemq_outbox WHERE locked_by = ?`, relay)
+	ids, err := sqlstore.Column(ctx, s.db, `SELECT id FROM acemq_outbox WHERE locked_by = ?`, relay)
 	if err != nil || len(ids) == 0 {
 		return err
 	}

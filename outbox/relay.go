@@ -74,8 +74,8 @@ func WithMeterProvider(mp metric.MeterProvider) RelayOption {
 }
 
 // WithTracerProvider makes the relay's spans with tp instead of the Conn's
-// (acemq.Conn.TracerProvider): one "{destination} publish" span (PRODUCER) per record
-// publish, carrying messaging.acemq.outbox_lag_ms when confirmed and the
+// (acemq.Conn.TracerProvider): one "{destination} publish" span (PRODUCER)
+// per record publish, carrying messaging.acemq.outbox_lag_ms when confirmed and the
 // outbox.publish_failed event when it failed (see Relay).
 func WithTracerProvider(tp trace.TracerProvider) RelayOption {
 	return func(c *relayConfig) { c.tracer = tp }
@@ -122,8 +122,9 @@ type Sweep struct {
 // refused; a published span carries messaging.acemq.outbox_lag_ms, a
 // failed one is ERROR with the event outbox.publish_failed (the error as
 // messaging.acemq.reason), a refused one is ERROR without the event. The
-// span's parent is the W3C trace context stored in the record's headers
-// (a traceparent header given to Add), else the sweep's context; the
+// span's parent is the trace context stored in the record's headers (Add
+// stores the caller's, or a traceparent given with WithHeader), else the
+// sweep's context; the
 // stored headers are published unchanged, so the span's own context is
 // not written into the message.
 type Relay struct {
@@ -182,6 +183,9 @@ func NewRelay(conn *acemq.Conn, store *Store, opts ...RelayOption) (*Relay, erro
 	if cfg.meter == nil {
 		cfg.meter = conn.MeterProvider()
 	}
+	if cfg.tracer == nil {
+		cfg.tracer = conn.TracerProvider()
+	}
 	log := cfg.logger
 	if log == nil {
 		log = conn.Logger()
@@ -196,7 +200,7 @@ func NewRelay(conn *acemq.Conn, store *Store, opts ...RelayOption) (*Relay, erro
 		return nil, fmt.Errorf("acemq: cannot create the acemq.outbox.lag histogram: %w", err)
 	}
 	return &Relay{
-		conn: conn, store: store, cfg: cfg, log: log, total: total, lag: lag, tracer: newTracer(cfg.tracer, conn),
+		conn: conn, store: store, cfg: cfg, log: log, total: total, lag: lag, tracer: cfg.tracer.Tracer(acemq.InstrumentationScope),
 		wake: make(chan struct{}, 1), listening: make(chan struct{}),
 		stop: make(chan struct{}), done: make(chan struct{}),
 	}, nil
@@ -334,6 +338,9 @@ func (r *Relay) SweepOnce(ctx context.Context) Sweep {
 
 func (r *Relay) publish(ctx context.Context, rec Record, sw *Sweep) error {
 	attrs := metric.WithAttributes(attribute.String("exchange", rec.Exchange), attribute.String("routing.key", rec.RoutingKey))
+	count := func(outcome string) {
+		r.total.Add(ctx, 1, metric.WithAttributes(attribute.String("exchange", rec.Exchange), attribute.String("routing.key", rec.RoutingKey), attribute.String("outcome", outcome)))
+	}
 	span := r.startSpan(ctx, rec)
 	pctx, cancel := context.WithTimeout(ctx, r.cfg.publishTimeout)
 	err := r.conn.PublishRaw(pctx, acemq.RawMessage{
@@ -348,7 +355,7 @@ func (r *Relay) publish(ctx context.Context, rec Record, sw *Sweep) error {
 	if err == nil {
 		confirmed := r.store.now()
 		lag := max(confirmed.Sub(rec.CreatedAt), 0)
-		r.total.Add(ctx, 1, metric.WithAttributes(attribute.String("exchange", rec.Exchange), attribute.String("routing.key", rec.RoutingKey), attribute.String("outcome", outcomePublished)))
+		count(outcomePublished)
 		r.lag.Record(ctx, lag.Seconds(), attrs)
 		span.published(lag)
 		derr := error(nil)
@@ -369,7 +376,7 @@ func (r *Relay) publish(ctx context.Context, rec Record, sw *Sweep) error {
 		return nil
 	}
 	if acemq.IsUnroutable(err) || acemq.IsNacked(err) || acemq.IsMissingExchange(err) {
-		r.total.Add(ctx, 1, metric.WithAttributes(attribute.String("exchange", rec.Exchange), attribute.String("routing.key", rec.RoutingKey), attribute.String("outcome", outcomeFailed)))
+		count(outcomeFailed)
 		span.failed(outcomeFailed, err)
 		sw.Failed++
 		fctx, fcancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
@@ -388,7 +395,7 @@ func (r *Relay) publish(ctx context.Context, rec Record, sw *Sweep) error {
 	if acemq.IsPaused(err) {
 		span.failed(outcomeRefused, err)
 	} else {
-		r.total.Add(ctx, 1, metric.WithAttributes(attribute.String("exchange", rec.Exchange), attribute.String("routing.key", rec.RoutingKey), attribute.String("outcome", outcomeFailed)))
+		count(outcomeFailed)
 		span.failed(outcomeFailed, err)
 	}
 	r.log.Warn("acemq: the outbox relay stopped its sweep; no attempt was spent", "relay", r.cfg.id, "id", rec.ID, "error", err)

@@ -27,13 +27,6 @@ const (
 // (contract §5.4).
 const eventPublishFailed = "outbox.publish_failed"
 
-func newTracer(tp trace.TracerProvider, conn *acemq.Conn) trace.Tracer {
-	if tp == nil {
-		tp = conn.TracerProvider()
-	}
-	return tp.Tracer(acemq.InstrumentationScope)
-}
-
 // publishSpan is the relay's "{destination} publish" span for one record
 // (PRODUCER, contract §5.4). Its parent is the trace context stored in the
 // record's headers when there is one, else ctx's span. The record's bytes
@@ -44,7 +37,7 @@ type publishSpan struct{ span trace.Span }
 func (r *Relay) startSpan(ctx context.Context, rec Record) publishSpan {
 	pctx := r.conn.Propagator().Extract(ctx, semconv.HeaderCarrier(rec.Headers))
 	dest := semconv.DestinationOf(rec.Exchange, rec.RoutingKey)
-	_, span := r.tracer.Start(pctx, dest+" publish", trace.WithSpanKind(trace.SpanKindProducer))
+	_, span := r.tracer.Start(pctx, dest+" publish", semconv.Producer)
 	if span.IsRecording() {
 		env := acemq.ReadEnvelope(rec.Headers, rec.RoutingKey, rec.ID, "")
 		span.SetAttributes(

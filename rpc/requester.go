@@ -97,7 +97,7 @@ func NewRequester(ctx context.Context, conn *acemq.Conn, opts ...Option) (*Reque
 		queue:   ReplyQueuePrefix + acemq.NewEnvelope().ID,
 		timeout: cfg.timeout,
 		metrics: m,
-		tracer:  newTracer(cfg.tp),
+		tracer:  cfg.tp.Tracer(acemq.InstrumentationScope),
 		pending: map[string]chan reply{},
 	}
 	topo := acemq.NewTopology().Queue(r.queue, acemq.AsClassic(), acemq.Exclusive(), acemq.AutoDelete(), acemq.NonDurable())

@@ -11,10 +11,6 @@ import (
 	"github.com/acemq-go/acemq/internal/semconv"
 )
 
-func newTracer(tp trace.TracerProvider) trace.Tracer {
-	return tp.Tracer(acemq.InstrumentationScope)
-}
-
 // requestSpan is one call's "{destination} request" span (contract §5.4):
 // CLIENT, started before the request is published and ended when Request
 // returns. The request's publish span is its child (the publish runs with
@@ -23,7 +19,7 @@ type requestSpan struct{ span trace.Span }
 
 func startRequestSpan(ctx context.Context, t trace.Tracer, exchange, routingKey string) (context.Context, requestSpan) {
 	dest := semconv.DestinationOf(exchange, routingKey)
-	ctx, span := t.Start(ctx, dest+" request", trace.WithSpanKind(trace.SpanKindClient))
+	ctx, span := t.Start(ctx, dest+" request", semconv.Client)
 	if span.IsRecording() {
 		span.SetAttributes(
 			semconv.MessagingSystem.String(semconv.System),

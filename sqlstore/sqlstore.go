@@ -20,6 +20,7 @@
 package sqlstore
 
 import (
+	"context"
 	"database/sql"
 	"errors"
 	"fmt"
@@ -207,6 +208,30 @@ func mysqlNumber(err error) uint16 {
 // ErrRowsAffectedUnknown matches the error RowsAffected returns when the
 // driver cannot say how many rows a statement changed.
 var ErrRowsAffectedUnknown = errors.New("acemq: the database driver cannot report how many rows a statement changed, which a claim depends on; use a driver that reports rows affected")
+
+// Querier is what Column reads through: a *sql.DB, *sql.Conn or *sql.Tx.
+type Querier interface {
+	QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error)
+}
+
+// Column runs a query selecting one text column and returns its values as
+// arguments, ready to pass to an IN list written with List.
+func Column(ctx context.Context, q Querier, query string, args ...any) ([]any, error) {
+	rows, err := q.QueryContext(ctx, query, args...)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var values []any
+	for rows.Next() {
+		var v string
+		if err := rows.Scan(&v); err != nil {
+			return nil, err
+		}
+		values = append(values, v)
+	}
+	return values, rows.Err()
+}
 
 // RowsAffected returns res.RowsAffected, turning a driver's refusal into
 // an error that wraps ErrRowsAffectedUnknown (never 0 or -1 taken on trust).

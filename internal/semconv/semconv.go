@@ -3,7 +3,10 @@
 // outbox), so a key is spelled once.
 package semconv
 
-import "go.opentelemetry.io/otel/attribute"
+import (
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/trace"
+)
 
 // System is the value of messaging.system on every span.
 const System = "rabbitmq"
@@ -22,6 +25,13 @@ const (
 	Outcome         = attribute.Key("messaging.acemq.outcome")
 	Reason          = attribute.Key("messaging.acemq.reason")
 	OutboxLagMs     = attribute.Key("messaging.acemq.outbox_lag_ms")
+)
+
+// Span-kind start options, made once: building one per span allocates.
+var (
+	Producer = trace.WithSpanKind(trace.SpanKindProducer)
+	Consumer = trace.WithSpanKind(trace.SpanKindConsumer)
+	Client   = trace.WithSpanKind(trace.SpanKindClient)
 )
 
 // DestinationOf returns the span's destination: the exchange, or the

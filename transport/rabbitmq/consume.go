@@ -13,16 +13,7 @@ import (
 // subscription is cancelled (by Cancel or by the broker) or the channel
 // ends. An empty spec.Tag lets the client choose one.
 func (c *channel) Consume(ctx context.Context, s transport.ConsumeSpec) (<-chan transport.Delivery, error) {
-	var in <-chan amqp.Delivery
-	tag := s.Tag
-	if tag == "" {
-		tag = uniqueTag()
-	}
-	err := c.call(ctx, func() error {
-		var err error
-		in, err = c.ch.Consume(s.Queue, tag, false, s.Exclusive, false, false, toAMQPTable(s.Args))
-		return err
-	})
+	in, tag, err := c.subscribe(ctx, s)
 	if err != nil {
 		return nil, err
 	}
@@ -116,16 +107,7 @@ const forwardBuffer = 256
 // client closes its delivery channel on cancel and when the channel ends,
 // which is when next reports false.
 func (c *channel) ConsumeDirect(ctx context.Context, s transport.ConsumeSpec) (func() (transport.Delivery, bool), error) {
-	var in <-chan amqp.Delivery
-	tag := s.Tag
-	if tag == "" {
-		tag = uniqueTag()
-	}
-	err := c.call(ctx, func() error {
-		var err error
-		in, err = c.ch.Consume(s.Queue, tag, false, s.Exclusive, false, false, toAMQPTable(s.Args))
-		return err
-	})
+	in, _, err := c.subscribe(ctx, s)
 	if err != nil {
 		return nil, err
 	}
@@ -136,4 +118,20 @@ func (c *channel) ConsumeDirect(ctx context.Context, s transport.ConsumeSpec) (f
 		}
 		return toDelivery(&d, 0), true
 	}, nil
+}
+
+// subscribe starts a manual-ack subscription on the channel and returns its
+// tag: spec.Tag, or one of the client's choosing when that is empty.
+func (c *channel) subscribe(ctx context.Context, s transport.ConsumeSpec) (<-chan amqp.Delivery, string, error) {
+	var in <-chan amqp.Delivery
+	tag := s.Tag
+	if tag == "" {
+		tag = uniqueTag()
+	}
+	err := c.call(ctx, func() error {
+		var err error
+		in, err = c.ch.Consume(s.Queue, tag, false, s.Exclusive, false, false, toAMQPTable(s.Args))
+		return err
+	})
+	return in, tag, err
 }
