@@ -21,8 +21,7 @@ func (jsonCodec) Name() string        { return "json" }
 func (jsonCodec) ContentType() string { return contentTypeJSON }
 
 func (jsonCodec) Claims(contentType string) bool {
-	mt := mediaType(contentType)
-	return mt == "" || mt == "application/json" || mt == "text/json" || hasStructuredSuffix(mt, "+json")
+	return MediaType(contentType) == "" || MatchesMediaType(contentType, "+json", "application/json", "text/json")
 }
 
 func (jsonCodec) Encode(v any) ([]byte, error) {
@@ -49,7 +48,7 @@ func (textCodec) Name() string        { return "text" }
 func (textCodec) ContentType() string { return contentTypeText }
 
 func (textCodec) Claims(contentType string) bool {
-	typ, sub, ok := strings.Cut(mediaType(contentType), "/")
+	typ, sub, ok := strings.Cut(MediaType(contentType), "/")
 	return ok && typ == "text" && sub != ""
 }
 
@@ -115,7 +114,7 @@ type bytesCodec struct{}
 func (bytesCodec) Name() string        { return "bytes" }
 func (bytesCodec) ContentType() string { return contentTypeBytes }
 
-func (bytesCodec) Claims(contentType string) bool { return mediaType(contentType) != "" }
+func (bytesCodec) Claims(contentType string) bool { return MediaType(contentType) != "" }
 
 func (bytesCodec) Encode(v any) ([]byte, error) {
 	switch x := v.(type) {

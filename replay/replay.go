@@ -106,7 +106,7 @@ func Deadline(t time.Time) Option { return func(c *config) { c.deadline = t } }
 // A declined message skips rather than stops the pass: dead-letter queues
 // mix messages of many causes, and replaying the ones a fix addresses
 // should not depend on where they sit in the queue.
-func Filter(keep func(env acemq.Envelope, body []byte) bool) Option {
+func Filter(keep Predicate) Option {
 	return func(c *config) { c.filter = keep }
 }
 

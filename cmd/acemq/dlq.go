@@ -16,6 +16,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/acemq-go/acemq"
+	"github.com/acemq-go/acemq/replay"
 )
 
 func newDLQ() *cobra.Command {
@@ -296,7 +297,7 @@ func newDLQReplay() *cobra.Command {
 			"Each accepted message is republished with its original bytes and id, stamped acemq-replayed-from/-at/-count, " +
 			"attempt reset to 1 and error cleared (unless --keep-attempts), confirmed, and only then removed from the dead-letter queue. " +
 			"Messages the filter declines stay where they are. Replayed messages keep their ids: a consumer without an " +
-			"idempotency guard may process one twice if it had already handled it.\n\n" + filterHelp,
+			"idempotency guard may process one twice if it had already handled it.\n\n" + replay.FilterHelp,
 		Example: `  acemq dlq replay orders.new.dlq
   acemq dlq replay orders.new.dlq --limit 10 --filter 'type == "OrderPlaced" && error ~ "timeout"'
   acemq dlq replay orders.new.parked --keep-attempts`,
@@ -305,7 +306,7 @@ func newDLQReplay() *cobra.Command {
 			if !isSetAside(args[0]) {
 				return fmt.Errorf("%q is not a dead-letter queue; replay moves messages from QUEUE.dlq or QUEUE.parked back to QUEUE", args[0])
 			}
-			f, err := parseFilter(expr)
+			f, err := replay.ParseFilter(expr)
 			if err != nil {
 				return err
 			}

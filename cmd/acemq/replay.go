@@ -14,8 +14,8 @@ import (
 
 // replayOptions bound one replay pass (behaviour §7.4).
 type replayOptions struct {
-	Limit        int    // 0 = no limit
-	Filter       filter // nil = every message
+	Limit        int              // 0 = no limit
+	Filter       replay.Predicate // nil = every message
 	KeepAttempts bool
 	// Progress, when set, shows how far the pass has got.
 	Progress io.Writer

@@ -1,4 +1,4 @@
-package main
+package replay
 
 import (
 	"fmt"
@@ -9,7 +9,13 @@ import (
 	"github.com/acemq-go/acemq"
 )
 
-// A filter selects dead-lettered messages for replay. The language:
+// Predicate decides whether a dead-lettered message is selected: by
+// Filter for a replay, by a console or a command for a listing. It must
+// not settle the message.
+type Predicate func(env acemq.Envelope, body []byte) bool
+
+// The filter language, compiled by ParseFilter, selects dead-lettered
+// messages. The language:
 //
 //	expr  := term { ("||" | "or") term }
 //	term  := unary { ("&&" | "and") unary }
@@ -21,9 +27,13 @@ import (
 // Literals are "double-quoted strings" or numbers. Example:
 //
 //	type == "OrderPlaced" && error ~ "timeout" && attempt >= 3
-type filter func(env acemq.Envelope, body []byte) bool
-
-const filterHelp = `FILTER: field op literal, combined with && (and), || (or), ! (not) and parentheses.
+//
+// Field names are case-insensitive; header.NAME reads an application
+// header (absent reads as ""); the order operators compare numerically when
+// both sides are numbers. An empty expression selects every message.
+//
+// FilterHelp is the language's one-paragraph summary, for a command's help.
+const FilterHelp = `FILTER: field op literal, combined with && (and), || (or), ! (not) and parentheses.
   fields: id type error origin correlation causation attempt version body header.NAME (an application header)
   ops:    == != ~ (contains) !~ < <= > >=    literals: "text" or numbers
   e.g.    type == "OrderPlaced" && error ~ "timeout"`
@@ -109,8 +119,10 @@ type parser struct {
 func (p *parser) peek() token { return p.toks[p.i] }
 func (p *parser) take() token { t := p.toks[p.i]; p.i++; return t }
 
-// parseFilter compiles src; the error says where and what was expected.
-func parseFilter(src string) (filter, error) {
+// ParseFilter compiles src into a Predicate. The error says where in src
+// the problem is and what was expected; it never panics on any input.
+// The Predicate is safe for concurrent use.
+func ParseFilter(src string) (Predicate, error) {
 	if strings.TrimSpace(src) == "" {
 		return func(acemq.Envelope, []byte) bool { return true }, nil
 	}
@@ -129,7 +141,7 @@ func parseFilter(src string) (filter, error) {
 	return f, nil
 }
 
-func (p *parser) or() (filter, error) {
+func (p *parser) or() (Predicate, error) {
 	l, err := p.and()
 	if err != nil {
 		return nil, err
@@ -146,7 +158,7 @@ func (p *parser) or() (filter, error) {
 	return l, nil
 }
 
-func (p *parser) and() (filter, error) {
+func (p *parser) and() (Predicate, error) {
 	l, err := p.unary()
 	if err != nil {
 		return nil, err
@@ -163,7 +175,7 @@ func (p *parser) and() (filter, error) {
 	return l, nil
 }
 
-func (p *parser) unary() (filter, error) {
+func (p *parser) unary() (Predicate, error) {
 	t := p.peek()
 	switch {
 	case t.kind == "op" && t.text == "!":
@@ -191,7 +203,7 @@ func (p *parser) unary() (filter, error) {
 var filterFields = map[string]bool{"id": true, "type": true, "error": true, "origin": true, "correlation": true,
 	"causation": true, "attempt": true, "version": true, "body": true}
 
-func (p *parser) comparison() (filter, error) {
+func (p *parser) comparison() (Predicate, error) {
 	ft := p.take()
 	if ft.kind != "id" {
 		return nil, fmt.Errorf("expected a field name at position %d, found %q", ft.pos+1, ft.text)

@@ -1,7 +1,6 @@
-package main
+package replay
 
 import (
-	"bytes"
 	"strings"
 	"testing"
 
@@ -35,7 +34,7 @@ func TestFilterSelectsOnEnvelopeHeadersAndBody(t *testing.T) {
 		{`not (error ~ "timeout") or attempt == 5`, true},
 		{`version == 1`, true},
 	} {
-		f, err := parseFilter(c.expr)
+		f, err := ParseFilter(c.expr)
 		if err != nil {
 			t.Fatalf("%q: %v", c.expr, err)
 		}
@@ -56,22 +55,9 @@ func TestFilterThatDoesNotParseSaysWhereAndWhat(t *testing.T) {
 		`type == "x" type`:      `join conditions with && or ||`,
 		`error ~ "unterminated`: `not closed`,
 	} {
-		_, err := parseFilter(expr)
+		_, err := ParseFilter(expr)
 		if err == nil || !strings.Contains(err.Error(), want) || !strings.Contains(err.Error(), "; fix it") {
 			t.Errorf("%q: error %v, want one containing %q and what to do", expr, err, want)
 		}
-	}
-}
-
-func TestProgressWritesPlainLinesWhenNotATerminal(t *testing.T) {
-	var buf bytes.Buffer
-	p := newProgress(&buf, "moving", 3)
-	p.Add(1)
-	p.Add(2)
-	p.Done()
-	p.Done()
-	out := buf.String()
-	if strings.Contains(out, "\r") || strings.Count(out, "moving: 3/3") != 1 || !strings.HasSuffix(out, "\n") {
-		t.Fatalf("progress on a non-terminal: %q", out)
 	}
 }
