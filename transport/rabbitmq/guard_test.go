@@ -2,9 +2,12 @@ package rabbitmq
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 	"testing"
+
+	amqp "github.com/rabbitmq/amqp091-go"
 
 	"github.com/acemq-go/acemq/internal/wire"
 	"github.com/acemq-go/acemq/transport"
@@ -108,4 +111,15 @@ func TestUnreadableHeadersArriveRewrittenAndTheConnectionStaysUp(t *testing.T) {
 func asTable(v any) (map[string]any, bool) {
 	t, ok := v.(transport.Table)
 	return t, ok
+}
+
+func TestAClientSideFrameErrorIsNamedAsSuch(t *testing.T) {
+	err := fromAMQPError(&amqp.Error{Code: amqp.FrameError, Reason: `Exception (502) Reason: "invalid field or value inside of a frame"`})
+	var te *transport.Error
+	if !errors.As(err, &te) || te.Code != 501 || te.Server || !strings.Contains(te.Reason, "could not parse a frame the broker sent") || !strings.Contains(te.Reason, "invalid field or value") {
+		t.Fatalf("got %#v", err)
+	}
+	if err := fromAMQPError(&amqp.Error{Code: 320, Reason: "CONNECTION_FORCED", Server: true}); strings.Contains(err.Error(), "parse") {
+		t.Fatalf("a broker close was named a frame error: %v", err)
+	}
 }
