@@ -203,6 +203,9 @@ func (k *consumerCore) release(dv *delivery) {
 	if !dv.settled.CompareAndSwap(false, true) {
 		return
 	}
+	if !dv.att.alive() {
+		k.c.tel.deliveryLostOnDrop(k.queue)
+	}
 	if dv.att.held.Add(-1) == 0 && dv.att.retired.Load() {
 		dv.att.closeOnce.Do(func() { _ = dv.att.ch.Close() })
 	}
