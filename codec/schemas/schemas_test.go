@@ -104,6 +104,18 @@ func TestRegistryConformance(t *testing.T) {
 				t.Fatal("an empty subject was accepted")
 			}
 
+			// Any text round-trips, and subjects differing only in case are two subjects.
+			uni, err := r.Register(ctx, "Bestellungen-ü", "avro", `{"type":"string","doc":"Größe 😀"}`)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got, err := r.ByID(ctx, uni.ID); err != nil || got.Definition != `{"type":"string","doc":"Größe 😀"}` || got.Subject != "Bestellungen-ü" {
+				t.Fatalf("non-ASCII text came back as %+v, %v", got, err)
+			}
+			if lower, err := r.Register(ctx, "bestellungen-ü", "avro", `{"type":"string","doc":"Größe 😀"}`); err != nil || lower.ID == uni.ID || lower.Version != 1 {
+				t.Fatalf("a subject differing in case = %+v, %v; want a subject of its own", lower, err)
+			}
+
 			// Import keeps another registry's id; later ids never reuse it.
 			imported := schemas.Schema{ID: 101, Subject: "java.orders", Version: 1, Format: "avro", Definition: `{"type":"int"}`}
 			if err := r.Import(ctx, imported); err != nil {

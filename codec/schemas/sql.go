@@ -41,6 +41,13 @@ func NewSQL(ctx context.Context, db *sql.DB, d sqlstore.Dialect, opts ...Option)
 		return nil, errors.New("acemq: schemas.NewSQL needs a *sql.DB; open one with your driver first")
 	}
 	s := &SQL{db: db, d: d, cfg: newConfig(opts)}
+	// MySQL: InnoDB for the row lock on the sequence, utf8mb4 so any
+	// subject and definition round-trips, binary collation so subjects
+	// compare byte for byte as on the other dialects.
+	table := ""
+	if d == sqlstore.MySQL {
+		table = " ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_bin"
+	}
 	ddl := []string{
 		`CREATE TABLE IF NOT EXISTS acemq_schemas (
 			id BIGINT NOT NULL PRIMARY KEY,
@@ -51,10 +58,10 @@ func NewSQL(ctx context.Context, db *sql.DB, d sqlstore.Dialect, opts ...Option)
 			fingerprint CHAR(64) NOT NULL,
 			registered_at BIGINT NOT NULL,
 			UNIQUE (subject, fingerprint),
-			UNIQUE (subject, version))`,
+			UNIQUE (subject, version))` + table,
 		`CREATE TABLE IF NOT EXISTS acemq_schemas_seq (
 			name VARCHAR(32) NOT NULL PRIMARY KEY,
-			next_id BIGINT NOT NULL)`,
+			next_id BIGINT NOT NULL)` + table,
 	}
 	for _, q := range ddl {
 		if _, err := db.ExecContext(ctx, q); err != nil {
