@@ -211,10 +211,11 @@ type registryCodec struct {
 }
 
 // Registered returns a registry-framed Avro codec for subject. It
-// registers schema first (returning the existing id if these bytes are
-// already registered), after checking that schema can read data written
-// with the subject's latest version (Backward), and fails when it cannot
-// or when the registry cannot be reached. Safe for concurrent use.
+// registers schema first, returning the existing id if the subject
+// already holds these bytes (at any version). A new definition is first
+// checked to read data written with the subject's latest version
+// (Backward); Registered fails when it cannot, or when the registry
+// cannot be reached. Safe for concurrent use.
 //
 // Encode writes 00 + the id + the Avro body. Decode reads framed bodies
 // written with any schema in the registry (see the package comment for
@@ -231,16 +232,21 @@ func Registered(ctx context.Context, reg schemas.Registry, subject, schema strin
 	if err != nil {
 		return nil, err
 	}
-	latest, err := reg.Latest(ctx, subject)
-	switch {
-	case err == nil:
-		if latest.Fingerprint != schemas.Fingerprint(schema) {
-			if err := Backward(latest, schema); err != nil {
-				return nil, fmt.Errorf("acemq: cannot register a new version of subject %q: %w", subject, err)
-			}
-		}
-	case !errors.Is(err, schemas.ErrNotFound):
+	// A definition already in the subject keeps its id, whatever came
+	// after it (a service still on version 1 restarts after version 2
+	// was registered); only a new one is checked against the latest.
+	versions, err := reg.Versions(ctx, subject)
+	if err != nil {
 		return nil, fmt.Errorf("acemq: cannot read subject %q from the schema registry: %w", subject, err)
+	}
+	known := false
+	for _, v := range versions {
+		known = known || v.Fingerprint == schemas.Fingerprint(schema)
+	}
+	if !known && len(versions) > 0 {
+		if err := Backward(versions[len(versions)-1], schema); err != nil {
+			return nil, fmt.Errorf("acemq: cannot register a new version of subject %q: %w", subject, err)
+		}
 	}
 	s, err := reg.Register(ctx, subject, Format, schema)
 	if err != nil {

@@ -257,6 +257,15 @@ func TestRegisteredRefusesABackwardIncompatibleChangeNamingTheField(t *testing.T
 	if vs, _ := reg.Versions(ctx, "orders"); len(vs) != 2 {
 		t.Fatalf("%d versions registered; the refused ones must not be", len(vs))
 	}
+	// A service still on version 1 restarts after version 2 (which v1
+	// could not read: total became a long) was registered: it keeps id 1.
+	old, err := avro.Registered(ctx, reg, "orders", v1)
+	if err != nil {
+		t.Fatalf("re-registering version 1 after version 2 = %v", err)
+	}
+	if b, _ := old.Encode(map[string]any{"orderId": "o", "total": 1}); b[4] != 1 {
+		t.Fatalf("version 1 writes with id % x, want 1", b[1:5])
+	}
 	// The same check, enforced by the registry for every caller.
 	strict := schemas.NewMemory(schemas.WithChecker(avro.Format, avro.Backward))
 	if _, err := strict.Register(ctx, "orders", avro.Format, v1); err != nil {
