@@ -94,14 +94,6 @@ func checkKeyID(id string) error {
 	return nil
 }
 
-// header is the frame's first 3+N bytes, also its associated data.
-func header(id string) []byte {
-	h := make([]byte, 3+len(id))
-	h[0], h[1], h[2] = frameMagic, frameVersion, byte(len(id))
-	copy(h[3:], id)
-	return h
-}
-
 // parseHeader reads the magic, the version and the key id, and returns
 // the key id and the header's length.
 func parseHeader(body []byte) (string, int, error) {

@@ -146,7 +146,7 @@ func ParseKeyring(in io.Reader) (*Keyring, error) {
 		case ok && encName == "base64":
 			enc = Base64
 		default:
-			return nil, fmt.Errorf("acemq: keyring line %d (key %s): the key must start with hex: or base64:", line, strconv.Quote(id))
+			return nil, fmt.Errorf("acemq: keyring line %d (key %s): the key must start with \"hex:\" or \"base64:\"", line, strconv.Quote(id))
 		}
 		secret, err := enc.decode(value)
 		if err != nil {
