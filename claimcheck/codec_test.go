@@ -86,7 +86,7 @@ func TestMissingPayloadIsFatalNamingTheKey(t *testing.T) {
 	if !strings.HasPrefix(err.Error(), `acemq: the claimcheck(json) codec cannot read a body with content type "application/json": `) {
 		t.Fatalf("err %q does not name the codec and content type", err)
 	}
-	for _, bad := range [][]byte{{0xac, 1, 1}, append([]byte{0xac, 1, 1}, "../etc/passwd"...), append([]byte{0xac, 1, 1, 0xff})} {
+	for _, bad := range [][]byte{{0xac, 1, 1}, append([]byte{0xac, 1, 1}, "../etc/passwd"...), {0xac, 1, 1, 0xff}} {
 		if err := c.Decode("application/json", bad, &v); !acemq.IsFatal(err) {
 			t.Errorf("%q: err = %v, want fatal", bad, err)
 		}
