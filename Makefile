@@ -5,6 +5,8 @@
 #   make test-short    tests without services (service tests skip)
 #   make lint          gofmt, go vet, staticcheck
 #   make bench         benchmarks
+#   make fuzz          every fuzz target for FUZZTIME each (default 1m); `make test`
+#                      runs each for FUZZ_SHORT (3s)
 #   make services-up   start the private RabbitMQ node, PostgreSQL cluster and
 #                      MariaDB server
 #   make services-down stop them
@@ -28,7 +30,7 @@ TESTFILTER := $(ACEMQ_STATE_DIR)/bin/testfilter
 # The env files written by the service scripts (KEY=value lines).
 SERVICE_ENV := set -a; . "$(ACEMQ_STATE_DIR)/rabbitmq/env"; . "$(ACEMQ_STATE_DIR)/postgres/env"; . "$(ACEMQ_STATE_DIR)/mariadb/env"; set +a
 
-.PHONY: test test-short lint bench services-up services-down drill-cluster
+.PHONY: test test-short lint bench fuzz services-up services-down drill-cluster
 
 services-up:
 	@scripts/rabbitmq.sh start
@@ -61,6 +63,7 @@ test: services-up
 	@$(MAKE) --no-print-directory drill-cluster
 	@$(SERVICE_ENV); export ACEMQ_REQUIRE_SERVICES=1; \
 	$(GO) test -race -count=1 -p 1 -timeout $(TEST_TIMEOUT) -json ./... | "$(TESTFILTER)"
+	@$(MAKE) --no-print-directory fuzz FUZZTIME=$(FUZZ_SHORT)
 
 test-short:
 	$(GO) test ./...
@@ -76,6 +79,22 @@ lint:
 
 bench:
 	$(GO) test -run '^$$' -bench . -benchmem ./...
+
+# Fuzz targets as package:Target, one per line so branches add theirs
+# without touching each other's. `go test` runs every target's seed corpus
+# anyway; this explores beyond it. A failure leaves the input under the
+# package's testdata/fuzz/ to commit as a regression seed.
+FUZZTIME ?= 1m
+FUZZ_SHORT ?= 3s
+FUZZ_TARGETS += ./crypto:FuzzDecrypt
+FUZZ_TARGETS += ./claimcheck:FuzzDecode
+
+fuzz:
+	@for t in $(FUZZ_TARGETS); do \
+		pkg="$${t%%:*}"; name="$${t##*:}"; \
+		echo "fuzz $$pkg $$name for $(FUZZTIME)"; \
+		$(GO) test -run '^$$' -fuzz "^$$name\$$" -fuzztime $(FUZZTIME) "$$pkg"; \
+	done
 
 # The cluster drill (behaviour §1.3, §4.1, §9): three RabbitMQ nodes on
 # loopback, joined, in a state directory of their own so they never clash
