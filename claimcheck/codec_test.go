@@ -187,3 +187,14 @@ func FuzzDecode(f *testing.F) {
 		}
 	})
 }
+
+func TestZeroMemoryStoreWorks(t *testing.T) {
+	var s MemoryStore
+	key, err := s.Put(context.Background(), []byte("p"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, found, err := s.Get(context.Background(), key); err != nil || !found || string(got) != "p" {
+		t.Fatalf("Get = %q %v %v", got, found, err)
+	}
+}

@@ -71,7 +71,7 @@ func newKey() (string, error) {
 
 // MemoryStore keeps payloads in this process's memory: for tests and for
 // a publisher and consumer in one process. Payloads are lost when the
-// process ends. Safe for concurrent use.
+// process ends. The zero value is an empty store. Safe for concurrent use.
 type MemoryStore struct {
 	mu      sync.Mutex
 	entries map[string]memoryEntry
@@ -97,8 +97,15 @@ func (s *MemoryStore) Put(ctx context.Context, payload []byte) (string, error) {
 	if err != nil {
 		return "", err
 	}
+	now := time.Now
+	if s.now != nil {
+		now = s.now
+	}
 	s.mu.Lock()
-	s.entries[key] = memoryEntry{payload: bytes.Clone(payload), stored: s.now()}
+	if s.entries == nil {
+		s.entries = map[string]memoryEntry{}
+	}
+	s.entries[key] = memoryEntry{payload: bytes.Clone(payload), stored: now()}
 	s.mu.Unlock()
 	return key, nil
 }

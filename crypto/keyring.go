@@ -78,8 +78,9 @@ type flight struct {
 
 // Keyring holds the keys a codec encrypts and decrypts with. The current
 // key — the first key in the ring that is not retired — encrypts; every key
-// in the ring decrypts, retired or not. A Keyring is safe for concurrent
-// use, and its keys may be changed while codecs use it.
+// in the ring decrypts, retired or not. The zero value is an empty ring,
+// as NewKeyring() returns. A Keyring is safe for concurrent use, and its
+// keys may be changed while codecs use it.
 type Keyring struct {
 	mu       sync.RWMutex
 	order    []*entry // precedence: the first one not retired is current
@@ -134,6 +135,7 @@ func (r *Keyring) Add(k Key) error {
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	r.init()
 	if _, ok := r.byID[k.ID]; ok {
 		return fmt.Errorf("acemq: key id %s is already in the keyring; a key id names one key for ever, so give the new key a new id", strconv.Quote(k.ID))
 	}
@@ -152,6 +154,7 @@ func (r *Keyring) Rotate(k Key) error {
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	r.init()
 	if _, ok := r.byID[k.ID]; ok {
 		return fmt.Errorf("acemq: key id %s is already in the keyring; a key id names one key for ever, so give the new key a new id", strconv.Quote(k.ID))
 	}
@@ -221,6 +224,16 @@ func (r *Keyring) IDs() []string {
 		ids[i] = e.id
 	}
 	return ids
+}
+
+// init makes the maps of a zero Keyring; the caller holds r.mu.
+func (r *Keyring) init() {
+	if r.byID == nil {
+		r.byID = map[string]*entry{}
+	}
+	if r.flights == nil {
+		r.flights = map[string]*flight{}
+	}
 }
 
 func (r *Keyring) current() *entry {
@@ -308,6 +321,7 @@ func (r *Keyring) lookup(ctx context.Context, id string) (*entry, error) {
 			}
 		}
 		f := &flight{done: make(chan struct{})}
+		r.init()
 		r.flights[id] = f
 		r.mu.Unlock()
 		return r.fetch(ctx, p, id, f)

@@ -395,3 +395,16 @@ func TestPrintingAKeyHidesItsSecret(t *testing.T) {
 		}
 	}
 }
+
+func TestZeroKeyringIsAnEmptyRing(t *testing.T) {
+	var r crypto.Keyring
+	if _, err := r.Decrypt(context.Background(), encrypt(t, ring(t, key(t, "k", 1)), "x")); !errors.Is(err, crypto.ErrUnknownKey) {
+		t.Fatalf("Decrypt on a zero ring: %v", err)
+	}
+	if err := r.Add(key(t, "k", 1)); err != nil {
+		t.Fatal(err)
+	}
+	if id, ok := r.Current(); !ok || id != "k" {
+		t.Fatalf("current = %q, %v", id, ok)
+	}
+}
