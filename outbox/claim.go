@@ -78,6 +78,13 @@ func (o *owner) session(ctx context.Context) (querier, error) {
 	if err == nil && got.Int64 != 1 {
 		err = errSameID
 	}
+	if err == nil && o.s.dialect == sqlstore.MySQL {
+		// No gap locks: the relay's fenced DELETE and UPDATE find rows by
+		// locked_by, and under REPEATABLE READ their next-key locks on
+		// that index stopped producers' inserts (locked_by NULL, the
+		// gap before) and deadlocked their transactions.
+		_, err = c.ExecContext(ctx, `SET SESSION TRANSACTION ISOLATION LEVEL READ COMMITTED`)
+	}
 	if err != nil {
 		discard(c)
 		return nil, err
@@ -216,6 +223,12 @@ const mysqlLockName = `LEFT(CONCAT('acemq_outbox.', COALESCE(DATABASE(), '')), 6
 // is taken (IS_FREE_LOCK); a dead holder's locks are cleared.
 func (o *owner) claimMySQL(ctx context.Context, batch int, now time.Time, ttl time.Duration) (int64, error) {
 	c := o.conn
+	// A relay frozen while it holds the claim lock loses its session (and
+	// the lock) after the lease: the server closes a session idle longer
+	// than wait_timeout. The default comes back after the claim.
+	if _, err := c.ExecContext(ctx, fmt.Sprintf(`SET SESSION wait_timeout = %d`, max(int64(ttl.Round(time.Second)/time.Second), 1))); err != nil {
+		return 0, err
+	}
 	var got sql.NullInt64
 	if err := c.QueryRowContext(ctx, `SELECT GET_LOCK(`+mysqlLockName+`, 30)`).Scan(&got); err != nil {
 		return 0, err
@@ -223,7 +236,11 @@ func (o *owner) claimMySQL(ctx context.Context, batch int, now time.Time, ttl ti
 	if got.Int64 != 1 {
 		return 0, fmt.Errorf("another relay on this database held the claim lock for 30s; the next sweep tries again")
 	}
-	defer c.ExecContext(context.WithoutCancel(ctx), `SELECT RELEASE_LOCK(`+mysqlLockName+`)`) //nolint:errcheck // closing the session releases it too
+	defer func() {
+		bg := context.WithoutCancel(ctx)
+		c.ExecContext(bg, `SELECT RELEASE_LOCK(`+mysqlLockName+`)`) //nolint:errcheck // closing the session releases it too
+		c.ExecContext(bg, `SET SESSION wait_timeout = DEFAULT`)     //nolint:errcheck // a failure here fails the next statement too
+	}()
 	holders, err := sqlstore.Column(ctx, c, holdersSQL, o.relay, now.UnixMilli())
 	if err != nil {
 		return 0, err
