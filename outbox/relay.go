@@ -57,8 +57,11 @@ func WithBatchSize(n int) RelayOption { return func(c *relayConfig) { c.batch = 
 // (default 60s, renewed by every sweep). It must exceed the longest sweep.
 func WithLockTTL(d time.Duration) RelayOption { return func(c *relayConfig) { c.lockTTL = d } }
 
-// WithPublishTimeout bounds one record's publish, including waiting out a
-// block or a recovery (default: the connection's confirm timeout).
+// WithPublishTimeout bounds one sweep's publishing (the batch's writes and
+// confirms), including waiting out a block or a recovery (default: the
+// connection's confirm timeout). The lease bounds it too: a batch is
+// written only while its claim is less than three quarters through
+// WithLockTTL.
 func WithPublishTimeout(d time.Duration) RelayOption {
 	return func(c *relayConfig) { c.publishTimeout = d }
 }
@@ -131,8 +134,10 @@ type Sweep struct {
 // routing.key, outcome}: published, or failed (an unroutable or nacked
 // record, a missing exchange, a timeout, a lost connection); a publish
 // refused before anything was written (blocked broker, recovery) is not
-// counted. A published record also records acemq.outbox.lag (commit to
-// confirm, seconds). Each publish is traced as one "{destination} publish"
+// counted. A confirmed record also records acemq.outbox.lag: seconds from
+// Store.Add (the time stored in created_at, taken before the caller's
+// transaction commits, so the lag includes the rest of that transaction)
+// to the broker's confirm. Each publish is traced as one "{destination} publish"
 // span (PRODUCER; the exchange, or the routing key on the default
 // exchange) with the contract's publish attributes (id, correlation,
 // routing key, type) and messaging.acemq.outcome published, failed or
@@ -211,7 +216,7 @@ func NewRelay(conn *acemq.Conn, store *Store, opts ...RelayOption) (*Relay, erro
 	if err != nil {
 		return nil, fmt.Errorf("acemq: cannot create the acemq.outbox.total counter: %w", err)
 	}
-	lag, err := meter.Float64Histogram("acemq.outbox.lag", metric.WithUnit("s"), metric.WithDescription("Time from an outbox record's commit to its confirm"))
+	lag, err := meter.Float64Histogram("acemq.outbox.lag", metric.WithUnit("s"), metric.WithDescription("Time from Store.Add (before the commit) to the broker's confirm of an outbox record"))
 	if err != nil {
 		return nil, fmt.Errorf("acemq: cannot create the acemq.outbox.lag histogram: %w", err)
 	}
