@@ -158,11 +158,15 @@ func (b *rawBatch) wait(c *Conn, ctx context.Context, written []*transport.Messa
 	var waitErr error
 	timedOut := false
 	select {
-	case <-b.allDone:
-	case <-t.C:
-		timedOut = true
-	case <-ctx.Done():
-		waitErr = ctx.Err()
+	case <-b.allDone: // answered already: report the answers even if ctx ended
+	default:
+		select {
+		case <-b.allDone:
+		case <-t.C:
+			timedOut = true
+		case <-ctx.Done():
+			waitErr = ctx.Err()
+		}
 	}
 	b.mu.Lock()
 	defer b.mu.Unlock()
