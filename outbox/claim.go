@@ -1,11 +1,13 @@
 package outbox
 
 import (
+	"cmp"
 	"context"
 	"database/sql"
 	"database/sql/driver"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 	"unicode/utf8"
 
@@ -46,10 +48,13 @@ var errSameID = errors.New("another running relay has the same id (its database 
 type owner struct {
 	s     *Store
 	relay string
-	conn  *sql.Conn // server dialects: nil until first use and after a failure
+	ttl   time.Duration // the lease
+	conn  *sql.Conn     // server dialects: nil until first use and after a failure
 }
 
-func (s *Store) owner(relay string) *owner { return &owner{s: s, relay: relay} }
+func (s *Store) owner(relay string, ttl time.Duration) *owner {
+	return &owner{s: s, relay: relay, ttl: ttl}
+}
 
 // session returns what the owner's statements run on, opening the session
 // and taking the relay's lock when there is none.
@@ -77,6 +82,11 @@ func (o *owner) session(ctx context.Context) (querier, error) {
 	}
 	if err == nil && got.Int64 != 1 {
 		err = errSameID
+	}
+	if err == nil && o.s.dialect == sqlstore.PostgreSQL {
+		// A relay frozen inside its claim transaction (which holds the
+		// claim lock) loses its session, and the lock, after one lease.
+		_, err = c.ExecContext(ctx, fmt.Sprintf(`SET idle_in_transaction_session_timeout = %d`, max(o.ttl.Milliseconds(), 1)))
 	}
 	if err == nil && o.s.dialect == sqlstore.MySQL {
 		// No gap locks: the relay's fenced DELETE and UPDATE find rows by
@@ -123,31 +133,29 @@ func (o *owner) close() {
 // outbox. Another relay's unexpired lock holds the outbox while that
 // relay's session lives (PostgreSQL, MySQL); a lock whose session is gone
 // is taken over at once.
-func (o *owner) claim(ctx context.Context, batch int, ttl time.Duration) ([]Record, error) {
+func (o *owner) claim(ctx context.Context, batch int) ([]Record, error) {
 	q, err := o.session(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("acemq: cannot claim outbox records: %w", err)
 	}
 	now := o.s.now()
-	var n int64
+	var recs []Record
 	switch o.s.dialect {
 	case sqlstore.PostgreSQL:
-		n, err = o.claimPostgres(ctx, batch, now, ttl)
+		recs, err = o.claimPostgres(ctx, batch, now)
 	case sqlstore.MySQL:
-		n, err = o.claimMySQL(ctx, batch, now, ttl)
+		var n int64
+		n, err = o.claimMySQL(ctx, batch, now)
+		if err == nil && n > 0 {
+			recs, err = o.s.query(ctx, q, `SELECT `+recordColumns+` FROM acemq_outbox WHERE locked_by = ? AND attempts < ? ORDER BY seq LIMIT `+fmt.Sprint(batch), o.relay, MaxAttempts)
+		}
 	default:
-		n, err = o.s.exec(ctx, q, claimSQL, o.relay, now.Add(ttl).UnixMilli(), MaxAttempts, batch, o.relay, now.UnixMilli())
+		recs, err = o.s.query(ctx, q, claimSQL+` RETURNING `+recordColumns, o.relay, now.Add(o.ttl).UnixMilli(), MaxAttempts, batch, o.relay, now.UnixMilli())
 	}
 	if err != nil {
 		return nil, fmt.Errorf("acemq: cannot claim outbox records: %w", o.fail(err))
 	}
-	if n == 0 {
-		return nil, nil
-	}
-	recs, err := o.s.query(ctx, q, `SELECT `+recordColumns+` FROM acemq_outbox WHERE locked_by = ? AND attempts < ? ORDER BY seq LIMIT `+fmt.Sprint(batch), o.relay, MaxAttempts)
-	if err != nil {
-		return nil, fmt.Errorf("acemq: cannot read claimed outbox records: %w", o.fail(err))
-	}
+	slices.SortFunc(recs, func(a, b Record) int { return cmp.Compare(a.Seq, b.Seq) })
 	return recs, nil
 }
 
@@ -159,51 +167,39 @@ func (s *Store) exec(ctx context.Context, q querier, query string, args ...any) 
 	return sqlstore.RowsAffected(res)
 }
 
-// holdersSQL lists the other relays holding unexpired locks.
+// holdersSQL lists the other relays holding unexpired locks (MySQL).
 const holdersSQL = `SELECT DISTINCT locked_by FROM acemq_outbox WHERE locked_by IS NOT NULL AND locked_by <> ? AND locked_until > ?`
 
-// claimPostgres runs the claim after a transaction-scoped advisory lock:
-// under READ COMMITTED the statements then see every claim committed
-// before, so two relays never both find the outbox free. A relay holding
-// unexpired locks is alive while its session holds its relay key: when
-// pg_try_advisory_xact_lock gets that key, the session is gone, and its
-// locks are cleared. A relay frozen inside this transaction loses its
-// session after the lease (idle_in_transaction_session_timeout), so it
-// cannot hold the claim lock longer.
-func (o *owner) claimPostgres(ctx context.Context, batch int, now time.Time, ttl time.Duration) (int64, error) {
+// pgClaimSQL claims the first batch of unretired records for $1 unless a
+// live relay holds unexpired locks, and returns them. A holder is live
+// while its session holds its relay key: pg_try_advisory_xact_lock gets
+// the key only when that session is gone (and lets it go at commit).
+var pgClaimSQL = `UPDATE acemq_outbox SET locked_by = $1, locked_until = $2
+WHERE seq IN (SELECT seq FROM acemq_outbox WHERE attempts < $3 ORDER BY seq LIMIT $4)
+AND NOT EXISTS (SELECT 1 FROM acemq_outbox o WHERE o.locked_by IS NOT NULL AND o.locked_by <> $1 AND o.locked_until > $5
+  AND CASE WHEN o.locked_until > $5 THEN NOT pg_try_advisory_xact_lock(` + fmt.Sprintf(pgRelayKey, "o.locked_by") + `) ELSE false END)
+RETURNING ` + recordColumns
+
+// claimPostgres runs pgClaimSQL after a transaction-scoped advisory lock:
+// under READ COMMITTED the UPDATE's snapshot, taken after the lock, sees
+// every claim committed before, so two relays never both find the outbox
+// free. A relay frozen inside this transaction loses its session after
+// the lease (idle_in_transaction_session_timeout, set when the session
+// opened), so it cannot hold the claim lock longer.
+func (o *owner) claimPostgres(ctx context.Context, batch int, now time.Time) ([]Record, error) {
 	tx, err := o.conn.BeginTx(ctx, nil)
 	if err != nil {
-		return 0, err
+		return nil, err
 	}
 	defer tx.Rollback() //nolint:errcheck // after Commit it is a no-op
-	if _, err := tx.ExecContext(ctx, fmt.Sprintf(`SET LOCAL idle_in_transaction_session_timeout = %d`, max(ttl.Milliseconds(), 1))); err != nil {
-		return 0, err
-	}
 	if _, err := tx.ExecContext(ctx, `SELECT pg_advisory_xact_lock($1)`, advisoryKey); err != nil {
-		return 0, err
+		return nil, err
 	}
-	holders, err := sqlstore.Column(ctx, tx, o.s.q(holdersSQL), o.relay, now.UnixMilli())
+	recs, err := o.s.query(ctx, tx, pgClaimSQL, o.relay, now.Add(o.ttl).UnixMilli(), MaxAttempts, batch, now.UnixMilli())
 	if err != nil {
-		return 0, err
+		return nil, err
 	}
-	for _, h := range holders {
-		var gone bool
-		if err := tx.QueryRowContext(ctx, `SELECT pg_try_advisory_xact_lock(`+fmt.Sprintf(pgRelayKey, "$1")+`)`, h).Scan(&gone); err != nil {
-			return 0, err
-		}
-		if !gone {
-			return 0, tx.Commit()
-		}
-		if _, err := tx.ExecContext(ctx, `UPDATE acemq_outbox SET locked_by = NULL, locked_until = NULL WHERE locked_by = $1`, h); err != nil {
-			return 0, err
-		}
-	}
-	n, err := o.s.exec(ctx, tx, `UPDATE acemq_outbox SET locked_by = ?, locked_until = ?
-WHERE seq IN (SELECT seq FROM acemq_outbox WHERE attempts < ? ORDER BY seq LIMIT ?)`, o.relay, now.Add(ttl).UnixMilli(), MaxAttempts, batch)
-	if err != nil {
-		return 0, err
-	}
-	return n, tx.Commit()
+	return recs, tx.Commit()
 }
 
 // mysqlLockName is the GET_LOCK name that serialises claims: one per
@@ -221,7 +217,8 @@ const mysqlLockName = `LEFT(CONCAT('acemq_outbox.', COALESCE(DATABASE(), '')), 6
 // meanwhile. The named lock makes the reads and the UPDATE one step for
 // other relays. A holder of unexpired locks is alive while its relay lock
 // is taken (IS_FREE_LOCK); a dead holder's locks are cleared.
-func (o *owner) claimMySQL(ctx context.Context, batch int, now time.Time, ttl time.Duration) (int64, error) {
+func (o *owner) claimMySQL(ctx context.Context, batch int, now time.Time) (int64, error) {
+	ttl := o.ttl
 	c := o.conn
 	// A relay frozen while it holds the claim lock loses its session (and
 	// the lock) after the lease: the server closes a session idle longer

@@ -164,7 +164,7 @@ func newRelay(t *testing.T, c *acemq.Conn, s *Store, opts ...RelayOption) *Relay
 // ownerOf returns relay's hold on s, ended when the test ends.
 func ownerOf(t *testing.T, s *Store, relay string) *owner {
 	t.Helper()
-	o := s.owner(relay)
+	o := s.owner(relay, time.Minute)
 	t.Cleanup(o.close)
 	return o
 }

@@ -222,7 +222,7 @@ func NewRelay(conn *acemq.Conn, store *Store, opts ...RelayOption) (*Relay, erro
 	}
 	return &Relay{
 		conn: conn, store: store, cfg: cfg, log: log, total: total, lag: lag, tracer: cfg.tracer.Tracer(acemq.InstrumentationScope),
-		own: store.owner(cfg.id), wake: make(chan struct{}, 1),
+		own: store.owner(cfg.id, cfg.lockTTL), wake: make(chan struct{}, 1),
 		stop: make(chan struct{}), done: make(chan struct{}),
 	}, nil
 }
@@ -358,7 +358,7 @@ func (r *Relay) Close(ctx context.Context) error {
 func (r *Relay) SweepOnce(ctx context.Context) Sweep {
 	var sw Sweep
 	start := time.Now()
-	recs, err := r.own.claim(ctx, r.cfg.batch, r.cfg.lockTTL)
+	recs, err := r.own.claim(ctx, r.cfg.batch)
 	if err != nil {
 		sw.Err = err
 		r.log.Warn("acemq: the outbox relay could not claim records; it tries again at the next sweep", "relay", r.cfg.id, "error", err)
