@@ -221,15 +221,6 @@ func (r *crashRig) relay(id string) *crashRelay {
 	return nil
 }
 
-// signalAll signals every relay process still running.
-func (r *crashRig) signalAll(sig syscall.Signal) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	for _, cr := range r.relays {
-		_ = cr.cmd.Process.Signal(sig)
-	}
-}
-
 // takeover waits for a relay other than gone to publish in a sweep that
 // started after since; it returns when that sweep ended.
 func (r *crashRig) takeover(gone string, since time.Time, deadline time.Duration) time.Duration {

@@ -348,11 +348,11 @@ func (r *Relay) Close(ctx context.Context) error {
 // confirmed prefix (the records before the first failure) is deleted in one
 // statement. The first failed record spends an attempt when the failure is
 // about the record; records after it stay stored and go out again after it
-// (see "Order" in the package doc). The batch is written only while the
-// claim is less than three quarters through its lease (read from the clock
-// before every write), and the delete removes only records the relay still
-// holds, so a relay that was frozen past its lease publishes and deletes
-// nothing another relay has taken over. Run calls it; it is exported for
+// (see "Publishing and order" in the package doc). The batch is written
+// only while the claim is less than three quarters through its lease (read
+// from the clock before every write), and the delete removes only records
+// the relay still holds, so a relay that was frozen past its lease
+// publishes and deletes nothing another relay has taken over. Run calls it; it is exported for
 // tools and tests that drive a relay by hand. It must not run concurrently
 // with itself or with Close on the same relay.
 func (r *Relay) SweepOnce(ctx context.Context) Sweep {
