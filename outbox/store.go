@@ -207,8 +207,9 @@ func WithCodec(c acemq.Codec) AddOption { return func(o *addOptions) { o.codec =
 // encodes payload once with the connection's codec and stores the
 // rendered wire headers and the body. Adding an id that is already stored
 // changes nothing and is not an error (idempotent by id). On PostgreSQL it
-// also issues pg_notify on NotifyChannel, delivered at commit, so a
-// listening relay publishes at once. It returns the envelope stored.
+// also issues pg_notify on NotifyChannel, delivered at commit, so a relay
+// listening through package pgnotify publishes at once. It returns the
+// envelope stored.
 //
 // When ctx carries a span, the record stores its trace context
 // (traceparent/tracestate, with the Conn's propagator) unless the caller
