@@ -48,6 +48,9 @@ type RawMessage struct {
 // replies) publish through it; it does not count in acemq.publish.total.
 func (c *Conn) PublishRaw(ctx context.Context, m RawMessage) error {
 	msg := m.message()
+	if err := headerRefusal(msg); err != nil {
+		return err
+	}
 	if err := c.awaitPublishable(ctx, msg, true); err != nil {
 		return err
 	}

@@ -23,7 +23,9 @@ const reasonBatchStopped = "an earlier message of the batch failed, or the batch
 // otherwise a *PublishError as PublishRaw gives.
 //
 // It waits out a broker block or a recovery within ctx before the first
-// write. Writing stops at the first message that cannot be written, once
+// write. A message with a header over the Go client's limits is refused as
+// PublishRaw refuses it (ErrHeaderLimit). Writing stops at the first
+// message that cannot be written or is refused, once
 // a failure of an earlier message is known (a nack, an unroutable return,
 // a closed channel), and once ctx is done or its deadline has passed (the
 // deadline is read from the clock before every write, so a process that
@@ -58,6 +60,9 @@ func (c *Conn) PublishRawBatch(ctx context.Context, ms []RawMessage) []error {
 	for i, msg := range msgs {
 		if b.failed() || pastDeadline(ctx) {
 			return b.wait(c, ctx, msgs[:written], stopAt(i, newPubErr(msg, OutcomeRefused, reasonBatchStopped, false, ctx.Err())))
+		}
+		if err := headerRefusal(msg); err != nil {
+			return b.wait(c, ctx, msgs[:written], stopAt(i, err))
 		}
 		if err := c.acquire(ctx, msg); err != nil {
 			return b.wait(c, ctx, msgs[:written], stopAt(i, err))

@@ -117,11 +117,11 @@
 //
 // # Failures
 //
-// A nack, an unroutable return or a missing exchange is about the record:
+// A nack, an unroutable return, a missing exchange or a header over the
+// limits Go consumers can read (acemq.ErrHeaderLimit) is about the record:
 // attempts + 1 and last_error (≤ 1,000 characters); at 10 attempts the
-// record is retired:
-// kept, skipped by relays, listed by Store.Retired and put back by
-// Store.Release. A refused publish (blocked broker, recovery), a lost
+// record is retired: kept, skipped by relays, listed by Store.Retired and
+// put back by Store.Release. A refused publish (blocked broker, recovery), a lost
 // connection or a timeout is not about the record: the sweep stops and no
 // attempt is spent. Either way the sweep stops at the first failure and
 // deletes nothing after it (see the order rule above).

@@ -2,6 +2,7 @@ package outbox
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -9,6 +10,7 @@ import (
 	"time"
 
 	"github.com/acemq-go/acemq"
+	"github.com/acemq-go/acemq/internal/dbtest"
 	"github.com/acemq-go/acemq/sqlstore"
 )
 
@@ -271,4 +273,42 @@ func hasIndex(t *testing.T, s *Store, name string) bool {
 		t.Fatal(err)
 	}
 	return n > 0
+}
+
+// A record whose headers Go consumers could not read (over
+// acemq.MaxHeaderDepth) is refused before anything is written, and that is
+// about the record: it spends an attempt (and is retired after
+// MaxAttempts) instead of stopping every sweep for good.
+func TestRecordWithUnreadableHeadersSpendsAnAttempt(t *testing.T) {
+	ctx := context.Background()
+	s := newStore(t, backend{Name: "sqlite", Open: dbtest.SQLite})
+	c, _ := memConn(t, "orders")
+	deep := map[string]any{"leaf": "x"}
+	for range acemq.MaxHeaderDepth + 1 {
+		deep = map[string]any{"next": deep}
+	}
+	tx, err := s.DB().BeginTx(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Add(ctx, tx, c, "", "orders", order{"deep", 1}, WithHeader("x-deep", deep)); err != nil {
+		tx.Rollback()
+		t.Fatal(err)
+	}
+	if err := tx.Commit(); err != nil {
+		t.Fatal(err)
+	}
+	add(t, s, c, "", "orders", order{"a", 1})
+	r := newRelay(t, c, s)
+	sw := r.SweepOnce(ctx)
+	if sw.Failed != 1 || sw.Published != 0 || !errors.Is(sw.Err, acemq.ErrHeaderLimit) {
+		t.Fatalf("sweep %+v", sw)
+	}
+	p, _ := s.Pending(ctx, 0)
+	if len(p) != 2 || p[0].Attempts != 1 || !strings.Contains(p[0].LastError, "Go consumers") {
+		t.Fatalf("pending %+v", p)
+	}
+	if got := drain(t, c, "orders"); len(got) != 0 {
+		t.Fatalf("%d messages written after the refused record; want none (it was first)", len(got))
+	}
 }

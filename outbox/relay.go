@@ -500,11 +500,12 @@ func (r *Relay) deletePrefix(ctx context.Context, recs []Record, sw *Sweep) erro
 }
 
 // failed handles the batch's first failed record: a failure about the
-// record (unroutable, nacked, missing exchange) spends an attempt, any
+// record (unroutable, nacked, missing exchange, a header over the Go
+// client's limits) spends an attempt, any
 // other is not the record's fault. It returns the failure, which ends the
 // sweep.
 func (r *Relay) failed(ctx context.Context, rec Record, span publishSpan, err error, sw *Sweep) error {
-	if acemq.IsUnroutable(err) || acemq.IsNacked(err) || acemq.IsMissingExchange(err) {
+	if acemq.IsUnroutable(err) || acemq.IsNacked(err) || acemq.IsMissingExchange(err) || errors.Is(err, acemq.ErrHeaderLimit) {
 		r.count(ctx, rec, outcomeFailed)
 		span.failed(outcomeFailed, err)
 		sw.Failed++
