@@ -123,9 +123,18 @@ type shownMessage struct {
 	Note              string         `json:"note,omitempty"`
 }
 
-// decodeBody renders a body for people: indented JSON, text as is,
-// anything else as a hex dump of its start.
+// decodeBody renders a body for people: a body in one of the codec/
+// formats decoded (decodeKnown), otherwise as rawBody does.
 func decodeBody(contentType string, b []byte) string {
+	if s, ok := decodeKnown(contentType, b, func() string { return rawBody(contentType, b) }); ok {
+		return s
+	}
+	return rawBody(contentType, b)
+}
+
+// rawBody renders a body no codec/ format claims: indented JSON, text as
+// is, anything else as a hex dump of its start.
+func rawBody(contentType string, b []byte) string {
 	if strings.Contains(contentType, "json") || json.Valid(b) {
 		var buf bytes.Buffer
 		if json.Indent(&buf, b, "", "  ") == nil {
