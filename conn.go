@@ -145,6 +145,7 @@ func Connect(ctx context.Context, rawURL string, opts ...Option) (*Conn, error) 
 	if scheme == "amqps" {
 		cfg.tls = checkTLS(&cfg)
 	}
+	checkSecurity(&cfg, scheme, redactURL(rawURL), u.User != nil)
 	if cfg.credentials != nil && u.User != nil {
 		cfg.problem("WithCredentials", "the URL carries user information and a credentials provider was given; use one source of credentials")
 	}
@@ -193,6 +194,7 @@ func Connect(ctx context.Context, rawURL string, opts ...Option) (*Conn, error) 
 		ConnectTimeout: cfg.connectTimeout,
 		TLS:            cfg.tls,
 		Credentials:    cfg.credentials,
+		Security:       &c.cfg.sec.settings,
 	}
 	if scheme == "amqps" && cfg.insecureDev {
 		c.logger.Warn("acemq: amqps:// without verifying the broker's certificate (WithInsecureSkipVerifyForDevelopment); anyone on the network path can impersonate the broker, never use this in production", "url", c.redacted)
