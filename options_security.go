@@ -99,10 +99,14 @@ func checkSecurity(cfg *config, scheme, shownURL string, hasUserInfo bool) {
 			s.ClientCertificate = &pair
 		}
 	}
+	// A client certificate that was given but could not be loaded is
+	// already reported; Check would add that none was given.
+	certFailed := !cfg.sec.clientCert.IsZero() && s.ClientCertificate == nil
 	for _, p := range s.Check(scheme, shownURL, hasUserInfo) {
-		if cfg.sec.clientCert.IsZero() || p.Option != "WithExternalAuth" || scheme != "amqps" || s.ClientCertificate != nil {
-			cfg.problem(p.Option, "%s", p.Reason)
+		if certFailed && p.Option == "WithExternalAuth" && scheme == "amqps" {
+			continue
 		}
+		cfg.problem(p.Option, "%s", p.Reason)
 	}
 	if cfg.insecureDev && scheme == "amqps" {
 		s.Mode = security.ModeInsecure

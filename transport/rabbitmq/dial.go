@@ -2,10 +2,12 @@ package rabbitmq
 
 import (
 	"context"
+	"crypto/tls"
 	"crypto/x509"
 	"errors"
 	"fmt"
 	"net"
+	"os"
 	"strconv"
 	"strings"
 	"time"
@@ -144,7 +146,13 @@ func dialOne(ctx context.Context, base amqp.URI, addr string, cfg transport.Conf
 	if uri.Scheme == "amqps" {
 		// Always a config of ours, so the development-certificate check
 		// runs on every TLS dial, verified or not.
-		config.TLSClientConfig = security.ClientTLS(cfg.TLS, sec)
+		base := cfg.TLS
+		if base == nil {
+			if base, err = tlsFromURI(uri, &sec); err != nil {
+				return nil, shown, err
+			}
+		}
+		config.TLSClientConfig = security.ClientTLS(base, sec)
 	}
 
 	// The client's Dial hook takes no context, so the attempt's context is
@@ -278,4 +286,39 @@ func redactURL(raw string) string {
 		return scheme + "://" + user + ":***@" + rest[at+1:]
 	}
 	return raw
+}
+
+// tlsFromURI honours the TLS query parameters amqp091-go reads
+// (cacertfile, certfile, keyfile, server_name_indication) when no
+// tls.Config was given, with the same development-certificate check on a
+// client certificate named there as on one given as an option.
+func tlsFromURI(uri amqp.URI, sec *security.Settings) (*tls.Config, error) {
+	if uri.CACertFile == "" && uri.CertFile == "" && uri.KeyFile == "" && uri.ServerName == "" {
+		return nil, nil
+	}
+	t := &tls.Config{ServerName: uri.ServerName}
+	if uri.CACertFile != "" {
+		pem, err := os.ReadFile(uri.CACertFile)
+		if err != nil {
+			return nil, fmt.Errorf("cannot read the URL's cacertfile: %w", err)
+		}
+		t.RootCAs = x509.NewCertPool()
+		if !t.RootCAs.AppendCertsFromPEM(pem) {
+			return nil, fmt.Errorf("the URL's cacertfile %s holds no PEM certificate", uri.CACertFile)
+		}
+	}
+	if uri.CertFile != "" || uri.KeyFile != "" {
+		if sec.ClientCertificate != nil {
+			return nil, errors.New("a client certificate was given both as an option and in the URL (certfile, keyfile); use one")
+		}
+		pair, err := security.CertificateFiles(uri.CertFile, uri.KeyFile).Load()
+		if err != nil {
+			return nil, err
+		}
+		if err := security.CheckCertificates(security.Chain(pair), security.RoleClientCert, security.RoleClientCert, sec.AllowDevelopmentCertificates); err != nil {
+			return nil, err
+		}
+		sec.ClientCertificate = &pair
+	}
+	return t, nil
 }
