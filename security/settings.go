@@ -15,8 +15,7 @@ func (p Problem) Error() string { return fmt.Sprintf("option %s: %s", p.Option, 
 
 // Check returns every setting in s that cannot work with a URL of scheme
 // ("amqp", "amqps", "memory", ...) shown as shownURL (password masked).
-// hasUserInfo says whether the URL carries user information, hasTLS
-// whether a tls.Config was given.
+// hasUserInfo says whether the URL carries user information.
 func (s Settings) Check(scheme, shownURL string, hasUserInfo bool) []Problem {
 	var out []Problem
 	add := func(option, format string, args ...any) {
