@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/acemq-go/acemq"
+	"github.com/acemq-go/acemq/internal/brokertest"
 )
 
 // blocking is a handler whose calls wait for release; started counts the
@@ -31,9 +32,9 @@ func (b *blocking) handle(ctx context.Context, m *acemq.Message[json.RawMessage]
 func (b *blocking) open() { b.once.Do(func() { close(b.release) }) }
 
 func TestMembersAreTaggedAndEachHasItsOwnPrefetch(t *testing.T) {
-	forEachBroker(t, func(t *testing.T, url string) {
-		c := connect(t, url)
-		q := queue(t, c)
+	brokertest.ForEachBroker(t, func(t *testing.T, url string) {
+		c := brokertest.Connect(t, url)
+		q := brokertest.Queue(t, c, "group")
 		h := newBlocking()
 		defer h.open()
 		g, err := Consume(context.Background(), c, q, 3, h.handle, acemq.ConsumerPrefetch(1), acemq.ConsumerTag("ignored"))
@@ -49,42 +50,42 @@ func TestMembersAreTaggedAndEachHasItsOwnPrefetch(t *testing.T) {
 		if g.Size() != 3 || g.Queue() != q {
 			t.Fatalf("Size %d Queue %q", g.Size(), g.Queue())
 		}
-		eventually(t, "three subscriptions", func() bool { return consumers(t, c, q) == 3 })
+		brokertest.Eventually(t, "three subscriptions", func() bool { return brokertest.Consumers(t, c, q) == 3 })
 		// Prefetch 1 per member: three messages run at once only if each
 		// member has a window of its own; the fourth waits in the queue.
-		publish(t, c, q, 4)
-		eventually(t, "three handlers running", func() bool { return h.started.Load() == 3 })
-		if got := depth(t, c, q); got != 1 {
+		brokertest.Publish(t, c, q, 4)
+		brokertest.Eventually(t, "three handlers running", func() bool { return h.started.Load() == 3 })
+		if got := brokertest.Depth(t, c, q); got != 1 {
 			t.Fatalf("%d ready messages with 3 members of prefetch 1 busy, want 1", got)
 		}
 		h.open()
-		eventually(t, "the queue drained", func() bool { return h.started.Load() == 4 && g.InFlight() == 0 })
+		brokertest.Eventually(t, "the queue drained", func() bool { return h.started.Load() == 4 && g.InFlight() == 0 })
 		if err := g.Close(context.Background()); err != nil {
 			t.Fatal(err)
 		}
-		if consumers(t, c, q) != 0 {
+		if brokertest.Consumers(t, c, q) != 0 {
 			t.Fatal("members still subscribed after Close")
 		}
 	})
 }
 
 func TestSizeBelowOneIsAConfigurationError(t *testing.T) {
-	c := connect(t, "memory://group-size")
-	q := queue(t, c)
+	c := brokertest.Connect(t, "memory://group-size")
+	q := brokertest.Queue(t, c, "group")
 	_, err := Consume(context.Background(), c, q, 0, newBlocking().handle)
 	var ce *acemq.ConfigurationError
 	if !errors.As(err, &ce) || !strings.Contains(err.Error(), "at least 1 member") {
 		t.Fatalf("size 0: %v", err)
 	}
-	if consumers(t, c, q) != 0 {
+	if brokertest.Consumers(t, c, q) != 0 {
 		t.Fatal("a refused group subscribed")
 	}
 }
 
 func TestAFailedStartClosesTheStartedMembersAndSaysWhich(t *testing.T) {
-	forEachBroker(t, func(t *testing.T, url string) {
-		c := connect(t, url)
-		q := queue(t, c)
+	brokertest.ForEachBroker(t, func(t *testing.T, url string) {
+		c := brokertest.Connect(t, url)
+		q := brokertest.Queue(t, c, "group")
 		h := newBlocking()
 		defer h.open()
 		boom := errors.New("boom")
@@ -100,14 +101,14 @@ func TestAFailedStartClosesTheStartedMembersAndSaysWhich(t *testing.T) {
 		if !errors.Is(err, boom) {
 			t.Fatal("the member's error is not reachable with errors.Is")
 		}
-		if n := consumers(t, c, q); n != 0 {
+		if n := brokertest.Consumers(t, c, q); n != 0 {
 			t.Fatalf("%d members left subscribed after a failed start", n)
 		}
 	})
 }
 
 func TestAGroupOnAMissingQueueSaysWhichMemberAndWhatToDo(t *testing.T) {
-	c := connect(t, "memory://group-missing")
+	c := brokertest.Connect(t, "memory://group-missing")
 	_, err := Consume(context.Background(), c, "absent", 2, newBlocking().handle)
 	var se *StartError
 	if !errors.As(err, &se) || se.Member != 1 {
@@ -122,20 +123,20 @@ func TestAGroupOnAMissingQueueSaysWhichMemberAndWhatToDo(t *testing.T) {
 // cancelling member 2's subscription; one deadline spent once means every
 // member stops taking deliveries at the same time.
 func TestCloseDrainsEveryMemberAtOnce(t *testing.T) {
-	forEachBroker(t, func(t *testing.T, url string) {
-		c := connect(t, url)
-		q := queue(t, c)
+	brokertest.ForEachBroker(t, func(t *testing.T, url string) {
+		c := brokertest.Connect(t, url)
+		q := brokertest.Queue(t, c, "group")
 		h := newBlocking()
 		defer h.open()
 		g, err := Consume(context.Background(), c, q, 3, h.handle, acemq.ConsumerPrefetch(1))
 		if err != nil {
 			t.Fatal(err)
 		}
-		publish(t, c, q, 3)
-		eventually(t, "three handlers running", func() bool { return h.started.Load() == 3 })
+		brokertest.Publish(t, c, q, 3)
+		brokertest.Eventually(t, "three handlers running", func() bool { return h.started.Load() == 3 })
 		done := make(chan error, 1)
 		go func() { done <- g.Close(context.Background()) }()
-		eventually(t, "every member cancelled while its handler still runs", func() bool { return consumers(t, c, q) == 0 })
+		brokertest.Eventually(t, "every member cancelled while its handler still runs", func() bool { return brokertest.Consumers(t, c, q) == 0 })
 		if g.InFlight() != 3 {
 			t.Fatalf("%d handlers running, want the 3 still held", g.InFlight())
 		}
@@ -146,15 +147,15 @@ func TestCloseDrainsEveryMemberAtOnce(t *testing.T) {
 		if err := g.Close(context.Background()); err != nil {
 			t.Fatalf("second Close: %v", err)
 		}
-		if d := depth(t, c, q); d != 0 {
+		if d := brokertest.Depth(t, c, q); d != 0 {
 			t.Fatalf("%d messages back in the queue after a drain that finished", d)
 		}
 	})
 }
 
 func TestStalledIsNilWhileEveryMemberReads(t *testing.T) {
-	c := connect(t, "memory://group-stalled")
-	q := queue(t, c)
+	c := brokertest.Connect(t, "memory://group-stalled")
+	q := brokertest.Queue(t, c, "group")
 	g, err := Consume(context.Background(), c, q, 2, newBlocking().handle)
 	if err != nil {
 		t.Fatal(err)

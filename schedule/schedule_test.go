@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/acemq-go/acemq"
+	"github.com/acemq-go/acemq/internal/brokertest"
 	"github.com/acemq-go/acemq/transport"
 )
 
@@ -31,8 +32,8 @@ func TestTheHopGoesToTheLongestRungThatDoesNotOvershoot(t *testing.T) {
 }
 
 func TestTheTopologyIsTheFamilysAndDeclaresBesideAnothers(t *testing.T) {
-	forEachBroker(t, func(t *testing.T, url string) {
-		c := connect(t, url)
+	brokertest.ForEachBroker(t, func(t *testing.T, url string) {
+		c := brokertest.Connect(t, url)
 		ctx := context.Background()
 		if err := c.Apply(ctx, Topology()); err != nil {
 			t.Fatal(err)
@@ -92,10 +93,10 @@ func startScheduler(t *testing.T, c *acemq.Conn) {
 }
 
 func TestAMixedBatchArrivesOnceEachNeverMoreThanASecondEarly(t *testing.T) {
-	forEachBroker(t, func(t *testing.T, url string) {
-		c := connect(t, url)
+	brokertest.ForEachBroker(t, func(t *testing.T, url string) {
+		c := brokertest.Connect(t, url)
 		startScheduler(t, c)
-		q := queue(t, c)
+		q := brokertest.Queue(t, c, "schedule")
 		got := target(t, c, q)
 		delays := []time.Duration{0, 300 * time.Millisecond, 1200 * time.Millisecond, 2500 * time.Millisecond, 3500 * time.Millisecond}
 		due := map[string]time.Time{}
@@ -151,8 +152,8 @@ func TestAMixedBatchArrivesOnceEachNeverMoreThanASecondEarly(t *testing.T) {
 }
 
 func TestAControlMessageWithoutItsRoutingHeadersIsDeadLettered(t *testing.T) {
-	forEachBroker(t, func(t *testing.T, url string) {
-		c := connect(t, url)
+	brokertest.ForEachBroker(t, func(t *testing.T, url string) {
+		c := brokertest.Connect(t, url)
 		startScheduler(t, c)
 		t.Cleanup(func() { _, _ = c.PurgeQueue(context.Background(), acemq.DeadLetterQueue(DueQueue)) })
 		if err := c.PublishRaw(context.Background(), acemq.RawMessage{
@@ -161,7 +162,7 @@ func TestAControlMessageWithoutItsRoutingHeadersIsDeadLettered(t *testing.T) {
 		}); err != nil {
 			t.Fatal(err)
 		}
-		m := pull(t, c, acemq.DeadLetterQueue(DueQueue))
+		m := brokertest.Pull(t, c, acemq.DeadLetterQueue(DueQueue))
 		if !strings.Contains(m.Envelope.Error, HeaderRoutingKey) || m.Envelope.Attempt != 1 {
 			t.Fatalf("dead letter: reason %q attempt %d", m.Envelope.Error, m.Envelope.Attempt)
 		}
@@ -169,15 +170,15 @@ func TestAControlMessageWithoutItsRoutingHeadersIsDeadLettered(t *testing.T) {
 }
 
 func TestADueMessageWhoseTargetIsGoneIsDeadLettered(t *testing.T) {
-	forEachBroker(t, func(t *testing.T, url string) {
-		c := connect(t, url)
+	brokertest.ForEachBroker(t, func(t *testing.T, url string) {
+		c := brokertest.Connect(t, url)
 		startScheduler(t, c)
 		t.Cleanup(func() { _, _ = c.PurgeQueue(context.Background(), acemq.DeadLetterQueue(DueQueue)) })
 		nowhere := "schedule-nowhere-" + strings.ReplaceAll(t.Name(), "/", "-")
 		if err := After(context.Background(), c, "", nowhere, "lost?", 1200*time.Millisecond); err != nil {
 			t.Fatal(err)
 		}
-		m := pull(t, c, acemq.DeadLetterQueue(DueQueue))
+		m := brokertest.Pull(t, c, acemq.DeadLetterQueue(DueQueue))
 		if !strings.Contains(m.Envelope.Error, "unroutable") || !strings.Contains(m.Envelope.Error, nowhere) {
 			t.Fatalf("dead letter reason %q", m.Envelope.Error)
 		}
@@ -188,7 +189,7 @@ func TestADueMessageWhoseTargetIsGoneIsDeadLettered(t *testing.T) {
 }
 
 func TestScheduleRefusesWhatItCannotEncode(t *testing.T) {
-	c := connect(t, "memory://schedule-encode")
+	c := brokertest.Connect(t, "memory://schedule-encode")
 	if err := After(context.Background(), c, "", "q", func() {}, time.Minute); err == nil {
 		t.Fatal("a func was scheduled")
 	}

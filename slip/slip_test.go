@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/acemq-go/acemq"
+	"github.com/acemq-go/acemq/internal/brokertest"
 )
 
 // The contract's example (§3.8), as the Java, Python and Ruby libraries
@@ -129,9 +130,9 @@ func next(t *testing.T, ch <-chan *acemq.Message[json.RawMessage]) *acemq.Messag
 }
 
 func TestAMessageFollowsItsSlipThroughEveryStep(t *testing.T) {
-	forEachBroker(t, func(t *testing.T, url string) {
-		c := connect(t, url)
-		a, b, end := queue(t, c), queue(t, c), queue(t, c)
+	brokertest.ForEachBroker(t, func(t *testing.T, url string) {
+		c := brokertest.Connect(t, url)
+		a, b, end := brokertest.Queue(t, c, "slip"), brokertest.Queue(t, c, "slip"), brokertest.Queue(t, c, "slip")
 		seenA, seenB := follower(t, c, a), follower(t, c, b)
 		s, err := New(To("", a, "validate"), To("", b, "charge"), To("", end, "archive"))
 		if err != nil {
@@ -142,7 +143,7 @@ func TestAMessageFollowsItsSlipThroughEveryStep(t *testing.T) {
 			t.Fatal(err)
 		}
 		ma, mb := next(t, seenA), next(t, seenB)
-		last := pull(t, c, end)
+		last := brokertest.Pull(t, c, end)
 		if ma.Envelope.ID != sent.Envelope.ID {
 			t.Fatalf("step 1 got id %s, sent %s", ma.Envelope.ID, sent.Envelope.ID)
 		}
@@ -165,13 +166,13 @@ func TestAMessageFollowsItsSlipThroughEveryStep(t *testing.T) {
 		if len(ls.Steps) != 1 || ls.Steps[0].Name != "archive" || len(ls.Done) != 2 || ls.Done[0].Name != "validate" || ls.Done[1].Name != "charge" || ls.Done[1].CompletedAt.IsZero() {
 			t.Fatalf("the slip at the last step: %+v", ls)
 		}
-		eventually(t, "every step accepted", func() bool { return depth(t, c, a) == 0 && depth(t, c, b) == 0 })
+		brokertest.Eventually(t, "every step accepted", func() bool { return brokertest.Depth(t, c, a) == 0 && brokertest.Depth(t, c, b) == 0 })
 	})
 }
 
 func TestTheRouteHeaderFormGoesOnInItsOwnForm(t *testing.T) {
-	forEachBroker(t, func(t *testing.T, url string) {
-		c := connect(t, url)
+	brokertest.ForEachBroker(t, func(t *testing.T, url string) {
+		c := brokertest.Connect(t, url)
 		pipe := "slip-pipe-" + strings.ReplaceAll(t.Name(), "/", "-")
 		qa, qb := pipe+".validate", pipe+".enrich"
 		top := acemq.NewTopology().Exchange(pipe, acemq.Direct).
@@ -194,7 +195,7 @@ func TestTheRouteHeaderFormGoesOnInItsOwnForm(t *testing.T) {
 			t.Fatal(err)
 		}
 		next(t, seen)
-		m := pull(t, c, qb)
+		m := brokertest.Pull(t, c, qb)
 		if _, ok := m.Headers[Header]; ok {
 			t.Fatal("a route-header message went on with a slip header added")
 		}
@@ -206,9 +207,9 @@ func TestTheRouteHeaderFormGoesOnInItsOwnForm(t *testing.T) {
 }
 
 func TestAnUnreadableSlipIsDeadLetteredNotRetried(t *testing.T) {
-	forEachBroker(t, func(t *testing.T, url string) {
-		c := connect(t, url)
-		q := queue(t, c)
+	brokertest.ForEachBroker(t, func(t *testing.T, url string) {
+		c := brokertest.Connect(t, url)
+		q := brokertest.Queue(t, c, "slip")
 		seen := follower(t, c, q, acemq.ConsumerRetry(acemq.Fixed(5, 10*time.Millisecond)))
 		if err := c.PublishRaw(context.Background(), acemq.RawMessage{
 			RoutingKey: q, ContentType: "application/json", Body: []byte(`{}`),
@@ -216,7 +217,7 @@ func TestAnUnreadableSlipIsDeadLetteredNotRetried(t *testing.T) {
 		}); err != nil {
 			t.Fatal(err)
 		}
-		m := pull(t, c, acemq.DeadLetterQueue(q))
+		m := brokertest.Pull(t, c, acemq.DeadLetterQueue(q))
 		if !strings.Contains(m.Envelope.Error, "routing slip") || m.Envelope.Attempt != 1 {
 			t.Fatalf("dead letter: error %q attempt %d", m.Envelope.Error, m.Envelope.Attempt)
 		}
@@ -229,9 +230,9 @@ func TestAnUnreadableSlipIsDeadLetteredNotRetried(t *testing.T) {
 }
 
 func TestAHopThatCannotBePublishedRetriesAndTheDeadLetterKeepsTheSlip(t *testing.T) {
-	forEachBroker(t, func(t *testing.T, url string) {
-		c := connect(t, url)
-		q := queue(t, c)
+	brokertest.ForEachBroker(t, func(t *testing.T, url string) {
+		c := brokertest.Connect(t, url)
+		q := brokertest.Queue(t, c, "slip")
 		handled := follower(t, c, q, acemq.ConsumerRetry(acemq.Fixed(2, 10*time.Millisecond)))
 		s, _ := New(To("", q, "first"), To("", "slip-nowhere-"+q, "gone"))
 		if _, err := Start(context.Background(), c, s, "x"); err != nil {
@@ -239,7 +240,7 @@ func TestAHopThatCannotBePublishedRetriesAndTheDeadLetterKeepsTheSlip(t *testing
 		}
 		next(t, handled)
 		next(t, handled) // the retry ran the step again
-		m := pull(t, c, acemq.DeadLetterQueue(q))
+		m := brokertest.Pull(t, c, acemq.DeadLetterQueue(q))
 		if !strings.Contains(m.Envelope.Error, "next step") {
 			t.Fatalf("dead letter reason %q", m.Envelope.Error)
 		}

@@ -143,16 +143,26 @@ func dialOne(ctx context.Context, base amqp.URI, addr string, cfg transport.Conf
 		config.SASL = []amqp.Authentication{&amqp.PlainAuth{Username: user, Password: password}}
 	}
 	shown := shownURL(uri)
+	// TLS is done here rather than by the client, so the frame guard
+	// (guard.go) reads plain frames: the client is given an amqp:// URL
+	// with the port kept and a socket that is already TLS. It is always a
+	// configuration of ours, so the development-certificate check runs on
+	// every TLS dial, verified or not.
+	var tlsConfig *tls.Config
 	if uri.Scheme == "amqps" {
-		// Always a config of ours, so the development-certificate check
-		// runs on every TLS dial, verified or not.
-		base := cfg.TLS
-		if base == nil {
-			if base, err = tlsFromURI(uri, &sec); err != nil {
+		base, err := tlsFor(uri, cfg.TLS)
+		if err != nil {
+			return nil, shown, err
+		}
+		// A client certificate from the URL (certfile, keyfile) or from a
+		// given tls.Config gets the check an option's gets before dialing.
+		for _, pair := range base.Certificates {
+			if err := security.CheckCertificates(security.Chain(pair), security.RoleClientCert, security.RoleClientCert, sec.AllowDevelopmentCertificates); err != nil {
 				return nil, shown, err
 			}
 		}
-		config.TLSClientConfig = security.ClientTLS(base, sec)
+		tlsConfig = security.ClientTLS(base, sec)
+		uri.Scheme = "amqp"
 	}
 
 	// The client's Dial hook takes no context, so the attempt's context is
@@ -160,6 +170,7 @@ func dialOne(ctx context.Context, base amqp.URI, addr string, cfg transport.Conf
 	// for the TLS and AMQP handshakes, and closes the socket if it ends
 	// while the handshake is still running.
 	var stop func() bool
+	var guard *guardedConn
 	config.Dial = func(network, address string) (net.Conn, error) {
 		var d net.Dialer
 		conn, err := d.DialContext(actx, network, address)
@@ -170,7 +181,16 @@ func dialOne(ctx context.Context, base amqp.URI, addr string, cfg transport.Conf
 			_ = conn.SetDeadline(deadline)
 		}
 		stop = context.AfterFunc(actx, func() { _ = conn.Close() })
-		return conn, nil
+		if tlsConfig != nil {
+			tc := tls.Client(conn, tlsConfig)
+			if err := tc.HandshakeContext(actx); err != nil {
+				_ = conn.Close()
+				return nil, err
+			}
+			conn = tc
+		}
+		guard = newGuardedConn(conn)
+		return guard, nil
 	}
 	ac, err := amqp.DialConfig(uri.String(), config)
 	interrupted := stop != nil && !stop()
@@ -181,11 +201,47 @@ func dialOne(ctx context.Context, base amqp.URI, addr string, cfg transport.Conf
 		_ = ac.Close()
 		return nil, shown, actx.Err()
 	}
+	if guard != nil {
+		guard.maxFrame.Store(uint32(ac.Config.FrameSize))
+	}
 	c := newConnection(ac, cfg.OnBlocked)
 	if sec.Provider != nil && !creds.ExpiresAt.IsZero() {
 		c.refreshSecret(sec.Provider, creds.ExpiresAt)
 	}
 	return c, shown, nil
+}
+
+// tlsFor makes the TLS configuration amqp091-go would have made for uri:
+// the caller's configuration when given, else the URL's certificate files
+// (cacertfile, certfile, keyfile) and server_name_indication, with the
+// system store when no CA file is named; the server name defaults to the
+// host connected to.
+func tlsFor(uri amqp.URI, given *tls.Config) (*tls.Config, error) {
+	var c *tls.Config
+	if given != nil {
+		c = given.Clone()
+	} else {
+		c = &tls.Config{ServerName: uri.ServerName, MinVersion: tls.VersionTLS12}
+		if uri.CACertFile != "" {
+			data, err := os.ReadFile(uri.CACertFile)
+			if err != nil {
+				return nil, fmt.Errorf("cannot read the CA certificate file named in the URL: %w", err)
+			}
+			c.RootCAs = x509.NewCertPool()
+			c.RootCAs.AppendCertsFromPEM(data)
+		}
+		if uri.CertFile != "" && uri.KeyFile != "" {
+			cert, err := tls.LoadX509KeyPair(uri.CertFile, uri.KeyFile)
+			if err != nil {
+				return nil, fmt.Errorf("cannot load the client certificate named in the URL: %w", err)
+			}
+			c.Certificates = []tls.Certificate{cert}
+		}
+	}
+	if c.ServerName == "" {
+		c.ServerName = uri.Host
+	}
+	return c, nil
 }
 
 // dialCause explains a failed attempt: a context or deadline error when the
@@ -286,39 +342,4 @@ func redactURL(raw string) string {
 		return scheme + "://" + user + ":***@" + rest[at+1:]
 	}
 	return raw
-}
-
-// tlsFromURI honours the TLS query parameters amqp091-go reads
-// (cacertfile, certfile, keyfile, server_name_indication) when no
-// tls.Config was given, with the same development-certificate check on a
-// client certificate named there as on one given as an option.
-func tlsFromURI(uri amqp.URI, sec *security.Settings) (*tls.Config, error) {
-	if uri.CACertFile == "" && uri.CertFile == "" && uri.KeyFile == "" && uri.ServerName == "" {
-		return nil, nil
-	}
-	t := &tls.Config{ServerName: uri.ServerName}
-	if uri.CACertFile != "" {
-		pem, err := os.ReadFile(uri.CACertFile)
-		if err != nil {
-			return nil, fmt.Errorf("cannot read the URL's cacertfile: %w", err)
-		}
-		t.RootCAs = x509.NewCertPool()
-		if !t.RootCAs.AppendCertsFromPEM(pem) {
-			return nil, fmt.Errorf("the URL's cacertfile %s holds no PEM certificate", uri.CACertFile)
-		}
-	}
-	if uri.CertFile != "" || uri.KeyFile != "" {
-		if sec.ClientCertificate != nil {
-			return nil, errors.New("a client certificate was given both as an option and in the URL (certfile, keyfile); use one")
-		}
-		pair, err := security.CertificateFiles(uri.CertFile, uri.KeyFile).Load()
-		if err != nil {
-			return nil, err
-		}
-		if err := security.CheckCertificates(security.Chain(pair), security.RoleClientCert, security.RoleClientCert, sec.AllowDevelopmentCertificates); err != nil {
-			return nil, err
-		}
-		sec.ClientCertificate = &pair
-	}
-	return t, nil
 }
