@@ -124,11 +124,11 @@ func baselineOnce(ctx context.Context, rawURL, queue string) (time.Time, error) 
 
 // restartTally is what the publishers and the consumer saw.
 type restartTally struct {
-	mu                      sync.Mutex
-	confirmed               map[string]time.Time
-	received                map[string]time.Time
+	mu                       sync.Mutex
+	confirmed                map[string]time.Time
+	received                 map[string]time.Time
 	paused, maybeLost, other int
-	lastOther               error
+	lastOther                error
 }
 
 func (t *restartTally) firstConfirmAfter(at time.Time) (time.Time, bool) {
