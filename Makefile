@@ -10,6 +10,10 @@
 #   make services-down stop them
 #   make drill-cluster the cluster drill: a 3-node RabbitMQ cluster of its own
 #                      (in $(CLUSTER_STATE_DIR)), a node lost mid-flight
+#   make drill-NAME    one reliability drill, full length (crash, restart,
+#                      alarm, soak, hostile) against DRILL_URL (default the
+#                      private node); `make drills` runs them all
+#   make fuzz          every Fuzz* target in the module for FUZZTIME each
 #
 # Services keep their state in $(ACEMQ_STATE_DIR) (default .tmp/); they stay
 # up between runs (start is idempotent) until `make services-down`.
@@ -28,7 +32,7 @@ TESTFILTER := $(ACEMQ_STATE_DIR)/bin/testfilter
 # The env files written by the service scripts (KEY=value lines).
 SERVICE_ENV := set -a; . "$(ACEMQ_STATE_DIR)/rabbitmq/env"; . "$(ACEMQ_STATE_DIR)/postgres/env"; . "$(ACEMQ_STATE_DIR)/mariadb/env"; set +a
 
-.PHONY: test test-short lint bench services-up services-down drill-cluster
+.PHONY: test test-short lint bench services-up services-down drill-cluster drills fuzz $(addprefix drill-,$(DRILLS))
 
 services-up:
 	@scripts/rabbitmq.sh start
@@ -91,3 +95,39 @@ drill-cluster:
 	scripts/rabbitmq.sh start --nodes 3; \
 	set -a; . "$(CLUSTER_STATE_DIR)/rabbitmq/env"; set +a; \
 	$(GO) test -tags drill -race -count=1 -timeout $(DRILL_TIMEOUT) -run '^TestCluster' -v . | grep -E '^(=== RUN|--- |    drill_cluster_test.go|ok|FAIL|PASS)' || exit 1
+
+# The reliability drills (internal/drill, `acemq drill NAME`), full length,
+# against DRILL_URL (default: the private node `make services-up` starts)
+# with DRILL_CTL running rabbitmqctl against it. Each prints one verdict line
+# and fails the target when the drill failed. `make test` runs a short
+# version of each as the internal/drill tests.
+DRILLS := crash restart alarm soak hostile
+DRILL_URL ?=
+DRILL_CTL ?=
+DRILL_DB ?=
+DRILL_ARGS ?=
+DRILL_BIN := $(ACEMQ_STATE_DIR)/bin/acemq
+
+$(addprefix drill-,$(DRILLS)): drill-%: services-up
+	@$(GO) build -o "$(DRILL_BIN)" ./cmd/acemq
+	@$(SERVICE_ENV); url="$(DRILL_URL)"; ctl="$(DRILL_CTL)"; db="$(DRILL_DB)"; set --; \
+	case $* in restart|alarm|soak) set -- --ctl "$${ctl:-$$ACEMQ_TEST_RABBITMQCTL}";; crash) set -- --db "$${db:-$$ACEMQ_TEST_POSTGRES_URL}";; esac; \
+	"$(DRILL_BIN)" drill $* --url "$${url:-$$ACEMQ_TEST_AMQP_URL}" "$$@" $(DRILL_ARGS)
+
+# Every drill in turn (about 10 minutes on two cores, most of it the soak's
+# 240 reconnects); the first failure stops the run.
+drills: drill-crash drill-hostile drill-alarm drill-restart drill-soak drill-cluster
+
+# Fuzzing: every Fuzz* target in the module (`go test -list`), each for
+# FUZZTIME. New failing inputs land in the package's testdata/fuzz/, where
+# they are committed and replayed by every `go test`.
+FUZZTIME ?= 60s
+
+fuzz:
+	@$(GO) test -list '^Fuzz' ./... | awk '/^Fuzz/ { names = names " " $$1; next } /^ok / { if (names != "") print $$2 names; names = "" }' | \
+	while read -r pkg targets; do \
+		for t in $$targets; do \
+			echo "fuzz $$pkg $$t for $(FUZZTIME)"; \
+			$(GO) test -run '^$$' -fuzz "^$$t\$$" -fuzztime $(FUZZTIME) "$$pkg" || exit 1; \
+		done; \
+	done

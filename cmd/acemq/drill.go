@@ -86,7 +86,8 @@ func newDrill() *cobra.Command {
 line with its numbers ("drill NAME: PASS|FAIL name=value ..."), and exits non-zero on failure.
 
   crash     a child publisher SIGKILLed and restarted (confirmed-but-missing must be 0);
-            a slow child consumer SIGKILLed, some kills between its work and its ack
+            a slow child consumer SIGKILLed, some kills between its work and its ack;
+            with --db, an outbox producer and relay SIGKILLed (every commit published)
   restart   rabbitmqctl stop_app/start_app under load, classic and quorum queues,
             beside a plain amqp091-go client's dial and confirmed publish
   alarm     a memory alarm under load: paused refusals with the broker's reason,
@@ -107,7 +108,7 @@ restart, alarm and soak control the broker with rabbitmqctl (--ctl).`,
 func newDrillCrash() *cobra.Command {
 	var f drillFlags
 	var o drill.CrashOptions
-	var variant string
+	var variant, db string
 	cmd := &cobra.Command{
 		Use:   "crash",
 		Short: "SIGKILL a child publisher and a child consumer at random moments; nothing confirmed may go missing",
@@ -118,23 +119,32 @@ func newDrillCrash() *cobra.Command {
 				return fmt.Errorf("cannot find this program's own path to start the child process: %v", err)
 			}
 			o.Child = []string{exe, "drill", "child"}
-			if variant != "publish" && variant != "consume" && variant != "all" {
-				return fmt.Errorf("--variant must be publish, consume or all, got %q", variant)
+			switch variant {
+			case "publish", "consume", "outbox", "all":
+			default:
+				return fmt.Errorf("--variant must be publish, consume, outbox or all, got %q", variant)
+			}
+			if variant == "outbox" && db == "" {
+				return fmt.Errorf("the outbox variant needs PostgreSQL; pass --db postgres://user@host/db")
 			}
 			return runDrill(cmd, &f, func(ctx context.Context, env drill.Env) []*drill.Result {
 				var rs []*drill.Result
-				if variant != "consume" {
+				if variant == "publish" || variant == "all" {
 					rs = append(rs, drill.CrashPublish(ctx, env, o))
 				}
-				if variant != "publish" {
+				if variant == "consume" || variant == "all" {
 					rs = append(rs, drill.CrashConsume(ctx, env, o))
+				}
+				if variant == "outbox" || (variant == "all" && db != "") {
+					rs = append(rs, drill.CrashOutbox(ctx, env, db, o))
 				}
 				return rs
 			})
 		},
 	}
 	f.register(cmd, false, 10*time.Minute)
-	cmd.Flags().StringVar(&variant, "variant", "all", "publish, consume or all")
+	cmd.Flags().StringVar(&variant, "variant", "all", "publish, consume, outbox or all (outbox only with --db)")
+	cmd.Flags().StringVar(&db, "db", os.Getenv("ACEMQ_DB"), "PostgreSQL URL for the outbox variant (default $ACEMQ_DB); the drill works in a schema of its own")
 	cmd.Flags().IntVar(&o.Kills, "kills", 10, "how many times the child is SIGKILLed")
 	cmd.Flags().DurationVar(&o.MaxLife, "max-life", time.Second, "a child lives a random time up to this once it shows progress")
 	cmd.Flags().IntVar(&o.Workers, "workers", 4, "the child's publishing goroutines or consumer concurrency")

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strings"
 	"sync"
 	"time"
 
@@ -42,11 +43,12 @@ func (r *record) line(kind, id string) error {
 // SIGKILLs. It is reached through a hidden subcommand (`acemq drill child`)
 // or, in this package's tests, through TestMain. args:
 //
-//	--mode publish|consume --url URL --queue Q --record FILE
-//	[--workers N] [--work D] [--hold D]
+//	--mode publish|consume|outbox-produce|outbox-relay --url URL
+//	--queue Q --record FILE [--workers N] [--work D] [--hold D] [--db URL]
 //
 // publish: N goroutines Send to Q and record "confirmed ID" only after Send
-// returned nil. consume: a consumer with N handlers records "done ID" after
+// returned nil. outbox-produce adds outbox records and records "committed
+// ID" after each commit; outbox-relay runs a relay. consume: a consumer with N handlers records "done ID" after
 // the work and then holds for --hold before returning Accept, so a kill
 // that lands in the hold falls between the work and the ack. It runs until
 // killed or ctx ends and returns the process exit code.
@@ -60,10 +62,21 @@ func ChildMain(ctx context.Context, args []string, stderr io.Writer) int {
 	workers := fs.Int("workers", 4, "publishing goroutines or consumer concurrency")
 	work := fs.Duration("work", 5*time.Millisecond, "consume: time each handler works")
 	hold := fs.Duration("hold", 50*time.Millisecond, "consume: time a handler holds after recording done")
+	db := fs.String("db", "", "outbox-produce, outbox-relay: PostgreSQL URL")
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
-	if err := child(ctx, *mode, *url, *queue, *path, *workers, *work, *hold); err != nil {
+	var err error
+	if strings.HasPrefix(*mode, "outbox-") {
+		var rec *record
+		if rec, err = openRecord(*path); err == nil {
+			err = outboxChild(ctx, *mode, *url, *db, *queue, rec)
+			rec.f.Close()
+		}
+	} else {
+		err = child(ctx, *mode, *url, *queue, *path, *workers, *work, *hold)
+	}
+	if err != nil {
 		fmt.Fprintln(stderr, err)
 		return 1
 	}

@@ -85,6 +85,16 @@ func TestCrashConsumeLosesNothingAndKillsBeforeTheAckRedeliver(t *testing.T) {
 	}
 }
 
+func TestCrashOutboxPublishesEveryCommittedRecord(t *testing.T) {
+	env := testEnv(t)
+	db := testenv.PostgresURL(t)
+	r := CrashOutbox(context.Background(), env, db, CrashOptions{Child: childCommand(t), Kills: 2, MaxLife: 300 * time.Millisecond, Dir: t.TempDir()})
+	check(t, r)
+	if r.Get("committed-missing") != "0" || r.Get("relay-kills") == "0" || r.Get("committed") == "0" {
+		t.Fatalf("numbers: %s", r.Line())
+	}
+}
+
 func TestRestartLosesNothingAndResumes(t *testing.T) {
 	env := testEnv(t)
 	needCtl(t, env)
