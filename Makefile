@@ -111,7 +111,8 @@ DRILL_BIN := $(ACEMQ_STATE_DIR)/bin/acemq
 $(addprefix drill-,$(DRILLS)): drill-%: services-up
 	@$(GO) build -o "$(DRILL_BIN)" ./cmd/acemq
 	@$(SERVICE_ENV); url="$(DRILL_URL)"; ctl="$(DRILL_CTL)"; db="$(DRILL_DB)"; set --; \
-	case $* in restart|alarm|soak) set -- --ctl "$${ctl:-$$ACEMQ_TEST_RABBITMQCTL}";; crash) set -- --db "$${db:-$$ACEMQ_TEST_POSTGRES_URL}";; esac; \
+	case $* in restart|alarm) set -- --ctl "$${ctl:-$$ACEMQ_TEST_RABBITMQCTL}";; \
+	soak) set -- --ctl "$${ctl:-$$ACEMQ_TEST_RABBITMQCTL}"; [ -n "$$url" ] || set -- "$$@" --management "$$ACEMQ_TEST_MANAGEMENT_URL";; crash) set -- --db "$${db:-$$ACEMQ_TEST_POSTGRES_URL}";; esac; \
 	"$(DRILL_BIN)" drill $* --url "$${url:-$$ACEMQ_TEST_AMQP_URL}" "$$@" $(DRILL_ARGS)
 
 # Every drill in turn (about 10 minutes on two cores, most of it the soak's

@@ -18,6 +18,7 @@ import (
 type drillFlags struct {
 	url     string
 	ctl     string
+	mgmt    string
 	timeout time.Duration
 	quiet   bool
 }
@@ -45,7 +46,7 @@ func (f *drillFlags) env(cmd *cobra.Command) (drill.Env, error) {
 	if isMemory(f.url) {
 		return drill.Env{}, fmt.Errorf("the drills need a real broker: pass --url amqp://user:pass@host:5672/")
 	}
-	env := drill.Env{URL: f.url, Ctl: strings.Fields(f.ctl)}
+	env := drill.Env{URL: f.url, Ctl: strings.Fields(f.ctl), Management: f.mgmt}
 	if !f.quiet {
 		env.Progress = cmd.ErrOrStderr()
 	}
@@ -216,6 +217,7 @@ func newDrillSoak() *cobra.Command {
 		},
 	}
 	f.register(cmd, true, 15*time.Minute)
+	cmd.Flags().StringVar(&f.mgmt, "management", os.Getenv("ACEMQ_MANAGEMENT_URL"), "the broker's management API (http://user:pass@host:15672/); when given, connections are closed through it rather than with rabbitmqctl, which boots an Erlang VM per call (default $ACEMQ_MANAGEMENT_URL)")
 	cmd.Flags().IntVar(&o.Reconnects, "reconnects", 240, "forced reconnects (rabbitmqctl close_all_connections)")
 	cmd.Flags().IntVar(&o.WarmUp, "warm-up", 0, "reconnects before the warm-up sample (default a tenth)")
 	cmd.Flags().DurationVar(&o.Every, "every", 1500*time.Millisecond, "the soak's pace: at least this between forced closes (the library's recovery interval is left as it is)")

@@ -32,6 +32,10 @@ type Env struct {
 	// against the broker, e.g. ["rabbitmqctl", "-n", "rabbit@host"]. The
 	// restart, alarm and soak drills need it; crash and hostile do not.
 	Ctl []string
+	// Management is the broker's management HTTP API
+	// (http://user:pass@host:15672/). When set, the soak closes
+	// connections through it instead of rabbitmqctl.
+	Management string
 	// Progress receives one line per step, for a person watching; nil
 	// discards them.
 	Progress io.Writer

@@ -29,6 +29,7 @@ func TestMain(m *testing.M) {
 func testEnv(t *testing.T) Env {
 	t.Helper()
 	env := Env{URL: testenv.AMQPURL(t)}
+	env.Management = os.Getenv("ACEMQ_TEST_MANAGEMENT_URL")
 	if ctl := os.Getenv("ACEMQ_TEST_RABBITMQCTL"); ctl != "" {
 		env.Ctl = strings.Fields(ctl)
 	}

@@ -106,8 +106,9 @@ func growth(a, b float64) float64 {
 }
 
 // Soak runs the soak drill: a steady publish/consume load while every
-// connection is force-closed o.Reconnects times (rabbitmqctl
-// close_all_connections). The process is sampled at the start, after
+// connection is force-closed o.Reconnects times (the drill's own, through
+// the management API, when env.Management is set; else every client's, with
+// rabbitmqctl close_all_connections). The process is sampled at the start, after
 // o.WarmUp reconnects and at the end; the verdict is "flat" when the Go heap
 // after a forced GC and the RSS grew at most 10 % after the warm-up and
 // neither fds nor goroutines grew at all; nothing confirmed may be lost.
@@ -214,10 +215,17 @@ func soak(ctx context.Context, env Env, o SoakOptions, res *Result) error {
 		return lastConfirm.After(at)
 	}
 
+	var closer *mgmtCloser
+	if env.Management != "" {
+		if closer, err = newMgmtCloser(env.Management, clientName+" (", 2); err != nil {
+			return err
+		}
+		defer closer.stop()
+	}
 	var warm Sample
 	for i := 1; i <= o.Reconnects; i++ {
 		closedAt := time.Now()
-		if _, err := env.ctl(ctx, "close_all_connections", "acemq soak drill"); err != nil {
+		if err := env.forceReconnect(ctx, closer, "acemq soak drill"); err != nil {
 			return err
 		}
 		select {
