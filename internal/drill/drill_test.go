@@ -42,7 +42,7 @@ func testEnv(t *testing.T) Env {
 func needCtl(t *testing.T, env Env) {
 	t.Helper()
 	if len(env.Ctl) == 0 {
-		testenv.RabbitCtl(t, "status") // fails or skips, saying what is missing
+		testenv.RequireRabbitCtl(t) // fails or skips, saying what is missing
 	}
 }
 
