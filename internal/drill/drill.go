@@ -52,7 +52,9 @@ func (e Env) ctl(ctx context.Context, args ...string) (string, error) {
 	if len(e.Ctl) == 0 {
 		return "", errors.New("acemq: this drill controls the broker with rabbitmqctl; give its command with --ctl (or set ACEMQ_TEST_RABBITMQCTL)")
 	}
-	ctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
+	// rabbitmqctl boots an Erlang VM per call: about a second on an idle
+	// machine, minutes on an overloaded one.
+	ctx, cancel := context.WithTimeout(ctx, 5*time.Minute)
 	defer cancel()
 	argv := append(append([]string{}, e.Ctl[1:]...), args...)
 	out, err := exec.CommandContext(ctx, e.Ctl[0], argv...).CombinedOutput()

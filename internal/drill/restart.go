@@ -122,6 +122,17 @@ func baselineOnce(ctx context.Context, rawURL, queue string) (time.Time, error) 
 	return time.Now(), nil
 }
 
+// restoreBroker starts the broker's app again when a failed step may have
+// left it stopped (nothing accepts on its port), so a failed drill does not
+// leave the broker down.
+func restoreBroker(env Env, addr string) {
+	if c, err := net.DialTimeout("tcp", addr, 2*time.Second); err == nil {
+		_ = c.Close()
+		return
+	}
+	_, _ = env.ctl(context.Background(), "start_app")
+}
+
 // restartTally is what the publishers and the consumer saw.
 type restartTally struct {
 	mu                       sync.Mutex
@@ -263,10 +274,11 @@ func restartOne(ctx context.Context, env Env, o RestartOptions, typ acemq.QueueT
 			return err
 		}
 		if _, err := env.ctl(ctx, "stop_app"); err != nil {
+			restoreBroker(env, addr)
 			return err
 		}
 		if err := waitEvent(ctx, events, acemq.EventLost, 30*time.Second); err != nil {
-			_, _ = env.ctl(context.Background(), "start_app")
+			restoreBroker(env, addr)
 			return err
 		}
 		_ = sleepCtx(ctx, o.Down)
@@ -282,6 +294,7 @@ func restartOne(ctx context.Context, env Env, o RestartOptions, typ acemq.QueueT
 		baseline := make(chan time.Time, 1)
 		if _, err := env.ctl(ctx, "start_app"); err != nil {
 			cancel()
+			restoreBroker(env, addr)
 			return err
 		}
 		acceptAt, ok := <-accepted
