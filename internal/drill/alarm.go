@@ -113,9 +113,9 @@ func alarm(ctx context.Context, env Env, o AlarmOptions, res *Result) error {
 	defer k.Close(context.Background())
 
 	pubCtx, stopPub := context.WithCancel(ctx)
-	defer stopPub()
 	var wg sync.WaitGroup
-	defer wg.Wait()
+	// Stop the publishers, then wait for them (defers run last-first).
+	defer func() { stopPub(); wg.Wait() }()
 	pub := acemq.NewPublisher[crashMsg](c, "", q)
 	for w := 0; w < o.Publishers; w++ {
 		wg.Add(1)

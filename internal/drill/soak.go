@@ -172,9 +172,9 @@ func soak(ctx context.Context, env Env, o SoakOptions, res *Result) error {
 		}
 	}()
 	pubCtx, stopPub := context.WithCancel(ctx)
-	defer stopPub()
 	var wg sync.WaitGroup
-	defer wg.Wait()
+	// Stop the publishers, then wait for them (defers run last-first).
+	defer func() { stopPub(); wg.Wait() }()
 	pub := acemq.NewPublisher[crashMsg](c, "", q)
 	wg.Add(1)
 	go func() {
