@@ -217,7 +217,9 @@ func soak(ctx context.Context, env Env, o SoakOptions, res *Result) error {
 
 	var closer *mgmtCloser
 	if env.Management != "" {
-		if closer, err = newMgmtCloser(env.Management, clientName+" (", 2); err != nil {
+		// Closing either of the Conn's two connections makes it recover
+		// both (it drops the other itself), so one listed is enough.
+		if closer, err = newMgmtCloser(env.Management, clientName+" (", 1); err != nil {
 			return err
 		}
 		defer closer.stop()
