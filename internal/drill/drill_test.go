@@ -109,7 +109,7 @@ func TestRestartLosesNothingAndResumes(t *testing.T) {
 func TestAlarmPausesWithTheReasonAndResumes(t *testing.T) {
 	env := testEnv(t)
 	needCtl(t, env)
-	r := Alarm(context.Background(), env, AlarmOptions{Hold: 500 * time.Millisecond})
+	r := Alarm(context.Background(), env, AlarmOptions{Hold: 300 * time.Millisecond, SendTimeout: time.Second})
 	check(t, r)
 	if r.Get("blocked-reason") != `"low on memory"` || r.Get("lost") != "0" || r.Get("paused") == "0" {
 		t.Fatalf("numbers: %s", r.Line())
