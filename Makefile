@@ -117,8 +117,9 @@ $(addprefix drill-,$(DRILLS)): drill-%: services-up
 	soak) set -- --ctl "$${ctl:-$$ACEMQ_TEST_RABBITMQCTL}"; [ -n "$$url" ] || set -- "$$@" --management "$$ACEMQ_TEST_MANAGEMENT_URL";; crash) set -- --db "$${db:-$$ACEMQ_TEST_POSTGRES_URL}";; esac; \
 	"$(DRILL_BIN)" drill $* --url "$${url:-$$ACEMQ_TEST_AMQP_URL}" "$$@" $(DRILL_ARGS)
 
-# Every drill in turn (about 10 minutes on two cores, most of it the soak's
-# 240 reconnects); the first failure stops the run.
+# Every drill in turn (meant to fit in 15 minutes on an idle two-core
+# machine, most of it the soak's 240 reconnects at 1.5 s or more each); the
+# first failure stops the run.
 drills: drill-crash drill-hostile drill-alarm drill-restart drill-soak drill-cluster
 
 # Fuzzing: every Fuzz* target in the module (`go test -list`), each for
