@@ -225,37 +225,52 @@ func soak(ctx context.Context, env Env, o SoakOptions, res *Result) error {
 		defer closer.stop()
 	}
 	var warm Sample
-	for i := 1; i <= o.Reconnects; i++ {
-		closedAt := time.Now()
-		if err := env.forceReconnect(ctx, closer, "acemq soak drill"); err != nil {
+	done := 0
+	cycles := func() error {
+		for i := 1; i <= o.Reconnects; i++ {
+			closedAt := time.Now()
+			if err := env.forceReconnect(ctx, closer, "acemq soak drill"); err != nil {
+				return err
+			}
+			select {
+			case e := <-recovered:
+				if e.Kind == acemq.EventGaveUp {
+					return fmt.Errorf("reconnect %d: the Conn gave up recovering: %v", i, e.Err)
+				}
+			case <-time.After(60 * time.Second):
+				return fmt.Errorf("reconnect %d: the Conn did not recover within 60s", i)
+			case <-ctx.Done():
+				return ctx.Err()
+			}
+			for deadline := time.Now().Add(30 * time.Second); !confirmedSince(closedAt); {
+				if time.Now().After(deadline) {
+					return fmt.Errorf("reconnect %d: no publish confirmed within 30s of recovering", i)
+				}
+				_ = sleepCtx(ctx, 5*time.Millisecond)
+			}
+			if i == o.WarmUp {
+				warm = TakeSample()
+				env.logf("soak: warm-up sample after %d reconnects: %s", i, warm)
+			}
+			if i%20 == 0 {
+				env.logf("soak: %d of %d reconnects", i, o.Reconnects)
+			}
+			if err := sleepCtx(ctx, time.Until(closedAt.Add(o.Every))); err != nil {
+				return err
+			}
+			done = i
+		}
+		return nil
+	}
+	if err := cycles(); err != nil {
+		if !errors.Is(err, context.DeadlineExceeded) || warm.Heap == 0 {
 			return err
 		}
-		select {
-		case e := <-recovered:
-			if e.Kind == acemq.EventGaveUp {
-				return fmt.Errorf("reconnect %d: the Conn gave up recovering: %v", i, e.Err)
-			}
-		case <-time.After(60 * time.Second):
-			return fmt.Errorf("reconnect %d: the Conn did not recover within 60s", i)
-		case <-ctx.Done():
-			return ctx.Err()
-		}
-		for deadline := time.Now().Add(30 * time.Second); !confirmedSince(closedAt); {
-			if time.Now().After(deadline) {
-				return fmt.Errorf("reconnect %d: no publish confirmed within 30s of recovering", i)
-			}
-			_ = sleepCtx(ctx, 5*time.Millisecond)
-		}
-		if i == o.WarmUp {
-			warm = TakeSample()
-			env.logf("soak: warm-up sample after %d reconnects: %s", i, warm)
-		}
-		if i%20 == 0 {
-			env.logf("soak: %d of %d reconnects", i, o.Reconnects)
-		}
-		if err := sleepCtx(ctx, time.Until(closedAt.Add(o.Every))); err != nil {
-			return err
-		}
+		// Time is up: judge what ran, and say it was cut short.
+		res.Failf("the time was up after %d of %d reconnects", done, o.Reconnects)
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(context.WithoutCancel(ctx), 2*time.Minute)
+		defer cancel()
 	}
 	stopPub()
 	wg.Wait()
@@ -289,7 +304,7 @@ func soak(ctx context.Context, env Env, o SoakOptions, res *Result) error {
 	if !flat {
 		verdict = "growing"
 	}
-	res.Set("reconnects", o.Reconnects)
+	res.Set("reconnects", done)
 	res.Set("every", o.Every)
 	res.Set("rate", fmt.Sprintf("%d/s", o.Rate))
 	res.Set("memory", verdict)
