@@ -6,7 +6,8 @@
 #   make lint          gofmt, go vet, staticcheck
 #   make bench         benchmarks
 #   make services-up   start the private RabbitMQ node, PostgreSQL cluster and
-#                      MariaDB server
+#                      MariaDB server; install chromium for the console's
+#                      browser tests
 #   make services-down stop them
 #   make drill-cluster the cluster drill: a 3-node RabbitMQ cluster of its own
 #                      (in $(CLUSTER_STATE_DIR)), a node lost mid-flight
@@ -26,7 +27,7 @@ STATICCHECK := honnef.co/go/tools/cmd/staticcheck@v0.8.2
 TESTFILTER := $(ACEMQ_STATE_DIR)/bin/testfilter
 
 # The env files written by the service scripts (KEY=value lines).
-SERVICE_ENV := set -a; . "$(ACEMQ_STATE_DIR)/rabbitmq/env"; . "$(ACEMQ_STATE_DIR)/postgres/env"; . "$(ACEMQ_STATE_DIR)/mariadb/env"; set +a
+SERVICE_ENV := set -a; . "$(ACEMQ_STATE_DIR)/rabbitmq/env"; . "$(ACEMQ_STATE_DIR)/postgres/env"; . "$(ACEMQ_STATE_DIR)/mariadb/env"; . "$(ACEMQ_STATE_DIR)/chromium/env"; set +a
 
 .PHONY: test test-short lint bench services-up services-down drill-cluster
 
@@ -34,6 +35,7 @@ services-up:
 	@scripts/rabbitmq.sh start
 	@scripts/postgres.sh start
 	@scripts/mariadb.sh start
+	@scripts/chromium.sh start
 
 services-down:
 	@scripts/rabbitmq.sh stop

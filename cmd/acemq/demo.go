@@ -73,7 +73,9 @@ nothing installed: the in-process broker (memory://demo) and SQLite.`,
 			var then func(*acemq.Conn) error
 			if withConsole {
 				// The console outlives the demo's timeout: it runs until Ctrl-C.
-				then = func(c *acemq.Conn) error { return demoConsole(cmd.Context(), cmd.OutOrStdout(), cmd.ErrOrStderr(), c, u, cf) }
+				then = func(c *acemq.Conn) error {
+					return demoConsole(cmd.Context(), cmd.OutOrStdout(), cmd.ErrOrStderr(), c, u, cf)
+				}
 			}
 			err := runDemo(ctx, cmd.OutOrStdout(), u, db, then)
 			if err != nil && ctx.Err() != nil {
