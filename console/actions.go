@@ -98,10 +98,9 @@ func (c *Console) move(w http.ResponseWriter, r *http.Request, action, queue, ta
 	if keep {
 		opts = append(opts, replay.KeepAttempts())
 	}
-	mu := c.lock(queue)
-	mu.Lock()
+	release := c.hold(queue)
 	rep, err := replay.Queue(ctx, c.conn, queue, opts...)
-	mu.Unlock()
+	release()
 	entry.Moved, entry.Skipped = rep.Moved, rep.Skipped
 	entry.Result = rep.String()
 	out := outcome{Action: action, Queue: queue, Target: target, Summary: rep.String()}
@@ -136,10 +135,9 @@ func (c *Console) purgeAction(w http.ResponseWriter, r *http.Request) {
 		c.render(w, http.StatusBadRequest, "preview", "Preview", preview{Action: "purge", Queue: queue, Count: info.Messages, Depth: info.Messages, Message: msg})
 		return
 	}
-	mu := c.lock(queue)
-	mu.Lock()
+	release := c.hold(queue)
 	n, err := c.conn.PurgeQueue(ctx, queue)
-	mu.Unlock()
+	release()
 	entry := auditEntry{Action: "purge", Queue: queue, Purged: n, Result: fmt.Sprintf("purged %d", n)}
 	out := outcome{Action: "purge", Queue: queue, Summary: fmt.Sprintf("purged %d message(s) from %s", n, queue)}
 	status := http.StatusOK
@@ -185,8 +183,7 @@ func (c *Console) downloadAction(w http.ResponseWriter, r *http.Request) {
 	}
 	ctx, cancel := c.actionContext(r)
 	defer cancel()
-	mu := c.lock(queue)
-	mu.Lock()
+	release := c.hold(queue)
 	var buf bytes.Buffer
 	enc := json.NewEncoder(&buf)
 	count := 0
@@ -200,7 +197,7 @@ func (c *Console) downloadAction(w http.ResponseWriter, r *http.Request) {
 			return true
 		})
 	}
-	mu.Unlock()
+	release()
 	if err != nil {
 		c.brokerError(w, r, queue, err)
 		return

@@ -91,8 +91,10 @@ type Console struct {
 	audit auditLog
 
 	// browseHook, when set (tests), runs after each message a browse
-	// reads, while the console holds the queue.
+	// reads, while the console holds the queue; holdHook runs just before
+	// the console waits for a queue.
 	browseHook func(queue string, read int)
+	holdHook   func(queue string)
 }
 
 // GenerateToken returns a fresh random token (32 hex digits) for
@@ -169,6 +171,17 @@ func (c *Console) lock(queue string) *sync.Mutex {
 		c.locks[queue] = m
 	}
 	return m
+}
+
+// hold waits until the console has queue to itself and returns the
+// release.
+func (c *Console) hold(queue string) (release func()) {
+	mu := c.lock(queue)
+	if c.holdHook != nil {
+		c.holdHook(queue)
+	}
+	mu.Lock()
+	return mu.Unlock
 }
 
 // listQueues lists every queue's name.

@@ -12,3 +12,6 @@ func DecodeBody(contentType string, b []byte) (kind, text string) {
 
 // ReasonGroup exposes reasonGroup to tests.
 func ReasonGroup(reason string) string { return reasonGroup(reason) }
+
+// SetHoldHook runs hook just before the console waits for a queue (tests only).
+func (c *Console) SetHoldHook(hook func(queue string)) { c.holdHook = hook }

@@ -100,9 +100,7 @@ func (c *Console) read(ctx context.Context, queue string, sel selection) (scan, 
 	if err != nil {
 		return scan{}, err
 	}
-	mu := c.lock(queue)
-	mu.Lock()
-	defer mu.Unlock()
+	defer c.hold(queue)()
 	var sc scan
 	info, err := c.conn.QueueInfo(ctx, queue)
 	if err != nil {
@@ -174,9 +172,7 @@ type message struct {
 // find browses queue for the first message with id (under the queue's
 // lock) and counts its copies among the messages read.
 func (c *Console) find(ctx context.Context, queue, id string) (*message, int, error) {
-	mu := c.lock(queue)
-	mu.Lock()
-	defer mu.Unlock()
+	defer c.hold(queue)()
 	var found *message
 	pos := 0
 	n, err := replay.Browse(ctx, c.conn, queue, c.cfg.ScanLimit, func(m *acemq.Pulled) bool {
