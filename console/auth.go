@@ -83,9 +83,18 @@ func (c *Console) action(name string, h http.HandlerFunc) http.HandlerFunc {
 	})
 }
 
-// sameOrigin accepts a request whose Origin header, when present, names
-// the host it was sent to.
+// sameOrigin accepts a request that a browser marks as coming from this
+// origin (Sec-Fetch-Site), and otherwise one whose Origin header, when
+// present, names the host it was sent to. Clients that send neither (curl
+// with the token) rely on the CSRF token alone.
 func sameOrigin(r *http.Request) bool {
+	switch r.Header.Get("Sec-Fetch-Site") {
+	case "same-origin", "none":
+		return true
+	case "":
+	default:
+		return false
+	}
 	o := r.Header.Get("Origin")
 	if o == "" {
 		return true

@@ -149,12 +149,14 @@ func New(conn *acemq.Conn, cfg Config) (*Console, error) {
 
 // ServeHTTP serves the console. Every response carries a strict
 // Content-Security-Policy (no inline script or style, nothing from
-// another origin) and no-referrer, nosniff and frame-deny headers.
+// another origin) and same-origin referrer, nosniff and frame-deny headers.
 func (c *Console) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	h := w.Header()
 	h.Set("Content-Security-Policy", "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self'; connect-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'")
 	h.Set("X-Content-Type-Options", "nosniff")
-	h.Set("Referrer-Policy", "no-referrer")
+	// same-origin, not no-referrer: with no-referrer a browser sends
+	// "Origin: null" on the console's own forms.
+	h.Set("Referrer-Policy", "same-origin")
 	h.Set("X-Frame-Options", "DENY")
 	h.Set("Cache-Control", "no-store")
 	c.mux.ServeHTTP(w, r)

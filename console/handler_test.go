@@ -95,7 +95,7 @@ func TestEveryResponseCarriesAStrictContentSecurityPolicy(t *testing.T) {
 		if !strings.Contains(csp, "default-src 'none'") || !strings.Contains(csp, "script-src 'self'") || strings.Contains(csp, "unsafe") {
 			t.Errorf("%s: CSP %q", p, csp)
 		}
-		if resp.Header.Get("X-Content-Type-Options") != "nosniff" || resp.Header.Get("Referrer-Policy") != "no-referrer" {
+		if resp.Header.Get("X-Content-Type-Options") != "nosniff" || resp.Header.Get("Referrer-Policy") != "same-origin" {
 			t.Errorf("%s: headers %v", p, resp.Header)
 		}
 		if strings.Contains(resp.Header.Get("Content-Type"), "html") && (strings.Contains(body, "<script>") || strings.Contains(body, " style=") || strings.Contains(body, " onclick")) {
@@ -429,6 +429,17 @@ func TestActionsWithoutTheCSRFTokenAreRefused(t *testing.T) {
 		resp.Body.Close()
 		if resp.StatusCode != http.StatusForbidden {
 			t.Errorf("POST %s from another origin: %d, want 403", p, resp.StatusCode)
+		}
+		req, _ = http.NewRequest(http.MethodPost, f.srv.URL+"/q/"+dlq+p, strings.NewReader(url.Values{"csrf": {f.csrfToken()}, "confirm": {"yes"}, "confirm_name": {dlq}}.Encode()))
+		req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+		req.Header.Set("Sec-Fetch-Site", "cross-site")
+		resp, err = f.client.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusForbidden {
+			t.Errorf("POST %s marked cross-site: %d, want 403", p, resp.StatusCode)
 		}
 		// A GET never acts.
 		if resp, _ := f.get("/q/" + dlq + p + "?confirm=yes&confirm_name=" + dlq); resp.StatusCode != http.StatusMethodNotAllowed {
