@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/acemq-go/acemq"
 )
@@ -60,10 +61,15 @@ func Browse(ctx context.Context, conn *acemq.Conn, queue string, limit int, visi
 	}
 	var held []*acemq.Pulled
 	defer func() {
+		returned := true
 		for i := len(held) - 1; i >= 0; i-- {
 			if held[i].Nack(true) != nil {
+				returned = false
 				break // the channel is gone: the broker returns them
 			}
+		}
+		if returned && len(held) > 0 {
+			awaitReturned(ctx, conn, queue, info.Messages)
 		}
 		_ = puller.Close()
 	}()
@@ -85,4 +91,28 @@ func Browse(ctx context.Context, conn *acemq.Conn, queue string, limit int, visi
 		}
 	}
 	return len(held), nil
+}
+
+// awaitReturned waits (up to 10 s) until queue counts at least want ready
+// messages again. RabbitMQ takes returned messages back asynchronously: a
+// count asked on another channel right after the nacks, as a replay's
+// budget is, can miss thousands of them. If something else consumes from
+// the queue meanwhile the count may never get there; the wait then ends at
+// its deadline and nothing is lost either way.
+func awaitReturned(ctx context.Context, conn *acemq.Conn, queue string, want int) {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+	defer cancel()
+	tick := time.NewTicker(5 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		info, err := conn.QueueInfo(ctx, queue)
+		if err != nil || info.Messages >= want {
+			return
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+		}
+	}
 }

@@ -3,6 +3,7 @@ package replay_test
 import (
 	"context"
 	"slices"
+	"sync"
 	"testing"
 
 	"github.com/acemq-go/acemq"
@@ -75,4 +76,34 @@ func TestSourceOfAndIsSetAside(t *testing.T) {
 	if !replay.IsSetAside("x.dlq") || !replay.IsSetAside("x.parked") || replay.IsSetAside("x.dlqs") {
 		t.Error("IsSetAside")
 	}
+}
+
+// When Browse returns, the broker has the messages back: a count taken
+// on another channel right after (as a replay's budget is) sees them all.
+func TestBrowseReturnsBeforeTheNextReaderCounts(t *testing.T) {
+	forEachBroker(t, func(t *testing.T, url string) {
+		const n = 600
+		c := connect(t, url)
+		q, _ := setup(t, c, 0)
+		dlq := acemq.DeadLetterQueue(q)
+		ctx := context.Background()
+		var wg sync.WaitGroup
+		for w := range 8 {
+			wg.Go(func() {
+				for i := w; i < n; i += 8 {
+					if err := c.PublishRaw(ctx, acemq.RawMessage{RoutingKey: dlq, ContentType: "application/json", Body: []byte(`{}`)}); err != nil {
+						t.Error(err)
+						return
+					}
+				}
+			})
+		}
+		wg.Wait()
+		if read, err := replay.Browse(ctx, c, dlq, n, nil); err != nil || read != n {
+			t.Fatalf("Browse read %d (%v), want %d", read, err, n)
+		}
+		if got := count(t, c, dlq); got != n {
+			t.Fatalf("right after Browse the broker counts %d in %s, want %d", got, dlq, n)
+		}
+	})
 }
