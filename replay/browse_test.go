@@ -78,8 +78,9 @@ func TestSourceOfAndIsSetAside(t *testing.T) {
 	}
 }
 
-// When Browse returns, the broker has the messages back: a count taken
-// on another channel right after (as a replay's budget is) sees them all.
+// When Browse (or a replay that declined messages) returns, the broker
+// has the messages back: a count taken on another channel right after (as
+// a replay's budget is, or a purge) sees them all.
 func TestBrowseReturnsBeforeTheNextReaderCounts(t *testing.T) {
 	forEachBroker(t, func(t *testing.T, url string) {
 		const n = 600
@@ -104,6 +105,14 @@ func TestBrowseReturnsBeforeTheNextReaderCounts(t *testing.T) {
 		}
 		if got := count(t, c, dlq); got != n {
 			t.Fatalf("right after Browse the broker counts %d in %s, want %d", got, dlq, n)
+		}
+		// The same holds for the messages a replay's filter declined.
+		rep, err := replay.Queue(ctx, c, dlq, replay.Filter(func(acemq.Envelope, []byte) bool { return false }))
+		if err != nil || rep.Skipped != n {
+			t.Fatalf("replay declining every message: %+v %v", rep, err)
+		}
+		if got := count(t, c, dlq); got != n {
+			t.Fatalf("right after the replay the broker counts %d in %s, want %d", got, dlq, n)
 		}
 	})
 }
