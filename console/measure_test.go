@@ -27,7 +27,7 @@ func BenchmarkBrowse100k(b *testing.B) {
 	u := testenv.AMQPURL(b)
 	const n = 100_000
 	ctx := context.Background()
-	c, err := acemq.Connect(ctx, u, acemq.WithLogger(acemq.DiscardLogger()))
+	c, err := acemq.Connect(ctx, u, acemq.WithLogger(acemq.DiscardLogger()), acemq.WithConfirmTimeout(time.Minute))
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -46,9 +46,9 @@ func BenchmarkBrowse100k(b *testing.B) {
 	reasons := []string{"exhausted 6 attempts: payment gateway timed out after 30s", "the handler rejected it: unknown SKU", "could not be decoded: unexpected EOF"}
 	var wg sync.WaitGroup
 	var first string
-	for w := range 16 {
+	for w := range 8 {
 		wg.Go(func() {
-			for i := w; i < n; i += 16 {
+			for i := w; i < n; i += 8 {
 				env := acemq.NewEnvelope()
 				env.Type, env.Error, env.Attempt = "OrderPlaced", reasons[i%3], 6
 				if i == 0 {

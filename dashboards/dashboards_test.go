@@ -95,18 +95,35 @@ func scrape(t *testing.T) map[string]*dto.MetricFamily {
 	if _, err := conn.DeleteQueue(ctx, acemq.RetryQueue("jobs", 50*time.Millisecond)); err != nil {
 		t.Fatal(err)
 	}
+	// One at a time, so the refused set-aside is the only publish the
+	// broker's NackNext can meet.
 	for n := range 4 {
 		if _, err := conn.Publish(ctx, "", "jobs", job{N: n}); err != nil {
 			t.Fatal(err)
 		}
+		for final := false; !final; {
+			select {
+			case s := <-settled:
+				final = s.Outcome != acemq.ConsumeRetried
+			case <-ctx.Done():
+				t.Fatalf("message %d was not settled", n)
+			}
+		}
 	}
-	for done := 0; done < 5; {
+	// Both rejected messages are in jobs.dlq (the refused one through the
+	// broker's own dead-lettering) before anything else publishes.
+	for {
+		info, err := conn.QueueInfo(ctx, "jobs.dlq")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if info.Messages == 2 {
+			break
+		}
 		select {
-		case s := <-settled:
-			_ = s
-			done++
 		case <-ctx.Done():
-			t.Fatal("the consumer did not settle every delivery")
+			t.Fatalf("jobs.dlq holds %d, want 2", info.Messages)
+		case <-time.After(5 * time.Millisecond):
 		}
 	}
 	// Request/reply.
