@@ -93,20 +93,27 @@ func Browse(ctx context.Context, conn *acemq.Conn, queue string, limit int, visi
 	return len(held), nil
 }
 
-// awaitReturned waits (up to 10 s) until queue counts at least want ready
-// messages again. RabbitMQ takes returned messages back asynchronously: a
-// count asked on another channel right after the nacks, as a replay's
-// budget is, can miss thousands of them. If something else consumes from
-// the queue meanwhile the count may never get there; the wait then ends at
-// its deadline and nothing is lost either way.
+// awaitReturned waits until queue counts at least want ready messages
+// again. RabbitMQ takes returned messages back asynchronously: a count
+// asked on another channel right after the nacks, as a replay's budget
+// is, can miss thousands of them. The wait goes on while the count keeps
+// rising and ends once it has not risen for 3 s (something else may be
+// consuming, so the count may never get there) or after a minute; nothing
+// is lost either way.
 func awaitReturned(ctx context.Context, conn *acemq.Conn, queue string, want int) {
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Minute)
 	defer cancel()
 	tick := time.NewTicker(5 * time.Millisecond)
 	defer tick.Stop()
+	last, progress := -1, time.Now()
 	for {
 		info, err := conn.QueueInfo(ctx, queue)
 		if err != nil || info.Messages >= want {
+			return
+		}
+		if info.Messages > last {
+			last, progress = info.Messages, time.Now()
+		} else if time.Since(progress) > 3*time.Second {
 			return
 		}
 		select {
