@@ -97,7 +97,7 @@ func Browse(ctx context.Context, conn *acemq.Conn, queue string, limit int, visi
 // again. RabbitMQ takes returned messages back asynchronously: a count
 // asked on another channel right after the nacks, as a replay's budget
 // is, can miss thousands of them. The wait goes on while the count keeps
-// rising and ends once it has not risen for 3 s (something else may be
+// rising and ends once it has not risen for 10 s (something else may be
 // consuming, so the count may never get there) or after a minute; nothing
 // is lost either way.
 func awaitReturned(ctx context.Context, conn *acemq.Conn, queue string, want int) {
@@ -113,7 +113,7 @@ func awaitReturned(ctx context.Context, conn *acemq.Conn, queue string, want int
 		}
 		if info.Messages > last {
 			last, progress = info.Messages, time.Now()
-		} else if time.Since(progress) > 3*time.Second {
+		} else if time.Since(progress) > 10*time.Second {
 			return
 		}
 		select {
