@@ -58,8 +58,10 @@ type Config struct {
 	// behind http.StripPrefix); links are built with it. Default "".
 	BasePath string
 	// ScanLimit bounds how many messages a queue page, a preview or a
-	// message look-up reads (default 10,000). A page says when a queue
-	// holds more than it read.
+	// message look-up reads (default 1,000). A page says when a queue
+	// holds more than it read. RabbitMQ takes returned messages back
+	// slowly when many are returned at once (see the README), so a larger
+	// limit makes every page slower to read and to give back.
 	ScanLimit int
 	// PageSize is how many messages a queue page lists (default 50).
 	PageSize int
@@ -120,7 +122,7 @@ func New(conn *acemq.Conn, cfg Config) (*Console, error) {
 		return nil, &acemq.ConfigurationError{Option: "console.Config.URL", Reason: "the console lists queues through the broker URL; set URL (or ListQueues)"}
 	}
 	if cfg.ScanLimit <= 0 {
-		cfg.ScanLimit = 10000
+		cfg.ScanLimit = 1000
 	}
 	if cfg.PageSize <= 0 {
 		cfg.PageSize = 50
