@@ -56,6 +56,9 @@ func (p Plan) String() string {
 			b.WriteString(": " + it.Detail)
 		}
 		b.WriteString("\n")
+		if it.Warning != "" {
+			b.WriteString("  warning: " + it.Warning + "\n")
+		}
 	}
 	return b.String()
 }
@@ -80,6 +83,10 @@ type PlanItem struct {
 	Status      PlanStatus
 	// Detail is the broker's text for Differs, or the explanation for Unknown.
 	Detail string
+	// Warning is a risk in the declaration itself, whatever the broker
+	// holds (a quorum source queue with neither a delivery limit nor
+	// dead-letter wiring); empty when there is none.
+	Warning string
 }
 
 // Plan compares a topology with the broker.
@@ -117,6 +124,9 @@ func planDeclarations(ctx context.Context, open ChannelOpener, decls []Declarati
 		default:
 			return plan, fmt.Errorf("acemq: cannot compare %s with the broker: %w", describeDecl(d), err)
 		}
+	}
+	for i := range plan.Items {
+		plan.Items[i].Warning = planWarning(plan.Items[i].Declaration)
 	}
 	return plan, nil
 }

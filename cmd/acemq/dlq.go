@@ -16,6 +16,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/acemq-go/acemq"
+	"github.com/acemq-go/acemq/crypto"
 	"github.com/acemq-go/acemq/replay"
 )
 
@@ -117,11 +118,24 @@ type shownMessage struct {
 	Headers       map[string]any `json:"headers"`
 	Body          string         `json:"body"`
 	Duplicate     bool           `json:"duplicate,omitempty"`
+	// UnreadableHeaders are headers the Go AMQP client cannot read, decoded
+	// from the bytes AceMQ kept of them; Note says why they are apart.
+	UnreadableHeaders map[string]any `json:"unreadableHeaders,omitempty"`
+	Note              string         `json:"note,omitempty"`
 }
 
-// decodeBody renders a body for people: indented JSON, text as is,
-// anything else as a hex dump of its start.
+// decodeBody renders a body for people: a body in one of the codec/
+// formats decoded (decodeKnown), otherwise as rawBody does.
 func decodeBody(contentType string, b []byte) string {
+	if s, ok := decodeKnown(contentType, b, func() string { return rawBody(contentType, b) }); ok {
+		return s
+	}
+	return rawBody(contentType, b)
+}
+
+// rawBody renders a body no codec/ format claims: indented JSON, text as
+// is, anything else as a hex dump of its start.
+func rawBody(contentType string, b []byte) string {
 	if strings.Contains(contentType, "json") || json.Valid(b) {
 		var buf bytes.Buffer
 		if json.Indent(&buf, b, "", "  ") == nil {
@@ -135,11 +149,11 @@ func decodeBody(contentType string, b []byte) string {
 	return fmt.Sprintf("(%d bytes, %s) % x", len(b), contentType, b[:n])
 }
 
-func show(m *acemq.Pulled, dup bool) shownMessage {
+func show(m *acemq.Pulled, dup bool, ring *crypto.Keyring) shownMessage {
 	e := m.Envelope
 	s := shownMessage{ID: e.ID, Type: e.Type, Version: e.Version, CorrelationID: e.CorrelationID, CausationID: e.CausationID,
 		Attempt: e.Attempt, Origin: e.Origin, Error: e.Error, RoutingKey: m.RoutingKey, ContentType: m.ContentType,
-		Headers: map[string]any{}, Body: decodeBody(m.ContentType, m.Body), Duplicate: dup}
+		Headers: map[string]any{}, Body: bodyText(m.ContentType, m.Body, ring), Duplicate: dup}
 	if !e.FirstSeen.IsZero() {
 		s.FirstSeen = e.FirstSeen.UTC().Format(time.RFC3339Nano)
 	}
@@ -148,6 +162,7 @@ func show(m *acemq.Pulled, dup bool) shownMessage {
 			s.Headers[k] = fmt.Sprint(v)
 		}
 	}
+	showUnreadable(&s, m.Headers)
 	return s
 }
 
@@ -176,6 +191,12 @@ func printShown(out io.Writer, s shownMessage) {
 	for _, k := range keys {
 		fmt.Fprintf(out, "header:      %s = %v\n", k, s.Headers[k])
 	}
+	if s.Note != "" {
+		fmt.Fprintf(out, "note:        %s\n", s.Note)
+		if js, err := json.MarshalIndent(s.UnreadableHeaders, "", "  "); err == nil {
+			fmt.Fprintf(out, "unreadable headers (JSON):\n%s\n", js)
+		}
+	}
 	if s.Duplicate {
 		fmt.Fprintln(out, "duplicate:   an earlier message in this queue has the same id; replaying both delivers it twice")
 	}
@@ -183,7 +204,7 @@ func printShown(out io.Writer, s shownMessage) {
 }
 
 func newDLQShow() *cobra.Command {
-	var u string
+	var u, keyringPath string
 	var n int
 	var asJSON bool
 	cmd := &cobra.Command{
@@ -192,11 +213,16 @@ func newDLQShow() *cobra.Command {
 		Long: "Print the first N messages of a queue without removing them (each is taken and then returned to the queue): " +
 			"envelope fields, the error reason, headers and the decoded body. Messages with an id seen earlier are marked as duplicates.",
 		Example: `  acemq dlq show orders.new.dlq -n 5
-  acemq dlq show orders.new.parked --json`,
+  acemq dlq show orders.new.parked --json
+  acemq dlq show orders.new.parked --keyring /etc/acemq/keyring`,
 		Args: exactQueueArg,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if n < 1 {
 				return fmt.Errorf("-n must be 1 or more, got %d; pass -n 1 or more", n)
+			}
+			ring, err := loadShowKeyring(keyringPath)
+			if err != nil {
+				return err
 			}
 			ctx, cancel := context.WithTimeout(cmd.Context(), time.Minute)
 			defer cancel()
@@ -205,7 +231,7 @@ func newDLQShow() *cobra.Command {
 				return err
 			}
 			defer closeConn(c)
-			ms, err := peek(ctx, c, args[0], n)
+			ms, err := peekWithProgress(ctx, c, args[0], n, nil, ring)
 			if err != nil {
 				return err
 			}
@@ -228,18 +254,20 @@ func newDLQShow() *cobra.Command {
 	urlFlag(cmd, &u)
 	cmd.Flags().IntVarP(&n, "n", "n", 10, "how many messages to show")
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print a JSON array instead of text")
+	keyringFlag(cmd, &keyringPath)
 	return cmd
 }
 
 // peek takes up to n messages and returns them all to the queue.
 func peek(ctx context.Context, c *acemq.Conn, queue string, n int) ([]shownMessage, error) {
-	return peekWithProgress(ctx, c, queue, n, nil)
+	return peekWithProgress(ctx, c, queue, n, nil, nil)
 }
 
 // peekWithProgress is peek with a progress bar on progressOut (nil: none)
-// when more than 100 messages are to be read. It reads with replay.Browse,
-// which returns every message it took to the queue, in order.
-func peekWithProgress(ctx context.Context, c *acemq.Conn, queue string, n int, progressOut io.Writer) ([]shownMessage, error) {
+// when more than 100 messages are to be read; ring (nil: none) shows
+// encrypted bodies decrypted. It reads with replay.Browse, which returns
+// every message it took to the queue, in order.
+func peekWithProgress(ctx context.Context, c *acemq.Conn, queue string, n int, progressOut io.Writer, ring *crypto.Keyring) ([]shownMessage, error) {
 	depth, err := requireQueue(ctx, c, queue)
 	if err != nil {
 		return nil, err
@@ -255,7 +283,7 @@ func peekWithProgress(ctx context.Context, c *acemq.Conn, queue string, n int, p
 		if bar != nil {
 			bar.Add(1)
 		}
-		out = append(out, show(m, seen[m.Envelope.ID]))
+		out = append(out, show(m, seen[m.Envelope.ID], ring))
 		seen[m.Envelope.ID] = true
 		return true
 	})
@@ -374,7 +402,7 @@ func newDLQPurge() *cobra.Command {
 // duplicateIDs peeks at up to 1,000 messages of queue (returning them all)
 // and lists ids that occur more than once; nil when it cannot tell.
 func duplicateIDs(ctx context.Context, c *acemq.Conn, queue string, progressOut io.Writer) []string {
-	ms, err := peekWithProgress(ctx, c, queue, 1000, progressOut)
+	ms, err := peekWithProgress(ctx, c, queue, 1000, progressOut, nil)
 	if err != nil {
 		return nil
 	}
