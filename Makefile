@@ -8,7 +8,8 @@
 #   make fuzz          every fuzz target in the module for FUZZTIME each (default
 #                      60s); `make test` runs their seed corpora
 #   make services-up   start the private RabbitMQ node, PostgreSQL cluster and
-#                      MariaDB server
+#                      MariaDB server; install chromium for the console's
+#                      browser tests
 #   make services-down stop them
 #   make drill-cluster the cluster drill: a 3-node RabbitMQ cluster of its own
 #                      (in $(CLUSTER_STATE_DIR)), a node lost mid-flight
@@ -34,7 +35,7 @@ STATICCHECK := honnef.co/go/tools/cmd/staticcheck@v0.8.2
 TESTFILTER := $(ACEMQ_STATE_DIR)/bin/testfilter
 
 # The env files written by the service scripts (KEY=value lines).
-SERVICE_ENV := set -a; . "$(ACEMQ_STATE_DIR)/rabbitmq/env"; . "$(ACEMQ_STATE_DIR)/postgres/env"; . "$(ACEMQ_STATE_DIR)/mariadb/env"; set +a
+SERVICE_ENV := set -a; . "$(ACEMQ_STATE_DIR)/rabbitmq/env"; . "$(ACEMQ_STATE_DIR)/postgres/env"; . "$(ACEMQ_STATE_DIR)/mariadb/env"; . "$(ACEMQ_STATE_DIR)/chromium/env"; set +a
 
 .PHONY: test test-short lint bench services-up services-down drill-cluster fuzz outbox-crash bench-outbox drills $(addprefix drill-,$(DRILLS))
 
@@ -42,6 +43,7 @@ services-up:
 	@scripts/rabbitmq.sh start
 	@scripts/postgres.sh start
 	@scripts/mariadb.sh start
+	@scripts/chromium.sh start
 
 services-down:
 	@scripts/rabbitmq.sh stop

@@ -147,3 +147,11 @@ func RabbitCtl(t testing.TB, args ...string) string {
 func Unique(prefix string) string {
 	return fmt.Sprintf("%s.%d.%d", prefix, os.Getpid(), time.Now().UnixNano()%1_000_000_000)
 }
+
+// Chromium returns the path of the headless browser the console's
+// browser tests drive (ACEMQ_TEST_CHROMIUM, which scripts/chromium.sh
+// writes after installing Debian's chromium).
+func Chromium(t testing.TB) string {
+	t.Helper()
+	return service(t, "ACEMQ_TEST_CHROMIUM", "this browser test cannot run; `make test` installs Debian's chromium (scripts/chromium.sh) and sets it")
+}
