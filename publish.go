@@ -413,17 +413,10 @@ func (c *Conn) send(ctx context.Context, exchange, routingKey string, pc *publis
 		return c.finish(&pr, start, pr.err)
 	}
 	msg := &pr.msg
-	if c.cfg.waitForRecovery {
-		wctx := ctx
-		if _, ok := ctx.Deadline(); !ok {
-			var cancel context.CancelFunc
-			wctx, cancel = context.WithTimeout(ctx, c.cfg.confirmTimeout)
-			defer cancel()
-		}
-		if err := c.awaitPublishable(wctx, msg, false); err != nil {
-			return c.finish(&pr, start, err)
-		}
-	} else if err := c.refusal(msg); err != nil {
+	wctx, cancel := c.admissionContext(ctx)
+	err := c.admit(wctx, msg)
+	cancel()
+	if err != nil {
 		return c.finish(&pr, start, err)
 	}
 	if !c.cfg.confirms && !msg.Mandatory {
@@ -489,6 +482,10 @@ func (c *Conn) sendAll(ctx context.Context, exchange, routingKey string, pc *pub
 		errs[i] = prs[i].err
 	}
 	b := &batch{slots: make([]batchSlot, n), allDone: make(chan struct{}), c: c}
+	// One admission wait for the whole batch: with WithWaitForRecovery the
+	// first member waits out a recovery, the others find it over.
+	wctx, cancelWait := c.admissionContext(ctx)
+	defer cancelWait()
 	var stopErr func(msg *transport.Message) error // set when writing must stop
 	for i := range prs {
 		if errs[i] != nil {
@@ -499,7 +496,7 @@ func (c *Conn) sendAll(ctx context.Context, exchange, routingKey string, pc *pub
 			errs[i] = stopErr(msg)
 			continue
 		}
-		if err := c.refusal(msg); err != nil {
+		if err := c.admit(wctx, msg); err != nil {
 			errs[i] = err
 			continue
 		}

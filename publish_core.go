@@ -78,6 +78,29 @@ func (c *Conn) refusal(msg *transport.Message) error {
 	return nil
 }
 
+// admit decides whether an application publish may go ahead now: nil, or
+// the refusal. With WithWaitForRecovery a recovery (not a block) is waited
+// out within ctx first, for Send and SendAll alike.
+func (c *Conn) admit(ctx context.Context, msg *transport.Message) error {
+	if !c.cfg.waitForRecovery {
+		return c.refusal(msg)
+	}
+	return c.awaitPublishable(ctx, msg, false)
+}
+
+// admissionContext bounds admit's wait: ctx, or the confirm timeout when
+// ctx has no deadline. Without WithWaitForRecovery nothing waits, so ctx
+// is returned as is.
+func (c *Conn) admissionContext(ctx context.Context) (context.Context, context.CancelFunc) {
+	if !c.cfg.waitForRecovery {
+		return ctx, func() {}
+	}
+	if _, ok := ctx.Deadline(); ok {
+		return ctx, func() {}
+	}
+	return context.WithTimeout(ctx, c.cfg.confirmTimeout)
+}
+
 // awaitPublishable waits until a publish would not be refused, or until ctx
 // ends. blockedToo makes it wait out a broker block as well as a recovery
 // (hops); otherwise a block is refused at once (application publishes).
