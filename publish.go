@@ -506,10 +506,10 @@ func (c *Conn) sendAll(ctx context.Context, exchange, routingKey string, pc *pub
 			continue
 		}
 		prs[i].sent.Outcome = OutcomeConfirmed
-		if err := c.acquire(ctx, msg); err != nil {
-			errs[i] = err
-			var pe *PublishError
-			errors.As(err, &pe)
+		if pe := c.acquire(ctx, msg); pe != nil {
+			// No room within the confirm timeout (or ctx ended): the rest
+			// of the batch would wait as long again, so it fails the same.
+			errs[i] = pe
 			reason, cause := pe.Reason, pe.Err
 			stopErr = func(m *transport.Message) error { return newPubErr(m, OutcomeFailed, reason, false, cause) }
 			continue

@@ -134,8 +134,9 @@ func (w *pubWaiter) done(cf transport.Confirmation) {
 }
 
 // acquire takes one outstanding-publish permit, waiting at most the confirm
-// timeout and ctx.
-func (c *Conn) acquire(ctx context.Context, msg *transport.Message) error {
+// timeout and ctx. Its failure is always a *PublishError (nothing was sent),
+// typed so that callers need no errors.As.
+func (c *Conn) acquire(ctx context.Context, msg *transport.Message) *PublishError {
 	select {
 	case c.permits <- struct{}{}:
 		return nil
@@ -177,15 +178,20 @@ func classify(msg *transport.Message, cf transport.Confirmation) error {
 		}
 		e := newPubErr(msg, OutcomeUnroutable, reason, true, nil)
 		e.Unroutable = true
+		e.ReplyCode = int(cf.ReplyCode)
 		return e
 	case transport.Nacked:
-		return newPubErr(msg, OutcomeFailed, reasonNack, true, nil)
+		e := newPubErr(msg, OutcomeFailed, reasonNack, true, nil)
+		e.Nacked = true
+		return e
 	default:
 		var te *transport.Error
 		if errors.As(cf.Err, &te) && te.Server && !te.Connection {
 			// The broker closed the publishing channel, not the connection:
 			// nothing was "remade", so say what happened.
-			return newPubErr(msg, OutcomeFailed, fmt.Sprintf(reasonChannelClosed, te.Code, te.Reason), true, cf.Err)
+			e := newPubErr(msg, OutcomeFailed, fmt.Sprintf(reasonChannelClosed, te.Code, te.Reason), true, cf.Err)
+			e.ReplyCode = te.Code
+			return e
 		}
 		return newPubErr(msg, OutcomeFailed, reasonLost, true, cf.Err)
 	}
@@ -268,8 +274,8 @@ func (c *Conn) repairPublisher(ctx context.Context, set *pubSet, old transport.P
 // broker's answer, bounded by ctx and the confirm timeout. The caller has
 // already passed the refusal checks. It returns nil only for an ack.
 func (c *Conn) publishConfirmed(ctx context.Context, msg *transport.Message) error {
-	if err := c.acquire(ctx, msg); err != nil {
-		return err
+	if pe := c.acquire(ctx, msg); pe != nil {
+		return pe
 	}
 	// Recovery may have begun while this publish waited for a permit.
 	if err := c.refusal(msg); err != nil {
