@@ -329,6 +329,14 @@ func (c *Conn) setState(s State) {
 	c.mu.Unlock()
 }
 
+// generation numbers the current pair of broker connections; each
+// successful dial makes a new one.
+func (c *Conn) generation() uint64 {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.gen
+}
+
 // stateChanged returns a channel closed at the next state or blocked change.
 func (c *Conn) stateChanged() <-chan struct{} {
 	c.mu.Lock()
