@@ -185,8 +185,10 @@ func NewPublisher[T any](c *Conn, exchange, routingKey string, opts ...Publisher
 	return p
 }
 
-// Send publishes one payload and returns once the broker has confirmed it,
-// with what went on the wire. Every failure is a *PublishError (errors.As):
+// Send publishes one payload and returns once the broker has confirmed it
+// (outcome "confirmed"), with what went on the wire. With
+// WithoutPublisherConfirms a send that is not mandatory returns once it is
+// written (outcome "published"): nothing says the broker has it. Every failure is a *PublishError (errors.As):
 // a *PublishingPausedError when it was refused unsent (blocked or
 // recovering; safe to retry), Unroutable when a mandatory message reached
 // no queue, and otherwise a failure that may have arrived. Send is safe
