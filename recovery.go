@@ -336,49 +336,150 @@ func (c *Conn) reconnect(ctx context.Context) ([]error, error) {
 	c.mu.Lock()
 	decls := append([]Declaration(nil), c.decls...)
 	c.mu.Unlock()
-	consumers := c.consumerList()
-	var skipped []error
-	for _, d := range decls {
-		for try := 0; ; try++ {
-			err := applyDeclarations(ctx, c.channel, []Declaration{d})
-			if err == nil {
-				break
-			}
-			code := transport.Code(err)
-			if code == transport.CodeResourceLocked && try < 5 {
-				// The old connection's exclusive queue is not reaped yet.
-				if sleepCtx(ctx, time.Duration(try+1)*200*time.Millisecond) != nil {
-					return nil, ctx.Err()
-				}
-				continue
-			}
-			// 404 on a re-declaration means what it names is unavailable,
-			// not wrong: in a cluster, a classic queue whose home node is
-			// the one lost ("home node ... is down or inaccessible") or
-			// whose process is stopping. It returns with its node; holding
-			// every other queue, consumer and publish back until then would
-			// turn one node's loss into an outage. Skipped and reported.
-			if code == transport.CodePreconditionFailed || code == transport.CodeAccessRefused || code == transport.CodeNotFound {
-				c.logger.Error("acemq: the broker refused a re-declaration during recovery; skipped", "error", err)
-				skipped = append(skipped, err)
-				break
-			}
-			c.abandon()
-			return nil, err
-		}
+	skipped, err := c.redeclare(ctx, decls)
+	if err != nil {
+		c.abandon()
+		return nil, err
 	}
-	for _, cc := range consumers {
-		if err := cc.attach(ctx); err != nil {
-			if transport.Code(err) == transport.CodeNotFound {
-				cc.markStalled(err)
-				continue
-			}
-			c.abandon()
-			return nil, err
-		}
+	if err := c.reattach(ctx, c.consumerList()); err != nil {
+		c.abandon()
+		return nil, err
 	}
 	c.setState(StateOpen)
 	return skipped, nil
+}
+
+// redeclare declares decls again on the new connection: exchanges, then
+// queues, then bindings, each kind split over recoveryWidth channels that
+// work at once. A channel that offers transport.Pipeliner sends its share
+// without waiting for each answer and waits once; when that fails (a
+// refusal, an exclusive queue not reaped yet) its share is declared again
+// one by one, which says what was refused. It returns the refusals it
+// skipped, in declaration order, or the error that ends this attempt.
+func (c *Conn) redeclare(ctx context.Context, decls []Declaration) ([]error, error) {
+	refused := make([]error, len(decls))
+	for _, kind := range []DeclKind{DeclExchange, DeclQueue, DeclBinding} {
+		var idx []int
+		for i, d := range decls {
+			if d.Kind == kind {
+				idx = append(idx, i)
+			}
+		}
+		width := recoveryWidth
+		if width > len(idx) {
+			width = len(idx)
+		}
+		err := inParallel(ctx, width, width, func(ctx context.Context, _, w int) error {
+			var share []int
+			for j := w; j < len(idx); j += width {
+				share = append(share, idx[j])
+			}
+			if c.pipelined(ctx, decls, share) {
+				return nil
+			}
+			dc := declarer{open: c.channel}
+			defer dc.close()
+			for _, i := range share {
+				skip, err := c.redeclareOne(ctx, &dc, decls[i])
+				if err != nil {
+					return err
+				}
+				refused[i] = skip
+			}
+			return nil
+		})
+		if err != nil {
+			return nil, err
+		}
+	}
+	var skipped []error
+	for _, err := range refused {
+		if err != nil {
+			skipped = append(skipped, err)
+		}
+	}
+	return skipped, nil
+}
+
+// pipelined declares decls[share] on one channel without waiting for each
+// answer, and reports whether the broker accepted every one. False means
+// nothing is known: the caller declares them again one by one.
+func (c *Conn) pipelined(ctx context.Context, decls []Declaration, share []int) bool {
+	ch, err := c.channel(ctx)
+	if err != nil {
+		return false
+	}
+	defer ch.Close()
+	p, ok := ch.(transport.Pipeliner)
+	if !ok {
+		return false
+	}
+	for _, i := range share {
+		d := decls[i]
+		switch d.Kind {
+		case DeclExchange:
+			err = p.DeclareExchangeNoWait(d.Exchange)
+		case DeclQueue:
+			if d.Queue.Name == "" {
+				return false
+			}
+			err = p.DeclareQueueNoWait(d.Queue)
+		case DeclBinding:
+			err = p.BindQueueNoWait(d.Binding)
+		}
+		if err != nil {
+			return false
+		}
+	}
+	return p.Sync(ctx) == nil
+}
+
+// redeclareOne declares d on dc. It returns the broker's refusal when the
+// declaration is skipped, or an error that ends the recovery attempt.
+func (c *Conn) redeclareOne(ctx context.Context, dc *declarer, d Declaration) (skipped, fatal error) {
+	for try := 0; ; try++ {
+		err := dc.declare(ctx, d, false)
+		if err == nil {
+			return nil, nil
+		}
+		err = fmt.Errorf("acemq: the broker refused to declare %s: %w", describeDecl(d), err)
+		code := transport.Code(err)
+		if code == transport.CodeResourceLocked && try < 5 {
+			// The old connection's exclusive queue is not reaped yet.
+			if sleepCtx(ctx, time.Duration(try+1)*200*time.Millisecond) != nil {
+				return nil, ctx.Err()
+			}
+			continue
+		}
+		// 404 on a re-declaration means what it names is unavailable,
+		// not wrong: in a cluster, a classic queue whose home node is
+		// the one lost ("home node ... is down or inaccessible") or
+		// whose process is stopping. It returns with its node; holding
+		// every other queue, consumer and publish back until then would
+		// turn one node's loss into an outage. Skipped and reported.
+		if code == transport.CodePreconditionFailed || code == transport.CodeAccessRefused || code == transport.CodeNotFound {
+			c.logger.Error("acemq: the broker refused a re-declaration during recovery; skipped", "error", err)
+			return err, nil
+		}
+		return nil, err
+	}
+}
+
+// reattach subscribes every consumer again, recoveryWidth at a time. A
+// consumer whose queue is gone (404) is marked stalled and left to its
+// re-subscriber; any other failure ends this recovery attempt.
+func (c *Conn) reattach(ctx context.Context, consumers []*consumerCore) error {
+	return inParallel(ctx, len(consumers), recoveryWidth, func(ctx context.Context, _, i int) error {
+		k := consumers[i]
+		if err := k.attach(ctx); err != nil {
+			if transport.Code(err) == transport.CodeNotFound {
+				k.markStalled(err)
+				return nil
+			}
+			return err
+		}
+		return nil
+	})
 }
 
 // abandon closes a half-restored connection so the next attempt starts clean.
