@@ -19,25 +19,36 @@
 // scenario once per round), so drift in the machine's speed during the run
 // moves every contender alike. Rows (b+h) and (c+h) are the ceilings for
 // any client that carries the contract's headers.
-// It prints a table with msg/s and the ratios the project's targets are
-// stated in: (d)/(c) ≥ 1.25, (e)/(b) ≥ 1.0, AceMQ consume / raw ≥ 0.9.
+// Each run of a scenario is a process of its own (this program re-run
+// with -child-*; -isolate=false keeps them in one), so the client's CPU
+// time (user + system, from getrusage) and heap allocations per message
+// are that contender's alone; a consume run's queue is filled by the
+// parent before its child starts, so the fill is not charged to it.
+// It prints per contender and size the median msg/s, client CPU µs per
+// message and allocations per message, and the ratios the project's
+// targets are stated in (issue 16): (d)/(c) CPU ≤ 0.5, (e)/(b+h) CPU
+// ≤ 1.25, (e)/(b+h) msg/s ≥ 0.95, AceMQ consume / raw msg/s ≥ 0.9.
 //
 //	cd bench && go run . -url amqp://guest:guest@127.0.0.1:5672/
 package main
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
 	"log"
 	"os"
+	"os/exec"
+	"runtime"
 	"runtime/pprof"
 	"sort"
 	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"text/tabwriter"
 	"time"
 
@@ -54,27 +65,148 @@ import (
 // the calls return.
 var settle time.Duration
 
-type result struct {
-	name  string
-	size  int
-	n     int
-	rate  float64
-	notes string
+// sample is one timed run: its wall time and what the client process
+// spent on it (CPU time, user + system, and heap allocations).
+type sample struct {
+	Seconds float64 `json:"seconds"`
+	CPU     float64 `json:"cpu"`
+	Mallocs uint64  `json:"mallocs"`
+}
+
+// scenario is one contender: prep (run by the parent, not measured)
+// readies the queue, f is the measured part.
+type scenario struct {
+	name    string
+	count   int
+	prep    func(q string, count int) error
+	f       func(q string, count int) (time.Duration, error)
+	samples []sample
+	rate    float64 // median msg/s
+	cpu     float64 // median CPU µs per message
+	allocs  float64 // median allocations per message
+}
+
+// options are the flags every process of a run shares.
+type options struct {
+	url                   string
+	n, nWait              int
+	goroutines, channels  int
+	repeat, consumeRepeat int
+	only                  string
+	isolate               bool
+}
+
+// scenarios lists the contenders for one message size, in table order.
+func scenarios(ctx context.Context, o options, body []byte) []*scenario {
+	var list []*scenario
+	add := func(name string, count int, prep func(string, int) error, f func(string, int) (time.Duration, error)) {
+		list = append(list, &scenario{name: name, count: count, prep: prep, f: f})
+	}
+	url := o.url
+	add("(a) raw publish-and-wait", o.nWait, nil, func(q string, c int) (time.Duration, error) { return rawWait(url, q, body, c) })
+	add("(b) raw pipelined, 1 channel, window 1000", o.n, nil, func(q string, c int) (time.Duration, error) { return rawPipelined(url, q, body, c, 1000, nil) })
+	add("(b+h) as (b), with AceMQ's headers", o.n, nil, func(q string, c int) (time.Duration, error) {
+		return rawPipelined(url, q, body, c, 1000, acemqHeaders(q))
+	})
+	add(fmt.Sprintf("(c) watermill-amqp, %d goroutines", o.goroutines), o.n, nil, func(q string, c int) (time.Duration, error) {
+		return watermillPublish(url, q, body, c, o.goroutines)
+	})
+	add(fmt.Sprintf("(c+h) raw, %d goroutines, AceMQ's headers", o.goroutines), o.n, nil, func(q string, c int) (time.Duration, error) {
+		return rawConcurrent(url, q, body, c, o.goroutines, acemqHeaders(q))
+	})
+	add(fmt.Sprintf("(d) AceMQ Send, %d goroutines", o.goroutines), o.n, nil, func(q string, c int) (time.Duration, error) {
+		return acemqSend(ctx, url, q, body, c, o.goroutines, o.channels)
+	})
+	add("(e) AceMQ SendAll, 1 goroutine", o.n, nil, func(q string, c int) (time.Duration, error) {
+		return acemqSendAll(ctx, url, q, body, c, o.channels)
+	})
+	fillQ := func(q string, c int) error { return fill(url, q, body, c) }
+	add("consume raw amqp091-go, prefetch 250", o.n, fillQ, func(q string, c int) (time.Duration, error) { return rawConsume(url, q, c) })
+	add("consume AceMQ, prefetch 250", o.n, fillQ, func(q string, c int) (time.Duration, error) { return acemqConsume(ctx, url, q, c) })
+	return list
+}
+
+// measure runs f and reports its time and the process's CPU and
+// allocations while it ran.
+func measure(f func() (time.Duration, error)) (sample, error) {
+	runtime.GC()
+	var m0, m1 runtime.MemStats
+	var r0, r1 syscall.Rusage
+	runtime.ReadMemStats(&m0)
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &r0); err != nil {
+		return sample{}, err
+	}
+	d, err := f()
+	if err2 := syscall.Getrusage(syscall.RUSAGE_SELF, &r1); err2 != nil && err == nil {
+		err = err2
+	}
+	runtime.ReadMemStats(&m1)
+	cpu := func(r syscall.Rusage) float64 {
+		return float64(r.Utime.Nano()+r.Stime.Nano()) / 1e9
+	}
+	return sample{Seconds: d.Seconds(), CPU: cpu(r1) - cpu(r0), Mallocs: m1.Mallocs - m0.Mallocs}, err
+}
+
+// runIsolated runs one scenario in a child process of its own (this
+// program, re-run with -child-*), so its CPU and garbage are its own and
+// no earlier contender's goroutines or heap are charged to it.
+func runIsolated(o options, sc *scenario, size int, q string) (sample, error) {
+	exe, err := os.Executable()
+	if err != nil {
+		return sample{}, err
+	}
+	cmd := exec.Command(exe, "-url", o.url, "-n", strconv.Itoa(o.n), "-n-wait", strconv.Itoa(o.nWait),
+		"-goroutines", strconv.Itoa(o.goroutines), "-channels", strconv.Itoa(o.channels),
+		"-child-scenario", sc.name, "-child-size", strconv.Itoa(size), "-child-queue", q)
+	cmd.Stderr = os.Stderr
+	out, err := cmd.Output()
+	if err != nil {
+		return sample{}, fmt.Errorf("the child process for %s: %w", sc.name, err)
+	}
+	var smp sample
+	if err := json.Unmarshal(out, &smp); err != nil {
+		return sample{}, fmt.Errorf("the child process for %s printed %q: %w", sc.name, out, err)
+	}
+	return smp, nil
 }
 
 func main() {
-	url := flag.String("url", os.Getenv("ACEMQ_URL"), "RabbitMQ URL (default $ACEMQ_URL)")
-	n := flag.Int("n", 20000, "messages per pipelined scenario")
-	nWait := flag.Int("n-wait", 2000, "messages for publish-and-wait (slow)")
+	var o options
+	flag.StringVar(&o.url, "url", os.Getenv("ACEMQ_URL"), "RabbitMQ URL (default $ACEMQ_URL)")
+	flag.IntVar(&o.n, "n", 20000, "messages per pipelined scenario")
+	flag.IntVar(&o.nWait, "n-wait", 2000, "messages for publish-and-wait (slow)")
 	sizes := flag.String("sizes", "256,4096", "message sizes in bytes, comma-separated")
-	goroutines := flag.Int("goroutines", 64, "publishing goroutines for (c) and (d)")
-	channels := flag.Int("channels", acemq.DefaultPublishChannels, "AceMQ publishing channels")
-	repeat := flag.Int("repeat", 3, "runs per scenario; the median rate is reported")
-	consumeRepeat := flag.Int("consume-repeat", 7, "runs per consume scenario: the broker's cost per delivery is bimodal here (31-64 µs, for every client alike), so a median needs more runs")
+	flag.IntVar(&o.goroutines, "goroutines", 64, "publishing goroutines for (c) and (d)")
+	flag.IntVar(&o.channels, "channels", acemq.DefaultPublishChannels, "AceMQ publishing channels")
+	flag.IntVar(&o.repeat, "repeat", 3, "runs per scenario; the median rate is reported")
+	flag.IntVar(&o.consumeRepeat, "consume-repeat", 7, "runs per consume scenario: the broker's cost per delivery is bimodal here (31-64 µs, for every client alike), so a median needs more runs")
 	flag.DurationVar(&settle, "settle", time.Second, "pause before each run and between a consume run's fill and its consumer, so the broker finishes earlier work (deleting the previous queue, writing the fill) first")
-	only := flag.String("only", "", "run only the scenarios whose name contains this text (e.g. consume)")
-	cpuprofile := flag.String("cpuprofile", "", "write a CPU profile of the run to this file")
+	flag.StringVar(&o.only, "only", "", "run only the scenarios whose name contains this text (e.g. consume)")
+	flag.BoolVar(&o.isolate, "isolate", true, "run each scenario in a process of its own, so its CPU time and allocations are its own")
+	cpuprofile := flag.String("cpuprofile", "", "write a CPU profile of the run to this file (with -isolate=false: the children are not profiled)")
+	childScenario := flag.String("child-scenario", "", "internal: run this one scenario and print its sample as JSON")
+	childSize := flag.Int("child-size", 0, "internal: the child's message size")
+	childQueue := flag.String("child-queue", "", "internal: the child's queue")
 	flag.Parse()
+	if o.url == "" {
+		log.Fatal("bench: give the broker with -url or ACEMQ_URL, e.g. -url amqp://guest:guest@127.0.0.1:5672/")
+	}
+	ctx := context.Background()
+	if *childScenario != "" {
+		for _, sc := range scenarios(ctx, o, makeBody(*childSize)) {
+			if sc.name == *childScenario {
+				smp, err := measure(func() (time.Duration, error) { return sc.f(*childQueue, sc.count) })
+				if err != nil {
+					log.Fatalf("bench: %s (%d B): %v", sc.name, *childSize, err)
+				}
+				if err := json.NewEncoder(os.Stdout).Encode(smp); err != nil {
+					log.Fatal(err)
+				}
+				return
+			}
+		}
+		log.Fatalf("bench: no scenario is named %q", *childScenario)
+	}
 	if *cpuprofile != "" {
 		f, err := os.Create(*cpuprofile)
 		if err != nil {
@@ -85,105 +217,113 @@ func main() {
 		}
 		defer pprof.StopCPUProfile()
 	}
-	if *url == "" {
-		log.Fatal("bench: give the broker with -url or ACEMQ_URL, e.g. -url amqp://guest:guest@127.0.0.1:5672/")
+	type row struct {
+		name, value string
+		size        int
+		sc          *scenario
 	}
-	ctx := context.Background()
-	var results []result
+	var rows []row
 	for _, s := range strings.Split(*sizes, ",") {
 		size, err := strconv.Atoi(strings.TrimSpace(s))
 		if err != nil || size <= 0 {
 			log.Fatalf("bench: %q is not a message size in bytes", s)
 		}
-		body := make([]byte, size)
-		for i := range body {
-			body[i] = byte('a' + i%26)
-		}
-		// Scenarios are registered first and then run in rounds, every
-		// scenario once per round, so a machine that speeds up or slows
-		// down during the run moves every contender alike.
-		type scenario struct {
-			name  string
-			count int
-			f     func(q string, count int) (time.Duration, error)
-			rates []float64
-			rate  float64
-		}
-		var scenarios []*scenario
-		run := func(name string, count int, f func(q string, count int) (time.Duration, error)) *float64 {
-			sc := &scenario{name: name, count: count, f: f, rate: 1}
-			if *only == "" || strings.Contains(name, *only) {
-				scenarios = append(scenarios, sc)
+		all := scenarios(ctx, o, makeBody(size))
+		var run []*scenario
+		for _, sc := range all {
+			if o.only == "" || strings.Contains(sc.name, o.only) {
+				run = append(run, sc)
 			}
-			return &sc.rate
 		}
-		a := run("(a) raw publish-and-wait", *nWait, func(q string, c int) (time.Duration, error) { return rawWait(*url, q, body, c) })
-		b := run("(b) raw pipelined, 1 channel, window 1000", *n, func(q string, c int) (time.Duration, error) { return rawPipelined(*url, q, body, c, 1000, nil) })
-		bh := run("(b+h) as (b), with AceMQ's headers", *n, func(q string, c int) (time.Duration, error) {
-			return rawPipelined(*url, q, body, c, 1000, acemqHeaders(q))
-		})
-		cRate := run(fmt.Sprintf("(c) watermill-amqp, %d goroutines", *goroutines), *n, func(q string, c int) (time.Duration, error) {
-			return watermillPublish(*url, q, body, c, *goroutines)
-		})
-		ch := run(fmt.Sprintf("(c+h) raw, %d goroutines, AceMQ's headers", *goroutines), *n, func(q string, c int) (time.Duration, error) {
-			return rawConcurrent(*url, q, body, c, *goroutines, acemqHeaders(q))
-		})
-		d := run(fmt.Sprintf("(d) AceMQ Send, %d goroutines", *goroutines), *n, func(q string, c int) (time.Duration, error) {
-			return acemqSend(ctx, *url, q, body, c, *goroutines, *channels)
-		})
-		e := run("(e) AceMQ SendAll, 1 goroutine", *n, func(q string, c int) (time.Duration, error) {
-			return acemqSendAll(ctx, *url, q, body, c, *channels)
-		})
-		rc := run("consume raw amqp091-go, prefetch 250", *n, func(q string, c int) (time.Duration, error) { return rawConsume(*url, q, body, c) })
-		ac := run("consume AceMQ, prefetch 250", *n, func(q string, c int) (time.Duration, error) { return acemqConsume(ctx, *url, q, body, c) })
-		rounds := *repeat
-		if *consumeRepeat > rounds {
-			rounds = *consumeRepeat
-		}
+		// Every scenario once per round, so a machine that speeds up or
+		// slows down during the run moves every contender alike.
+		rounds := max(o.repeat, o.consumeRepeat)
 		for r := 0; r < rounds; r++ {
-			for _, sc := range scenarios {
-				if r >= *repeat && !strings.HasPrefix(sc.name, "consume") || r >= *consumeRepeat && strings.HasPrefix(sc.name, "consume") {
+			for _, sc := range run {
+				consume := strings.HasPrefix(sc.name, "consume")
+				if !consume && r >= o.repeat || consume && r >= o.consumeRepeat {
 					continue
 				}
 				time.Sleep(settle)
 				q := fmt.Sprintf("bench.%s.%d.%d", strings.Fields(sc.name)[0], size, time.Now().UnixNano())
-				mustQueue(*url, q)
-				d, err := sc.f(q, sc.count)
-				deleteQueue(*url, q)
+				mustQueue(o.url, q)
+				if sc.prep != nil {
+					if err := sc.prep(q, sc.count); err != nil {
+						log.Fatalf("bench: %s (%d B): preparing: %v", sc.name, size, err)
+					}
+				}
+				var smp sample
+				if o.isolate {
+					smp, err = runIsolated(o, sc, size, q)
+				} else {
+					smp, err = measure(func() (time.Duration, error) { return sc.f(q, sc.count) })
+				}
+				deleteQueue(o.url, q)
 				if err != nil {
 					log.Fatalf("bench: %s (%d B): %v", sc.name, size, err)
 				}
-				sc.rates = append(sc.rates, float64(sc.count)/d.Seconds())
+				sc.samples = append(sc.samples, smp)
 			}
 		}
-		for _, sc := range scenarios {
-			sort.Float64s(sc.rates)
-			sc.rate = sc.rates[len(sc.rates)/2]
-			results = append(results, result{name: sc.name, size: size, n: sc.count, rate: sc.rate})
-			fmt.Fprintf(os.Stderr, "%-44s %5d B  %8.0f msg/s  (runs: %s)\n", sc.name, size, sc.rate, formatRates(sc.rates))
+		byName := map[string]*scenario{}
+		for _, sc := range run {
+			rates := make([]float64, len(sc.samples))
+			cpus := make([]float64, len(sc.samples))
+			allocs := make([]float64, len(sc.samples))
+			for i, smp := range sc.samples {
+				rates[i] = float64(sc.count) / smp.Seconds
+				cpus[i] = smp.CPU / float64(sc.count) * 1e6
+				allocs[i] = float64(smp.Mallocs) / float64(sc.count)
+			}
+			sc.rate, sc.cpu, sc.allocs = median(rates), median(cpus), median(allocs)
+			byName[strings.Fields(sc.name)[0]] = sc
+			if strings.HasPrefix(sc.name, "consume") {
+				byName[sc.name] = sc
+			}
+			rows = append(rows, row{name: sc.name, size: size, sc: sc})
+			fmt.Fprintf(os.Stderr, "%-44s %5d B  %8.0f msg/s  %6.1f µs CPU/msg  %6.1f allocs/msg  (rates: %s)\n", sc.name, size, sc.rate, sc.cpu, sc.allocs, formatRates(rates))
 		}
-		results = append(results,
-			result{name: "ratio (d)/(c)  target >= 1.25", size: size, rate: *d / *cRate},
-			result{name: "ratio (e)/(b)  target >= 1.0", size: size, rate: *e / *b},
-			result{name: "ratio (d)/(b)", size: size, rate: *d / *b},
-			result{name: "ratio (e)/(b+h)  same wire bytes", size: size, rate: *e / *bh},
-			result{name: "ratio (b+h)/(b)  ceiling for (e)/(b)", size: size, rate: *bh / *b},
-			result{name: "ratio (d)/(c+h)  same wire bytes", size: size, rate: *d / *ch},
-			result{name: "ratio (c+h)/(c)  ceiling for (d)/(c)", size: size, rate: *ch / *cRate},
-			result{name: "ratio (b)/(a)", size: size, rate: *b / *a},
-			result{name: "ratio consume AceMQ/raw  target >= 0.9", size: size, rate: *ac / *rc},
-		)
+		ratio := func(name string, f func(get func(string) *scenario) float64) {
+			defer func() { _ = recover() }() // a ratio whose scenarios were not run (-only) is left out
+			rows = append(rows, row{name: name, size: size, value: fmt.Sprintf("%.2f", f(func(k string) *scenario { return byName[k] }))})
+		}
+		ratio("ratio (d)/(c)  msg/s", func(g func(string) *scenario) float64 { return g("(d)").rate / g("(c)").rate })
+		ratio("ratio (e)/(b+h)  msg/s, same wire bytes, target >= 0.95", func(g func(string) *scenario) float64 { return g("(e)").rate / g("(b+h)").rate })
+		ratio("ratio (d)/(c+h)  msg/s, same wire bytes", func(g func(string) *scenario) float64 { return g("(d)").rate / g("(c+h)").rate })
+		ratio("ratio (b+h)/(b)  msg/s, the headers' cost at the broker", func(g func(string) *scenario) float64 { return g("(b+h)").rate / g("(b)").rate })
+		ratio("ratio consume AceMQ/raw  msg/s, target >= 0.9", func(g func(string) *scenario) float64 {
+			return g("consume AceMQ, prefetch 250").rate / g("consume raw amqp091-go, prefetch 250").rate
+		})
+		ratio("ratio (d)/(c)  CPU per message, target <= 0.5", func(g func(string) *scenario) float64 { return g("(d)").cpu / g("(c)").cpu })
+		ratio("ratio (e)/(b+h)  CPU per message, target <= 1.25", func(g func(string) *scenario) float64 { return g("(e)").cpu / g("(b+h)").cpu })
+		ratio("ratio consume AceMQ/raw  CPU per message", func(g func(string) *scenario) float64 {
+			return g("consume AceMQ, prefetch 250").cpu / g("consume raw amqp091-go, prefetch 250").cpu
+		})
 	}
 	tw := tabwriter.NewWriter(os.Stdout, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "scenario\tsize\tmessages\tmsg/s or ratio\t")
-	for _, r := range results {
-		if strings.HasPrefix(r.name, "ratio") {
-			fmt.Fprintf(tw, "%s\t%d B\t\t%.2f\t\n", r.name, r.size, r.rate)
+	fmt.Fprintln(tw, "scenario\tsize\tmessages\tmsg/s\tCPU µs/msg\tallocs/msg\t")
+	for _, r := range rows {
+		if r.sc == nil {
+			fmt.Fprintf(tw, "%s\t%d B\t\t%s\t\t\t\n", r.name, r.size, r.value)
 			continue
 		}
-		fmt.Fprintf(tw, "%s\t%d B\t%d\t%.0f\t\n", r.name, r.size, r.n, r.rate)
+		fmt.Fprintf(tw, "%s\t%d B\t%d\t%.0f\t%.1f\t%.1f\t\n", r.name, r.size, r.sc.count, r.sc.rate, r.sc.cpu, r.sc.allocs)
 	}
 	tw.Flush()
+}
+
+func makeBody(size int) []byte {
+	body := make([]byte, size)
+	for i := range body {
+		body[i] = byte('a' + i%26)
+	}
+	return body
+}
+
+func median(xs []float64) float64 {
+	s := append([]float64(nil), xs...)
+	sort.Float64s(s)
+	return s[len(s)/2]
 }
 
 func dial(url string) (*amqp.Connection, *amqp.Channel) {
@@ -404,10 +544,7 @@ func fill(url, q string, body []byte, n int) error {
 	return err
 }
 
-func rawConsume(url, q string, body []byte, n int) (time.Duration, error) {
-	if err := fill(url, q, body, n); err != nil {
-		return 0, err
-	}
+func rawConsume(url, q string, n int) (time.Duration, error) {
 	conn, ch := dial(url)
 	defer conn.Close()
 	if err := ch.Qos(250, 0, false); err != nil {
@@ -432,10 +569,7 @@ func rawConsume(url, q string, body []byte, n int) (time.Duration, error) {
 	return time.Since(start), nil
 }
 
-func acemqConsume(ctx context.Context, url, q string, body []byte, n int) (time.Duration, error) {
-	if err := fill(url, q, body, n); err != nil {
-		return 0, err
-	}
+func acemqConsume(ctx context.Context, url, q string, n int) (time.Duration, error) {
 	c := connect(ctx, url, 1)
 	defer c.Close(ctx)
 	var got atomic.Int64

@@ -1,0 +1,122 @@
+// Package brokertest runs pattern tests on both brokers: the in-process
+// one and the test RabbitMQ node. It holds the few helpers every pattern
+// package's tests share (connect, a fresh queue, polling for a condition,
+// taking one message), so each test file reads as its behaviour only.
+package brokertest
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/acemq-go/acemq"
+	"github.com/acemq-go/acemq/internal/testenv"
+)
+
+// ForEachBroker runs body as a subtest on a memory:// broker named after
+// the test and on the RabbitMQ node (testenv.AMQPURL: skipped only
+// outside CI, failed under it).
+func ForEachBroker(t *testing.T, body func(t *testing.T, url string)) {
+	t.Run("memory", func(t *testing.T) { body(t, "memory://"+strings.ReplaceAll(t.Name(), "/", "-")) })
+	t.Run("rabbitmq", func(t *testing.T) { body(t, testenv.AMQPURL(t)) })
+}
+
+// Connect connects to url with a silent logger and closes the Conn at the
+// end of the test.
+func Connect(t *testing.T, url string, opts ...acemq.Option) *acemq.Conn {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	c, err := acemq.Connect(ctx, url, append([]acemq.Option{acemq.WithLogger(acemq.DiscardLogger())}, opts...)...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = c.Close(context.Background()) })
+	return c
+}
+
+// Queue declares a fresh classic queue named after prefix, removed with
+// its dead-letter half at the end of the test.
+func Queue(t *testing.T, c *acemq.Conn, prefix string) string {
+	t.Helper()
+	q := testenv.Unique(prefix)
+	if err := c.Apply(context.Background(), acemq.NewTopology().Queue(q, acemq.AsClassic())); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		for _, n := range []string{q, acemq.DeadLetterQueue(q), acemq.ParkedQueue(q)} {
+			_, _ = c.DeleteQueue(context.Background(), n)
+		}
+	})
+	return q
+}
+
+// Eventually polls cond until it holds, failing the test after 10 s.
+func Eventually(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting until %s", what)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// Consumers is the number of subscriptions on q.
+func Consumers(t *testing.T, c *acemq.Conn, q string) int {
+	t.Helper()
+	info, err := c.QueueInfo(context.Background(), q)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return info.Consumers
+}
+
+// Depth is the number of ready messages in q.
+func Depth(t *testing.T, c *acemq.Conn, q string) int {
+	t.Helper()
+	info, err := c.QueueInfo(context.Background(), q)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return info.Messages
+}
+
+// Publish sends n small JSON messages to q through the default exchange.
+func Publish(t *testing.T, c *acemq.Conn, q string, n int) {
+	t.Helper()
+	for i := range n {
+		if _, err := c.Publish(context.Background(), "", q, map[string]int{"n": i}); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// Pull takes one message from q, waiting up to 10 s for one, and acks it.
+func Pull(t *testing.T, c *acemq.Conn, q string) *acemq.Pulled {
+	t.Helper()
+	p, err := c.NewPuller(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		m, ok, err := p.Pull(context.Background(), q)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if ok {
+			if err := m.Ack(); err != nil {
+				t.Fatal(err)
+			}
+			return m
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no message arrived in %q", q)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}

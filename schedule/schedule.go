@@ -1,0 +1,320 @@
+// Package schedule delivers messages later without the delayed-message
+// plugin or per-message TTLs (behaviour §7.7, contract §3.7).
+//
+// A scheduled message waits in a ladder of classic queues whose messages
+// expire after a fixed time — acemq.schedule.1h, .10m, .1m, .10s and .1s —
+// and whose expired messages are dead-lettered to the control queue
+// acemq.schedule.due. The scheduler's control consumer reads each one:
+// with less than a second left it delivers the message to its target,
+// otherwise it sends it to the longest rung that does not overshoot the
+// due time. A message is therefore delivered up to about a second early,
+// never more, and late by what the broker's expiry takes (see the README
+// for measured figures).
+//
+// The payload is encoded once, when it is scheduled; only its bytes move
+// after that, and the delivery carries the original content type. Every
+// hop and the delivery are mandatory, persistent and confirmed; a crash
+// between a hop's confirm and the control message's ack repeats the hop,
+// so a message may be delivered more than once (each delivery is a new
+// message with a fresh id).
+//
+// The names and arguments are the AceMQ family's, so a Go scheduler and a
+// Java or Python one can share the same queues.
+package schedule
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/acemq-go/acemq"
+	"github.com/acemq-go/acemq/transport"
+)
+
+// Names and headers from the contract (§3.7).
+const (
+	// Exchange is the scheduler's direct exchange.
+	Exchange = "acemq.schedule"
+	// DueQueue is the control queue every rung dead-letters into.
+	DueQueue = "acemq.schedule.due"
+	// MessageType is the envelope type of hops and deliveries.
+	MessageType = "ScheduledMessage"
+
+	HeaderExchange    = "x-schedule-exchange"
+	HeaderRoutingKey  = "x-schedule-routing-key"
+	HeaderDueAt       = "x-schedule-due-at"
+	HeaderContentType = "x-schedule-content-type"
+)
+
+// hopContentType is what a hop's bytes are labelled on the ladder.
+const hopContentType = "application/octet-stream"
+
+// Rung is one waiting queue of the ladder.
+type Rung struct {
+	Queue string
+	TTL   time.Duration
+}
+
+var rungs = []Rung{
+	{"acemq.schedule.1h", time.Hour},
+	{"acemq.schedule.10m", 10 * time.Minute},
+	{"acemq.schedule.1m", time.Minute},
+	{"acemq.schedule.10s", 10 * time.Second},
+	{"acemq.schedule.1s", time.Second},
+}
+
+// Rungs returns the ladder, longest first.
+func Rungs() []Rung { return append([]Rung(nil), rungs...) }
+
+// rungFor is the longest rung no longer than remaining; false when
+// remaining is under a second and the message is due.
+func rungFor(remaining time.Duration) (Rung, bool) {
+	for _, r := range rungs {
+		if r.TTL <= remaining {
+			return r, true
+		}
+	}
+	return Rung{}, false
+}
+
+// Topology declares the scheduler's exchange, its five rungs (classic,
+// with exactly the three contract arguments) and its control queue, each
+// bound to the exchange on its own name. Declaring it again, or beside
+// another AceMQ library's scheduler, succeeds: the declarations are the
+// family's. Start applies it; a producer that only schedules needs it
+// applied once somewhere (Start, Conn.Apply or acemq topology apply).
+func Topology() *acemq.Topology {
+	t := acemq.NewTopology().Exchange(Exchange, acemq.Direct)
+	for _, r := range rungs {
+		t.Queue(r.Queue, acemq.AsClassic(), acemq.WithArgs(transport.Table{
+			"x-message-ttl":             r.TTL.Milliseconds(),
+			"x-dead-letter-exchange":    Exchange,
+			"x-dead-letter-routing-key": DueQueue,
+		})).Bind(r.Queue, Exchange, r.Queue)
+	}
+	return t.Queue(DueQueue, acemq.AsClassic()).Bind(DueQueue, Exchange, DueQueue)
+}
+
+// Option adjusts At and After.
+type Option func(*options)
+
+type options struct {
+	codec acemq.Codec
+	now   func() time.Time
+}
+
+// WithCodec encodes the payload with codec instead of the Conn's.
+func WithCodec(codec acemq.Codec) Option { return func(o *options) { o.codec = codec } }
+
+// After schedules payload for delivery to exchange with routingKey in d.
+// See At.
+func After(ctx context.Context, c *acemq.Conn, exchange, routingKey string, payload any, d time.Duration, opts ...Option) error {
+	return At(ctx, c, exchange, routingKey, payload, time.Now().Add(d), opts...)
+}
+
+// At schedules payload for delivery to exchange with routingKey at due.
+// The payload is encoded now, once, with the Conn's codec (or WithCodec).
+// A due time less than a second away is delivered at once; otherwise the
+// message goes onto the ladder, and a running Scheduler (on any Conn,
+// in any process) delivers it.
+//
+// At returns nil once the broker confirmed and routed the first hop (or
+// the delivery). An error is the Conn's publish error — an unroutable
+// hop means the scheduler's topology is missing (apply Topology) — or an
+// encode error; nothing was scheduled unless the error says the message
+// may have arrived.
+func At(ctx context.Context, c *acemq.Conn, exchange, routingKey string, payload any, due time.Time, opts ...Option) error {
+	o := options{codec: c.Codec(), now: time.Now}
+	for _, opt := range opts {
+		opt(&o)
+	}
+	body, err := o.codec.Encode(payload)
+	if err != nil {
+		return err
+	}
+	item := item{exchange: exchange, routingKey: routingKey, dueAt: due.UnixMilli(), contentType: o.codec.ContentType(), body: body}
+	hopped, err := item.forward(ctx, c, acemq.NewEnvelope(), o.now())
+	if err != nil {
+		return err
+	}
+	m := meters(c)
+	m.scheduled.Add(ctx, 1)
+	if hopped {
+		m.hops.Add(ctx, 1)
+	} else {
+		m.delivered.Add(ctx, 1)
+	}
+	return nil
+}
+
+// item is a scheduled message between hops.
+type item struct {
+	exchange, routingKey string
+	dueAt                int64 // epoch ms
+	contentType          string
+	body                 []byte
+}
+
+// forward delivers it (false) or sends it to its next rung (true).
+func (it item) forward(ctx context.Context, c *acemq.Conn, env acemq.Envelope, now time.Time) (bool, error) {
+	remaining := time.Duration(it.dueAt-now.UnixMilli()) * time.Millisecond
+	r, hop := rungFor(remaining)
+	if !hop {
+		return false, c.PublishRaw(ctx, it.delivery(c))
+	}
+	env.Type = MessageType
+	env.Origin = c.Origin()
+	h := env.WireHeaders()
+	h[HeaderExchange] = it.exchange
+	h[HeaderRoutingKey] = it.routingKey
+	h[HeaderDueAt] = it.dueAt
+	h[HeaderContentType] = it.contentType
+	return true, c.PublishRaw(ctx, acemq.RawMessage{
+		Exchange: Exchange, RoutingKey: r.Queue, ContentType: hopContentType,
+		MessageID: env.ID, Headers: h, Body: it.body,
+	})
+}
+
+// delivery is the message the target receives: a fresh envelope of type
+// ScheduledMessage with the original content type and no scheduler
+// headers.
+func (it item) delivery(c *acemq.Conn) acemq.RawMessage {
+	env := acemq.NewEnvelope()
+	env.Type = MessageType
+	env.Origin = c.Origin()
+	ct := it.contentType
+	if ct == "" {
+		ct = "application/json"
+	}
+	return acemq.RawMessage{
+		Exchange: it.exchange, RoutingKey: it.routingKey, ContentType: ct,
+		MessageID: env.ID, Headers: env.WireHeaders(), Body: it.body,
+	}
+}
+
+// readItem reads a control message; an error names what is missing.
+func readItem(env acemq.Envelope, body []byte) (item, error) {
+	var missing []string
+	str := func(name string) string {
+		v, ok := env.Header(name)
+		if !ok {
+			missing = append(missing, name)
+			return ""
+		}
+		switch x := v.(type) {
+		case string:
+			return x
+		case []byte:
+			return string(x)
+		}
+		missing = append(missing, name+" (not text)")
+		return ""
+	}
+	it := item{exchange: str(HeaderExchange), routingKey: str(HeaderRoutingKey), body: body}
+	if v, ok := env.Header(HeaderDueAt); !ok {
+		missing = append(missing, HeaderDueAt)
+	} else if ms, ok := epochMillis(v); ok {
+		it.dueAt = ms
+	} else {
+		missing = append(missing, fmt.Sprintf("%s (%T %v is not an integer)", HeaderDueAt, v, v))
+	}
+	if v, ok := env.Header(HeaderContentType); ok {
+		if s, ok := v.(string); ok {
+			it.contentType = s
+		}
+	}
+	if len(missing) > 0 {
+		return item{}, fmt.Errorf("acemq: the scheduler's control message lacks %v; it cannot be delivered (schedule messages with schedule.At)", missing)
+	}
+	return it, nil
+}
+
+// epochMillis reads any integer form (contract §1.7).
+func epochMillis(v any) (int64, bool) {
+	switch x := v.(type) {
+	case int:
+		return int64(x), true
+	case int8:
+		return int64(x), true
+	case int16:
+		return int64(x), true
+	case int32:
+		return int64(x), true
+	case int64:
+		return x, true
+	case uint8:
+		return int64(x), true
+	case uint16:
+		return int64(x), true
+	case uint32:
+		return int64(x), true
+	case uint64:
+		if x <= 1<<63-1 {
+			return int64(x), true
+		}
+	case string:
+		n, err := strconv.ParseInt(x, 10, 64)
+		return n, err == nil
+	}
+	return 0, false
+}
+
+// Scheduler is the control consumer: it moves scheduled messages down the
+// ladder and delivers them when due. One or more may run against the
+// same broker (they compete for control messages). Safe for concurrent
+// use.
+type Scheduler struct {
+	consumer *acemq.Consumer
+}
+
+// Start applies Topology and starts the control consumer on c: the bytes
+// codec, prefetch 50, its own dead-letter half (acemq.schedule.due.dlq
+// and .parked). A control message without its three routing headers is
+// dead-lettered at once with the reason; a delivery or hop that comes
+// back unroutable is dead-lettered too (its target is gone: replay it
+// once the target exists); other publish failures retry under the
+// Conn's retry policy.
+func Start(ctx context.Context, c *acemq.Conn) (*Scheduler, error) {
+	if err := c.Apply(ctx, Topology()); err != nil {
+		return nil, fmt.Errorf("acemq: cannot start the scheduler: %w", err)
+	}
+	m := meters(c)
+	k, err := acemq.Consume(ctx, c, DueQueue, func(ctx context.Context, msg *acemq.Message[[]byte]) acemq.Decision {
+		it, err := readItem(msg.Envelope, msg.Body)
+		if err != nil {
+			return acemq.Reject(acemq.Fatal(err))
+		}
+		// The hop keeps the message's identity, not the broker's x-death
+		// history nor the scheduler headers it is about to rewrite.
+		base := acemq.NewEnvelope()
+		base.ID, base.CorrelationID, base.CausationID = msg.Envelope.ID, msg.Envelope.CorrelationID, msg.Envelope.CausationID
+		base.FirstSeen = msg.Envelope.FirstSeen
+		hopped, err := it.forward(ctx, c, base, time.Now())
+		switch {
+		case acemq.IsUnroutable(err):
+			return acemq.Reject(acemq.Fatal(fmt.Errorf("acemq: the scheduled message to exchange %q, routing key %q came back unroutable: %w", it.exchange, it.routingKey, err)))
+		case err != nil:
+			return acemq.Retry(err)
+		case hopped:
+			m.hops.Add(ctx, 1)
+		default:
+			m.delivered.Add(ctx, 1)
+		}
+		return acemq.Accept()
+	}, acemq.ConsumerCodec(acemq.Bytes()), acemq.ConsumerPrefetch(50), acemq.ConsumerTag("acemq-schedule-due"))
+	if err != nil {
+		return nil, err
+	}
+	return &Scheduler{consumer: k}, nil
+}
+
+// Close drains the control consumer within ctx's deadline (or the Conn's
+// drain timeout); control messages not yet handled stay on the broker.
+func (s *Scheduler) Close(ctx context.Context) error {
+	if s == nil || s.consumer == nil {
+		return errors.New("acemq: Close on a scheduler that was never started")
+	}
+	return s.consumer.Close(ctx)
+}
