@@ -353,11 +353,22 @@ var (
 )
 
 // Register makes a driver available for a URL scheme ("memory", "amqp").
-// It is meant to be called from init functions; registering a scheme twice
-// replaces the earlier driver.
+// It is meant to be called from init functions. Like database/sql.Register
+// (and acemq.RegisterCodec), it panics when d is nil, the scheme is empty,
+// or the scheme is already registered: two drivers for one scheme is a
+// programming error that would otherwise dial whichever registered last.
 func Register(scheme string, d Driver) {
+	if d == nil {
+		panic("transport: Register driver is nil")
+	}
+	if scheme == "" {
+		panic("transport: Register was given an empty scheme")
+	}
 	registryMu.Lock()
 	defer registryMu.Unlock()
+	if _, dup := registry[scheme]; dup {
+		panic("transport: Register called twice for scheme " + scheme)
+	}
 	registry[scheme] = d
 }
 
