@@ -78,7 +78,6 @@ type Conn struct {
 	cfg       config
 	driver    transport.Driver
 	tcfg      transport.Config
-	scheme    string
 	redacted  string
 	origin    string
 	logger    *slog.Logger
@@ -133,8 +132,14 @@ func Connect(ctx context.Context, rawURL string, opts ...Option) (*Conn, error) 
 	if !ok {
 		return nil, configErr("url", "no transport is registered for scheme %q; known schemes: %s (memory:// and amqp(s):// need no import)", u.Scheme, strings.Join(transport.Schemes(), ", "))
 	}
-	if scheme == "memory" && u.Query().Get("confirms") == "off" {
-		cfg.confirms = false
+	if uc, ok := driver.(transport.URLChecker); ok {
+		set, err := uc.CheckURL(rawURL)
+		if err != nil {
+			return nil, configErr("url", "%s is not a URL the %s transport accepts: %v", redactURL(rawURL), driver.Name(), err)
+		}
+		if set.ConfirmsOff {
+			cfg.confirms = false
+		}
 	}
 	if cfg.tls != nil && scheme == "amqp" {
 		cfg.problem("WithTLS", "TLS settings were given with an amqp:// URL, which is plaintext; use amqps://")
@@ -169,7 +174,6 @@ func Connect(ctx context.Context, rawURL string, opts ...Option) (*Conn, error) 
 	c := &Conn{
 		cfg:       cfg,
 		driver:    driver,
-		scheme:    scheme,
 		redacted:  redactURL(rawURL),
 		origin:    origin,
 		logger:    logger.With("component", "acemq"),

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"net"
-	"net/url"
 	"sync"
 	"syscall"
 	"time"
@@ -224,15 +223,16 @@ func (c *Conn) recover() bool {
 const probeEvery = 20 * time.Millisecond
 
 // waitRetry waits d before the next recovery attempt. After an attempt the
-// broker's host refused (nothing listening: a restart), it also knocks on
-// the broker's TCP port every probeEvery and ends the wait as soon as one
-// accepts, so the next attempt starts the moment the broker listens again
-// rather than up to an interval later. It returns false when Close began.
+// broker's host refused (nothing listening: a restart), and when the
+// transport can probe (transport.Prober), it also probes every probeEvery
+// and ends the wait as soon as the broker accepts connections, so the next
+// attempt starts the moment it listens again rather than up to an interval
+// later. It returns false when Close began.
 func (c *Conn) waitRetry(d time.Duration, refused bool) bool {
 	t := time.NewTimer(d)
 	defer t.Stop()
-	addrs := c.listenAddrs()
-	if !refused || len(addrs) == 0 {
+	prober, ok := c.driver.(transport.Prober)
+	if !refused || !ok {
 		select {
 		case <-t.C:
 			return true
@@ -251,49 +251,11 @@ func (c *Conn) waitRetry(d time.Duration, refused bool) bool {
 		case <-c.closing:
 			return false
 		case <-tick.C:
-			if listening(ctx, addrs) {
+			if prober.Probe(ctx, c.tcfg) {
 				return true
 			}
 		}
 	}
-}
-
-// listening reports whether any of addrs accepts a TCP connection now.
-func listening(ctx context.Context, addrs []string) bool {
-	for _, a := range addrs {
-		pctx, cancel := context.WithTimeout(ctx, 250*time.Millisecond)
-		var d net.Dialer
-		conn, err := d.DialContext(pctx, "tcp", a)
-		cancel()
-		if err == nil {
-			_ = conn.Close()
-			return true
-		}
-	}
-	return false
-}
-
-// listenAddrs is the host:port list a recovery dials, for probing; nil for
-// brokers not reached over TCP.
-func (c *Conn) listenAddrs() []string {
-	if c.scheme != "amqp" && c.scheme != "amqps" {
-		return nil
-	}
-	if len(c.tcfg.Addresses) > 0 {
-		return c.tcfg.Addresses
-	}
-	u, err := url.Parse(c.tcfg.URL)
-	if err != nil || u.Hostname() == "" {
-		return nil
-	}
-	port := u.Port()
-	if port == "" {
-		port = "5672"
-		if c.scheme == "amqps" {
-			port = "5671"
-		}
-	}
-	return []string{net.JoinHostPort(u.Hostname(), port)}
 }
 
 func isConnRefused(err error) bool {
@@ -499,28 +461,14 @@ func (c *Conn) abandon() {
 // its socket dropped instead.
 const loseCloseWait = 25 * time.Millisecond
 
-// boundedCloser is a connection whose close handshake can be bounded; the
-// RabbitMQ transport's are.
-type boundedCloser interface {
-	CloseWithin(d time.Duration) error
-}
-
-func closeWithin(tc transport.Connection, d time.Duration) {
-	if b, ok := tc.(boundedCloser); ok {
-		_ = b.CloseWithin(d)
-		return
-	}
-	_ = tc.Close()
-}
-
 // closeBoth closes the two connections concurrently, each within d.
 func closeBoth(pc, cc transport.Connection, d time.Duration) {
 	done := make(chan struct{})
 	go func() {
-		closeWithin(cc, d)
+		_ = transport.CloseWithin(cc, d)
 		close(done)
 	}()
-	closeWithin(pc, d)
+	_ = transport.CloseWithin(pc, d)
 	<-done
 }
 
