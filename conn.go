@@ -81,7 +81,7 @@ type Conn struct {
 	redacted  string
 	origin    string
 	logger    *slog.Logger
-	permits   chan struct{}
+	permits   *permits
 	pubs      atomic.Pointer[pubSet]
 	state     atomic.Int32
 	blocked   atomic.Pointer[blockState]
@@ -103,7 +103,8 @@ type Conn struct {
 	stateCh   chan struct{}
 
 	events    *eventQueue
-	closing   chan struct{}
+	closing   context.Context // ends when Close starts
+	beginStop context.CancelFunc
 	closed    chan struct{}
 	done      chan struct{} // see Done
 	doneOnce  sync.Once
@@ -177,15 +178,15 @@ func Connect(ctx context.Context, rawURL string, opts ...Option) (*Conn, error) 
 		redacted:  redactURL(rawURL),
 		origin:    origin,
 		logger:    logger.With("component", "acemq"),
-		permits:   make(chan struct{}, cfg.maxOutstanding),
+		permits:   newPermits(cfg.maxOutstanding),
 		declKeys:  map[string]bool{},
 		consumers: map[*consumerCore]struct{}{},
 		stateCh:   make(chan struct{}),
-		closing:   make(chan struct{}),
 		closed:    make(chan struct{}),
 		done:      make(chan struct{}),
 		superDone: make(chan struct{}),
 	}
+	c.closing, c.beginStop = context.WithCancel(context.Background())
 	c.tel = newTelemetry(&c.cfg, driver.Name())
 	c.tcfg = transport.Config{
 		URL:            rawURL,
@@ -210,6 +211,7 @@ func Connect(ctx context.Context, rawURL string, opts ...Option) (*Conn, error) 
 	}
 	if err := c.dial(ctx, 0); err != nil {
 		c.stopEvents()
+		c.beginStop()
 		return nil, err
 	}
 	c.state.Store(int32(StateOpen))
@@ -373,7 +375,7 @@ func (c *Conn) BlockedReason() string {
 
 // Outstanding is how many confirmed publishes are waiting for the broker's
 // answer now. Pinned at the ceiling means the broker stopped answering.
-func (c *Conn) Outstanding() int { return len(c.permits) }
+func (c *Conn) Outstanding() int { return c.permits.outstanding() }
 
 // Origin is the origin stamped on envelopes this Conn publishes.
 func (c *Conn) Origin() string { return c.origin }

@@ -448,7 +448,7 @@ type batch struct {
 
 func (b *batch) confirmFunc(i int) transport.ConfirmFunc {
 	return func(cf transport.Confirmation) {
-		<-b.c.permits
+		b.c.permits.release()
 		b.mu.Lock()
 		defer b.mu.Unlock()
 		if b.finalized {
@@ -521,7 +521,7 @@ func (c *Conn) sendAll(ctx context.Context, exchange, routingKey string, pc *pub
 		b.slots[i].written = true
 		b.mu.Unlock()
 		if err := c.writeConfirmed(ctx, msg, b.confirmFunc(i)); err != nil && errors.Is(err, transport.ErrNotWritten) {
-			<-c.permits
+			c.permits.release()
 			b.mu.Lock()
 			b.pending--
 			b.slots[i].written = false

@@ -129,7 +129,7 @@ type pubWaiter struct {
 }
 
 func (w *pubWaiter) done(cf transport.Confirmation) {
-	<-w.c.permits
+	w.c.permits.release()
 	w.ch <- cf
 }
 
@@ -137,20 +137,18 @@ func (w *pubWaiter) done(cf transport.Confirmation) {
 // timeout and ctx. Its failure is always a *PublishError (nothing was sent),
 // typed so that callers need no errors.As.
 func (c *Conn) acquire(ctx context.Context, msg *transport.Message) *PublishError {
-	select {
-	case c.permits <- struct{}{}:
+	if c.permits.tryAcquire() {
 		return nil
-	default:
 	}
 	t := time.NewTimer(c.cfg.confirmTimeout)
 	defer t.Stop()
-	select {
-	case c.permits <- struct{}{}:
+	switch err := c.permits.acquire(ctx, t.C); err {
+	case nil:
 		return nil
-	case <-t.C:
+	case errCeiling:
 		return newPubErr(msg, OutcomeFailed, c.ceilingReason(), false, nil)
-	case <-ctx.Done():
-		return newPubErr(msg, OutcomeFailed, fmt.Sprintf("the caller stopped waiting for room to publish (%v); nothing was sent", ctx.Err()), false, ctx.Err())
+	default:
+		return newPubErr(msg, OutcomeFailed, fmt.Sprintf("the caller stopped waiting for room to publish (%v); nothing was sent", err), false, err)
 	}
 }
 
@@ -279,13 +277,13 @@ func (c *Conn) publishConfirmed(ctx context.Context, msg *transport.Message) err
 	}
 	// Recovery may have begun while this publish waited for a permit.
 	if err := c.refusal(msg); err != nil {
-		<-c.permits
+		c.permits.release()
 		return err
 	}
 	w := &pubWaiter{c: c, ch: make(chan transport.Confirmation, 1)}
 	if err := c.writeConfirmed(ctx, msg, w.done); err != nil {
 		if errors.Is(err, transport.ErrNotWritten) {
-			<-c.permits
+			c.permits.release()
 			if rerr := c.refusal(msg); rerr != nil {
 				return rerr
 			}

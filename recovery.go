@@ -127,7 +127,7 @@ func (c *Conn) supervise() {
 		c.mu.Unlock()
 		var cause error
 		select {
-		case <-c.closing:
+		case <-c.closing.Done():
 			return
 		case <-pc.Done():
 			cause = pc.Err()
@@ -135,7 +135,7 @@ func (c *Conn) supervise() {
 			cause = cc.Err()
 		}
 		select {
-		case <-c.closing:
+		case <-c.closing.Done():
 			return
 		default:
 		}
@@ -188,7 +188,7 @@ func (c *Conn) recover() bool {
 			return true
 		}
 		select {
-		case <-c.closing:
+		case <-c.closing.Done():
 			return false
 		default:
 		}
@@ -236,7 +236,7 @@ func (c *Conn) waitRetry(d time.Duration, refused bool) bool {
 		select {
 		case <-t.C:
 			return true
-		case <-c.closing:
+		case <-c.closing.Done():
 			return false
 		}
 	}
@@ -248,7 +248,7 @@ func (c *Conn) waitRetry(d time.Duration, refused bool) bool {
 		select {
 		case <-t.C:
 			return true
-		case <-c.closing:
+		case <-c.closing.Done():
 			return false
 		case <-tick.C:
 			if prober.Probe(ctx, c.tcfg) {
@@ -267,17 +267,10 @@ func isConnRefused(err error) bool {
 }
 
 // closingContext returns a context cancelled when Close starts or when
-// the returned cancel is called.
+// the returned cancel is called. It starts no goroutine: it derives from
+// the Conn's own closing context.
 func (c *Conn) closingContext() (context.Context, context.CancelFunc) {
-	ctx, cancel := context.WithCancel(context.Background())
-	go func() {
-		select {
-		case <-c.closing:
-			cancel()
-		case <-ctx.Done():
-		}
-	}()
-	return ctx, cancel
+	return context.WithCancel(c.closing)
 }
 
 // reconnect dials, then restores in order: publishing channels, every
@@ -522,14 +515,10 @@ func (c *Conn) close(ctx context.Context) error {
 
 	// Publishing stayed open for the consumers' hops; now wait (within the
 	// same deadline) for outstanding confirms.
-	for len(c.permits) > 0 && time.Now().Before(deadline) && ctx.Err() == nil {
-		if sleepCtx(ctx, 5*time.Millisecond) != nil {
-			break
-		}
-	}
+	c.permits.waitIdle(ctx, deadline)
 	c.setState(StateClosed)
 	c.markDone()
-	close(c.closing)
+	c.beginStop()
 	<-c.superDone
 	c.mu.Lock()
 	pc, cc := c.pubConn, c.conConn
