@@ -28,7 +28,7 @@ TESTFILTER := $(ACEMQ_STATE_DIR)/bin/testfilter
 # The env files written by the service scripts (KEY=value lines).
 SERVICE_ENV := set -a; . "$(ACEMQ_STATE_DIR)/rabbitmq/env"; . "$(ACEMQ_STATE_DIR)/postgres/env"; . "$(ACEMQ_STATE_DIR)/mariadb/env"; set +a
 
-.PHONY: test test-short lint bench services-up services-down drill-cluster
+.PHONY: test test-short lint bench services-up services-down drill-cluster fuzz
 
 services-up:
 	@scripts/rabbitmq.sh start
@@ -76,6 +76,12 @@ lint:
 
 bench:
 	$(GO) test -run '^$$' -bench . -benchmem ./...
+
+# Every fuzz target for FUZZTIME each (default 30s); `make test` runs the
+# seed corpora only. FUZZ_PKGS narrows it: make fuzz FUZZ_PKGS=./codec/...
+FUZZ_PKGS ?= ./...
+fuzz:
+	scripts/fuzz.sh $(FUZZ_PKGS)
 
 # The cluster drill (behaviour §1.3, §4.1, §9): three RabbitMQ nodes on
 # loopback, joined, in a state directory of their own so they never clash

@@ -252,6 +252,9 @@ func (k *consumerCore) release(dv *delivery) {
 	if !dv.settled.CompareAndSwap(false, true) {
 		return
 	}
+	if !dv.att.alive() {
+		k.c.tel.deliveryLostOnDrop(k.queue)
+	}
 	if dv.att.held.Add(-1) == 0 && dv.att.retired.Load() {
 		dv.att.closeOnce.Do(func() { _ = dv.att.ch.Close() })
 	}
@@ -463,6 +466,9 @@ func (k *consumerCore) handle(dv *delivery, icpt []ConsumeInterceptor, run func(
 	env := readEnvelope(dv.d.Headers, dv.d.RoutingKey, dv.d.MessageID, dv.d.ReplyTo)
 	ctx, end := k.c.tel.processStart(dv.att.ctx, k.queue, env, &dv.d)
 	dv.end = end
+	if k.setAsideUnreadable(dv, env) {
+		return
+	}
 	if len(icpt) > 0 {
 		in := Inbound{
 			Queue: k.queue, Exchange: dv.d.Exchange, RoutingKey: dv.d.RoutingKey,

@@ -349,6 +349,10 @@ func (c *Conn) prepare(ctx context.Context, exchange, routingKey string, pc *pub
 		Headers:      env.render(),
 	}
 	pr.msg.Body = body
+	if err := headerRefusal(&pr.msg); err != nil {
+		pr.err = err
+		return pr
+	}
 	pr.sent = Sent{
 		Envelope:    env,
 		Exchange:    pctx.Exchange,

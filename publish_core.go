@@ -327,6 +327,9 @@ func (c *Conn) publishUnconfirmed(ctx context.Context, msg *transport.Message) e
 // setting, waiting out a block or a recovery within ctx.
 func (c *Conn) hop(ctx context.Context, msg *transport.Message) error {
 	msg.Mandatory = true
+	if err := headerRefusal(msg); err != nil {
+		return err
+	}
 	if err := c.awaitPublishable(ctx, msg, true); err != nil {
 		return err
 	}

@@ -65,6 +65,9 @@ func (c *Conn) PublishRaw(ctx context.Context, m RawMessage) error {
 		},
 		Body: m.Body,
 	}
+	if err := headerRefusal(msg); err != nil {
+		return err
+	}
 	if err := c.awaitPublishable(ctx, msg, true); err != nil {
 		return err
 	}

@@ -164,6 +164,7 @@ type telemetry struct {
 	deadTotal       metric.Int64Counter
 	setAsideFailed  metric.Int64Counter
 	rungMissing     metric.Int64Counter
+	lostOnDrop      metric.Int64Counter
 
 	mu    sync.RWMutex
 	cache map[attrKey]*attrOpts
@@ -239,6 +240,8 @@ func (t *telemetry) instruments(m metric.Meter, cfg *config) bool {
 	t.setAsideFailed, err = m.Int64Counter("acemq.messages.set.aside.failed", metric.WithDescription("Set-aside publishes that failed; alert on > 0."), metric.WithUnit("{message}"))
 	add(err)
 	t.rungMissing, err = m.Int64Counter("acemq.retry.rung.missing", metric.WithDescription("Retries whose broker rung was missing; alert on > 0."), metric.WithUnit("{message}"))
+	add(err)
+	t.lostOnDrop, err = m.Int64Counter(lostOnDropName, metric.WithDescription(lostOnDropDescription), metric.WithUnit("{message}"))
 	add(err)
 	if err := errors.Join(errs...); err != nil {
 		if cfg.logger != nil {

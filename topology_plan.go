@@ -40,6 +40,9 @@ func (p Plan) String() string {
 			b.WriteString(": " + it.Detail)
 		}
 		b.WriteString("\n")
+		if it.Warning != "" {
+			b.WriteString("  warning: " + it.Warning + "\n")
+		}
 	}
 	return b.String()
 }
@@ -64,6 +67,10 @@ type PlanItem struct {
 	Status      PlanStatus
 	// Detail is the broker's text for Differs, or the explanation for Unknown.
 	Detail string
+	// Warning is a risk in the declaration itself, whatever the broker
+	// holds (a quorum source queue with neither a delivery limit nor
+	// dead-letter wiring); empty when there is none.
+	Warning string
 }
 
 // Plan compares a topology with the broker.
@@ -101,6 +108,9 @@ func planDeclarations(ctx context.Context, open ChannelOpener, decls []Declarati
 		default:
 			return plan, fmt.Errorf("acemq: cannot compare %s with the broker: %w", describeDecl(d), err)
 		}
+	}
+	for i := range plan.Items {
+		plan.Items[i].Warning = planWarning(plan.Items[i].Declaration)
 	}
 	return plan, nil
 }

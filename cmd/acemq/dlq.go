@@ -117,11 +117,24 @@ type shownMessage struct {
 	Headers       map[string]any `json:"headers"`
 	Body          string         `json:"body"`
 	Duplicate     bool           `json:"duplicate,omitempty"`
+	// UnreadableHeaders are headers the Go AMQP client cannot read, decoded
+	// from the bytes AceMQ kept of them; Note says why they are apart.
+	UnreadableHeaders map[string]any `json:"unreadableHeaders,omitempty"`
+	Note              string         `json:"note,omitempty"`
 }
 
-// decodeBody renders a body for people: indented JSON, text as is,
-// anything else as a hex dump of its start.
+// decodeBody renders a body for people: a body in one of the codec/
+// formats decoded (decodeKnown), otherwise as rawBody does.
 func decodeBody(contentType string, b []byte) string {
+	if s, ok := decodeKnown(contentType, b, func() string { return rawBody(contentType, b) }); ok {
+		return s
+	}
+	return rawBody(contentType, b)
+}
+
+// rawBody renders a body no codec/ format claims: indented JSON, text as
+// is, anything else as a hex dump of its start.
+func rawBody(contentType string, b []byte) string {
 	if strings.Contains(contentType, "json") || json.Valid(b) {
 		var buf bytes.Buffer
 		if json.Indent(&buf, b, "", "  ") == nil {
@@ -148,6 +161,7 @@ func show(m *acemq.Pulled, dup bool) shownMessage {
 			s.Headers[k] = fmt.Sprint(v)
 		}
 	}
+	showUnreadable(&s, m.Headers)
 	return s
 }
 
@@ -175,6 +189,12 @@ func printShown(out io.Writer, s shownMessage) {
 	sort.Strings(keys)
 	for _, k := range keys {
 		fmt.Fprintf(out, "header:      %s = %v\n", k, s.Headers[k])
+	}
+	if s.Note != "" {
+		fmt.Fprintf(out, "note:        %s\n", s.Note)
+		if js, err := json.MarshalIndent(s.UnreadableHeaders, "", "  "); err == nil {
+			fmt.Fprintf(out, "unreadable headers (JSON):\n%s\n", js)
+		}
 	}
 	if s.Duplicate {
 		fmt.Fprintln(out, "duplicate:   an earlier message in this queue has the same id; replaying both delivers it twice")

@@ -2,10 +2,12 @@ package rabbitmq
 
 import (
 	"context"
+	"crypto/tls"
 	"crypto/x509"
 	"errors"
 	"fmt"
 	"net"
+	"os"
 	"strconv"
 	"strings"
 	"time"
@@ -120,8 +122,15 @@ func dialOne(ctx context.Context, base amqp.URI, addr string, cfg transport.Conf
 		config.SASL = []amqp.Authentication{&amqp.PlainAuth{Username: user, Password: password}}
 	}
 	shown := shownURL(uri)
-	if uri.Scheme == "amqps" && cfg.TLS != nil {
-		config.TLSClientConfig = cfg.TLS.Clone()
+	// TLS is done here rather than by the client, so the frame guard
+	// (guard.go) reads plain frames: the client is given an amqp:// URL
+	// with the port kept and a socket that is already TLS.
+	var tlsConfig *tls.Config
+	if uri.Scheme == "amqps" {
+		if tlsConfig, err = tlsFor(uri, cfg.TLS); err != nil {
+			return nil, shown, err
+		}
+		uri.Scheme = "amqp"
 	}
 
 	// The client's Dial hook takes no context, so the attempt's context is
@@ -129,6 +138,7 @@ func dialOne(ctx context.Context, base amqp.URI, addr string, cfg transport.Conf
 	// for the TLS and AMQP handshakes, and closes the socket if it ends
 	// while the handshake is still running.
 	var stop func() bool
+	var guard *guardedConn
 	config.Dial = func(network, address string) (net.Conn, error) {
 		var d net.Dialer
 		conn, err := d.DialContext(actx, network, address)
@@ -139,7 +149,16 @@ func dialOne(ctx context.Context, base amqp.URI, addr string, cfg transport.Conf
 			_ = conn.SetDeadline(deadline)
 		}
 		stop = context.AfterFunc(actx, func() { _ = conn.Close() })
-		return conn, nil
+		if tlsConfig != nil {
+			tc := tls.Client(conn, tlsConfig)
+			if err := tc.HandshakeContext(actx); err != nil {
+				_ = conn.Close()
+				return nil, err
+			}
+			conn = tc
+		}
+		guard = newGuardedConn(conn)
+		return guard, nil
 	}
 	ac, err := amqp.DialConfig(uri.String(), config)
 	interrupted := stop != nil && !stop()
@@ -150,7 +169,43 @@ func dialOne(ctx context.Context, base amqp.URI, addr string, cfg transport.Conf
 		_ = ac.Close()
 		return nil, shown, actx.Err()
 	}
+	if guard != nil {
+		guard.maxFrame.Store(uint32(ac.Config.FrameSize))
+	}
 	return newConnection(ac, cfg.OnBlocked), shown, nil
+}
+
+// tlsFor makes the TLS configuration amqp091-go would have made for uri:
+// the caller's configuration when given, else the URL's certificate files
+// (cacertfile, certfile, keyfile) and server_name_indication, with the
+// system store when no CA file is named; the server name defaults to the
+// host connected to.
+func tlsFor(uri amqp.URI, given *tls.Config) (*tls.Config, error) {
+	var c *tls.Config
+	if given != nil {
+		c = given.Clone()
+	} else {
+		c = &tls.Config{ServerName: uri.ServerName, MinVersion: tls.VersionTLS12}
+		if uri.CACertFile != "" {
+			data, err := os.ReadFile(uri.CACertFile)
+			if err != nil {
+				return nil, fmt.Errorf("cannot read the CA certificate file named in the URL: %w", err)
+			}
+			c.RootCAs = x509.NewCertPool()
+			c.RootCAs.AppendCertsFromPEM(data)
+		}
+		if uri.CertFile != "" && uri.KeyFile != "" {
+			cert, err := tls.LoadX509KeyPair(uri.CertFile, uri.KeyFile)
+			if err != nil {
+				return nil, fmt.Errorf("cannot load the client certificate named in the URL: %w", err)
+			}
+			c.Certificates = []tls.Certificate{cert}
+		}
+	}
+	if c.ServerName == "" {
+		c.ServerName = uri.Host
+	}
+	return c, nil
 }
 
 // dialCause explains a failed attempt: a context or deadline error when the

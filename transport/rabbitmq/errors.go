@@ -34,10 +34,21 @@ func fromAMQPError(ae *amqp.Error) error {
 	if ae == amqp.ErrClosed {
 		return transport.ErrClosed
 	}
+	reason := ae.Reason
+	if !ae.Server && (ae.Code == amqp.FrameError || ae.Code == amqp.SyntaxError) {
+		reason = unparsableFrame + " (" + reason + ")"
+	}
 	return &transport.Error{
 		Code:       ae.Code,
-		Reason:     ae.Reason,
+		Reason:     reason,
 		Server:     ae.Server,
 		Connection: !ae.Recover,
 	}
 }
+
+// unparsableFrame names a client-side frame or syntax error (501, 502):
+// the client closed the connection because it could not parse what the
+// broker sent, which is not a network failure. The frame guard rewrites
+// the usual cause, a delivery whose headers are over the client's limits,
+// so reaching this means something else the client cannot read.
+const unparsableFrame = "the Go AMQP client (amqp091-go) could not parse a frame the broker sent and closed the connection; this is not a network failure: a message on one of its queues is likely unreadable to it (inspect the queues with acemq dlq show, or through the management UI)"

@@ -1,0 +1,45 @@
+package acemq
+
+import (
+	"errors"
+
+	"github.com/acemq-go/acemq/internal/wire"
+	"github.com/acemq-go/acemq/transport"
+)
+
+// Header limits of the Go AMQP client (amqp091-go): it cannot read a
+// message whose headers nest tables or arrays more than MaxHeaderDepth
+// levels deep (a table-valued header is one level) or hold more than
+// MaxHeaderEntries entries in one table or array, and it closes the whole
+// consuming connection when one is delivered.
+const (
+	MaxHeaderDepth   = wire.MaxDepth
+	MaxHeaderEntries = wire.MaxEntries
+)
+
+// ErrHeaderLimit matches (errors.Is) the *PublishError of a publish refused
+// because a header is over MaxHeaderDepth or MaxHeaderEntries. Nothing was
+// written (Sent is false, Outcome "refused"); the Reason names the header
+// and the limit. Application publishes (Send, SendAll, including headers an
+// interceptor set), hops (retry, dead-letter and park copies) and
+// PublishRaw (outbox relay, replay, replies) are all checked, on every
+// transport.
+var ErrHeaderLimit = errors.New("acemq: a header is over the limits the Go AMQP client can read")
+
+// headerRefusal returns the refusal for a message with a header over the
+// limits, or nil.
+func headerRefusal(msg *transport.Message) error {
+	l, over := wire.CheckHeaders(msg.Headers, asHeaderTable)
+	if !over {
+		return nil
+	}
+	reason := l.String() + " that Go consumers (amqp091-go) can read, and one would lose its connection on it; nothing was sent. Flatten the header or carry the data in the body"
+	return newPubErr(msg, OutcomeRefused, reason, false, ErrHeaderLimit)
+}
+
+func asHeaderTable(v any) (map[string]any, bool) {
+	if t, ok := v.(transport.Table); ok {
+		return t, true
+	}
+	return nil, false
+}

@@ -1,0 +1,130 @@
+package wire
+
+import (
+	"fmt"
+	"strconv"
+)
+
+// The Go AMQP client (amqp091-go, read.go) refuses to read a field table
+// or array nested deeper than MaxDepth below the headers table, or holding
+// more than MaxEntries entries, and closes the whole connection when a
+// delivery carries one. RabbitMQ accepts such messages from other clients.
+const (
+	MaxDepth   = 32
+	MaxEntries = 8192
+)
+
+// Limit describes the first place a header table goes over MaxDepth or
+// MaxEntries.
+type Limit struct {
+	// Header is the top-level header name; Path adds the keys and array
+	// indexes below it ("x-deep.a.b[3]"). Both are empty when the headers
+	// table itself holds too many entries.
+	Header, Path string
+	// Depth is how many tables and arrays deep the value nests (a table
+	// value of a header is 1); 0 when the problem is the entry count.
+	Depth int
+	// Entries is the entry count of the container that is too large; 0
+	// when the problem is the depth.
+	Entries int
+}
+
+// String says what is over which limit, in words for an error sentence.
+func (l Limit) String() string {
+	where := "the headers table"
+	if l.Path != "" {
+		where = "header " + strconv.Quote(l.Path)
+	}
+	if l.Entries > 0 {
+		return fmt.Sprintf("%s holds %d entries, over the limit of %d per table or array", where, l.Entries, MaxEntries)
+	}
+	return fmt.Sprintf("%s nests tables or arrays %d levels deep, over the limit of %d", where, l.Depth, MaxDepth)
+}
+
+// CheckHeaders walks a header table as the engine builds it (values may be
+// map[string]any, named maps of that type registered by the caller through
+// asTable, or []any) and reports the first place over a limit. ok is false
+// when the headers are within both limits. It never allocates on the
+// common, flat case.
+func CheckHeaders(h map[string]any, asTable func(any) (map[string]any, bool)) (Limit, bool) {
+	if len(h) > MaxEntries {
+		return Limit{Entries: len(h)}, true
+	}
+	for name, v := range h {
+		if l, ok := checkValue(v, 1, asTable); ok {
+			l.Header = name
+			l.Path = name + l.Path
+			if l.Depth > 0 {
+				// Say how deep it really goes, and name only the header:
+				// the path of a hostile header can be hundreds of keys.
+				l.Depth, l.Path = Deepest(v, asTable), name
+			}
+			return l, true
+		}
+	}
+	return Limit{}, false
+}
+
+// checkValue checks one value that sits depth containers below the
+// headers table when it is itself a container.
+func checkValue(v any, depth int, asTable func(any) (map[string]any, bool)) (Limit, bool) {
+	switch x := v.(type) {
+	case []any:
+		if depth > MaxDepth {
+			return Limit{Depth: depth}, true
+		}
+		if len(x) > MaxEntries {
+			return Limit{Entries: len(x)}, true
+		}
+		for i, e := range x {
+			if l, ok := checkValue(e, depth+1, asTable); ok {
+				l.Path = "[" + strconv.Itoa(i) + "]" + l.Path
+				return l, true
+			}
+		}
+		return Limit{}, false
+	}
+	m, isMap := v.(map[string]any)
+	if !isMap && asTable != nil {
+		m, isMap = asTable(v)
+	}
+	if !isMap {
+		return Limit{}, false
+	}
+	if depth > MaxDepth {
+		return Limit{Depth: depth}, true
+	}
+	if len(m) > MaxEntries {
+		return Limit{Entries: len(m)}, true
+	}
+	for k, e := range m {
+		if l, ok := checkValue(e, depth+1, asTable); ok {
+			l.Path = "." + k + l.Path
+			return l, true
+		}
+	}
+	return Limit{}, false
+}
+
+// Deepest reports how many tables and arrays deep v nests (a scalar is
+// 0, a table of scalars 1).
+func Deepest(v any, asTable func(any) (map[string]any, bool)) int {
+	best := 0
+	if x, ok := v.([]any); ok {
+		for _, e := range x {
+			best = max(best, Deepest(e, asTable))
+		}
+		return best + 1
+	}
+	m, isMap := v.(map[string]any)
+	if !isMap && asTable != nil {
+		m, isMap = asTable(v)
+	}
+	if !isMap {
+		return 0
+	}
+	for _, e := range m {
+		best = max(best, Deepest(e, asTable))
+	}
+	return best + 1
+}
