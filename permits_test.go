@@ -8,7 +8,8 @@ import (
 
 func TestPermitsWaitIdleWakesAtZeroWithoutPolling(t *testing.T) {
 	p := newPermits(2)
-	if !p.tryAcquire() || !p.tryAcquire() || p.tryAcquire() {
+	first, second, third := p.tryAcquire(), p.tryAcquire(), p.tryAcquire()
+	if !first || !second || third {
 		t.Fatal("two permits, then none")
 	}
 	done := make(chan struct{})
