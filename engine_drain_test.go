@@ -278,8 +278,11 @@ func TestConsumerCloseAtItsDeadlineLeavesNoDelayedHopBehind(t *testing.T) {
 	held := alarmtest.BlockAndWait(t, r.c, r.broker, "low on memory")
 	ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
 	defer cancel()
+	// The drain ends at ctx's deadline: with the delivery still held
+	// (ErrDrainTimeout) or just handed back by the cancelled hop (then
+	// only ctx's error). Either way nothing of the consumer may remain.
 	err := k.Close(ctx)
-	if !errors.Is(err, acemq.ErrDrainTimeout) && err != nil {
+	if err != nil && !errors.Is(err, acemq.ErrDrainTimeout) && !errors.Is(err, context.DeadlineExceeded) {
 		t.Fatalf("Consumer.Close = %v", err)
 	}
 	if n := laterGoroutines(); n != 0 {
