@@ -164,6 +164,42 @@ func (c *channel) UnbindQueue(ctx context.Context, s transport.BindingSpec) erro
 	})
 }
 
+// DeclareExchangeNoWait sends an exchange declaration without waiting for
+// the broker's answer (transport.Pipeliner).
+func (c *channel) DeclareExchangeNoWait(s transport.ExchangeSpec) error {
+	return c.call(context.Background(), func() error {
+		return c.ch.ExchangeDeclare(s.Name, string(s.Kind), s.Durable, s.AutoDelete, s.Internal, true, toAMQPTable(s.Args))
+	})
+}
+
+// DeclareQueueNoWait sends a queue declaration without waiting for the
+// broker's answer (transport.Pipeliner). The queue must be named.
+func (c *channel) DeclareQueueNoWait(s transport.QueueSpec) error {
+	if s.Name == "" {
+		return fmt.Errorf("transport: a server-named queue cannot be declared without waiting for its name")
+	}
+	return c.call(context.Background(), func() error {
+		_, err := c.ch.QueueDeclare(s.Name, s.Durable, s.AutoDelete, s.Exclusive, true, toAMQPTable(s.Args))
+		return err
+	})
+}
+
+// BindQueueNoWait sends a binding without waiting for the broker's answer
+// (transport.Pipeliner).
+func (c *channel) BindQueueNoWait(s transport.BindingSpec) error {
+	return c.call(context.Background(), func() error {
+		return c.ch.QueueBind(s.Queue, s.RoutingKey, s.Exchange, true, toAMQPTable(s.Args))
+	})
+}
+
+// Sync waits for a basic.qos round trip (prefetch 0 is harmless on a
+// declaration channel): the broker answers it only after everything sent
+// before it, so a refused no-wait declaration has closed the channel by
+// then, and Sync returns the broker's code and text (transport.Pipeliner).
+func (c *channel) Sync(ctx context.Context) error {
+	return c.call(ctx, func() error { return c.ch.Qos(0, 0, false) })
+}
+
 // Qos sets the prefetch for consumers started afterwards on this channel,
 // per consumer (global=false; RabbitMQ 4 refuses global QoS).
 func (c *channel) Qos(prefetch int) error {
