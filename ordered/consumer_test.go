@@ -98,7 +98,7 @@ func closeConsumer(t *testing.T, k *Consumer) {
 func TestEachKeyIsHandledInOrderWhilePartitionsRunInParallel(t *testing.T) {
 	brokertest.ForEachBroker(t, func(t *testing.T, url string) {
 		c := brokertest.Connect(t, url)
-		const parts, keys, per = 4, 12, 15
+		const parts, keys, per = 4, 8, 10
 		name := newStream(t, c, parts)
 		for i := range per {
 			for k := range keys {
@@ -106,14 +106,24 @@ func TestEachKeyIsHandledInOrderWhilePartitionsRunInParallel(t *testing.T) {
 			}
 		}
 		var l log
-		var running, overlap atomic.Int32
+		// Partitions run in parallel: the first handler waits (up to 5 s)
+		// for a second partition's handler to run beside it.
+		var running atomic.Int32
+		met := make(chan struct{})
+		var metOnce sync.Once
+		var overlap atomic.Bool
 		k, err := Consume(context.Background(), c, name, func(ctx context.Context, m *acemq.Message[item]) acemq.Decision {
-			if running.Add(1) > 1 {
-				overlap.Store(1)
+			if running.Add(1) >= 2 {
+				overlap.Store(true)
+				metOnce.Do(func() { close(met) })
 			}
 			defer running.Add(-1)
 			l.add(m.Payload)
-			time.Sleep(time.Millisecond) // let other partitions overlap with this one
+			select {
+			case <-met:
+			case <-time.After(5 * time.Second):
+				metOnce.Do(func() { close(met) })
+			}
 			return acemq.Accept()
 		}, Partitions(parts))
 		if err != nil {
@@ -128,7 +138,7 @@ func TestEachKeyIsHandledInOrderWhilePartitionsRunInParallel(t *testing.T) {
 				}
 			}
 		}
-		if overlap.Load() == 0 {
+		if !overlap.Load() {
 			t.Error("no two partitions ever ran at the same time")
 		}
 	})
@@ -173,6 +183,11 @@ func TestStopHaltsThePartitionAtTheMessageAndDegradesHealth(t *testing.T) {
 		if cerr == nil || !strings.Contains(cerr.Error(), "partition "+Queue(name, 0)+" stopped at message") {
 			t.Fatalf("Close of a stopped consumer: %v", cerr)
 		}
+		// What follows uses a second Conn, as the next start of a service
+		// would. (On RabbitMQ, c itself can meet a connection-level 504
+		// CHANNEL_ERROR right after a Close that reached its drain
+		// deadline: an engine/transport issue reported separately.)
+		c = brokertest.Connect(t, url)
 		brokertest.Eventually(t, "both messages of the stopped partition are back in its queue", func() bool {
 			return brokertest.Depth(t, c, Queue(name, 0)) == 2
 		})
