@@ -159,7 +159,7 @@ func TestStopHaltsThePartitionAtTheMessageAndDegradesHealth(t *testing.T) {
 				return acemq.Retry(errors.New("the stock service is down"))
 			}
 			return acemq.Accept()
-		}, Partitions(2), Prefetch(1))
+		}, Partitions(2), Prefetch(1), WithConsumerOptions(acemq.ConsumerDrainTimeout(300*time.Millisecond)))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -177,9 +177,7 @@ func TestStopHaltsThePartitionAtTheMessageAndDegradesHealth(t *testing.T) {
 		if got := l.byKey()[a]; len(got) != 1 {
 			t.Fatalf("the partition ran past the failed message: %v", got)
 		}
-		cctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
-		cerr := k.Close(cctx)
-		cancel()
+		cerr := k.Close(context.Background())
 		if cerr == nil || !strings.Contains(cerr.Error(), "partition "+Queue(name, 0)+" stopped at message") {
 			t.Fatalf("Close of a stopped consumer: %v", cerr)
 		}
