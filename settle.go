@@ -94,6 +94,8 @@ func (k *consumerCore) settle(dv *delivery, env Envelope, dec Decision, handled 
 	case decInProgress:
 		k.report(dv, Settlement{Queue: q, Envelope: env, Outcome: ConsumeInProgress, Target: q, RetryDelay: dec.delay, Handled: handled, HandlerDuration: dur})
 		k.putBackLater(dv, env, dec.delay)
+	case decRelease:
+		k.releaseToBroker(dv, env, handled, dur)
 	default:
 		k.settleAside(dv, env, DeadLetterQueue(q), "the handler rejected it: the handler returned no decision", ConsumeRejected, handled, dur)
 	}
