@@ -21,6 +21,13 @@ type channel struct {
 
 	callMu sync.Mutex // serialises synchronous methods
 
+	// settleMu keeps settlements off the wire once Close has begun: a
+	// frame that follows channel.close makes RabbitMQ close the whole
+	// connection (504 CHANNEL_ERROR), and the client itself does not stop
+	// it. Settlements hold it shared; Close takes it to set closing.
+	settleMu sync.RWMutex
+	closing  bool
+
 	mu   sync.Mutex
 	err  error
 	subs map[string]chan struct{} // consumer tag → stop signal of its forwarder
@@ -207,16 +214,30 @@ func (c *channel) Qos(prefetch int) error {
 }
 
 // Ack acknowledges one delivery (multiple=false).
-func (c *channel) Ack(tag uint64) error { return c.cause(c.ch.Ack(tag, false)) }
+func (c *channel) Ack(tag uint64) error {
+	return c.settle(func() error { return c.ch.Ack(tag, false) })
+}
 
 // Nack negatively acknowledges one delivery (multiple=false).
 func (c *channel) Nack(tag uint64, requeue bool) error {
-	return c.cause(c.ch.Nack(tag, false, requeue))
+	return c.settle(func() error { return c.ch.Nack(tag, false, requeue) })
 }
 
 // Reject rejects one delivery.
 func (c *channel) Reject(tag uint64, requeue bool) error {
-	return c.cause(c.ch.Reject(tag, requeue))
+	return c.settle(func() error { return c.ch.Reject(tag, requeue) })
+}
+
+// settle writes one settlement unless Close has begun, in which case it
+// is refused as ErrClosed (the broker returns the delivery with the
+// channel, as for any settlement that did not reach it).
+func (c *channel) settle(write func() error) error {
+	c.settleMu.RLock()
+	defer c.settleMu.RUnlock()
+	if c.closing {
+		return transport.ErrClosed
+	}
+	return c.cause(write())
 }
 
 // Done is closed when the channel has ended.
@@ -233,6 +254,9 @@ func (c *channel) Err() error {
 // Close closes the channel; unacked deliveries return to their queues.
 // Closing an ended channel returns nil.
 func (c *channel) Close() error {
+	c.settleMu.Lock()
+	c.closing = true
+	c.settleMu.Unlock()
 	err := c.ch.Close()
 	<-c.done
 	if err != nil && convertError(err) != transport.ErrClosed {
