@@ -73,12 +73,23 @@ func TestTopologyIsTheContractsLayout(t *testing.T) {
 	p := threeSteps(t, "orders", nil)
 	var got []string
 	for _, d := range p.Topology().Declarations() {
-		got = append(got, fmt.Sprintf("%v", d))
+		switch d.Kind {
+		case acemq.DeclExchange:
+			got = append(got, fmt.Sprintf("exchange %s %s", d.Exchange.Name, d.Exchange.Kind))
+		case acemq.DeclQueue:
+			got = append(got, fmt.Sprintf("queue %s %s", d.Queue.Name, d.QueueType))
+		case acemq.DeclBinding:
+			got = append(got, fmt.Sprintf("bind %s %s %s", d.Binding.Queue, d.Binding.Exchange, d.Binding.RoutingKey))
+		}
 	}
 	all := strings.Join(got, "\n")
-	for _, want := range []string{"orders.validate", "orders.price", "orders.ship"} {
+	for _, want := range []string{
+		"exchange orders direct",
+		"queue orders.validate quorum", "queue orders.price quorum", "queue orders.ship quorum",
+		"bind orders.validate orders validate", "bind orders.price orders price", "bind orders.ship orders ship",
+	} {
 		if !strings.Contains(all, want) {
-			t.Fatalf("topology lacks %s:\n%s", want, all)
+			t.Fatalf("topology lacks %q:\n%s", want, all)
 		}
 	}
 }
@@ -389,4 +400,52 @@ func runMetrics(t *testing.T, r *sdkmetric.ManualReader) (total, hist map[string
 		}
 	}
 	return total, hist
+}
+
+// A hop the broker cannot route (the next step's queue is gone) is not
+// accepted: it goes through the step's retry policy, here straight to the
+// step's .dlq with the reason.
+func TestAnUnroutableHopGoesThroughTheStepsRetryPolicy(t *testing.T) {
+	brokertest.ForEachBroker(t, func(t *testing.T, url string) {
+		c := brokertest.Connect(t, url)
+		ctx := context.Background()
+		name := fmt.Sprintf("hopfail-%d", time.Now().UnixNano())
+		p, err := New(name,
+			NewStep("a", func(ctx context.Context, m *acemq.Message[order]) (order, bool, error) { return m.Payload, true, nil }, StepRetry(acemq.NoRetry())),
+			NewStep("b", func(ctx context.Context, m *acemq.Message[order]) (order, bool, error) { return m.Payload, true, nil }),
+		)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := c.Apply(ctx, p.Topology()); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() {
+			for _, q := range []string{p.Queue("a"), p.Queue("a") + ".dlq", p.Queue("a") + ".parked", p.Queue("b")} {
+				_, _ = c.DeleteQueue(context.Background(), q)
+			}
+		})
+		if _, err := c.DeleteQueue(ctx, p.Queue("b")); err != nil {
+			t.Fatal(err)
+		}
+		pc := *p
+		pc.metrics = meters(c)
+		g, err := p.steps[0].start(ctx, c, &pc, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = g.Close(context.Background()) })
+		if _, err := p.Send(ctx, c, order{ID: "x", Total: 1}); err != nil {
+			t.Fatal(err)
+		}
+		dlq := p.Queue("a") + ".dlq"
+		brokertest.Eventually(t, "the step sets the message aside", func() bool { return brokertest.Depth(t, c, dlq) == 1 })
+		var reason string
+		if _, err := replay.Browse(ctx, c, dlq, 1, func(m *acemq.Pulled) bool { reason = m.Envelope.Error; return false }); err != nil {
+			t.Fatal(err)
+		}
+		if !strings.Contains(reason, `could not hand step "a"'s output to step "b"`) {
+			t.Fatalf("set aside with %q", reason)
+		}
+	})
 }
