@@ -5,6 +5,8 @@
 #   make test-short    tests without services (service tests skip)
 #   make lint          gofmt, go vet, staticcheck
 #   make bench         benchmarks
+#   make fuzz          every fuzz target in the module for FUZZTIME each (default
+#                      30s); `make test` runs their seed corpora
 #   make services-up   start the private RabbitMQ node, PostgreSQL cluster and
 #                      MariaDB server
 #   make services-down stop them

@@ -135,6 +135,8 @@ type consumerConfig struct {
 	skipDecl     bool
 	interceptors []ConsumeInterceptor
 	drain        *time.Duration
+	// decodeTimeout is set by ConsumerDecodeTimeout (codec_context.go).
+	decodeTimeout *time.Duration
 }
 
 // ConsumerPrefetch sets the consumer's basic.qos window (default: the
@@ -250,6 +252,9 @@ func Consume[T any](ctx context.Context, c *Conn, queue string, h Handler[T], op
 	case cfg.concurrency < 1 || cfg.concurrency > cfg.prefetch:
 		return nil, configErr("ConsumerConcurrency", "concurrency %d must be between 1 and the prefetch (%d)", cfg.concurrency, cfg.prefetch)
 	}
+	if err := cfg.checkDecodeTimeout(); err != nil {
+		return nil, err
+	}
 	if err := policy.Err(); err != nil {
 		return nil, err
 	}
@@ -280,7 +285,7 @@ func Consume[T any](ctx context.Context, c *Conn, queue string, h Handler[T], op
 			m.Body = dv.d.Body
 			m.Redelivered = dv.d.Redelivered
 			m.DeliveryCount = deliveryCount(dv.d.Headers)
-			if err := codec.Decode(dv.d.ContentType, dv.d.Body, &m.Payload); err != nil {
+			if err := decodeDelivery(ctx, codec, cfg.decodeDeadline(), dv.d.ContentType, dv.d.Body, &m.Payload); err != nil {
 				if IsRetryable(err) {
 					return Retry(err), false, 0
 				}

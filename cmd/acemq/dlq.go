@@ -16,6 +16,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/acemq-go/acemq"
+	"github.com/acemq-go/acemq/crypto"
 	"github.com/acemq-go/acemq/replay"
 )
 
@@ -148,11 +149,11 @@ func rawBody(contentType string, b []byte) string {
 	return fmt.Sprintf("(%d bytes, %s) % x", len(b), contentType, b[:n])
 }
 
-func show(m *acemq.Pulled, dup bool) shownMessage {
+func show(m *acemq.Pulled, dup bool, ring *crypto.Keyring) shownMessage {
 	e := m.Envelope
 	s := shownMessage{ID: e.ID, Type: e.Type, Version: e.Version, CorrelationID: e.CorrelationID, CausationID: e.CausationID,
 		Attempt: e.Attempt, Origin: e.Origin, Error: e.Error, RoutingKey: m.RoutingKey, ContentType: m.ContentType,
-		Headers: map[string]any{}, Body: decodeBody(m.ContentType, m.Body), Duplicate: dup}
+		Headers: map[string]any{}, Body: bodyText(m.ContentType, m.Body, ring), Duplicate: dup}
 	if !e.FirstSeen.IsZero() {
 		s.FirstSeen = e.FirstSeen.UTC().Format(time.RFC3339Nano)
 	}
@@ -203,7 +204,7 @@ func printShown(out io.Writer, s shownMessage) {
 }
 
 func newDLQShow() *cobra.Command {
-	var u string
+	var u, keyringPath string
 	var n int
 	var asJSON bool
 	cmd := &cobra.Command{
@@ -212,11 +213,16 @@ func newDLQShow() *cobra.Command {
 		Long: "Print the first N messages of a queue without removing them (each is taken and then returned to the queue): " +
 			"envelope fields, the error reason, headers and the decoded body. Messages with an id seen earlier are marked as duplicates.",
 		Example: `  acemq dlq show orders.new.dlq -n 5
-  acemq dlq show orders.new.parked --json`,
+  acemq dlq show orders.new.parked --json
+  acemq dlq show orders.new.parked --keyring /etc/acemq/keyring`,
 		Args: exactQueueArg,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if n < 1 {
 				return fmt.Errorf("-n must be 1 or more, got %d; pass -n 1 or more", n)
+			}
+			ring, err := loadShowKeyring(keyringPath)
+			if err != nil {
+				return err
 			}
 			ctx, cancel := context.WithTimeout(cmd.Context(), time.Minute)
 			defer cancel()
@@ -225,7 +231,7 @@ func newDLQShow() *cobra.Command {
 				return err
 			}
 			defer closeConn(c)
-			ms, err := peek(ctx, c, args[0], n)
+			ms, err := peekWithProgress(ctx, c, args[0], n, nil, ring)
 			if err != nil {
 				return err
 			}
@@ -248,17 +254,19 @@ func newDLQShow() *cobra.Command {
 	urlFlag(cmd, &u)
 	cmd.Flags().IntVarP(&n, "n", "n", 10, "how many messages to show")
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print a JSON array instead of text")
+	keyringFlag(cmd, &keyringPath)
 	return cmd
 }
 
 // peek takes up to n messages and returns them all to the queue.
 func peek(ctx context.Context, c *acemq.Conn, queue string, n int) ([]shownMessage, error) {
-	return peekWithProgress(ctx, c, queue, n, nil)
+	return peekWithProgress(ctx, c, queue, n, nil, nil)
 }
 
 // peekWithProgress is peek with a progress bar on progressOut (nil: none)
-// when more than 100 messages are to be read.
-func peekWithProgress(ctx context.Context, c *acemq.Conn, queue string, n int, progressOut io.Writer) ([]shownMessage, error) {
+// when more than 100 messages are to be read; ring (nil: none) shows
+// encrypted bodies decrypted.
+func peekWithProgress(ctx context.Context, c *acemq.Conn, queue string, n int, progressOut io.Writer, ring *crypto.Keyring) ([]shownMessage, error) {
 	depth, err := requireQueue(ctx, c, queue)
 	if err != nil {
 		return nil, err
@@ -293,7 +301,7 @@ func peekWithProgress(ctx context.Context, c *acemq.Conn, queue string, n int, p
 			break
 		}
 		taken = append(taken, m)
-		out = append(out, show(m, seen[m.Envelope.ID]))
+		out = append(out, show(m, seen[m.Envelope.ID], ring))
 		seen[m.Envelope.ID] = true
 	}
 	return out, nil
@@ -408,7 +416,7 @@ func newDLQPurge() *cobra.Command {
 // duplicateIDs peeks at up to 1,000 messages of queue (returning them all)
 // and lists ids that occur more than once; nil when it cannot tell.
 func duplicateIDs(ctx context.Context, c *acemq.Conn, queue string, progressOut io.Writer) []string {
-	ms, err := peekWithProgress(ctx, c, queue, 1000, progressOut)
+	ms, err := peekWithProgress(ctx, c, queue, 1000, progressOut, nil)
 	if err != nil {
 		return nil
 	}
