@@ -126,6 +126,10 @@ func Connect(ctx context.Context, rawURL string, opts ...Option) (*Conn, error) 
 	}
 	u, err := url.Parse(rawURL)
 	if err != nil {
+		var ue *url.Error
+		if errors.As(err, &ue) {
+			err = ue.Err // url.Error repeats the URL, password and all
+		}
 		return nil, configErr("url", "%q is not a URL: %v", redactURL(rawURL), err)
 	}
 	scheme := strings.ToLower(u.Scheme)
@@ -145,6 +149,7 @@ func Connect(ctx context.Context, rawURL string, opts ...Option) (*Conn, error) 
 	if scheme == "amqps" {
 		cfg.tls = checkTLS(&cfg)
 	}
+	checkSecurity(&cfg, scheme, redactURL(rawURL), u.User != nil)
 	if cfg.credentials != nil && u.User != nil {
 		cfg.problem("WithCredentials", "the URL carries user information and a credentials provider was given; use one source of credentials")
 	}
@@ -193,6 +198,7 @@ func Connect(ctx context.Context, rawURL string, opts ...Option) (*Conn, error) 
 		ConnectTimeout: cfg.connectTimeout,
 		TLS:            cfg.tls,
 		Credentials:    cfg.credentials,
+		Security:       &c.cfg.sec.settings,
 	}
 	if scheme == "amqps" && cfg.insecureDev {
 		c.logger.Warn("acemq: amqps:// without verifying the broker's certificate (WithInsecureSkipVerifyForDevelopment); anyone on the network path can impersonate the broker, never use this in production", "url", c.redacted)
@@ -223,7 +229,16 @@ func isLoopback(host string) bool {
 
 func redactURL(raw string) string {
 	u, err := url.Parse(raw)
-	if err != nil || u.User == nil {
+	if err != nil {
+		// Mask whatever sits between "://" and the last "@".
+		scheme, rest, ok := strings.Cut(raw, "://")
+		if at := strings.LastIndex(rest, "@"); ok && at >= 0 {
+			user, _, _ := strings.Cut(rest[:at], ":")
+			return scheme + "://" + user + ":***@" + rest[at+1:]
+		}
+		return raw
+	}
+	if u.User == nil {
 		return raw
 	}
 	if _, has := u.User.Password(); has {

@@ -58,6 +58,7 @@ type config struct {
 	tls              *tls.Config
 	insecureDev      bool
 	credentials      transport.Credentials
+	sec              securityConfig
 	addresses        []string
 	onEvent          func(Event)
 	publishChannels  int

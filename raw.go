@@ -47,24 +47,7 @@ type RawMessage struct {
 // error is a *PublishError as for Send. Patterns (outbox relay, replay,
 // replies) publish through it; it does not count in acemq.publish.total.
 func (c *Conn) PublishRaw(ctx context.Context, m RawMessage) error {
-	mode := uint8(2)
-	if m.Transient {
-		mode = 1
-	}
-	msg := &transport.Message{
-		Exchange:   m.Exchange,
-		RoutingKey: m.RoutingKey,
-		Mandatory:  !m.NotMandatory,
-		Properties: transport.Properties{
-			ContentType:  m.ContentType,
-			MessageID:    m.MessageID,
-			ReplyTo:      m.ReplyTo,
-			DeliveryMode: mode,
-			Priority:     m.Priority,
-			Headers:      transport.Table(m.Headers),
-		},
-		Body: m.Body,
-	}
+	msg := m.message()
 	if err := headerRefusal(msg); err != nil {
 		return err
 	}

@@ -23,10 +23,13 @@ import (
 )
 
 // These tests run against the test node's TLS listener (scripts/rabbitmq.sh
-// start gives every node one, with a certificate for DNS:localhost and
-// IP:127.0.0.1 signed by a throwaway CA) and check spec §1.1: amqps://
-// speaks TLS 1.2 or later and always verifies the broker unless the named
-// development option is given.
+// start gives every node one, with development certificates made by
+// `acemq certs`: DNS:localhost, IP:127.0.0.1 and ::1) and check spec §1.1:
+// amqps:// speaks TLS 1.2 or later and always verifies the broker unless
+// the named development option is given. The node's certificates are
+// development certificates, so every test that connects to it allows them
+// explicitly (acemq.WithDevelopmentCertificates); security_test.go shows
+// they are refused otherwise.
 
 // testCAPool returns a pool holding only the test node's CA.
 func testCAPool(t *testing.T) *x509.CertPool {
@@ -115,7 +118,7 @@ func TestAMQPSWithTestCAPublishesConfirmedAndConsumes(t *testing.T) {
 	pool := testCAPool(t)
 	for _, host := range []string{"localhost", "127.0.0.1"} { // both are in the certificate
 		t.Run(host, func(t *testing.T) {
-			c, err := connectTLS(t, withHost(t, base, host), acemq.WithTLS(&tls.Config{RootCAs: pool}))
+			c, err := connectTLS(t, withHost(t, base, host), acemq.WithTLS(&tls.Config{RootCAs: pool}), acemq.WithDevelopmentCertificates())
 			if err != nil {
 				t.Fatalf("amqps:// with the test CA failed: %v", err)
 			}
@@ -155,7 +158,7 @@ func TestAMQPSWithTestCAPublishesConfirmedAndConsumes(t *testing.T) {
 
 func TestAMQPSWithoutCAFailsAsUntrustedAndSaysWhatToDo(t *testing.T) {
 	// No WithTLS: the system store, which does not hold the throwaway CA.
-	_, err := connectTLS(t, testenv.AMQPSURL(t))
+	_, err := connectTLS(t, testenv.AMQPSURL(t), acemq.WithDevelopmentCertificates())
 	if err == nil {
 		t.Fatal("amqps:// to a broker whose CA is not trusted connected; the chain was not verified")
 	}
@@ -183,7 +186,7 @@ func TestAMQPSHostNameNotInCertificateFailsVerification(t *testing.T) {
 	_, err := connectTLS(t, testenv.AMQPSURL(t), acemq.WithTLS(&tls.Config{
 		RootCAs:    testCAPool(t),
 		ServerName: "broker.invalid",
-	}))
+	}), acemq.WithDevelopmentCertificates())
 	if err == nil {
 		t.Fatal("amqps:// connected although the certificate does not name broker.invalid")
 	}
@@ -310,10 +313,11 @@ func TestAMQPSDevelopmentOptionConnectsWithoutVerifying(t *testing.T) {
 		name string
 		opts []acemq.Option
 	}{
-		{"option alone", []acemq.Option{acemq.WithInsecureSkipVerifyForDevelopment()}},
+		{"option alone", []acemq.Option{acemq.WithInsecureSkipVerifyForDevelopment(), acemq.WithDevelopmentCertificates()}},
 		{"with an InsecureSkipVerify config", []acemq.Option{
 			acemq.WithTLS(&tls.Config{InsecureSkipVerify: true}),
 			acemq.WithInsecureSkipVerifyForDevelopment(),
+			acemq.WithDevelopmentCertificates(),
 		}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -1,9 +1,13 @@
 package outbox
 
 import (
+	"cmp"
 	"context"
 	"database/sql"
+	"database/sql/driver"
+	"errors"
 	"fmt"
+	"slices"
 	"time"
 	"unicode/utf8"
 
@@ -14,37 +18,144 @@ import (
 // ("acemq_ob" in ASCII).
 const advisoryKey int64 = 0x6163656d715f6f62
 
+// pgRelayKey is the PostgreSQL advisory lock key of the relay named by the
+// statement's $1: the relay's session holds it for as long as it lives.
+const pgRelayKey = `hashtextextended('acemq_outbox_relay/' || %s, 0)`
+
+// mysqlRelayLock is the GET_LOCK name of the relay named by the
+// statement's ?: one per relay and database, 52 characters.
+const mysqlRelayLock = `CONCAT('acemq_relay.', SHA1(CONCAT(COALESCE(DATABASE(), ''), '/', ?)))`
+
 // claimSQL locks the first batch of unretired records for relay only when
-// no record carries another relay's unexpired lock (PostgreSQL, SQLite).
+// no record carries another relay's unexpired lock (SQLite, where the
+// lease is the only sign of life).
 const claimSQL = `UPDATE acemq_outbox SET locked_by = ?, locked_until = ?
 WHERE seq IN (SELECT seq FROM acemq_outbox WHERE attempts < ? ORDER BY seq LIMIT ?)
 AND NOT EXISTS (SELECT 1 FROM acemq_outbox WHERE locked_by IS NOT NULL AND locked_by <> ? AND locked_until > ?)`
 
-// claim locks the next batch for relay and returns it in sequence order;
-// nil when there is nothing to do or another relay holds the outbox.
-func (s *Store) claim(ctx context.Context, relay string, batch int, ttl time.Duration) ([]Record, error) {
-	now := s.now()
-	args := []any{relay, now.Add(ttl).UnixMilli(), MaxAttempts, batch, relay, now.UnixMilli()}
-	var n int64
-	var err error
-	switch s.dialect {
-	case sqlstore.PostgreSQL:
-		n, err = s.claimPostgres(ctx, args)
-	case sqlstore.MySQL:
-		n, err = s.claimMySQL(ctx, relay, batch, now, ttl)
-	default:
-		n, err = s.exec(ctx, s.db, claimSQL, args...)
+// errSameID is returned when another live session holds this relay's own
+// lock: two relays were given one id.
+var errSameID = errors.New("another running relay has the same id (its database session holds the relay's lock); give each relay its own WithRelayID")
+
+// owner is one relay's hold on the outbox. On PostgreSQL and MySQL it is a
+// database session of the relay's own that holds a lock named after the
+// relay for as long as the session lives (a session-level advisory lock;
+// GET_LOCK): other relays read the relay's liveness from that lock, so a
+// relay whose process or connection died loses its claim at once. The
+// relay's claims and writes run on that session, so every one of them
+// shows the relay alive, and a relay uses one pooled connection. On
+// SQLite it is the pool (the lease alone tells liveness).
+type owner struct {
+	s     *Store
+	relay string
+	ttl   time.Duration // the lease
+	conn  *sql.Conn     // server dialects: nil until first use and after a failure
+}
+
+func (s *Store) owner(relay string, ttl time.Duration) *owner {
+	return &owner{s: s, relay: relay, ttl: ttl}
+}
+
+// session returns what the owner's statements run on, opening the session
+// and taking the relay's lock when there is none.
+func (o *owner) session(ctx context.Context) (querier, error) {
+	if o.s.dialect == sqlstore.SQLite {
+		return o.s.db, nil
 	}
+	if o.conn != nil {
+		return o.conn, nil
+	}
+	c, err := o.s.db.Conn(ctx)
+	if err != nil {
+		return nil, err
+	}
+	var got sql.NullInt64
+	switch o.s.dialect {
+	case sqlstore.PostgreSQL:
+		var ok bool
+		err = c.QueryRowContext(ctx, `SELECT pg_try_advisory_lock(`+fmt.Sprintf(pgRelayKey, "$1")+`)`, o.relay).Scan(&ok)
+		if ok {
+			got.Int64 = 1
+		}
+	default:
+		err = c.QueryRowContext(ctx, `SELECT GET_LOCK(`+mysqlRelayLock+`, 0)`, o.relay).Scan(&got)
+	}
+	if err == nil && got.Int64 != 1 {
+		err = errSameID
+	}
+	if err == nil && o.s.dialect == sqlstore.PostgreSQL {
+		// A relay frozen inside its claim transaction (which holds the
+		// claim lock) loses its session, and the lock, after one lease.
+		_, err = c.ExecContext(ctx, fmt.Sprintf(`SET idle_in_transaction_session_timeout = %d`, max(o.ttl.Milliseconds(), 1)))
+	}
+	if err == nil && o.s.dialect == sqlstore.MySQL {
+		// No gap locks: the relay's fenced DELETE and UPDATE find rows by
+		// locked_by, and under REPEATABLE READ their next-key locks on
+		// that index stopped producers' inserts (locked_by NULL, the
+		// gap before) and deadlocked their transactions.
+		_, err = c.ExecContext(ctx, `SET SESSION TRANSACTION ISOLATION LEVEL READ COMMITTED`)
+	}
+	if err != nil {
+		discard(c)
+		return nil, err
+	}
+	o.conn = c
+	return c, nil
+}
+
+// discard closes c's session instead of handing it back to the pool, so
+// the locks it holds go with it.
+func discard(c *sql.Conn) {
+	_ = c.Raw(func(any) error { return driver.ErrBadConn })
+	_ = c.Close()
+}
+
+// fail drops the session after a failed statement: it may be broken, and
+// a new one takes the relay's lock again. It returns err.
+func (o *owner) fail(err error) error {
+	if err != nil && o.conn != nil {
+		discard(o.conn)
+		o.conn = nil
+	}
+	return err
+}
+
+// close ends the owner's session; its relay lock goes with it.
+func (o *owner) close() {
+	if o.conn != nil {
+		discard(o.conn)
+		o.conn = nil
+	}
+}
+
+// claim locks the next batch for the relay and returns it in sequence
+// order; nil when there is nothing to do or another live relay holds the
+// outbox. Another relay's unexpired lock holds the outbox while that
+// relay's session lives (PostgreSQL, MySQL); a lock whose session is gone
+// is taken over at once.
+func (o *owner) claim(ctx context.Context, batch int) ([]Record, error) {
+	q, err := o.session(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("acemq: cannot claim outbox records: %w", err)
 	}
-	if n == 0 {
-		return nil, nil
+	now := o.s.now()
+	var recs []Record
+	switch o.s.dialect {
+	case sqlstore.PostgreSQL:
+		recs, err = o.claimPostgres(ctx, batch, now)
+	case sqlstore.MySQL:
+		var n int64
+		n, err = o.claimMySQL(ctx, batch, now)
+		if err == nil && n > 0 {
+			recs, err = o.s.query(ctx, q, `SELECT `+recordColumns+` FROM acemq_outbox WHERE locked_by = ? AND attempts < ? ORDER BY seq LIMIT `+fmt.Sprint(batch), o.relay, MaxAttempts)
+		}
+	default:
+		recs, err = o.s.query(ctx, q, claimSQL+` RETURNING `+recordColumns, o.relay, now.Add(o.ttl).UnixMilli(), MaxAttempts, batch, o.relay, now.UnixMilli())
 	}
-	recs, err := s.query(ctx, s.db, `SELECT `+recordColumns+` FROM acemq_outbox WHERE locked_by = ? AND attempts < ? ORDER BY seq LIMIT `+fmt.Sprint(batch), relay, MaxAttempts)
 	if err != nil {
-		return nil, fmt.Errorf("acemq: cannot read claimed outbox records: %w", err)
+		return nil, fmt.Errorf("acemq: cannot claim outbox records: %w", o.fail(err))
 	}
+	slices.SortFunc(recs, func(a, b Record) int { return cmp.Compare(a.Seq, b.Seq) })
 	return recs, nil
 }
 
@@ -56,23 +167,39 @@ func (s *Store) exec(ctx context.Context, q querier, query string, args ...any) 
 	return sqlstore.RowsAffected(res)
 }
 
-// claimPostgres runs the claim after a transaction-scoped advisory lock:
-// under READ COMMITTED the UPDATE then sees every claim committed before
-// it, so two relays never both find "no other lock".
-func (s *Store) claimPostgres(ctx context.Context, args []any) (int64, error) {
-	tx, err := s.db.BeginTx(ctx, nil)
+// holdersSQL lists the other relays holding unexpired locks (MySQL).
+const holdersSQL = `SELECT DISTINCT locked_by FROM acemq_outbox WHERE locked_by IS NOT NULL AND locked_by <> ? AND locked_until > ?`
+
+// pgClaimSQL claims the first batch of unretired records for $1 unless a
+// live relay holds unexpired locks, and returns them. A holder is live
+// while its session holds its relay key: pg_try_advisory_xact_lock gets
+// the key only when that session is gone (and lets it go at commit).
+var pgClaimSQL = `UPDATE acemq_outbox SET locked_by = $1, locked_until = $2
+WHERE seq IN (SELECT seq FROM acemq_outbox WHERE attempts < $3 ORDER BY seq LIMIT $4)
+AND NOT EXISTS (SELECT 1 FROM acemq_outbox o WHERE o.locked_by IS NOT NULL AND o.locked_by <> $1 AND o.locked_until > $5
+  AND CASE WHEN o.locked_until > $5 THEN NOT pg_try_advisory_xact_lock(` + fmt.Sprintf(pgRelayKey, "o.locked_by") + `) ELSE false END)
+RETURNING ` + recordColumns
+
+// claimPostgres runs pgClaimSQL after a transaction-scoped advisory lock:
+// under READ COMMITTED the UPDATE's snapshot, taken after the lock, sees
+// every claim committed before, so two relays never both find the outbox
+// free. A relay frozen inside this transaction loses its session after
+// the lease (idle_in_transaction_session_timeout, set when the session
+// opened), so it cannot hold the claim lock longer.
+func (o *owner) claimPostgres(ctx context.Context, batch int, now time.Time) ([]Record, error) {
+	tx, err := o.conn.BeginTx(ctx, nil)
 	if err != nil {
-		return 0, err
+		return nil, err
 	}
 	defer tx.Rollback() //nolint:errcheck // after Commit it is a no-op
 	if _, err := tx.ExecContext(ctx, `SELECT pg_advisory_xact_lock($1)`, advisoryKey); err != nil {
-		return 0, err
+		return nil, err
 	}
-	n, err := s.exec(ctx, tx, claimSQL, args...)
+	recs, err := o.s.query(ctx, tx, pgClaimSQL, o.relay, now.Add(o.ttl).UnixMilli(), MaxAttempts, batch, now.UnixMilli())
 	if err != nil {
-		return 0, err
+		return nil, err
 	}
-	return n, tx.Commit()
+	return recs, tx.Commit()
 }
 
 // mysqlLockName is the GET_LOCK name that serialises claims: one per
@@ -82,18 +209,23 @@ func (s *Store) claimPostgres(ctx context.Context, args []any) (int64, error) {
 // waiting.
 const mysqlLockName = `LEFT(CONCAT('acemq_outbox.', COALESCE(DATABASE(), '')), 64)`
 
-// claimMySQL runs the claim under a named lock held by one session. It
-// reads with plain (consistent) SELECTs and then changes the chosen rows
-// by primary key: an InnoDB UPDATE that scans the table locks every row it
-// reads, so claimSQL would wait for each open transaction that called Add
-// (until it commits) and hold up new Adds meanwhile. The named lock makes
-// the reads and the UPDATE one step for other relays.
-func (s *Store) claimMySQL(ctx context.Context, relay string, batch int, now time.Time, ttl time.Duration) (int64, error) {
-	c, err := s.db.Conn(ctx)
-	if err != nil {
+// claimMySQL runs the claim under a named lock held by the relay's
+// session. It reads with plain (consistent) SELECTs and then changes the
+// chosen rows by primary key: an InnoDB UPDATE that scans the table locks
+// every row it reads, so a scanning UPDATE would wait for each open
+// transaction that called Add (until it commits) and hold up new Adds
+// meanwhile. The named lock makes the reads and the UPDATE one step for
+// other relays. A holder of unexpired locks is alive while its relay lock
+// is taken (IS_FREE_LOCK); a dead holder's locks are cleared.
+func (o *owner) claimMySQL(ctx context.Context, batch int, now time.Time) (int64, error) {
+	ttl := o.ttl
+	c := o.conn
+	// A relay frozen while it holds the claim lock loses its session (and
+	// the lock) after the lease: the server closes a session idle longer
+	// than wait_timeout. The default comes back after the claim.
+	if _, err := c.ExecContext(ctx, fmt.Sprintf(`SET SESSION wait_timeout = %d`, max(int64(ttl.Round(time.Second)/time.Second), 1))); err != nil {
 		return 0, err
 	}
-	defer c.Close()
 	var got sql.NullInt64
 	if err := c.QueryRowContext(ctx, `SELECT GET_LOCK(`+mysqlLockName+`, 30)`).Scan(&got); err != nil {
 		return 0, err
@@ -101,48 +233,81 @@ func (s *Store) claimMySQL(ctx context.Context, relay string, batch int, now tim
 	if got.Int64 != 1 {
 		return 0, fmt.Errorf("another relay on this database held the claim lock for 30s; the next sweep tries again")
 	}
-	defer c.ExecContext(context.WithoutCancel(ctx), `SELECT RELEASE_LOCK(`+mysqlLockName+`)`) //nolint:errcheck // closing the session releases it too
-	var others bool
-	if err := c.QueryRowContext(ctx, `SELECT EXISTS (SELECT 1 FROM acemq_outbox WHERE locked_by IS NOT NULL AND locked_by <> ? AND locked_until > ?)`, relay, now.UnixMilli()).Scan(&others); err != nil {
+	defer func() {
+		bg := context.WithoutCancel(ctx)
+		c.ExecContext(bg, `SELECT RELEASE_LOCK(`+mysqlLockName+`)`) //nolint:errcheck // closing the session releases it too
+		c.ExecContext(bg, `SET SESSION wait_timeout = DEFAULT`)     //nolint:errcheck // a failure here fails the next statement too
+	}()
+	holders, err := sqlstore.Column(ctx, c, holdersSQL, o.relay, now.UnixMilli())
+	if err != nil {
 		return 0, err
 	}
-	if others {
-		return 0, nil
+	for _, h := range holders {
+		var free sql.NullInt64
+		if err := c.QueryRowContext(ctx, `SELECT IS_FREE_LOCK(`+mysqlRelayLock+`)`, h).Scan(&free); err != nil {
+			return 0, err
+		}
+		if free.Int64 != 1 {
+			return 0, nil
+		}
+		if err := unlockMySQL(ctx, c, h); err != nil {
+			return 0, err
+		}
 	}
 	ids, err := sqlstore.Column(ctx, c, `SELECT id FROM acemq_outbox WHERE attempts < ? ORDER BY seq LIMIT ?`, MaxAttempts, batch)
 	if err != nil || len(ids) == 0 {
 		return 0, err
 	}
-	args := append([]any{relay, now.Add(ttl).UnixMilli(), MaxAttempts}, ids...)
-	return s.exec(ctx, c, `UPDATE acemq_outbox SET locked_by = ?, locked_until = ? WHERE attempts < ? AND id IN (`+sqlstore.List(len(ids))+`)`, args...)
+	args := append([]any{o.relay, now.Add(ttl).UnixMilli(), MaxAttempts}, ids...)
+	return o.s.exec(ctx, c, `UPDATE acemq_outbox SET locked_by = ?, locked_until = ? WHERE attempts < ? AND id IN (`+sqlstore.List(len(ids))+`)`, args...)
 }
 
-// markPublished deletes a confirmed record.
-func (s *Store) markPublished(ctx context.Context, id string) error {
-	_, err := s.db.ExecContext(ctx, s.q(`DELETE FROM acemq_outbox WHERE id = ?`), id)
-	return err
+// published deletes the relay's confirmed records in one statement. The
+// delete is fenced: it removes only records the relay still holds, so a
+// relay that lost its claim (its lease ran out while it was frozen, or its
+// session died) deletes nothing another relay now owns. It returns how
+// many it deleted.
+func (o *owner) published(ctx context.Context, ids []any) (int64, error) {
+	q, err := o.session(ctx)
+	if err != nil {
+		return 0, err
+	}
+	n, err := o.s.exec(ctx, q, `DELETE FROM acemq_outbox WHERE locked_by = ? AND id IN (`+sqlstore.List(len(ids))+`)`, append([]any{o.relay}, ids...)...)
+	return n, o.fail(err)
 }
 
-// markFailed spends one attempt on a record and keeps the reason.
-func (s *Store) markFailed(ctx context.Context, id string, reason string) error {
-	_, err := s.db.ExecContext(ctx, s.q(`UPDATE acemq_outbox SET attempts = attempts + 1, last_error = ? WHERE id = ?`), truncate(reason, 1000), id)
-	return err
+// failed spends one attempt on a record the relay holds and keeps the
+// reason; false when the relay no longer holds it (fenced as published).
+func (o *owner) failed(ctx context.Context, id string, reason string) (bool, error) {
+	q, err := o.session(ctx)
+	if err != nil {
+		return false, err
+	}
+	n, err := o.s.exec(ctx, q, `UPDATE acemq_outbox SET attempts = attempts + 1, last_error = ? WHERE id = ? AND locked_by = ?`, truncate(reason, 1000), id, o.relay)
+	return n == 1, o.fail(err)
 }
 
-// unlock drops relay's locks (a relay that stops hands over at once). On
-// MySQL it finds them with a plain SELECT and unlocks by primary key, for
-// the reason claimMySQL gives.
-func (s *Store) unlock(ctx context.Context, relay string) error {
-	const unlockSQL = `UPDATE acemq_outbox SET locked_by = NULL, locked_until = NULL WHERE locked_by = ?`
-	if s.dialect != sqlstore.MySQL {
-		_, err := s.db.ExecContext(ctx, s.q(unlockSQL), relay)
+// unlock drops the relay's locks (a relay that stops hands over at once).
+func (o *owner) unlock(ctx context.Context) error {
+	q, err := o.session(ctx)
+	if err != nil {
 		return err
 	}
-	ids, err := sqlstore.Column(ctx, s.db, `SELECT id FROM acemq_outbox WHERE locked_by = ?`, relay)
+	if o.s.dialect == sqlstore.MySQL {
+		return o.fail(unlockMySQL(ctx, q, o.relay))
+	}
+	_, err = q.ExecContext(ctx, o.s.q(`UPDATE acemq_outbox SET locked_by = NULL, locked_until = NULL WHERE locked_by = ?`), o.relay)
+	return o.fail(err)
+}
+
+// unlockMySQL drops relay's locks on MySQL: it finds them with a plain
+// SELECT and unlocks by primary key, for the reason claimMySQL gives.
+func unlockMySQL(ctx context.Context, q querier, relay any) error {
+	ids, err := sqlstore.Column(ctx, q, `SELECT id FROM acemq_outbox WHERE locked_by = ?`, relay)
 	if err != nil || len(ids) == 0 {
 		return err
 	}
-	_, err = s.db.ExecContext(ctx, unlockSQL+` AND id IN (`+sqlstore.List(len(ids))+`)`, append([]any{relay}, ids...)...)
+	_, err = q.ExecContext(ctx, `UPDATE acemq_outbox SET locked_by = NULL, locked_until = NULL WHERE locked_by = ? AND id IN (`+sqlstore.List(len(ids))+`)`, append([]any{relay}, ids...)...)
 	return err
 }
 

@@ -31,6 +31,10 @@
 //	  locked_by     VARCHAR(64),
 //	  locked_until  BIGINT);                -- epoch ms
 //	CREATE INDEX IF NOT EXISTS acemq_outbox_attempts_seq ON acemq_outbox (attempts, seq);
+//	CREATE INDEX IF NOT EXISTS acemq_outbox_locked_by ON acemq_outbox (locked_by);
+//
+// EnsureSchema adds an index a table made by an earlier version lacks
+// (acemq_outbox_locked_by came with the relay's liveness locks).
 //
 // SQLite: the same, with seq BIGINT NOT NULL UNIQUE assigned by Add as
 // (largest seq + 1) inside the insert (SQLite runs one writer at a time, so
@@ -39,7 +43,7 @@
 // MySQL: the same, with seq BIGINT NOT NULL AUTO_INCREMENT UNIQUE, id and
 // locked_by VARBINARY(64) (compared byte for byte: the default collations
 // would take "Order-A" and "order-a " for one id), headers LONGTEXT (TEXT
-// holds 64 KiB), body LONGBLOB, the index declared inside CREATE TABLE, and
+// holds 64 KiB), body LONGBLOB, the indexes declared inside CREATE TABLE, and
 // ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 (transactions and text in any
 // script, whatever the server's defaults). EnsureSchema refuses a table
 // that was there already without these, naming the ALTER TABLE that fixes
@@ -52,27 +56,73 @@
 //
 // # Several relays
 //
-// Any number of relays may run against one database. A relay claims its
-// next batch by setting locked_by/locked_until (60 s, renewed by every
-// sweep) on the first 100 unretired records, and only when no record
-// carries another relay's unexpired lock; the UPDATE's row count says
-// whether it got them. On PostgreSQL the claim runs in a transaction that
-// first takes a transaction-scoped advisory lock
-// (pg_advisory_xact_lock), so two claims never evaluate "no other lock" on
-// the same snapshot. On MySQL a GET_LOCK named after the database plays
-// that part, and under it the claim reads with plain SELECTs and updates
-// the chosen records by id (an InnoDB UPDATE that scans would wait for
-// every open transaction that called Add). On SQLite the database's single
-// writer does. So one relay publishes at a time, order holds, and a dead
-// relay's lock is taken over when it expires.
+// Any number of relays may run against one database; one publishes at a
+// time. A relay claims its next batch by setting locked_by/locked_until
+// (the lease, 60 s) on the first 100 unretired records, and only when no
+// other live relay holds unexpired locks. On PostgreSQL and MySQL a relay
+// runs on a database session of its own that holds a lock named after
+// the relay (a session-level advisory lock; GET_LOCK) for as long as the
+// session lives, so the claim asks the database whether the holder is
+// alive: when the holder's session is gone (its process died, its
+// connection broke) its locks are taken over at once, without waiting out
+// the lease. The lease is the fallback for a relay that is frozen with its
+// session open (SIGSTOP, a paused VM): its locks are taken over when the
+// lease expires. On SQLite the lease is the only sign of life. Claims are
+// serialised by a transaction-scoped advisory lock on PostgreSQL (the
+// claim transaction ends the session of a relay frozen inside it after
+// one lease: idle_in_transaction_session_timeout), by a GET_LOCK named
+// after the database on MySQL (held for one lease at most: wait_timeout),
+// and by SQLite's single writer. On MySQL the claim reads with plain
+// SELECTs and updates the chosen records by id, and the relay's session
+// runs READ COMMITTED, so its statements never wait for (or block) an open
+// transaction that called Add. A running relay therefore holds one pooled
+// connection on PostgreSQL and MySQL.
+//
+// Fencing: a relay that lost its claim writes nothing another relay now
+// owns. It writes a batch only while the claim is less than three
+// quarters through its lease, reading the clock before every write, so a
+// relay frozen past its lease stops when it wakes (a relay frozen in the
+// middle of one write may still finish that one message); and its
+// deletes and failure records name it (WHERE locked_by = the relay), so
+// they touch only records it still holds.
+//
+// # Publishing and order
+//
+// A sweep publishes its batch as a pipeline: every record is written, in
+// seq order, on one channel (so the broker routes them in that order) with
+// the confirms outstanding together; writing stops as soon as a failure is
+// known; the confirmed prefix (the records before the first failure) is
+// deleted in one statement. A record that failed before is published
+// alone, confirmed, before anything after it is written.
+//
+// What a consumer of one queue can rely on (records committed one after
+// another, e.g. by one producer; records whose transactions overlap are in
+// the order they became visible to the relay's claim):
+//
+//   - Without failures, records arrive in seq order. A relay that dies (or
+//     loses its claim) after the confirm and before the delete makes the
+//     next relay send those records again: a repeated run, so first copies
+//     and last copies are each in seq order.
+//   - When record k fails (unroutable, nacked, a missing exchange, a
+//     timeout, a lost connection), the records before it arrived in order,
+//     and records after it that were already on the wire before the
+//     failure was known may arrive once ahead of k. All of them stay
+//     stored and are sent again after k is published (or retired). Once k
+//     has spent an attempt it goes out alone, so a failure about the
+//     record causes this once; an outage can cause it again. A consumer that keeps the last copy of each id sees seq
+//     order; one that drops duplicates by id (package idempotency) may see
+//     such a record before k.
+//   - A retired record (MaxAttempts failures) is skipped: the records
+//     after it go out without it.
 //
 // # Failures
 //
-// A nack or an unroutable return is about the record: attempts + 1 and
-// last_error (≤ 1,000 characters); at 10 attempts the record is retired:
-// kept, skipped by relays, listed by Store.Retired and put back by
-// Store.Release. A refused publish (blocked broker, recovery), a lost
+// A nack, an unroutable return, a missing exchange or a header over the
+// limits Go consumers can read (acemq.ErrHeaderLimit) is about the record:
+// attempts + 1 and last_error (≤ 1,000 characters); at 10 attempts the
+// record is retired: kept, skipped by relays, listed by Store.Retired and
+// put back by Store.Release. A refused publish (blocked broker, recovery), a lost
 // connection or a timeout is not about the record: the sweep stops and no
-// attempt is spent. Either way the sweep stops at the first failure, so
-// later records never overtake an earlier one.
+// attempt is spent. Either way the sweep stops at the first failure and
+// deletes nothing after it (see the order rule above).
 package outbox

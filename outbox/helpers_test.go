@@ -157,5 +157,31 @@ func newRelay(t *testing.T, c *acemq.Conn, s *Store, opts ...RelayOption) *Relay
 	if err != nil {
 		t.Fatal(err)
 	}
+	t.Cleanup(func() { _ = r.Close(context.Background()) })
 	return r
+}
+
+// ownerOf returns relay's hold on s, ended when the test ends.
+func ownerOf(t *testing.T, s *Store, relay string) *owner {
+	t.Helper()
+	o := s.owner(relay, time.Minute)
+	t.Cleanup(o.close)
+	return o
+}
+
+// lastCopies keeps the last copy of every id, in the order those copies
+// arrived: what a consumer that lets a later copy replace an earlier one
+// ends up with.
+func lastCopies(got []string) []string {
+	last := map[string]int{}
+	for i, id := range got {
+		last[id] = i
+	}
+	var out []string
+	for i, id := range got {
+		if last[id] == i {
+			out = append(out, id)
+		}
+	}
+	return out
 }

@@ -1,6 +1,7 @@
 package outbox
 
 import (
+	"os"
 	"testing"
 
 	"go.uber.org/goleak"
@@ -9,5 +10,8 @@ import (
 // Every relay goroutine (sweeper, listener) must be gone once the tests
 // closed their relays, connections and databases.
 func TestMain(m *testing.M) {
+	if os.Getenv(crashRole) == "relay" { // a relay process of the crash test
+		os.Exit(runCrashRelay())
+	}
 	goleak.VerifyTestMain(m, goleak.IgnoreAnyFunction("database/sql.(*DB).connectionOpener"))
 }

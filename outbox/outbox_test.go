@@ -185,7 +185,7 @@ func TestRelayKilledBetweenPublishAndDeletePublishesAgain(t *testing.T) {
 		dying := newRelay(t, c, s, WithRelayID("dying"))
 		dying.afterConfirm = func(id string) error { return errors.New("killed") }
 		sw := dying.SweepOnce(ctx)
-		if sw.Err == nil || !strings.Contains(sw.Err.Error(), "outbox record "+sent[0]+" was published but not marked, so it will be sent again") {
+		if sw.Err == nil || !strings.Contains(sw.Err.Error(), "2 outbox records from "+sent[0]+" were published but not marked, so they will be sent again") {
 			t.Fatalf("sweep error %v", sw.Err)
 		}
 		// The dead relay's lock holds the outbox until it expires.
@@ -202,8 +202,10 @@ func TestRelayKilledBetweenPublishAndDeletePublishesAgain(t *testing.T) {
 		for _, id := range got {
 			count[id]++
 		}
-		if count[sent[0]] != 2 || count[sent[1]] != 1 || len(got) != 3 {
-			t.Fatalf("published %v: want %s twice (at-least-once) and %s once", got, sent[0], sent[1])
+		// The batch was confirmed together and deleted in one statement,
+		// which the crash prevented: both go out again.
+		if count[sent[0]] != 2 || count[sent[1]] != 2 || len(got) != 4 {
+			t.Fatalf("published %v: want %v twice each (at-least-once)", got, sent)
 		}
 	})
 }
@@ -242,8 +244,13 @@ func TestPoisonRecordRetiresAfterTenAttemptsWithoutBlockingOthers(t *testing.T) 
 				if sw.Err != nil || sw.Published != 2 {
 					t.Fatalf("after retirement: %+v", sw)
 				}
-				if got := ids(drain(t, c, "orders")); !slices.Equal(got, good) {
-					t.Fatalf("published %v, want %v", got, good)
+				// The first time the poison record failed, the records
+				// after it may already have been written (the pipeline);
+				// they went out again after it. From then on it was
+				// published alone, so nothing more was duplicated.
+				got := ids(drain(t, c, "orders"))
+				if !slices.Equal(lastCopies(got), good) || len(got) > 2*len(good) {
+					t.Fatalf("published %v, want the last copies to be %v, and each at most twice", got, good)
 				}
 				ret, err := s.Retired(ctx)
 				if err != nil {
@@ -397,10 +404,10 @@ func TestRelayIDsThatDifferOnlyInCaseAreDifferentRelays(t *testing.T) {
 		s := newStore(t, b)
 		c, _ := memConn(t)
 		add(t, s, c, "", "orders", order{"a", 1})
-		if recs, err := s.claim(ctx, "r1", 100, time.Minute); err != nil || len(recs) != 1 {
+		if recs, err := ownerOf(t, s, "r1").claim(ctx, 100); err != nil || len(recs) != 1 {
 			t.Fatalf("r1 claimed %d records (%v), want 1", len(recs), err)
 		}
-		if recs, err := s.claim(ctx, "R1", 100, time.Minute); err != nil || len(recs) != 0 {
+		if recs, err := ownerOf(t, s, "R1").claim(ctx, 100); err != nil || len(recs) != 0 {
 			t.Fatalf("R1 claimed %d records (%v) under r1's live lock, want 0", len(recs), err)
 		}
 	})
@@ -426,8 +433,12 @@ func TestTextInAnyScriptRoundTrips(t *testing.T) {
 		if err := tx.Commit(); err != nil {
 			t.Fatal(err)
 		}
-		if err := s.markFailed(ctx, env.ID, reason); err != nil {
-			t.Fatal(err)
+		o := ownerOf(t, s, "r1")
+		if recs, err := o.claim(ctx, 100); err != nil || len(recs) != 1 {
+			t.Fatalf("claimed %d records (%v)", len(recs), err)
+		}
+		if held, err := o.failed(ctx, env.ID, reason); err != nil || !held {
+			t.Fatalf("failed: held %v, %v", held, err)
 		}
 		p, err := s.Pending(ctx, 0)
 		if err != nil || len(p) != 1 {

@@ -41,7 +41,7 @@ type relayConfig struct {
 	id             string
 	meter          metric.MeterProvider
 	tracer         trace.TracerProvider
-	listen         bool
+	notifier       Notifier
 	observer       func(Sweep)
 	logger         *slog.Logger
 }
@@ -57,8 +57,11 @@ func WithBatchSize(n int) RelayOption { return func(c *relayConfig) { c.batch = 
 // (default 60s, renewed by every sweep). It must exceed the longest sweep.
 func WithLockTTL(d time.Duration) RelayOption { return func(c *relayConfig) { c.lockTTL = d } }
 
-// WithPublishTimeout bounds one record's publish, including waiting out a
-// block or a recovery (default: the connection's confirm timeout).
+// WithPublishTimeout bounds one sweep's publishing (the batch's writes and
+// confirms), including waiting out a block or a recovery (default: the
+// connection's confirm timeout). The lease bounds it too: a batch is
+// written only while its claim is less than three quarters through
+// WithLockTTL.
 func WithPublishTimeout(d time.Duration) RelayOption {
 	return func(c *relayConfig) { c.publishTimeout = d }
 }
@@ -81,9 +84,26 @@ func WithTracerProvider(tp trace.TracerProvider) RelayOption {
 	return func(c *relayConfig) { c.tracer = tp }
 }
 
-// WithoutListen turns off the PostgreSQL LISTEN wake-up; the relay then
-// only polls.
-func WithoutListen() RelayOption { return func(c *relayConfig) { c.listen = false } }
+// A Notifier wakes a relay when records may have been committed, so it
+// publishes them without waiting for its next poll. Package
+// outbox/pgnotify is the PostgreSQL one (LISTEN on NotifyChannel, which
+// Add notifies); it lives in a package of its own so that a program using
+// the outbox on SQLite or MySQL links no PostgreSQL driver.
+type Notifier interface {
+	// Listen subscribes, calls wake once subscribed (for anything
+	// committed before) and again on every notification, until ctx ends
+	// or the subscription fails; it returns the failure (ctx's error once
+	// ctx ended). The relay calls it again a second after a failure,
+	// polling meanwhile, so a broken notifier costs only latency; an
+	// error wrapping errors.ErrUnsupported (wrong database) stops it
+	// listening for good.
+	Listen(ctx context.Context, wake func()) error
+}
+
+// WithNotifier wakes the relay through n (for example
+// pgnotify.New(db) on PostgreSQL). Without one the relay polls every
+// interval and wakes on Wake.
+func WithNotifier(n Notifier) RelayOption { return func(c *relayConfig) { c.notifier = n } }
 
 // WithObserver calls f after every sweep, on the relay's goroutine; f must
 // not block.
@@ -114,8 +134,10 @@ type Sweep struct {
 // routing.key, outcome}: published, or failed (an unroutable or nacked
 // record, a missing exchange, a timeout, a lost connection); a publish
 // refused before anything was written (blocked broker, recovery) is not
-// counted. A published record also records acemq.outbox.lag (commit to
-// confirm, seconds). Each publish is traced as one "{destination} publish"
+// counted. A confirmed record also records acemq.outbox.lag: seconds from
+// Store.Add (the time stored in created_at, taken before the caller's
+// transaction commits, so the lag includes the rest of that transaction)
+// to the broker's confirm. Each publish is traced as one "{destination} publish"
 // span (PRODUCER; the exchange, or the routing key on the default
 // exchange) with the contract's publish attributes (id, correlation,
 // routing key, type) and messaging.acemq.outcome published, failed or
@@ -137,9 +159,8 @@ type Relay struct {
 	lag    metric.Float64Histogram
 	tracer trace.Tracer
 
-	wake      chan struct{}
-	listening chan struct{}
-	listenMu  sync.Once
+	own  *owner
+	wake chan struct{}
 
 	mu      sync.Mutex
 	started bool
@@ -157,7 +178,7 @@ func NewRelay(conn *acemq.Conn, store *Store, opts ...RelayOption) (*Relay, erro
 	if conn == nil || store == nil {
 		return nil, errors.New("acemq: outbox.NewRelay needs a connection and a store")
 	}
-	cfg := relayConfig{interval: DefaultInterval, batch: DefaultBatchSize, lockTTL: DefaultLockTTL, listen: true}
+	cfg := relayConfig{interval: DefaultInterval, batch: DefaultBatchSize, lockTTL: DefaultLockTTL}
 	for _, o := range opts {
 		o(&cfg)
 	}
@@ -195,13 +216,13 @@ func NewRelay(conn *acemq.Conn, store *Store, opts ...RelayOption) (*Relay, erro
 	if err != nil {
 		return nil, fmt.Errorf("acemq: cannot create the acemq.outbox.total counter: %w", err)
 	}
-	lag, err := meter.Float64Histogram("acemq.outbox.lag", metric.WithUnit("s"), metric.WithDescription("Time from an outbox record's commit to its confirm"))
+	lag, err := meter.Float64Histogram("acemq.outbox.lag", metric.WithUnit("s"), metric.WithDescription("Time from Store.Add (before the commit) to the broker's confirm of an outbox record"))
 	if err != nil {
 		return nil, fmt.Errorf("acemq: cannot create the acemq.outbox.lag histogram: %w", err)
 	}
 	return &Relay{
 		conn: conn, store: store, cfg: cfg, log: log, total: total, lag: lag, tracer: cfg.tracer.Tracer(acemq.InstrumentationScope),
-		wake: make(chan struct{}, 1), listening: make(chan struct{}),
+		own: store.owner(cfg.id, cfg.lockTTL), wake: make(chan struct{}, 1),
 		stop: make(chan struct{}), done: make(chan struct{}),
 	}, nil
 }
@@ -227,11 +248,17 @@ func (r *Relay) Wake() {
 	}
 }
 
-// Run sweeps every interval and on every wake-up (Wake, or on PostgreSQL
-// a NOTIFY from Add) until ctx ends or Close is called, then releases the
-// relay's locks. It returns nil after Close and ctx's error when ctx ended;
-// ErrRunning if Run was already called. Sweep failures are logged and
-// reported to the observer, never returned: the next sweep tries again.
+// Run sweeps every interval and on every wake-up (Wake, or the notifier's)
+// until ctx ends or Close is called, then releases the relay's locks and
+// ends its database session. It returns nil after Close and ctx's error
+// when ctx ended; ErrRunning if Run was already called. Sweep failures are
+// logged and reported to the observer, never returned: the next sweep
+// tries again.
+//
+// On PostgreSQL and MySQL a running relay holds one connection of the
+// store's pool for itself (its session holds a lock named after the
+// relay, which is how other relays know it is alive); give the pool room
+// for it.
 func (r *Relay) Run(ctx context.Context) error {
 	r.mu.Lock()
 	if r.started {
@@ -246,16 +273,17 @@ func (r *Relay) Run(ctx context.Context) error {
 	var wg sync.WaitGroup
 	defer wg.Wait() // runs last: after cancel below stopped the listener
 	defer cancel()
-	if r.cfg.listen && canListen(r.store) {
+	if r.cfg.notifier != nil {
 		wg.Add(1)
 		go func() { defer wg.Done(); r.listenLoop(ctx) }()
 	}
 	defer func() {
 		uctx, ucancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
 		defer ucancel()
-		if err := r.store.unlock(uctx, r.cfg.id); err != nil {
-			r.log.Warn("acemq: the outbox relay could not release its locks; they expire on their own", "relay", r.cfg.id, "error", err)
+		if err := r.own.unlock(uctx); err != nil {
+			r.log.Warn("acemq: the outbox relay could not release its locks; another relay takes them over once it sees this one gone", "relay", r.cfg.id, "error", err)
 		}
+		r.own.close()
 	}()
 
 	timer := time.NewTimer(0)
@@ -288,7 +316,10 @@ func (r *Relay) Run(ctx context.Context) error {
 }
 
 // Close stops Run and waits for it to return (or for ctx). It is safe to
-// call more than once and on a relay that never ran.
+// call more than once and on a relay that never ran; on a relay driven by
+// SweepOnce alone it ends the relay's database session (without releasing
+// its locks, which other relays then take over), and must not run
+// concurrently with SweepOnce.
 func (r *Relay) Close(ctx context.Context) error {
 	r.mu.Lock()
 	started := r.started
@@ -300,6 +331,7 @@ func (r *Relay) Close(ctx context.Context) error {
 	}
 	r.mu.Unlock()
 	if !started {
+		r.own.close() // a relay driven by SweepOnce alone
 		return nil
 	}
 	select {
@@ -310,94 +342,191 @@ func (r *Relay) Close(ctx context.Context) error {
 	}
 }
 
-// SweepOnce claims one batch and publishes it in sequence order, stopping
-// at the first failure. Run calls it; it is exported for tools and tests
-// that drive a relay by hand. It must not run concurrently with itself on
-// the same relay.
+// SweepOnce claims one batch and publishes it in sequence order as one
+// pipeline: every record is written on one channel with the confirms
+// outstanding together, writing stops once a failure is known, and the
+// confirmed prefix (the records before the first failure) is deleted in one
+// statement. The first failed record spends an attempt when the failure is
+// about the record; records after it stay stored and go out again after it
+// (see "Publishing and order" in the package doc). The batch is written
+// only while the claim is less than three quarters through its lease (read
+// from the clock before every write), and the delete removes only records
+// the relay still holds, so a relay that was frozen past its lease
+// publishes and deletes nothing another relay has taken over. Run calls it; it is exported for
+// tools and tests that drive a relay by hand. It must not run concurrently
+// with itself or with Close on the same relay.
 func (r *Relay) SweepOnce(ctx context.Context) Sweep {
 	var sw Sweep
-	recs, err := r.store.claim(ctx, r.cfg.id, r.cfg.batch, r.cfg.lockTTL)
+	start := time.Now()
+	recs, err := r.own.claim(ctx, r.cfg.batch)
 	if err != nil {
 		sw.Err = err
 		r.log.Warn("acemq: the outbox relay could not claim records; it tries again at the next sweep", "relay", r.cfg.id, "error", err)
 		return sw
 	}
 	sw.Claimed = len(recs)
-	for _, rec := range recs {
-		if err := ctx.Err(); err != nil {
+	if len(recs) == 0 {
+		return sw
+	}
+	if err := ctx.Err(); err != nil {
+		sw.Err = err
+		return sw
+	}
+	msgs := make([]acemq.RawMessage, len(recs))
+	spans := make([]publishSpan, len(recs))
+	for i, rec := range recs {
+		spans[i] = r.startSpan(ctx, rec)
+		msgs[i] = acemq.RawMessage{
+			Exchange:    rec.Exchange,
+			RoutingKey:  rec.RoutingKey,
+			ContentType: rec.ContentType,
+			MessageID:   rec.ID,
+			Headers:     rec.Headers,
+			Body:        rec.Body,
+		}
+	}
+	lease := start.Add(r.cfg.lockTTL * 3 / 4)
+	pctx, cancel := context.WithDeadline(ctx, earliest(lease, start.Add(r.cfg.publishTimeout)))
+	errs := r.publishRuns(pctx, recs, msgs)
+	cancel()
+	confirmed := r.store.now()
+	first := len(recs)
+	for i, err := range errs {
+		if err != nil {
+			first = i
+			break
+		}
+	}
+	for i, rec := range recs {
+		if i != first {
+			r.account(ctx, rec, spans[i], errs[i], confirmed)
+		}
+	}
+	if first > 0 {
+		if err := r.deletePrefix(ctx, recs[:first], &sw); err != nil {
 			sw.Err = err
 			return sw
 		}
-		if err := r.publish(ctx, rec, &sw); err != nil {
-			sw.Err = err
-			return sw
-		}
+	}
+	if first < len(recs) {
+		sw.Err = r.failed(ctx, recs[first], spans[first], errs[first], &sw)
 	}
 	return sw
 }
 
-func (r *Relay) publish(ctx context.Context, rec Record, sw *Sweep) error {
-	attrs := metric.WithAttributes(attribute.String("exchange", rec.Exchange), attribute.String("routing.key", rec.RoutingKey))
-	count := func(outcome string) {
-		r.total.Add(ctx, 1, metric.WithAttributes(attribute.String("exchange", rec.Exchange), attribute.String("routing.key", rec.RoutingKey), attribute.String("outcome", outcome)))
+// errNotWritten marks a record after a failed run: never written.
+var errNotWritten = errors.New("acemq: an earlier record of the batch failed before this one was written; nothing was sent")
+
+// publishRuns publishes the batch as pipelined runs, one after another,
+// stopping at the first failure. A record that failed before (attempts >
+// 0) is a run of its own, published and confirmed before anything after it
+// is written: a record that keeps failing then puts later records on the
+// wire ahead of it at most once, the first time it fails.
+func (r *Relay) publishRuns(ctx context.Context, recs []Record, msgs []acemq.RawMessage) []error {
+	errs := make([]error, len(msgs))
+	for from := 0; from < len(msgs); {
+		to := from + 1
+		if recs[from].Attempts == 0 {
+			for to < len(msgs) && recs[to].Attempts == 0 {
+				to++
+			}
+		}
+		copy(errs[from:to], r.conn.PublishRawBatch(ctx, msgs[from:to]))
+		for i := from; i < to; i++ {
+			if errs[i] != nil {
+				for j := to; j < len(msgs); j++ {
+					errs[j] = errNotWritten
+				}
+				return errs
+			}
+		}
+		from = to
 	}
-	span := r.startSpan(ctx, rec)
-	pctx, cancel := context.WithTimeout(ctx, r.cfg.publishTimeout)
-	err := r.conn.PublishRaw(pctx, acemq.RawMessage{
-		Exchange:    rec.Exchange,
-		RoutingKey:  rec.RoutingKey,
-		ContentType: rec.ContentType,
-		MessageID:   rec.ID,
-		Headers:     rec.Headers,
-		Body:        rec.Body,
-	})
-	cancel()
+	return errs
+}
+
+// account counts and ends the span of one record's publish (every record
+// but the first failed one, which failed handles).
+func (r *Relay) account(ctx context.Context, rec Record, span publishSpan, err error, confirmed time.Time) {
 	if err == nil {
-		confirmed := r.store.now()
 		lag := max(confirmed.Sub(rec.CreatedAt), 0)
-		count(outcomePublished)
-		r.lag.Record(ctx, lag.Seconds(), attrs)
+		r.count(ctx, rec, outcomePublished)
+		r.lag.Record(ctx, lag.Seconds(), metric.WithAttributes(attribute.String("exchange", rec.Exchange), attribute.String("routing.key", rec.RoutingKey)))
 		span.published(lag)
-		derr := error(nil)
-		if r.afterConfirm != nil {
-			derr = r.afterConfirm(rec.ID)
-		}
-		if derr == nil {
-			dctx, dcancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
-			derr = r.store.markPublished(dctx, rec.ID)
-			dcancel()
-		}
-		if derr != nil {
-			e := fmt.Errorf("outbox record %s was published but not marked, so it will be sent again: %w", rec.ID, derr)
-			r.log.Error(e.Error(), "relay", r.cfg.id, "id", rec.ID)
-			return e
-		}
-		sw.Published++
-		return nil
+		return
 	}
-	if acemq.IsUnroutable(err) || acemq.IsNacked(err) || acemq.IsMissingExchange(err) {
-		count(outcomeFailed)
+	var pe *acemq.PublishError
+	if err == errNotWritten || acemq.IsPaused(err) || (errors.As(err, &pe) && !pe.Sent) {
+		span.failed(outcomeRefused, err)
+		return
+	}
+	r.count(ctx, rec, outcomeFailed)
+	span.failed(outcomeFailed, err)
+}
+
+func (r *Relay) count(ctx context.Context, rec Record, outcome string) {
+	r.total.Add(ctx, 1, metric.WithAttributes(attribute.String("exchange", rec.Exchange), attribute.String("routing.key", rec.RoutingKey), attribute.String("outcome", outcome)))
+}
+
+// deletePrefix deletes the confirmed records before the first failure in
+// one fenced statement.
+func (r *Relay) deletePrefix(ctx context.Context, recs []Record, sw *Sweep) error {
+	ids := make([]any, len(recs))
+	for i, rec := range recs {
+		ids[i] = rec.ID
+	}
+	var n int64
+	derr := error(nil)
+	if r.afterConfirm != nil {
+		derr = r.afterConfirm(recs[0].ID)
+	}
+	if derr == nil {
+		dctx, dcancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+		n, derr = r.own.published(dctx, ids)
+		dcancel()
+	}
+	sw.Published = int(n)
+	if derr != nil {
+		e := fmt.Errorf("acemq: %d outbox records from %s were published but not marked, so they will be sent again: %w", len(recs), recs[0].ID, derr)
+		r.log.Error(e.Error(), "relay", r.cfg.id, "id", recs[0].ID)
+		return e
+	}
+	if int(n) != len(recs) {
+		e := fmt.Errorf("acemq: the outbox relay lost its claim on %d of the %d records it published (another relay took them over after its lease ran out or its database session ended); it deleted only its own, and the other relay sends the rest again", len(recs)-int(n), len(recs))
+		r.log.Warn(e.Error(), "relay", r.cfg.id)
+		return e
+	}
+	return nil
+}
+
+// failed handles the batch's first failed record: a failure about the
+// record (unroutable, nacked, missing exchange, a header over the Go
+// client's limits) spends an attempt, any
+// other is not the record's fault. It returns the failure, which ends the
+// sweep.
+func (r *Relay) failed(ctx context.Context, rec Record, span publishSpan, err error, sw *Sweep) error {
+	if acemq.IsUnroutable(err) || acemq.IsNacked(err) || acemq.IsMissingExchange(err) || errors.Is(err, acemq.ErrHeaderLimit) {
+		r.count(ctx, rec, outcomeFailed)
 		span.failed(outcomeFailed, err)
 		sw.Failed++
 		fctx, fcancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
-		ferr := r.store.markFailed(fctx, rec.ID, describe(err))
+		held, ferr := r.own.failed(fctx, rec.ID, describe(err))
 		fcancel()
-		if ferr != nil {
+		switch {
+		case ferr != nil:
 			r.log.Error("acemq: the outbox relay could not record a failed attempt", "relay", r.cfg.id, "id", rec.ID, "error", ferr)
-		} else if rec.Attempts+1 >= MaxAttempts {
+		case !held:
+			sw.Failed--
+		case rec.Attempts+1 >= MaxAttempts:
 			sw.Retired = append(sw.Retired, rec.ID)
 			r.log.Error("acemq: outbox record retired after the maximum attempts; list it with Store.Retired and put it back with Store.Release", "relay", r.cfg.id, "id", rec.ID, "attempts", MaxAttempts, "error", err)
 		}
 		r.log.Warn("acemq: outbox.publish_failed", "relay", r.cfg.id, "id", rec.ID, "attempt", rec.Attempts+1, "error", err)
 		return err
 	}
-	// Refused, lost, timed out: not the record's fault, no attempt spent.
-	if acemq.IsPaused(err) {
-		span.failed(outcomeRefused, err)
-	} else {
-		count(outcomeFailed)
-		span.failed(outcomeFailed, err)
-	}
+	// Refused, lost, timed out, past the lease: not the record's fault, no
+	// attempt spent.
+	r.account(ctx, rec, span, err, time.Time{})
 	r.log.Warn("acemq: the outbox relay stopped its sweep; no attempt was spent", "relay", r.cfg.id, "id", rec.ID, "error", err)
 	return err
 }
@@ -410,4 +539,36 @@ func describe(err error) string {
 		s += " (" + u.Error() + ")"
 	}
 	return s
+}
+
+func earliest(a, b time.Time) time.Time {
+	if a.Before(b) {
+		return a
+	}
+	return b
+}
+
+// listenLoop runs the notifier, listening again a second after a failure.
+// Polling carries on meanwhile, so a broken notifier only costs latency.
+func (r *Relay) listenLoop(ctx context.Context) {
+	backoff := time.NewTimer(0)
+	defer backoff.Stop()
+	<-backoff.C
+	for {
+		err := r.cfg.notifier.Listen(ctx, r.Wake)
+		if ctx.Err() != nil {
+			return
+		}
+		if errors.Is(err, errors.ErrUnsupported) {
+			r.log.Warn("acemq: the outbox relay's notifier cannot work here; the relay polls", "relay", r.cfg.id, "error", err)
+			return
+		}
+		r.log.Warn("acemq: the outbox relay's notifier stopped; polling continues and it listens again shortly", "relay", r.cfg.id, "error", err)
+		backoff.Reset(time.Second)
+		select {
+		case <-ctx.Done():
+			return
+		case <-backoff.C:
+		}
+	}
 }

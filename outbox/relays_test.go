@@ -26,17 +26,22 @@ func TestConcurrentClaimsNeverShareTheOutbox(t *testing.T) {
 		for round := range 30 {
 			var wg sync.WaitGroup
 			winners := make(chan string, 8)
+			owners := map[string]*owner{}
 			for r := range 8 {
+				name := fmt.Sprintf("relay-%d-%d", round, r)
+				owners[name] = s.owner(name, time.Minute)
+			}
+			for name, o := range owners {
 				wg.Add(1)
 				go func() {
 					defer wg.Done()
-					recs, err := s.claim(ctx, fmt.Sprintf("relay-%d-%d", round, r), 100, time.Minute)
+					recs, err := o.claim(ctx, 100)
 					if err != nil {
 						t.Error(err)
 						return
 					}
 					if len(recs) > 0 {
-						winners <- fmt.Sprintf("relay-%d-%d", round, r)
+						winners <- name
 					}
 				}()
 			}
@@ -49,8 +54,11 @@ func TestConcurrentClaimsNeverShareTheOutbox(t *testing.T) {
 			if len(won) != 1 {
 				t.Fatalf("round %d: %d relays claimed at once: %v", round, len(won), won)
 			}
-			if err := s.unlock(ctx, won[0]); err != nil {
+			if err := owners[won[0]].unlock(ctx); err != nil {
 				t.Fatal(err)
+			}
+			for _, o := range owners {
+				o.close()
 			}
 		}
 	})
@@ -139,11 +147,12 @@ func TestOpenAddTransactionHoldsUpNoRelay(t *testing.T) {
 		}
 		bound, cancel := context.WithTimeout(ctx, 5*time.Second)
 		defer cancel()
-		recs, err := s.claim(bound, "r1", 100, time.Minute)
+		r1 := ownerOf(t, s, "r1")
+		recs, err := r1.claim(bound, 100)
 		if err != nil || len(recs) != 1 || recs[0].ID != committed[0] {
 			t.Fatalf("claim beside an open Add: %d records, %v; want the committed one at once", len(recs), err)
 		}
-		if err := s.unlock(bound, "r1"); err != nil {
+		if err := r1.unlock(bound); err != nil {
 			t.Fatalf("unlock beside an open Add: %v", err)
 		}
 	})

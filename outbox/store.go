@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/acemq-go/acemq"
@@ -75,7 +76,8 @@ const mysqlSchema = `CREATE TABLE IF NOT EXISTS acemq_outbox (
   last_error VARCHAR(1000),
   locked_by VARBINARY(64),
   locked_until BIGINT,
-  INDEX acemq_outbox_attempts_seq (attempts, seq)
+  INDEX acemq_outbox_attempts_seq (attempts, seq),
+  INDEX acemq_outbox_locked_by (locked_by)
 ) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4`
 
 // mysqlColumns are the column types mysqltable.Check insists on.
@@ -99,21 +101,26 @@ func (s *Store) Schema() []string {
   last_error VARCHAR(1000),
   locked_by VARCHAR(64),
   locked_until BIGINT`
-	index := `CREATE INDEX IF NOT EXISTS acemq_outbox_attempts_seq ON acemq_outbox (attempts, seq)`
+	indexes := []string{
+		`CREATE INDEX IF NOT EXISTS acemq_outbox_attempts_seq ON acemq_outbox (attempts, seq)`,
+		`CREATE INDEX IF NOT EXISTS acemq_outbox_locked_by ON acemq_outbox (locked_by)`,
+	}
 	switch s.dialect {
 	case sqlstore.PostgreSQL:
-		return []string{`CREATE TABLE IF NOT EXISTS acemq_outbox (
-  seq BIGINT GENERATED ALWAYS AS IDENTITY UNIQUE,` + cols + `)`, index}
+		return append([]string{`CREATE TABLE IF NOT EXISTS acemq_outbox (
+  seq BIGINT GENERATED ALWAYS AS IDENTITY UNIQUE,` + cols + `)`}, indexes...)
 	case sqlstore.MySQL:
 		return []string{mysqlSchema}
 	}
-	return []string{`CREATE TABLE IF NOT EXISTS acemq_outbox (
-  seq BIGINT NOT NULL UNIQUE,` + cols + `)`, index}
+	return append([]string{`CREATE TABLE IF NOT EXISTS acemq_outbox (
+  seq BIGINT NOT NULL UNIQUE,` + cols + `)`}, indexes...)
 }
 
-// EnsureSchema creates the outbox table and its index if they do not
-// exist. It is idempotent and safe to call from several processes. On
-// MySQL it also checks a table that was there already, and fails with the
+// EnsureSchema creates the outbox table and its indexes if they do not
+// exist, and adds to a table made by an earlier version the indexes it
+// lacks (acemq_outbox_locked_by, which the claim's queries use). It is
+// idempotent and safe to call from several processes. On MySQL it also
+// checks a table that was there already, and fails with the
 // ALTER TABLE that fixes it when the table is not InnoDB, compares ids
 // without case, holds headers in TEXT, or keeps text in another character
 // set than utf8mb4.
@@ -124,7 +131,27 @@ func (s *Store) EnsureSchema(ctx context.Context) error {
 		}
 	}
 	if s.dialect == sqlstore.MySQL {
+		if err := s.addMySQLIndex(ctx, "acemq_outbox_locked_by", "locked_by"); err != nil {
+			return err
+		}
 		return mysqltable.Check(ctx, s.db, Table, mysqlColumns...)
+	}
+	return nil
+}
+
+// addMySQLIndex adds an index a table made by an earlier version lacks
+// (MySQL has no CREATE INDEX IF NOT EXISTS). A concurrent EnsureSchema
+// that added it first (error 1061, duplicate key name) is success.
+func (s *Store) addMySQLIndex(ctx context.Context, name, columns string) error {
+	var n int
+	if err := s.db.QueryRowContext(ctx, `SELECT COUNT(*) FROM information_schema.STATISTICS WHERE TABLE_SCHEMA = DATABASE() AND TABLE_NAME = ? AND INDEX_NAME = ?`, Table, name).Scan(&n); err != nil {
+		return fmt.Errorf("acemq: cannot read the outbox table's indexes: %w", err)
+	}
+	if n > 0 {
+		return nil
+	}
+	if _, err := s.db.ExecContext(ctx, `ALTER TABLE acemq_outbox ADD INDEX `+name+` (`+columns+`)`); err != nil && !strings.Contains(err.Error(), "1061") {
+		return fmt.Errorf("acemq: cannot add the index %s to the outbox table: %w", name, err)
 	}
 	return nil
 }
@@ -180,8 +207,9 @@ func WithCodec(c acemq.Codec) AddOption { return func(o *addOptions) { o.codec =
 // encodes payload once with the connection's codec and stores the
 // rendered wire headers and the body. Adding an id that is already stored
 // changes nothing and is not an error (idempotent by id). On PostgreSQL it
-// also issues pg_notify on NotifyChannel, delivered at commit, so a
-// listening relay publishes at once. It returns the envelope stored.
+// also issues pg_notify on NotifyChannel, delivered at commit, so a relay
+// listening through package pgnotify publishes at once. It returns the
+// envelope stored.
 //
 // When ctx carries a span, the record stores its trace context
 // (traceparent/tracestate, with the Conn's propagator) unless the caller

@@ -55,7 +55,7 @@ func (r *Relay) startSpan(ctx context.Context, rec Record) publishSpan {
 	return publishSpan{span}
 }
 
-// published ends the span of a confirmed record with its lag (commit to
+// published ends the span of a confirmed record with its lag (Store.Add to
 // confirm) in messaging.acemq.outbox_lag_ms.
 func (s publishSpan) published(lag time.Duration) {
 	if s.span.IsRecording() {

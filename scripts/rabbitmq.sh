@@ -13,10 +13,14 @@
 #                                       management HTTP API) and writes
 #                                       them to <state>/rabbitmq/env
 #                                       Every node also has a TLS listener
-#                                       (127.0.0.1 only) whose certificate a
-#                                       throwaway test CA signed; the env file
-#                                       carries ACEMQ_TEST_AMQPS_URL (node 1)
-#                                       and ACEMQ_TEST_TLS_CA (the CA's PEM).
+#                                       (127.0.0.1 only) with development
+#                                       certificates made by `acemq certs`
+#                                       (client certificates verified when
+#                                       given, EXTERNAL login enabled); the env
+#                                       file carries ACEMQ_TEST_AMQPS_URL
+#                                       (node 1) and ACEMQ_TEST_TLS_CA (the
+#                                       CA's PEM; ca.key, client.pem and
+#                                       client.key sit beside it).
 #   scripts/rabbitmq.sh stop            stop our node(s)
 #   scripts/rabbitmq.sh status          say whether our node(s) run; exit 1 if not
 #   scripts/rabbitmq.sh url             print the AMQP URL of node 1
@@ -151,64 +155,46 @@ reap_stale() {
 	done
 }
 
-# TLS_DIR holds the throwaway test CA and the server certificate every node
-# presents. It lives beside (not inside) the node dirs, which a fresh start
-# wipes, so the CA a test trusts stays the same across restarts.
+# TLS_DIR holds the test CA and the broker and client certificates every
+# node uses, made by the project's own tool (`acemq certs`, package
+# devcerts): development certificates, marked so that AceMQ clients refuse
+# them unless a test explicitly allows development certificates. It lives
+# beside (not inside) the node dirs, which a fresh start wipes, so the CA a
+# test trusts stays the same across restarts.
 TLS_DIR="$RDIR/tls"
 
 # tls_port I: the TLS (amqps) port node I was started with (empty if none).
 tls_port() { cat "$(node_dir "$1")/tls_port" 2>/dev/null || true; }
 
-# ensure_tls_certs: make the test CA and a server certificate for localhost
-# (subjectAltName DNS:localhost, IP:127.0.0.1) once; reuse them after.
+# ensure_tls_certs: make the CA, a broker certificate for localhost (DNS
+# localhost, IP 127.0.0.1 and ::1) and a client certificate once with
+# `go run ./cmd/acemq certs`; reuse them after.
 ensure_tls_certs() {
 	local t="$TLS_DIR"
-	if [[ -s "$t/ca.pem" && -s "$t/server.pem" && -s "$t/server.key" ]]; then
+	if [[ -s "$t/ca.pem" && -s "$t/broker.pem" && -s "$t/client.pem" && -s "$t/rabbitmq.conf" ]]; then
 		return 0
 	fi
-	command -v openssl >/dev/null 2>&1 || apt_install openssl
 	rm -rf "$t.new"
-	mkdir -p "$t.new"
 	(
-		cd "$t.new"
-		openssl req -x509 -newkey rsa:2048 -nodes -days 3650 -sha256 \
-			-subj "/CN=AceMQ throwaway test CA $(state_id)" \
-			-addext "basicConstraints=critical,CA:TRUE" \
-			-addext "keyUsage=critical,keyCertSign,cRLSign" \
-			-keyout ca.key -out ca.pem
-		openssl req -newkey rsa:2048 -nodes -sha256 -subj "/CN=localhost" \
-			-keyout server.key -out server.csr
-		printf '%s\n' "basicConstraints=CA:FALSE" \
-			"keyUsage=critical,digitalSignature,keyEncipherment" \
-			"extendedKeyUsage=serverAuth" \
-			"subjectAltName=DNS:localhost,IP:127.0.0.1" >server.ext
-		openssl x509 -req -in server.csr -CA ca.pem -CAkey ca.key \
-			-CAcreateserial -days 3650 -sha256 -extfile server.ext -out server.pem
+		cd "$ACEMQ_REPO_ROOT"
+		"${GO:-go}" run ./cmd/acemq certs --dir "$t.new" --host localhost \
+			--client acemq-test-client --validity 87600h
 	) >"$t.new.log" 2>&1 || {
 		cat "$t.new.log" >&2
-		die "openssl could not make the test CA and server certificate (see above)"
+		die "go run ./cmd/acemq certs could not make the test certificates (see above)"
 	}
-	# The node runs as this user; the key only needs to be readable by it.
-	chmod 600 "$t.new/ca.key" "$t.new/server.key"
 	rm -rf "$t" "$t.new.log"
 	mv "$t.new" "$t"
+	# The snippet names the files where they were written; they moved.
+	sed -i "s|$t.new/|$t/|g" "$t/rabbitmq.conf"
 }
 
-# tls_conf PORT: rabbitmq.conf lines for a TLS listener on 127.0.0.1:PORT.
-# verify_none: the broker does not ask for client certificates; clients still
-# verify the broker.
+# tls_conf PORT: rabbitmq.conf lines for a TLS listener on 127.0.0.1:PORT:
+# the snippet `acemq certs` wrote, with this node's port. verify_peer checks
+# a client certificate when one is given; fail_if_no_peer_cert = false keeps
+# password logins over TLS working beside EXTERNAL (certificate) logins.
 tls_conf() {
-	cat <<-EOF
-		# TLS (amqps) on loopback only, certificate from a throwaway test CA.
-		listeners.ssl.1 = 127.0.0.1:$1
-		ssl_options.cacertfile = $TLS_DIR/ca.pem
-		ssl_options.certfile = $TLS_DIR/server.pem
-		ssl_options.keyfile = $TLS_DIR/server.key
-		ssl_options.verify = verify_none
-		ssl_options.fail_if_no_peer_cert = false
-		ssl_options.versions.1 = tlsv1.3
-		ssl_options.versions.2 = tlsv1.2
-	EOF
+	sed "s|^listeners.ssl.1 = .*|listeners.ssl.1 = 127.0.0.1:$1|" "$TLS_DIR/rabbitmq.conf"
 }
 
 # launch_node I: write node I's config and start it in the background, in its
@@ -240,7 +226,7 @@ launch_node() {
 		tls_conf "$5" >>"$d/rabbitmq.conf"
 		echo "$5" >"$d/tls_port"
 	fi
-	echo '[rabbitmq_management].' >"$d/enabled_plugins"
+	echo '[rabbitmq_management,rabbitmq_auth_mechanism_ssl].' >"$d/enabled_plugins"
 	echo "$amqp" >"$d/amqp_port"
 	echo "$mgmt" >"$d/mgmt_port"
 	echo "$dist" >"$d/dist_port"
@@ -383,6 +369,12 @@ cmd_start() {
 	# A node started before TLS was added has no amqps listener: restart it.
 	if ((n > 0)) && [[ -z "$(tls_port 1)" ]]; then
 		log "restarting RabbitMQ: the running node has no TLS listener"
+		n=0
+	fi
+	# A node started before client certificates were added (no EXTERNAL
+	# login, certificates not made by acemq certs): restart it.
+	if ((n > 0)) && ! grep -q '^auth_mechanisms.3 = EXTERNAL' "$(node_dir 1)/rabbitmq.conf" 2>/dev/null; then
+		log "restarting RabbitMQ: the running node has no EXTERNAL (client certificate) login"
 		n=0
 	fi
 	if ((n > 0)) && [[ -z "$want" || "$want" == "$n" ]]; then

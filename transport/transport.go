@@ -18,6 +18,8 @@ import (
 	"sort"
 	"sync"
 	"time"
+
+	"github.com/acemq-go/acemq/security"
 )
 
 // Table is an AMQP field table: header values and declaration arguments.
@@ -263,6 +265,11 @@ type Config struct {
 	TLS            *tls.Config
 	// Credentials, when set, is asked on every dial.
 	Credentials Credentials
+	// Security carries the TLS mode, the development-certificate policy,
+	// the client certificate, EXTERNAL login and a credentials provider
+	// (package security). Nil is the zero security.Settings: the mode
+	// follows the URL and development certificates are refused.
+	Security *security.Settings
 	// OnBlocked is told when the broker blocks (active, reason) or unblocks
 	// (false, "") the connection. Called from the transport's goroutine;
 	// must not block.

@@ -50,13 +50,22 @@ func needURL(u string) error {
 // redact hides the password in a broker URL.
 func redact(raw string) string {
 	u, err := url.Parse(raw)
-	if err != nil || u.User == nil {
+	if err != nil {
+		// Mask whatever sits between "://" and the last "@".
+		scheme, rest, ok := strings.Cut(raw, "://")
+		if at := strings.LastIndex(rest, "@"); ok && at >= 0 {
+			user, _, _ := strings.Cut(rest[:at], ":")
+			return scheme + "://" + user + ":***@" + rest[at+1:]
+		}
+		return raw
+	}
+	if u.User == nil {
 		return raw
 	}
 	if _, ok := u.User.Password(); ok {
-		u.User = url.UserPassword(u.User.Username(), "xxxxx")
+		u.User = url.UserPassword(u.User.Username(), "***")
 	}
-	return u.String()
+	return strings.Replace(u.String(), ":%2A%2A%2A@", ":***@", 1)
 }
 
 // connect dials the broker with the command's settings and turns a failure

@@ -319,7 +319,7 @@ func runDemo(ctx context.Context, out io.Writer, url, dbURL string) error {
 	}
 
 	section("2. the relay publishes what committed")
-	relay, err := outbox.NewRelay(orders, db.outbox, outbox.WithoutListen(), outbox.WithLogger(acemq.DiscardLogger()))
+	relay, err := outbox.NewRelay(orders, db.outbox, outbox.WithLogger(acemq.DiscardLogger()))
 	if err != nil {
 		return fmt.Errorf("cannot start the outbox relay (%s)", sentence(err))
 	}

@@ -25,6 +25,7 @@ import (
 
 	"github.com/acemq-go/acemq"
 	"github.com/acemq-go/acemq/outbox"
+	"github.com/acemq-go/acemq/outbox/pgnotify"
 	"github.com/acemq-go/acemq/sqlstore"
 )
 
@@ -136,7 +137,12 @@ func run(url, dsn string) error {
 		}
 	}
 
-	relay, err := outbox.NewRelay(conn, store, outbox.WithLogger(acemq.DiscardLogger()))
+	opts := []outbox.RelayOption{outbox.WithLogger(acemq.DiscardLogger())}
+	if dialect == sqlstore.PostgreSQL {
+		// Wake on Add's NOTIFY instead of waiting for the next poll.
+		opts = append(opts, outbox.WithNotifier(pgnotify.New(db)))
+	}
+	relay, err := outbox.NewRelay(conn, store, opts...)
 	if err != nil {
 		return err
 	}

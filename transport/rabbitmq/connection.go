@@ -20,6 +20,7 @@ import (
 type connection struct {
 	ac   *amqp.Connection
 	done chan struct{}
+	wg   sync.WaitGroup // the secret refresher, when there is one
 
 	mu  sync.Mutex
 	err error
@@ -137,6 +138,7 @@ func (c *connection) Close() error { return c.CloseWithin(closeHandshake) }
 func (c *connection) CloseWithin(d time.Duration) error {
 	err := c.ac.CloseDeadline(time.Now().Add(d))
 	<-c.done
+	c.wg.Wait()
 	if err == nil || convertError(err) == transport.ErrClosed {
 		return nil
 	}

@@ -14,6 +14,7 @@ import (
 
 	amqp "github.com/rabbitmq/amqp091-go"
 
+	"github.com/acemq-go/acemq/security"
 	"github.com/acemq-go/acemq/transport"
 )
 
@@ -113,7 +114,27 @@ func dialOne(ctx context.Context, base amqp.URI, addr string, cfg transport.Conf
 	if cfg.Version != "" {
 		config.Properties["version"] = cfg.Version
 	}
-	if cfg.Credentials != nil {
+	var sec security.Settings
+	if cfg.Security != nil {
+		sec = *cfg.Security
+	}
+	if problems := sec.Check(uri.Scheme, shownURL(uri), false); len(problems) > 0 {
+		return nil, shownURL(uri), fmt.Errorf("the security settings cannot work with this URL: %w", problems[0])
+	}
+	var creds security.Credentials
+	switch {
+	case sec.External:
+		// The broker takes the user from the client certificate.
+		uri.Username, uri.Password = "", ""
+		config.SASL = []amqp.Authentication{&amqp.ExternalAuth{}}
+	case sec.Provider != nil:
+		creds, err = sec.Provider.Credentials(actx)
+		if err != nil {
+			return nil, shownURL(uri), fmt.Errorf("the credentials provider failed: %w", err)
+		}
+		uri.Username, uri.Password = creds.User, creds.Password
+		config.SASL = []amqp.Authentication{&amqp.PlainAuth{Username: creds.User, Password: creds.Password}}
+	case cfg.Credentials != nil:
 		user, password, err := cfg.Credentials(actx)
 		if err != nil {
 			return nil, shownURL(uri), fmt.Errorf("the credentials provider failed: %w", err)
@@ -124,12 +145,23 @@ func dialOne(ctx context.Context, base amqp.URI, addr string, cfg transport.Conf
 	shown := shownURL(uri)
 	// TLS is done here rather than by the client, so the frame guard
 	// (guard.go) reads plain frames: the client is given an amqp:// URL
-	// with the port kept and a socket that is already TLS.
+	// with the port kept and a socket that is already TLS. It is always a
+	// configuration of ours, so the development-certificate check runs on
+	// every TLS dial, verified or not.
 	var tlsConfig *tls.Config
 	if uri.Scheme == "amqps" {
-		if tlsConfig, err = tlsFor(uri, cfg.TLS); err != nil {
+		base, err := tlsFor(uri, cfg.TLS)
+		if err != nil {
 			return nil, shown, err
 		}
+		// A client certificate from the URL (certfile, keyfile) or from a
+		// given tls.Config gets the check an option's gets before dialing.
+		for _, pair := range base.Certificates {
+			if err := security.CheckCertificates(security.Chain(pair), security.RoleClientCert, security.RoleClientCert, sec.AllowDevelopmentCertificates); err != nil {
+				return nil, shown, err
+			}
+		}
+		tlsConfig = security.ClientTLS(base, sec)
 		uri.Scheme = "amqp"
 	}
 
@@ -163,7 +195,7 @@ func dialOne(ctx context.Context, base amqp.URI, addr string, cfg transport.Conf
 	ac, err := amqp.DialConfig(uri.String(), config)
 	interrupted := stop != nil && !stop()
 	if err != nil {
-		return nil, shown, dialCause(actx, err)
+		return nil, shown, explainLogin(dialCause(actx, err), sec)
 	}
 	if interrupted {
 		_ = ac.Close()
@@ -172,7 +204,11 @@ func dialOne(ctx context.Context, base amqp.URI, addr string, cfg transport.Conf
 	if guard != nil {
 		guard.maxFrame.Store(uint32(ac.Config.FrameSize))
 	}
-	return newConnection(ac, cfg.OnBlocked), shown, nil
+	c := newConnection(ac, cfg.OnBlocked)
+	if sec.Provider != nil && !creds.ExpiresAt.IsZero() {
+		c.refreshSecret(sec.Provider, creds.ExpiresAt)
+	}
+	return c, shown, nil
 }
 
 // tlsFor makes the TLS configuration amqp091-go would have made for uri:
@@ -229,12 +265,41 @@ func dialCause(actx context.Context, err error) error {
 	return err
 }
 
+// explainLogin adds what to do when a certificate login failed: the broker
+// refused the EXTERNAL login, or closed the connection right after the TLS
+// handshake (TLS 1.3 reports a refused client certificate only then, as a
+// reset or closed socket).
+func explainLogin(err error, sec security.Settings) error {
+	if sec.ClientCertificate == nil || err == nil {
+		return err
+	}
+	subject := "(unparsed)"
+	if leaf := sec.ClientCertificate.Leaf; leaf != nil {
+		subject = leaf.Subject.String()
+	}
+	text := err.Error()
+	switch {
+	case sec.External && errors.Is(err, amqp.ErrCredentials), sec.External && strings.Contains(text, "username or password not allowed"):
+		return fmt.Errorf("the broker refused the EXTERNAL login with the client certificate %s; it answered %q. Create a user named after the certificate's common name on the broker (rabbitmqctl add_user, then clear_password and set_permissions), or check ssl_cert_login_from: %w", subject, "username or password not allowed", err)
+	case strings.Contains(text, "connection reset by peer"), strings.Contains(text, "use of closed network connection"), strings.Contains(text, "broken pipe"):
+		return fmt.Errorf("the broker closed the connection right after the TLS handshake, which is how it refuses a client certificate it does not accept under TLS 1.3 (%s): have it issued by a CA in the broker's ssl_options.cacertfile, or check it has not expired: %w", subject, err)
+	}
+	return err
+}
+
 // explainTLS adds what to do to a failed verification of the broker's
 // certificate; the x509 error stays reachable with errors.As.
 func explainTLS(err error) error {
 	var unknown x509.UnknownAuthorityError
 	var host x509.HostnameError
 	var invalid x509.CertificateInvalidError
+	var dev *security.DevelopmentCertificateError
+	if errors.As(err, &dev) {
+		return err
+	}
+	if text := err.Error(); strings.Contains(text, "remote error: tls:") {
+		return fmt.Errorf("the broker refused the TLS handshake; it answered %q. When a client certificate was given, the broker does not accept it: have it issued by a CA in the broker's ssl_options.cacertfile, or check it has not expired: %w", strings.TrimSpace(text[strings.Index(text, "remote error: tls:")+len("remote error: "):]), err)
+	}
 	switch {
 	case errors.As(err, &unknown):
 		return fmt.Errorf("the broker's TLS certificate is not trusted: %w; give the CA that signed it with acemq.WithTLS(&tls.Config{RootCAs: pool}) (the pool replaces the system store) or add it to the system store", err)

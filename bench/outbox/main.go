@@ -1,0 +1,419 @@
+// Command outbox measures the transactional outbox's relay on one
+// RabbitMQ broker:
+//
+//	raw     raw amqp091-go, pipelined confirms on one channel (window
+//	        1000), mandatory, publishing the bytes and headers the relay
+//	        publishes: the broker's ceiling for the relay
+//	pg      one relay draining a filled outbox on PostgreSQL
+//	sqlite  one relay draining a filled outbox on SQLite
+//	lag     the acemq.outbox.lag distribution on PostgreSQL (with the
+//	        pgnotify wake-up) while producers add a steady -rate records/s
+//	        for -for, each record in its own transaction
+//
+// Each drain runs -repeat times on a freshly filled table and the median
+// rate is reported. Lag runs from Store.Add (before the commit) to the
+// broker's confirm; it is read from the acemq.outbox.lag histogram with
+// 5 ms buckets up to 1 s and 100 ms buckets up to 10 s, so a percentile is
+// reported as its bucket's upper bound (or the maximum, when lower). The
+// lag row also says how many records the producers managed to add: on a
+// machine too busy for the asked rate they add fewer.
+//
+//	cd bench && go run ./outbox -url amqp://guest:guest@127.0.0.1:5672/ -pg postgres://...
+package main
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"flag"
+	"fmt"
+	"log"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"text/tabwriter"
+	"time"
+
+	_ "github.com/jackc/pgx/v5/stdlib" // registers "pgx"
+	amqp "github.com/rabbitmq/amqp091-go"
+	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
+	"go.opentelemetry.io/otel/sdk/metric/metricdata"
+	_ "modernc.org/sqlite" // registers "sqlite"
+
+	"github.com/acemq-go/acemq"
+	"github.com/acemq-go/acemq/outbox"
+	"github.com/acemq-go/acemq/outbox/pgnotify"
+	"github.com/acemq-go/acemq/sqlstore"
+)
+
+// orderBody is the payload every record carries: a small JSON order.
+type orderBody struct {
+	ID       string `json:"id"`
+	Customer string `json:"customer"`
+	Amount   int    `json:"amount"`
+	Currency string `json:"currency"`
+}
+
+func main() {
+	url := flag.String("url", os.Getenv("ACEMQ_URL"), "RabbitMQ URL (default $ACEMQ_URL)")
+	pg := flag.String("pg", os.Getenv("ACEMQ_TEST_POSTGRES_URL"), "PostgreSQL URL (pgx); empty skips the PostgreSQL rows")
+	n := flag.Int("n", 20000, "records per drain")
+	batch := flag.Int("batch", outbox.DefaultBatchSize, "relay batch size")
+	repeat := flag.Int("repeat", 3, "runs per drain; the median is reported")
+	rate := flag.Int("rate", 1000, "records per second for the lag run")
+	lagFor := flag.Duration("for", time.Minute, "length of the lag run (0 skips it)")
+	only := flag.String("only", "", "run only the rows whose name contains this text")
+	flag.Parse()
+	if *url == "" {
+		log.Fatal("bench: give the broker with -url or ACEMQ_URL")
+	}
+	ctx := context.Background()
+	conn, err := acemq.Connect(ctx, *url, acemq.WithLogger(acemq.DiscardLogger()))
+	if err != nil {
+		log.Fatalf("bench: %v", err)
+	}
+	defer conn.Close(ctx)
+	queue := fmt.Sprintf("bench.outbox.%d", time.Now().UnixNano())
+	if err := conn.Apply(ctx, acemq.NewTopology().Queue(queue, acemq.AsClassic())); err != nil {
+		log.Fatalf("bench: %v", err)
+	}
+	defer conn.DeleteQueue(ctx, queue) //nolint:errcheck // best effort
+
+	dir, err := os.MkdirTemp("", "acemq-outbox-bench")
+	if err != nil {
+		log.Fatalf("bench: %v", err)
+	}
+	defer os.RemoveAll(dir)
+	lite, err := sql.Open("sqlite", "file:"+filepath.Join(dir, "outbox.db")+"?_pragma=busy_timeout(10000)&_pragma=journal_mode(WAL)")
+	if err != nil {
+		log.Fatalf("bench: %v", err)
+	}
+	defer lite.Close()
+
+	want := func(name string) bool { return *only == "" || strings.Contains(name, *only) }
+	type row struct {
+		name  string
+		value string
+	}
+	var rows []row
+	var rawRate, pgRate float64
+	if want("raw") {
+		rec := sampleRecord(ctx, conn, lite, queue)
+		rawRate = median(*repeat, func() float64 {
+			r, err := rawPipelined(*url, queue, rec, *n, 1000)
+			if err != nil {
+				log.Fatalf("bench: raw: %v", err)
+			}
+			_, _ = conn.PurgeQueue(ctx, queue)
+			return r
+		})
+		rows = append(rows, row{"raw amqp091-go pipelined, window 1000, same bytes", fmt.Sprintf("%.0f msg/s", rawRate)})
+	}
+	drain := func(name string, db *sql.DB, d sqlstore.Dialect) float64 {
+		return median(*repeat, func() float64 {
+			store := freshStore(ctx, db, d)
+			fill(ctx, store, conn, queue, *n, d)
+			r := drainRate(ctx, conn, store, *n, *batch)
+			_, _ = conn.PurgeQueue(ctx, queue)
+			fmt.Fprintf(os.Stderr, "%s: %.0f records/s\n", name, r)
+			return r
+		})
+	}
+	var pgdb *sql.DB
+	if *pg != "" {
+		if pgdb, err = sql.Open("pgx", *pg); err != nil {
+			log.Fatalf("bench: %v", err)
+		}
+		defer pgdb.Close()
+	}
+	if pgdb != nil && want("pg") {
+		pgRate = drain("pg", pgdb, sqlstore.PostgreSQL)
+		rows = append(rows, row{fmt.Sprintf("relay drain, PostgreSQL, batch %d", *batch), fmt.Sprintf("%.0f records/s", pgRate)})
+		if rawRate > 0 {
+			rows = append(rows, row{"ratio PostgreSQL relay / raw  target >= 0.5", fmt.Sprintf("%.2f", pgRate/rawRate)})
+		}
+	}
+	if want("sqlite") {
+		r := drain("sqlite", lite, sqlstore.SQLite)
+		rows = append(rows, row{fmt.Sprintf("relay drain, SQLite, batch %d", *batch), fmt.Sprintf("%.0f records/s", r)})
+		if rawRate > 0 {
+			rows = append(rows, row{"ratio SQLite relay / raw", fmt.Sprintf("%.2f", r/rawRate)})
+		}
+	}
+	if pgdb != nil && *lagFor > 0 && want("lag") {
+		added, p := lagRun(ctx, conn, pgdb, queue, *rate, *lagFor, *batch)
+		_, _ = conn.PurgeQueue(ctx, queue)
+		rows = append(rows, row{fmt.Sprintf("lag, PostgreSQL + pgnotify, %d records/s for %v (%d records)", *rate, *lagFor, added),
+			fmt.Sprintf("p50 ≤ %s, p90 ≤ %s, p99 ≤ %s, max ≤ %s", p[0], p[1], p[2], p[3])})
+	}
+	tw := tabwriter.NewWriter(os.Stdout, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "row\tresult")
+	for _, r := range rows {
+		fmt.Fprintf(tw, "%s\t%s\n", r.name, r.value)
+	}
+	tw.Flush()
+}
+
+func median(runs int, f func() float64) float64 {
+	rs := make([]float64, runs)
+	for i := range rs {
+		rs[i] = f()
+	}
+	sort.Float64s(rs)
+	return rs[len(rs)/2]
+}
+
+// freshStore drops and recreates the outbox table.
+func freshStore(ctx context.Context, db *sql.DB, d sqlstore.Dialect) *outbox.Store {
+	if _, err := db.ExecContext(ctx, `DROP TABLE IF EXISTS `+outbox.Table); err != nil {
+		log.Fatalf("bench: %v", err)
+	}
+	s, err := outbox.NewStore(db, d)
+	if err != nil {
+		log.Fatalf("bench: %v", err)
+	}
+	if err := s.EnsureSchema(ctx); err != nil {
+		log.Fatalf("bench: %v", err)
+	}
+	return s
+}
+
+// fill adds n records in transactions of 100 (4 producers on PostgreSQL,
+// one on SQLite, which has one writer).
+func fill(ctx context.Context, s *outbox.Store, conn *acemq.Conn, queue string, n int, d sqlstore.Dialect) {
+	producers := 4
+	if d == sqlstore.SQLite {
+		producers = 1
+	}
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	for range producers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				from := int(next.Add(100)) - 100
+				if from >= n {
+					return
+				}
+				tx, err := s.DB().BeginTx(ctx, nil)
+				if err != nil {
+					log.Fatalf("bench: %v", err)
+				}
+				for i := from; i < min(from+100, n); i++ {
+					if _, err := s.Add(ctx, tx, conn, "", queue, order(i)); err != nil {
+						log.Fatalf("bench: %v", err)
+					}
+				}
+				if err := tx.Commit(); err != nil {
+					log.Fatalf("bench: %v", err)
+				}
+			}
+		}()
+	}
+	wg.Wait()
+}
+
+func order(i int) orderBody {
+	return orderBody{ID: fmt.Sprintf("order-%08d", i), Customer: fmt.Sprintf("customer-%04d", i%1000), Amount: 1000 + i%9000, Currency: "EUR"}
+}
+
+// drainRate runs one relay until it published n records and returns the
+// rate from its start.
+func drainRate(ctx context.Context, conn *acemq.Conn, s *outbox.Store, n, batch int) float64 {
+	var published atomic.Int64
+	done := make(chan struct{})
+	var once sync.Once
+	relay, err := outbox.NewRelay(conn, s, outbox.WithBatchSize(batch), outbox.WithLogger(acemq.DiscardLogger()),
+		outbox.WithObserver(func(sw outbox.Sweep) {
+			if sw.Err != nil {
+				log.Printf("bench: sweep: %v", sw.Err)
+			}
+			if published.Add(int64(sw.Published)) >= int64(n) {
+				once.Do(func() { close(done) })
+			}
+		}))
+	if err != nil {
+		log.Fatalf("bench: %v", err)
+	}
+	start := time.Now()
+	rctx, cancel := context.WithCancel(ctx)
+	ran := make(chan error, 1)
+	go func() { ran <- relay.Run(rctx) }()
+	select {
+	case <-done:
+	case <-time.After(10 * time.Minute):
+		log.Fatalf("bench: the relay published only %d of %d records in 10 minutes", published.Load(), n)
+	}
+	took := time.Since(start)
+	cancel()
+	<-ran
+	return float64(n) / took.Seconds()
+}
+
+// sampleRecord stores one record and returns it as the relay would read
+// it: the bytes and headers the raw row publishes.
+func sampleRecord(ctx context.Context, conn *acemq.Conn, db *sql.DB, queue string) outbox.Record {
+	s := freshStore(ctx, db, sqlstore.SQLite)
+	fill(ctx, s, conn, queue, 1, sqlstore.SQLite)
+	p, err := s.Pending(ctx, 1)
+	if err != nil || len(p) != 1 {
+		log.Fatalf("bench: cannot read the sample record: %v", err)
+	}
+	return p[0]
+}
+
+func rawPipelined(url, q string, rec outbox.Record, n, window int) (float64, error) {
+	conn, err := amqp.Dial(url)
+	if err != nil {
+		return 0, err
+	}
+	defer conn.Close()
+	ch, err := conn.Channel()
+	if err != nil {
+		return 0, err
+	}
+	if err := ch.Confirm(false); err != nil {
+		return 0, err
+	}
+	confirms := ch.NotifyPublish(make(chan amqp.Confirmation, window))
+	sem := make(chan struct{}, window)
+	done := make(chan error, 1)
+	go func() {
+		for i := 0; i < n; i++ {
+			c, ok := <-confirms
+			if !ok || !c.Ack {
+				done <- errors.New("a publish was not acked")
+				return
+			}
+			<-sem
+		}
+		done <- nil
+	}()
+	ctx := context.Background()
+	start := time.Now()
+	for i := 0; i < n; i++ {
+		sem <- struct{}{}
+		if err := ch.PublishWithContext(ctx, "", q, true, false, amqp.Publishing{
+			DeliveryMode: 2, ContentType: rec.ContentType, MessageId: rec.ID, Headers: amqp.Table(rec.Headers), Body: rec.Body,
+		}); err != nil {
+			return 0, err
+		}
+	}
+	err = <-done
+	return float64(n) / time.Since(start).Seconds(), err
+}
+
+// lagRun adds rate records/s for d (each in its own transaction, spread
+// over 8 producers) while a relay with the pgnotify wake-up publishes
+// them, and returns how many were added and the p50, p90, p99 and max of
+// acemq.outbox.lag.
+func lagRun(ctx context.Context, conn *acemq.Conn, db *sql.DB, queue string, rate int, d time.Duration, batch int) (int64, [4]string) {
+	s := freshStore(ctx, db, sqlstore.PostgreSQL)
+	var bounds []float64
+	for ms := 5; ms <= 1000; ms += 5 {
+		bounds = append(bounds, float64(ms)/1000)
+	}
+	for ms := 1100; ms <= 10000; ms += 100 {
+		bounds = append(bounds, float64(ms)/1000)
+	}
+	bounds = append(bounds, 30, 60)
+	reader := sdkmetric.NewManualReader()
+	mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader), sdkmetric.WithView(sdkmetric.NewView(
+		sdkmetric.Instrument{Name: "acemq.outbox.lag"},
+		sdkmetric.Stream{Aggregation: sdkmetric.AggregationExplicitBucketHistogram{Boundaries: bounds}},
+	)))
+	defer mp.Shutdown(ctx) //nolint:errcheck // nothing to flush
+	relay, err := outbox.NewRelay(conn, s, outbox.WithBatchSize(batch), outbox.WithNotifier(pgnotify.New(db)),
+		outbox.WithMeterProvider(mp), outbox.WithLogger(acemq.DiscardLogger()))
+	if err != nil {
+		log.Fatalf("bench: %v", err)
+	}
+	rctx, cancel := context.WithCancel(ctx)
+	ran := make(chan error, 1)
+	go func() { ran <- relay.Run(rctx) }()
+
+	const producers = 8
+	var added atomic.Int64
+	var wg sync.WaitGroup
+	end := time.Now().Add(d)
+	for p := range producers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			every := time.Duration(producers) * time.Second / time.Duration(rate)
+			tick := time.NewTicker(every)
+			defer tick.Stop()
+			for i := p; time.Now().Before(end); i += producers {
+				<-tick.C
+				tx, err := db.BeginTx(ctx, nil)
+				if err != nil {
+					log.Fatalf("bench: %v", err)
+				}
+				if _, err := s.Add(ctx, tx, conn, "", queue, order(i)); err != nil {
+					log.Fatalf("bench: %v", err)
+				}
+				if err := tx.Commit(); err != nil {
+					log.Fatalf("bench: %v", err)
+				}
+				added.Add(1)
+			}
+		}()
+	}
+	wg.Wait()
+	for deadline := time.Now().Add(time.Minute); ; {
+		p, err := s.Pending(ctx, 1)
+		if err == nil && len(p) == 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			log.Fatalf("bench: records still pending a minute after the producers stopped")
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	cancel()
+	<-ran
+	var rm metricdata.ResourceMetrics
+	if err := reader.Collect(ctx, &rm); err != nil {
+		log.Fatalf("bench: %v", err)
+	}
+	for _, sm := range rm.ScopeMetrics {
+		for _, m := range sm.Metrics {
+			h, ok := m.Data.(metricdata.Histogram[float64])
+			if m.Name != "acemq.outbox.lag" || !ok {
+				continue
+			}
+			counts := make([]uint64, len(bounds)+1)
+			var total uint64
+			var maxLag float64
+			for _, dp := range h.DataPoints {
+				for i, c := range dp.BucketCounts {
+					counts[i] += c
+					total += c
+				}
+				if v, ok := dp.Max.Value(); ok && v > maxLag {
+					maxLag = v
+				}
+			}
+			// A percentile is its bucket's upper bound, or the maximum
+			// when that is lower.
+			pct := func(q float64) string {
+				need := uint64(q * float64(total))
+				var seen uint64
+				for i, c := range counts {
+					seen += c
+					if seen >= need && i < len(bounds) {
+						return fmt.Sprintf("%.0f ms", min(bounds[i], maxLag)*1000)
+					}
+				}
+				return fmt.Sprintf("%.0f ms", maxLag*1000)
+			}
+			return added.Load(), [4]string{pct(0.5), pct(0.9), pct(0.99), fmt.Sprintf("%.0f ms", maxLag*1000)}
+		}
+	}
+	log.Fatal("bench: no acemq.outbox.lag recorded")
+	return 0, [4]string{}
+}

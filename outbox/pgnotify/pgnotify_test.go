@@ -1,0 +1,118 @@
+package pgnotify_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"go.uber.org/goleak"
+
+	"github.com/acemq-go/acemq"
+	"github.com/acemq-go/acemq/internal/dbtest"
+	"github.com/acemq-go/acemq/outbox"
+	"github.com/acemq-go/acemq/outbox/pgnotify"
+)
+
+func TestMain(m *testing.M) {
+	goleak.VerifyTestMain(m, goleak.IgnoreAnyFunction("database/sql.(*DB).connectionOpener"))
+}
+
+// wakeSignal is a notifier around the Listener that reports when it has
+// subscribed (its first wake).
+type wakeSignal struct {
+	l    *pgnotify.Listener
+	subd chan struct{}
+}
+
+func (w *wakeSignal) Listen(ctx context.Context, wake func()) error {
+	first := true
+	return w.l.Listen(ctx, func() {
+		if first {
+			first = false
+			close(w.subd)
+		}
+		wake()
+	})
+}
+
+// With polling every hour, a committed record is published within
+// moments: Add's pg_notify wakes the LISTENing relay.
+func TestListenWakesTheRelayOnCommit(t *testing.T) {
+	ctx := context.Background()
+	db, d := dbtest.Postgres(t)
+	s, err := outbox.NewStore(db, d)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.EnsureSchema(ctx); err != nil {
+		t.Fatal(err)
+	}
+	c, err := acemq.Connect(ctx, "memory://pgnotify-"+dbtest.RandHex(6), acemq.WithLogger(acemq.DiscardLogger()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close(ctx)
+	if err := c.Apply(ctx, acemq.NewTopology().Queue("orders", acemq.AsClassic())); err != nil {
+		t.Fatal(err)
+	}
+	sweeps := make(chan outbox.Sweep, 16)
+	n := &wakeSignal{l: pgnotify.New(db), subd: make(chan struct{})}
+	r, err := outbox.NewRelay(c, s, outbox.WithInterval(time.Hour), outbox.WithNotifier(n),
+		outbox.WithLogger(acemq.DiscardLogger()), outbox.WithObserver(func(sw outbox.Sweep) { sweeps <- sw }))
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- r.Run(ctx) }()
+	select {
+	case <-n.subd:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the relay never LISTENed")
+	}
+	start := time.Now()
+	tx, err := db.BeginTx(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	env, err := s.Add(ctx, tx, c, "", "orders", map[string]string{"id": "now"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := tx.Commit(); err != nil {
+		t.Fatal(err)
+	}
+	for published := false; !published; {
+		select {
+		case sw := <-sweeps:
+			published = sw.Published == 1
+		case <-time.After(5 * time.Second):
+			t.Fatal("the record was not published without polling")
+		}
+	}
+	t.Logf("commit → confirm and delete in %v", time.Since(start))
+	p, err := c.NewPuller(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	m, ok, err := p.Pull(ctx, "orders")
+	if err != nil || !ok || m.Envelope.ID != env.ID {
+		t.Fatalf("pulled %v %v, want %s", ok, err, env.ID)
+	}
+	if err := r.Close(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-done; err != nil {
+		t.Fatalf("Run after Close: %v", err)
+	}
+}
+
+// A database opened with another driver is refused with ErrNotPgx, so the
+// relay logs it and polls.
+func TestListenRefusesAnotherDriver(t *testing.T) {
+	db, _ := dbtest.SQLite(t)
+	err := pgnotify.New(db).Listen(context.Background(), func() {})
+	if err != pgnotify.ErrNotPgx {
+		t.Fatalf("Listen on SQLite: %v, want ErrNotPgx", err)
+	}
+}

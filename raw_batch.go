@@ -1,0 +1,211 @@
+package acemq
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/acemq-go/acemq/transport"
+)
+
+// reasonBatchStopped is the error of a PublishRawBatch member that was
+// never written because the batch stopped before it.
+const reasonBatchStopped = "an earlier message of the batch failed, or the batch's deadline passed, before this one was written; nothing was sent"
+
+// PublishRawBatch publishes ms in order as library hops (see PublishRaw:
+// bytes, content type and headers unchanged, mandatory unless
+// NotMandatory, persistent unless Transient, confirmed) on one confirming
+// channel, so the broker routes them in the order given, with their
+// confirms outstanding together. It returns one error per message: nil
+// only for a message the broker confirmed (and, when mandatory, routed);
+// otherwise a *PublishError as PublishRaw gives.
+//
+// It waits out a broker block or a recovery within ctx before the first
+// write. A message with a header over the Go client's limits is refused as
+// PublishRaw refuses it (ErrHeaderLimit). Writing stops at the first
+// message that cannot be written or is refused, once
+// a failure of an earlier message is known (a nack, an unroutable return,
+// a closed channel), and once ctx is done or its deadline has passed (the
+// deadline is read from the clock before every write, so a process that
+// was frozen writes nothing more when it wakes); every message after that
+// point gets an error with Sent false. A failure known only after later
+// messages were written does not undo them: they may be confirmed, so a
+// caller that needs order must treat the first failure as the end of the
+// batch. Waiting for confirms is bounded by ctx and the confirm timeout.
+// Safe for concurrent use.
+func (c *Conn) PublishRawBatch(ctx context.Context, ms []RawMessage) []error {
+	errs := make([]error, len(ms))
+	if len(ms) == 0 {
+		return errs
+	}
+	msgs := make([]*transport.Message, len(ms))
+	for i := range ms {
+		msgs[i] = ms[i].message()
+	}
+	stopAt := func(i int, err error) []error {
+		errs[i] = err
+		for j := i + 1; j < len(msgs); j++ {
+			errs[j] = newPubErr(msgs[j], OutcomeRefused, reasonBatchStopped, false, nil)
+		}
+		return errs
+	}
+	if err := c.awaitPublishable(ctx, msgs[0], true); err != nil {
+		return stopAt(0, err)
+	}
+	b := &rawBatch{cfs: make([]transport.Confirmation, len(msgs)), answered: make([]bool, len(msgs)), allDone: make(chan struct{})}
+	var p transport.Publisher
+	written := 0
+	for i, msg := range msgs {
+		if b.failed() || pastDeadline(ctx) {
+			return b.wait(c, ctx, msgs[:written], stopAt(i, newPubErr(msg, OutcomeRefused, reasonBatchStopped, false, ctx.Err())))
+		}
+		if err := headerRefusal(msg); err != nil {
+			return b.wait(c, ctx, msgs[:written], stopAt(i, err))
+		}
+		if err := c.acquire(ctx, msg); err != nil {
+			return b.wait(c, ctx, msgs[:written], stopAt(i, err))
+		}
+		if err := c.refusal(msg); err != nil {
+			<-c.permits
+			return b.wait(c, ctx, msgs[:written], stopAt(i, err))
+		}
+		b.add()
+		var err error
+		if p == nil {
+			p, err = c.firstWrite(ctx, msg, b.confirmFunc(c, i))
+		} else {
+			err = p.Publish(ctx, msg, b.confirmFunc(c, i))
+		}
+		if err != nil && errors.Is(err, transport.ErrNotWritten) {
+			<-c.permits
+			b.unadd()
+			if rerr := c.refusal(msg); rerr != nil {
+				err = rerr
+			} else {
+				err = newPubErr(msg, OutcomeFailed, "its publishing channel closed before it was written; nothing was sent", false, err)
+			}
+			return b.wait(c, ctx, msgs[:written], stopAt(i, err))
+		}
+		written = i + 1
+	}
+	return b.wait(c, ctx, msgs, errs)
+}
+
+// firstWrite writes a batch's first message as writeConfirmed does
+// (replacing a channel the broker closed) and returns the publisher the
+// rest of the batch goes on.
+func (c *Conn) firstWrite(ctx context.Context, msg *transport.Message, done transport.ConfirmFunc) (transport.Publisher, error) {
+	for try := 0; ; try++ {
+		set, p := c.pickPublisher()
+		err := p.Publish(ctx, msg, done)
+		if err == nil || !errors.Is(err, transport.ErrNotWritten) {
+			return p, err
+		}
+		if try >= 3 || ctx.Err() != nil || c.refusal(msg) != nil || !c.repairPublisher(ctx, set, p) {
+			return p, err
+		}
+	}
+}
+
+func pastDeadline(ctx context.Context) bool {
+	if ctx.Err() != nil {
+		return true
+	}
+	dl, ok := ctx.Deadline()
+	return ok && !time.Now().Before(dl)
+}
+
+// rawBatch collects a PublishRawBatch's confirms.
+type rawBatch struct {
+	mu       sync.Mutex
+	cfs      []transport.Confirmation
+	answered []bool
+	pending  int
+	bad      bool // some answer is not an ack
+	sealed   bool
+	allDone  chan struct{}
+}
+
+func (b *rawBatch) add()   { b.mu.Lock(); b.pending++; b.mu.Unlock() }
+func (b *rawBatch) unadd() { b.mu.Lock(); b.pending--; b.mu.Unlock() }
+
+func (b *rawBatch) failed() bool { b.mu.Lock(); defer b.mu.Unlock(); return b.bad }
+
+func (b *rawBatch) confirmFunc(c *Conn, i int) transport.ConfirmFunc {
+	return func(cf transport.Confirmation) {
+		<-c.permits
+		b.mu.Lock()
+		defer b.mu.Unlock()
+		b.cfs[i], b.answered[i] = cf, true
+		if cf.Outcome != transport.Acked {
+			b.bad = true
+		}
+		b.pending--
+		if b.pending == 0 && b.sealed {
+			close(b.allDone)
+		}
+	}
+}
+
+// wait waits for the confirms of the written messages and fills their
+// errors in errs.
+func (b *rawBatch) wait(c *Conn, ctx context.Context, written []*transport.Message, errs []error) []error {
+	b.mu.Lock()
+	b.sealed = true
+	if b.pending == 0 {
+		close(b.allDone)
+	}
+	b.mu.Unlock()
+	t := time.NewTimer(c.cfg.confirmTimeout)
+	defer t.Stop()
+	var waitErr error
+	timedOut := false
+	select {
+	case <-b.allDone: // answered already: report the answers even if ctx ended
+	default:
+		select {
+		case <-b.allDone:
+		case <-t.C:
+			timedOut = true
+		case <-ctx.Done():
+			waitErr = ctx.Err()
+		}
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	for i, msg := range written {
+		switch {
+		case b.answered[i]:
+			errs[i] = classify(msg, b.cfs[i])
+		case timedOut:
+			errs[i] = newPubErr(msg, OutcomeFailed, fmt.Sprintf("the broker did not confirm it within %s, so it may have arrived; publish it again only if a duplicate is acceptable", c.cfg.confirmTimeout), true, nil)
+		default:
+			errs[i] = newPubErr(msg, OutcomeFailed, fmt.Sprintf("the caller stopped waiting before the broker confirmed it (%v), so it may have arrived", waitErr), true, waitErr)
+		}
+	}
+	return errs
+}
+
+// message is m as the transport publishes it.
+func (m RawMessage) message() *transport.Message {
+	mode := uint8(2)
+	if m.Transient {
+		mode = 1
+	}
+	return &transport.Message{
+		Exchange:   m.Exchange,
+		RoutingKey: m.RoutingKey,
+		Mandatory:  !m.NotMandatory,
+		Properties: transport.Properties{
+			ContentType:  m.ContentType,
+			MessageID:    m.MessageID,
+			ReplyTo:      m.ReplyTo,
+			DeliveryMode: mode,
+			Priority:     m.Priority,
+			Headers:      transport.Table(m.Headers),
+		},
+		Body: m.Body,
+	}
+}

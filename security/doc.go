@@ -1,0 +1,12 @@
+// Package security holds what AceMQ for Go needs to connect safely: the TLS
+// modes (required, insecure for development, disabled), the refusal of
+// development certificates (contract §8.8), client certificates for mutual
+// TLS, and credentials providers (static, environment, file, function)
+// whose secrets never appear in output.
+//
+// The package depends on the standard library only; the acemq package's
+// options (acemq.WithTLSMode, acemq.WithDevelopmentCertificates,
+// acemq.WithClientCertificate, acemq.WithExternalAuth,
+// acemq.WithCredentialsProvider) put its values into a Conn, and the
+// RabbitMQ transport applies them on every dial.
+package security

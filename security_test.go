@@ -1,0 +1,424 @@
+package acemq_test
+
+import (
+	"bytes"
+	"context"
+	"crypto/tls"
+	"encoding/json"
+	"errors"
+	"io"
+	"net"
+	"net/http"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/acemq-go/acemq"
+	"github.com/acemq-go/acemq/devcerts"
+	"github.com/acemq-go/acemq/internal/testenv"
+	"github.com/acemq-go/acemq/security"
+)
+
+// The test node's TLS listener uses the files `acemq certs` wrote
+// (scripts/rabbitmq.sh): ca.pem, ca.key, client.pem and client.key sit
+// beside ACEMQ_TEST_TLS_CA. Its listener verifies a client certificate when
+// one is given (verify_peer) and lets password logins through without one.
+
+func tlsDir(t *testing.T) string { return filepath.Dir(testenv.TLSCAFile(t)) }
+
+// testCA loads the test node's development CA (certificate and key).
+func testCA(t *testing.T) devcerts.Pair {
+	t.Helper()
+	pair, err := tls.LoadX509KeyPair(filepath.Join(tlsDir(t), "ca.pem"), filepath.Join(tlsDir(t), "ca.key"))
+	if err != nil {
+		t.Fatalf("loading the test CA: %v", err)
+	}
+	ca, err := devcerts.LoadCA(pair)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ca
+}
+
+// sendConfirmed publishes one item to q and fails unless it is confirmed.
+func sendConfirmed(t *testing.T, c *acemq.Conn, q string, n int) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
+	defer cancel()
+	sent, err := acemq.NewPublisher[item](c, "", q).Send(ctx, item{n})
+	if err != nil {
+		t.Fatalf("publish %d: %v", n, err)
+	}
+	if sent.Outcome != acemq.OutcomeConfirmed {
+		t.Fatalf("publish %d: outcome %q, want confirmed", n, sent.Outcome)
+	}
+}
+
+func withoutUser(t *testing.T, raw string) string {
+	t.Helper()
+	u, err := url.Parse(raw)
+	if err != nil {
+		t.Fatal(err)
+	}
+	u.User = nil
+	return u.String()
+}
+
+func TestTLSModeAndSchemeMatrix(t *testing.T) {
+	plain, secure := testenv.AMQPURL(t), testenv.AMQPSURL(t)
+	trust := acemq.WithTLS(&tls.Config{RootCAs: testCAPool(t)})
+	dev := acemq.WithDevelopmentCertificates()
+	for _, tc := range []struct {
+		name    string
+		scheme  string
+		opts    []acemq.Option
+		option  string // ConfigurationError expected naming this option
+		mention string // ... and saying this
+	}{
+		{"auto amqp", "amqp", nil, "", ""},
+		{"auto amqps", "amqps", []acemq.Option{trust, dev}, "", ""},
+		{"required amqp", "amqp", []acemq.Option{acemq.WithTLSMode(security.ModeRequired)}, "WithTLSMode", "connect to amqps://"},
+		{"required amqps", "amqps", []acemq.Option{acemq.WithTLSMode(security.ModeRequired), trust, dev}, "", ""},
+		{"insecure amqp", "amqp", []acemq.Option{acemq.WithInsecureSkipVerifyForDevelopment()}, "WithInsecureSkipVerifyForDevelopment", "use amqps://"},
+		{"insecure amqps", "amqps", []acemq.Option{acemq.WithInsecureSkipVerifyForDevelopment(), dev}, "", ""},
+		{"insecure through WithTLSMode", "amqps", []acemq.Option{acemq.WithTLSMode(security.ModeInsecure)}, "WithTLSMode", "WithInsecureSkipVerifyForDevelopment()"},
+		{"disabled amqp", "amqp", []acemq.Option{acemq.WithTLSMode(security.ModeDisabled)}, "", ""},
+		{"disabled amqps", "amqps", []acemq.Option{acemq.WithTLSMode(security.ModeDisabled)}, "WithTLSMode", "use an amqp:// URL"},
+		{"required and insecure", "amqps", []acemq.Option{acemq.WithTLSMode(security.ModeRequired), acemq.WithInsecureSkipVerifyForDevelopment()}, "WithTLSMode", "keep one"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if tc.option != "" {
+				addr, check := noDialAddr(t)
+				_, err := connectTLS(t, tc.scheme+"://guest:guest@"+addr+"/", tc.opts...)
+				check()
+				wantConfigError(t, err, tc.option, tc.mention)
+				if strings.Contains(err.Error(), "guest:guest") {
+					t.Fatalf("the error shows the URL's password: %v", err)
+				}
+				return
+			}
+			u := plain
+			if tc.scheme == "amqps" {
+				u = secure
+			}
+			c, err := connectTLS(t, u, tc.opts...)
+			if err != nil {
+				t.Fatalf("%s: %v", tc.name, err)
+			}
+			sendConfirmed(t, c, classicQueue(t, c, "tls.mode"), 1)
+		})
+	}
+}
+
+func TestDevelopmentBrokerCertificateIsRefusedVerifiedOrNotUnlessAllowed(t *testing.T) {
+	u := testenv.AMQPSURL(t)
+	trust := acemq.WithTLS(&tls.Config{RootCAs: testCAPool(t)})
+	for _, tc := range []struct {
+		name string
+		opts []acemq.Option
+	}{
+		{"verified", []acemq.Option{trust}},
+		{"unverified", []acemq.Option{acemq.WithInsecureSkipVerifyForDevelopment()}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := connectTLS(t, u, tc.opts...)
+			var dev *security.DevelopmentCertificateError
+			if !errors.As(err, &dev) {
+				t.Fatalf("Connect to a broker with a development certificate returned %v, want a *security.DevelopmentCertificateError", err)
+			}
+			if dev.Role != security.RoleBroker {
+				t.Fatalf("refused as %q, want %q", dev.Role, security.RoleBroker)
+			}
+			for _, want := range []string{security.DevelopmentMarker, "acemq.WithDevelopmentCertificates()", "issued by your organisation's CA"} {
+				if !strings.Contains(err.Error(), want) {
+					t.Fatalf("error %q does not say %q", err, want)
+				}
+			}
+			c, err := connectTLS(t, u, append(tc.opts, acemq.WithDevelopmentCertificates())...)
+			if err != nil {
+				t.Fatalf("with WithDevelopmentCertificates: %v", err)
+			}
+			if r := c.Health(context.Background()); !r.Open {
+				t.Fatalf("health with the allowance: %+v", r)
+			}
+		})
+	}
+}
+
+func TestDevelopmentClientCertificateIsRefusedBeforeDialUnlessAllowed(t *testing.T) {
+	dir := tlsDir(t)
+	cert := acemq.WithClientCertificate(security.CertificateFiles(filepath.Join(dir, "client.pem"), filepath.Join(dir, "client.key")))
+	addr, check := noDialAddr(t)
+	_, err := connectTLS(t, "amqps://guest:guest@"+addr+"/", cert, acemq.WithInsecureSkipVerifyForDevelopment())
+	check()
+	wantConfigError(t, err, "WithClientCertificate", security.DevelopmentMarker)
+	if !strings.Contains(err.Error(), string(security.RoleClientCert)) || !strings.Contains(err.Error(), "WithDevelopmentCertificates()") {
+		t.Fatalf("error %q does not say the client certificate was refused and how to allow it", err)
+	}
+	// Allowed: the broker verifies it against its CA and the password
+	// login goes through beside it.
+	c, err := connectTLS(t, testenv.AMQPSURL(t), cert, acemq.WithTLS(&tls.Config{RootCAs: testCAPool(t)}), acemq.WithDevelopmentCertificates())
+	if err != nil {
+		t.Fatalf("a marked client certificate with the allowance: %v", err)
+	}
+	sendConfirmed(t, c, classicQueue(t, c, "tls.clientcert"), 1)
+}
+
+func TestClientCertificateErrorsNameTheFilesNeverTheKey(t *testing.T) {
+	dir := t.TempDir()
+	set, err := devcerts.Generate(devcerts.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// A key that does not match the certificate.
+	other, _ := devcerts.Generate(devcerts.Options{})
+	certFile, keyFile := filepath.Join(dir, "c.pem"), filepath.Join(dir, "k.pem")
+	if err := os.WriteFile(certFile, set.Client.CertPEM, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(keyFile, other.Client.KeyPEM, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name string
+		cert security.Certificate
+		want string
+	}{
+		{"missing file", security.CertificateFiles(filepath.Join(dir, "none.pem"), keyFile), filepath.Join(dir, "none.pem")},
+		{"mismatched key file", security.CertificateFiles(certFile, keyFile), certFile},
+		{"mismatched PEM values", security.CertificatePEM(set.Client.CertPEM, other.Client.KeyPEM), "PEM values"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			addr, check := noDialAddr(t)
+			_, err := connectTLS(t, "amqps://guest:guest@"+addr+"/", acemq.WithClientCertificate(tc.cert), acemq.WithDevelopmentCertificates())
+			check()
+			wantConfigError(t, err, "WithClientCertificate", tc.want)
+			if strings.Contains(err.Error(), "PRIVATE KEY") || strings.Contains(err.Error(), string(other.Client.KeyPEM[30:60])) {
+				t.Fatalf("the error shows key material: %v", err)
+			}
+		})
+	}
+}
+
+// externalUser issues a client certificate signed by the test node's CA
+// for a fresh common name, and creates the broker user of that name with
+// no password and full permissions on /.
+func externalUser(t *testing.T, prefix string) (security.Certificate, string) {
+	t.Helper()
+	cn := testenv.Unique(prefix)
+	pair, err := devcerts.IssueClient(testCA(t), cn, time.Hour)
+	if err != nil {
+		t.Fatal(err)
+	}
+	brokerUser(t, cn, "")
+	return security.CertificatePEM(pair.CertPEM, pair.KeyPEM), cn
+}
+
+// mgmt calls the test node's management HTTP API (much faster than
+// rabbitmqctl, which starts an Erlang VM per call) and decodes a JSON
+// answer into out when out is not nil.
+func mgmt(t *testing.T, method, path string, body any, out any) {
+	t.Helper()
+	base := os.Getenv("ACEMQ_TEST_MANAGEMENT_URL")
+	if base == "" {
+		testenv.RabbitCtl(t, "status") // fails or skips the way every broker test does
+		t.Fatal("ACEMQ_TEST_MANAGEMENT_URL is not set; scripts/rabbitmq.sh start writes it")
+	}
+	u, err := url.Parse(base)
+	if err != nil {
+		t.Fatal(err)
+	}
+	user := u.User
+	u.User = nil
+	var rd io.Reader
+	if body != nil {
+		b, err := json.Marshal(body)
+		if err != nil {
+			t.Fatal(err)
+		}
+		rd = bytes.NewReader(b)
+	}
+	req, err := http.NewRequest(method, strings.TrimSuffix(u.String(), "/")+path, rd)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pw, _ := user.Password()
+	req.SetBasicAuth(user.Username(), pw)
+	req.Header.Set("Content-Type", "application/json")
+	// No keep-alive: no idle connection outlives the test (goleak).
+	client := &http.Client{Transport: &http.Transport{DisableKeepAlives: true}, Timeout: 15 * time.Second}
+	resp, err := client.Do(req)
+	if err != nil {
+		t.Fatalf("management API %s %s: %v", method, path, err)
+	}
+	defer resp.Body.Close()
+	data, _ := io.ReadAll(resp.Body)
+	if resp.StatusCode >= 300 && !(method == http.MethodDelete && resp.StatusCode == http.StatusNotFound) {
+		t.Fatalf("management API %s %s: %s %s", method, path, resp.Status, data)
+	}
+	if out != nil {
+		if err := json.Unmarshal(data, out); err != nil {
+			t.Fatalf("management API %s %s: %v in %s", method, path, err, data)
+		}
+	}
+}
+
+// brokerUser creates a user with full permissions on / (no password when
+// password is empty: it can then log in only with EXTERNAL) and deletes it
+// at cleanup.
+func brokerUser(t *testing.T, name, password string) {
+	t.Helper()
+	body := map[string]any{"tags": ""}
+	if password == "" {
+		body["password_hash"] = ""
+	} else {
+		body["password"] = password
+	}
+	mgmt(t, http.MethodPut, "/api/users/"+url.PathEscape(name), body, nil)
+	t.Cleanup(func() { mgmt(t, http.MethodDelete, "/api/users/"+url.PathEscape(name), nil, nil) })
+	mgmt(t, http.MethodPut, "/api/permissions/%2F/"+url.PathEscape(name), map[string]string{"configure": ".*", "write": ".*", "read": ".*"}, nil)
+}
+
+type brokerConn struct {
+	Name          string `json:"name"`
+	User          string `json:"user"`
+	AuthMechanism string `json:"auth_mechanism"`
+	ClientProps   struct {
+		ConnectionName string `json:"connection_name"`
+	} `json:"client_properties"`
+}
+
+// connectionsOf lists the broker's connections of user.
+func connectionsOf(t *testing.T, user string) []brokerConn {
+	t.Helper()
+	var all []brokerConn
+	mgmt(t, http.MethodGet, "/api/connections", nil, &all)
+	var out []brokerConn
+	for _, c := range all {
+		if c.User == user {
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
+func TestMutualTLSWithExternalLoginPublishes(t *testing.T) {
+	cert, cn := externalUser(t, "acemq-external")
+	u := withoutUser(t, testenv.AMQPSURL(t))
+	c, err := connectTLS(t, u,
+		acemq.WithTLS(&tls.Config{RootCAs: testCAPool(t)}),
+		acemq.WithClientCertificate(cert), acemq.WithExternalAuth(), acemq.WithDevelopmentCertificates(),
+		acemq.WithClientName("external-"+cn))
+	if err != nil {
+		t.Fatalf("EXTERNAL login with a client certificate: %v", err)
+	}
+	sendConfirmed(t, c, classicQueue(t, c, "tls.external"), 7)
+	// The management API lists connections a few seconds late (its stats
+	// are collected periodically): poll with a deadline.
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		conns := connectionsOf(t, cn)
+		ext := 0
+		for _, bc := range conns {
+			if bc.AuthMechanism == "EXTERNAL" {
+				ext++
+			}
+		}
+		if ext == 2 { // publishing and consuming
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the broker lists %d connections of %s (%+v), want 2 EXTERNAL ones", len(conns), cn, conns)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+}
+
+func TestExternalLoginRefusedSaysWhatTheBrokerAnswered(t *testing.T) {
+	u := withoutUser(t, testenv.AMQPSURL(t))
+	trust := acemq.WithTLS(&tls.Config{RootCAs: testCAPool(t)})
+	t.Run("no user for the certificate", func(t *testing.T) {
+		pair, err := devcerts.IssueClient(testCA(t), testenv.Unique("acemq-nobody"), time.Hour)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, err = connectTLS(t, u, trust, acemq.WithDevelopmentCertificates(), acemq.WithExternalAuth(),
+			acemq.WithClientCertificate(security.CertificatePEM(pair.CertPEM, pair.KeyPEM)))
+		if err == nil {
+			t.Fatal("EXTERNAL login with a certificate whose user does not exist succeeded")
+		}
+		for _, want := range []string{"refused the EXTERNAL login", `answered "username or password not allowed"`, "add_user"} {
+			if !strings.Contains(err.Error(), want) {
+				t.Fatalf("error %q does not say %q", err, want)
+			}
+		}
+	})
+	t.Run("certificate from a CA the broker does not trust", func(t *testing.T) {
+		other, err := devcerts.Generate(devcerts.Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		// TLS 1.2: the broker's verdict on the client certificate comes
+		// inside the handshake (TLS 1.3 may send it after, as a reset).
+		_, err = connectTLS(t, u, acemq.WithTLS(&tls.Config{RootCAs: testCAPool(t), MaxVersion: tls.VersionTLS12}),
+			acemq.WithDevelopmentCertificates(), acemq.WithExternalAuth(),
+			acemq.WithClientCertificate(security.CertificatePEM(other.Client.CertPEM, other.Client.KeyPEM)))
+		if err == nil {
+			t.Fatal("a client certificate from an unknown CA was accepted")
+		}
+		for _, want := range []string{"the broker refused the TLS handshake", `answered "tls: unknown certificate authority"`, "ssl_options.cacertfile"} {
+			if !strings.Contains(err.Error(), want) {
+				t.Fatalf("error %q does not say %q", err, want)
+			}
+		}
+	})
+}
+
+func TestExternalLoginSettingsThatCannotWorkAreConfigurationErrors(t *testing.T) {
+	addr, check := noDialAddr(t)
+	defer check()
+	for _, tc := range []struct {
+		name, url, mention string
+		opts               []acemq.Option
+	}{
+		{"no certificate", "amqps://" + addr + "/", "none was given", nil},
+		{"plaintext", "amqp://" + addr + "/", "needs TLS", nil},
+		{"password in URL", "amqps://app:secret@" + addr + "/", "drop the user information", []acemq.Option{acemq.WithClientCertificate(security.CertificatePEM(devPair(t)))}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := connectTLS(t, tc.url, append(tc.opts, acemq.WithExternalAuth(), acemq.WithDevelopmentCertificates())...)
+			wantConfigError(t, err, "WithExternalAuth", tc.mention)
+		})
+	}
+}
+
+func devPair(t *testing.T) ([]byte, []byte) {
+	t.Helper()
+	set, err := devcerts.Generate(devcerts.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return set.Client.CertPEM, set.Client.KeyPEM
+}
+
+func TestCredentialsProviderWithURLUserInfoIsAConfigurationError(t *testing.T) {
+	addr, check := noDialAddr(t)
+	_, err := connectTLS(t, "amqp://app:hunter2@"+addr+"/", acemq.WithCredentialsProvider(security.Static("app", "x")))
+	check()
+	wantConfigError(t, err, "WithCredentialsProvider", "one source of credentials")
+	if strings.Contains(err.Error(), "hunter2") {
+		t.Fatalf("the error shows the URL's password: %v", err)
+	}
+}
+
+func hostPort(t *testing.T, raw string) string {
+	t.Helper()
+	u, err := url.Parse(raw)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return net.JoinHostPort(u.Hostname(), u.Port())
+}
