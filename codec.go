@@ -71,22 +71,30 @@ var codecRegistry = struct {
 	codecs map[string]Codec
 }{codecs: map[string]Codec{}}
 
-// RegisterCodec adds c to the codec registry under c.Name().
+// RegisterCodec adds c to the codec registry under c.Name(). It is meant
+// to be called from init functions.
 //
-// A later registration under the same name replaces the earlier one,
-// including the built-in "json", "text" and "bytes". A nil codec or one
-// with an empty name is ignored. Safe for concurrent use.
+// It follows database/sql.Register's rule, the one transport.Register
+// follows too: a nil codec, an empty name, or a name already registered
+// (the built-in "json", "text" and "bytes" included) is a programming
+// error, and it panics with a message saying which; two codecs silently
+// answering to one name would decode with whichever came last. Safe for
+// concurrent use.
 func RegisterCodec(c Codec) {
 	if c == nil {
-		return
+		panic("acemq: RegisterCodec was given a nil codec")
 	}
 	name := c.Name()
 	if name == "" {
-		return
+		panic(fmt.Sprintf("acemq: RegisterCodec was given a codec (%T) with an empty name; a codec needs a name to be found by", c))
 	}
 	codecRegistry.mu.Lock()
+	defer codecRegistry.mu.Unlock()
+	_, dup := codecRegistry.codecs[name]
+	if dup || name == "json" || name == "text" || name == "bytes" {
+		panic(fmt.Sprintf("acemq: RegisterCodec called twice for codec %q; register each name once, and give a replacement codec a name of its own", name))
+	}
 	codecRegistry.codecs[name] = c
-	codecRegistry.mu.Unlock()
 }
 
 // CodecByName returns a registered codec ("json", "text", "bytes" are

@@ -1,6 +1,7 @@
 package acemq
 
 import (
+	"fmt"
 	"strings"
 	"sync"
 	"testing"
@@ -232,18 +233,45 @@ func TestCodecRegistryHasBuiltinsAndRegisteredCodecs(t *testing.T) {
 	if _, ok := CodecByName("nope"); ok {
 		t.Error("CodecByName found an unregistered codec")
 	}
-	RegisterCodec(nil)
 	var wg sync.WaitGroup
 	for range 8 {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			RegisterCodec(upperCodec{})
 			CodecByName("upper")
 		}()
+	}
+	if _, ok := CodecByName("upper"); !ok { // -count=2 runs this twice in one process
+		RegisterCodec(upperCodec{})
 	}
 	wg.Wait()
 	if c, ok := CodecByName("upper"); !ok || c.Name() != "upper" {
 		t.Errorf("registered codec not found: %v %v", c, ok)
+	}
+}
+
+// mustPanic runs f and returns the panic message, failing when f returns.
+func mustPanic(t *testing.T, f func()) (msg string) {
+	t.Helper()
+	defer func() {
+		r := recover()
+		if r == nil {
+			t.Fatal("no panic")
+		}
+		msg = fmt.Sprint(r)
+	}()
+	f()
+	return ""
+}
+
+func TestRegisterCodecPanicsOnADuplicateOrNamelessCodecAsSQLRegisterDoes(t *testing.T) {
+	if msg := mustPanic(t, func() { RegisterCodec(JSON()) }); !strings.Contains(msg, `acemq: RegisterCodec called twice for codec "json"`) {
+		t.Errorf("duplicate: %s", msg)
+	}
+	if msg := mustPanic(t, func() { RegisterCodec(nil) }); !strings.Contains(msg, "nil codec") {
+		t.Errorf("nil: %s", msg)
+	}
+	if c, _ := CodecByName("json"); c == nil {
+		t.Error("the refused duplicate removed the built-in")
 	}
 }

@@ -78,11 +78,10 @@ type Conn struct {
 	cfg       config
 	driver    transport.Driver
 	tcfg      transport.Config
-	scheme    string
 	redacted  string
 	origin    string
 	logger    *slog.Logger
-	permits   chan struct{}
+	permits   *permits
 	pubs      atomic.Pointer[pubSet]
 	state     atomic.Int32
 	blocked   atomic.Pointer[blockState]
@@ -104,7 +103,8 @@ type Conn struct {
 	stateCh   chan struct{}
 
 	events    *eventQueue
-	closing   chan struct{}
+	closing   context.Context // ends when Close starts
+	beginStop context.CancelFunc
 	closed    chan struct{}
 	done      chan struct{} // see Done
 	doneOnce  sync.Once
@@ -137,8 +137,14 @@ func Connect(ctx context.Context, rawURL string, opts ...Option) (*Conn, error) 
 	if !ok {
 		return nil, configErr("url", "no transport is registered for scheme %q; known schemes: %s (memory:// and amqp(s):// need no import)", u.Scheme, strings.Join(transport.Schemes(), ", "))
 	}
-	if scheme == "memory" && u.Query().Get("confirms") == "off" {
-		cfg.confirms = false
+	if uc, ok := driver.(transport.URLChecker); ok {
+		set, err := uc.CheckURL(rawURL)
+		if err != nil {
+			return nil, configErr("url", "%s is not a URL the %s transport accepts: %v", redactURL(rawURL), driver.Name(), err)
+		}
+		if set.ConfirmsOff {
+			cfg.confirms = false
+		}
 	}
 	if cfg.tls != nil && scheme == "amqp" {
 		cfg.problem("WithTLS", "TLS settings were given with an amqp:// URL, which is plaintext; use amqps://")
@@ -174,19 +180,18 @@ func Connect(ctx context.Context, rawURL string, opts ...Option) (*Conn, error) 
 	c := &Conn{
 		cfg:       cfg,
 		driver:    driver,
-		scheme:    scheme,
 		redacted:  redactURL(rawURL),
 		origin:    origin,
 		logger:    logger.With("component", "acemq"),
-		permits:   make(chan struct{}, cfg.maxOutstanding),
+		permits:   newPermits(cfg.maxOutstanding),
 		declKeys:  map[string]bool{},
 		consumers: map[*consumerCore]struct{}{},
 		stateCh:   make(chan struct{}),
-		closing:   make(chan struct{}),
 		closed:    make(chan struct{}),
 		done:      make(chan struct{}),
 		superDone: make(chan struct{}),
 	}
+	c.closing, c.beginStop = context.WithCancel(context.Background())
 	c.tel = newTelemetry(&c.cfg, driver.Name())
 	c.tcfg = transport.Config{
 		URL:            rawURL,
@@ -212,6 +217,7 @@ func Connect(ctx context.Context, rawURL string, opts ...Option) (*Conn, error) 
 	}
 	if err := c.dial(ctx, 0); err != nil {
 		c.stopEvents()
+		c.beginStop()
 		return nil, err
 	}
 	c.state.Store(int32(StateOpen))
@@ -344,6 +350,14 @@ func (c *Conn) setState(s State) {
 	c.mu.Unlock()
 }
 
+// generation numbers the current pair of broker connections; each
+// successful dial makes a new one.
+func (c *Conn) generation() uint64 {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.gen
+}
+
 // stateChanged returns a channel closed at the next state or blocked change.
 func (c *Conn) stateChanged() <-chan struct{} {
 	c.mu.Lock()
@@ -376,7 +390,7 @@ func (c *Conn) BlockedReason() string {
 
 // Outstanding is how many confirmed publishes are waiting for the broker's
 // answer now. Pinned at the ceiling means the broker stopped answering.
-func (c *Conn) Outstanding() int { return len(c.permits) }
+func (c *Conn) Outstanding() int { return c.permits.outstanding() }
 
 // Origin is the origin stamped on envelopes this Conn publishes.
 func (c *Conn) Origin() string { return c.origin }

@@ -59,7 +59,8 @@ func InProgress(delay time.Duration) Decision {
 // Err is the error the decision carries, if any.
 func (d Decision) Err() error { return d.err }
 
-// String names the decision: accept, retry, reject, park, in_progress.
+// String names the decision: accept, retry, reject, park, in_progress,
+// release.
 func (d Decision) String() string {
 	switch d.kind {
 	case decAccept:
@@ -72,6 +73,8 @@ func (d Decision) String() string {
 		return "park"
 	case decInProgress:
 		return "in_progress"
+	case decRelease:
+		return "release"
 	}
 	return "none"
 }

@@ -71,15 +71,20 @@ type consumerCore struct {
 	readers  sync.WaitGroup
 	inFlight atomic.Int64
 
+	attachMu sync.Mutex // serialises attaches (recovery, re-subscriber)
+
 	mu        sync.Mutex
 	att       *attachment
 	draining  bool
 	drainCh   chan struct{}
 	stalled   error
 	resub     bool
+	stallGen  uint64 // the connection generation the stall was seen on
 	closed    chan struct{}
 	stranded  int // what the first drain left unsettled
 	drainOnce sync.Once
+	bg        sync.WaitGroup // later hops and the re-subscriber; see goBackground
+	bgDone    bool           // the drain waited for bg; no more may start
 
 	omu         sync.Mutex
 	outstanding int
@@ -102,6 +107,32 @@ func newConsumerCore(c *Conn, queue, tag string, prefetch, concurrency int, poli
 		go k.worker()
 	}
 	return k
+}
+
+// goBackground starts fn on a goroutine the consumer owns: the drain
+// waits for it. It reports false, starting nothing, once the drain has
+// finished waiting.
+func (k *consumerCore) goBackground(fn func()) bool {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	if k.bgDone {
+		return false
+	}
+	k.bg.Add(1)
+	go func() {
+		defer k.bg.Done()
+		fn()
+	}()
+	return true
+}
+
+// waitBackground stops new background goroutines and waits for the ones
+// running. The caller has ended base, so none waits long.
+func (k *consumerCore) waitBackground() {
+	k.mu.Lock()
+	k.bgDone = true
+	k.mu.Unlock()
+	k.bg.Wait()
 }
 
 func randomHex(n int) string {
@@ -133,8 +164,26 @@ func (k *consumerCore) checkQueue(ctx context.Context) error {
 }
 
 // attach opens a channel, sets the per-consumer prefetch and subscribes
-// with the consumer's stable tag.
+// with the consumer's stable tag. Attaches are serialised per consumer.
 func (k *consumerCore) attach(ctx context.Context) error {
+	k.attachMu.Lock()
+	defer k.attachMu.Unlock()
+	return k.attachLocked(ctx)
+}
+
+// attachOn attaches only while the Conn is open on connection generation
+// gen: a re-subscriber never races the recovery of a newer connection. It
+// reports whether it attached.
+func (k *consumerCore) attachOn(ctx context.Context, gen uint64) (bool, error) {
+	k.attachMu.Lock()
+	defer k.attachMu.Unlock()
+	if k.c.State() != StateOpen || k.c.generation() != gen {
+		return false, nil
+	}
+	return true, k.attachLocked(ctx)
+}
+
+func (k *consumerCore) attachLocked(ctx context.Context) error {
 	k.mu.Lock()
 	if k.draining {
 		k.mu.Unlock()
@@ -304,62 +353,86 @@ func (k *consumerCore) worker() {
 	}
 }
 
-// markStalled records that the consumer stopped reading and keeps trying to
-// re-subscribe with back-off until it works or the consumer closes.
+// markStalled records that the consumer stopped reading, and makes sure
+// something re-attaches it. Re-attaching has one owner per connection:
+// after a connection loss it is the Conn's recovery (reconnect attaches
+// every consumer, and re-marks a stall it cannot mend on the new
+// connection); while the connection stays up it is the re-subscriber
+// started here, which acts only on the connection the stall was seen on.
+// A broker that cancels a consumer just before it closes the connection
+// (RabbitMQ on stop_app and many forced closes) thus leaves the job to the
+// recovery, and the re-subscriber ends without a word.
 func (k *consumerCore) markStalled(cause error) {
+	gen := k.c.generation()
 	k.mu.Lock()
 	k.stalled = cause
+	k.stallGen = gen
 	if k.resub || k.draining || errors.Is(cause, ErrClosed) {
 		k.mu.Unlock()
 		return
 	}
 	k.resub = true
 	k.mu.Unlock()
-	k.c.logger.Warn("acemq: a consumer stopped reading; re-subscribing with back-off", "queue", k.queue, "cause", cause)
-	go func() {
-		// done ends the loop when the consumer reads again (this attach, or
-		// the Conn's recovery re-attached it) or drains. It is decided under
-		// k.mu, where markStalled records a stall, so a stall that comes
-		// after a successful attach is never left without a re-subscriber.
-		done := func() bool {
-			k.mu.Lock()
-			defer k.mu.Unlock()
-			if k.stalled == nil || k.draining {
-				k.resub = false
-				return true
-			}
-			return false
+	if !k.goBackground(k.resubscribe) {
+		k.mu.Lock()
+		k.resub = false
+		k.mu.Unlock()
+	}
+}
+
+// resubscribe retries the subscription with back-off until the consumer
+// reads again (this loop's attach, or the recovery's) or drains.
+func (k *consumerCore) resubscribe() {
+	// done ends the loop when the consumer reads again or drains. It is
+	// decided under k.mu, where markStalled records a stall, so a stall
+	// that comes after a successful attach is never left without a
+	// re-subscriber.
+	done := func() (bool, uint64) {
+		k.mu.Lock()
+		defer k.mu.Unlock()
+		if k.stalled == nil || k.draining {
+			k.resub = false
+			return true, 0
 		}
-		delay := k.c.cfg.recoveryInterval
-		for {
-			t := time.NewTimer(delay)
-			select {
-			case <-t.C:
-			case <-k.drainCh:
-				t.Stop()
-				done()
-				return
-			}
-			if done() {
-				return
-			}
-			if k.c.State() != StateOpen {
-				continue // the Conn's recovery re-attaches
-			}
-			if err := k.attach(k.base); err == nil {
+		return false, k.stallGen
+	}
+	delay := k.c.cfg.recoveryInterval
+	warned := false
+	for {
+		t := time.NewTimer(delay)
+		select {
+		case <-t.C:
+		case <-k.drainCh:
+			t.Stop()
+			done()
+			return
+		}
+		over, gen := done()
+		if over {
+			return
+		}
+		if k.c.State() != StateOpen || k.c.generation() != gen {
+			continue // the connection went: its recovery re-attaches
+		}
+		if !warned {
+			k.c.logger.Warn("acemq: a consumer stopped reading; re-subscribing with back-off", "queue", k.queue, "cause", k.stalledErr())
+			warned = true
+		}
+		if attached, err := k.attachOn(k.base, gen); err == nil {
+			if attached {
 				k.c.logger.Info("acemq: the consumer is reading again", "queue", k.queue)
-				delay = k.c.cfg.recoveryInterval
-				if done() {
-					return
-				}
-				continue // it stalled again already
 			}
-			delay *= 2
-			if delay > k.c.cfg.recoveryMax {
-				delay = k.c.cfg.recoveryMax
+			delay = k.c.cfg.recoveryInterval
+			if over, _ := done(); over {
+				return
 			}
+			continue // it stalled again already, or the connection changed
 		}
-	}()
+		delay *= 2
+		if delay > k.c.cfg.recoveryMax {
+			delay = k.c.cfg.recoveryMax
+		}
+	}
 }
 
 // Stalled reports why the consumer is not reading, or nil.

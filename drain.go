@@ -103,6 +103,9 @@ func (k *consumerCore) drain(ctx context.Context, deadline time.Time) int {
 		_ = att.ch.Close()
 	}
 	k.releaseAll()
+	// Delayed hops and the re-subscriber end with base (cancelled above);
+	// they are waited for so that nothing publishes after the drain.
+	k.waitBackground()
 	// The transport closes a subscription's delivery channel when its
 	// channel ends, so the readers finish; then the workers can stop.
 	k.readers.Wait()

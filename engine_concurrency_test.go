@@ -2,6 +2,7 @@ package acemq_test
 
 import (
 	"context"
+	"log/slog"
 	"runtime"
 	"strings"
 	"sync"
@@ -131,5 +132,76 @@ func TestRepeatedResubscriptionsDoNotLeakChannels(t *testing.T) {
 			t.Fatalf("%d read goroutines after 4 re-subscriptions, %d before: the old channels were never released", readerGoroutines(), base)
 		}
 		time.Sleep(time.Millisecond) // goroutine exit has no event
+	}
+}
+
+// logLines is a slog handler that keeps every message it is given.
+type logLines struct {
+	mu    sync.Mutex
+	lines []string
+}
+
+func (l *logLines) Enabled(context.Context, slog.Level) bool { return true }
+func (l *logLines) Handle(_ context.Context, r slog.Record) error {
+	l.mu.Lock()
+	l.lines = append(l.lines, r.Message)
+	l.mu.Unlock()
+	return nil
+}
+func (l *logLines) WithAttrs([]slog.Attr) slog.Handler { return l }
+func (l *logLines) WithGroup(string) slog.Handler      { return l }
+func (l *logLines) count(prefix string) int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	n := 0
+	for _, s := range l.lines {
+		if strings.HasPrefix(s, prefix) {
+			n++
+		}
+	}
+	return n
+}
+
+func TestBrokerCancelJustBeforeConnectionLossLeavesReattachingToRecovery(t *testing.T) {
+	logs := &logLines{}
+	events := make(chan acemq.Event, 64)
+	r := newRig(t,
+		acemq.WithLogger(slog.New(logs)),
+		acemq.WithRecoveryInterval(300*time.Millisecond, 300*time.Millisecond),
+		acemq.WithEventHandler(func(e acemq.Event) { events <- e }))
+	r.queue("q")
+	got := make(chan string, 10)
+	k := consume(r, "q", func(ctx context.Context, m *acemq.Message[order]) acemq.Decision {
+		got <- m.Payload.ID
+		return acemq.Accept()
+	})
+	// The broker cancels the subscription (here: the queue goes and comes
+	// back), then closes the connection, as RabbitMQ does on stop_app.
+	if _, err := r.c.DeleteQueue(context.Background(), "q"); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(waitLimit)
+	for k.Stalled() == nil {
+		if time.Now().After(deadline) {
+			t.Fatal("the consumer never reported the cancelled subscription")
+		}
+		time.Sleep(time.Millisecond) // no event for a stall
+	}
+	r.queue("q")
+	r.broker.DropConnections()
+	for e := recv(t, events); e.Kind != acemq.EventRecovered; e = recv(t, events) {
+	}
+	r.send("q", order{ID: "after"})
+	if id := recv(t, got); id != "after" {
+		t.Fatalf("got %q", id)
+	}
+	if k.Stalled() != nil {
+		t.Fatalf("stalled after the recovery re-attached it: %v", k.Stalled())
+	}
+	if info, _ := r.broker.QueueInfo("q"); info.Consumers != 1 {
+		t.Fatalf("q has %d consumers after the recovery, want 1", info.Consumers)
+	}
+	if n := logs.count("acemq: a consumer stopped reading"); n != 0 {
+		t.Fatalf("logged %d re-subscribe warnings; the connection's recovery re-attached the consumer, so nothing else may claim the job", n)
 	}
 }

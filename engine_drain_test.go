@@ -3,11 +3,14 @@ package acemq_test
 import (
 	"context"
 	"errors"
+	"runtime"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/acemq-go/acemq"
+	"github.com/acemq-go/acemq/internal/alarmtest"
 )
 
 func TestSetAsideFailureRejectsToBrokerDeadLettering(t *testing.T) {
@@ -244,5 +247,55 @@ func TestConnCloseDrainsEveryConsumerUnderOneDeadline(t *testing.T) {
 	}
 	if again := r.c.Close(context.Background()); again == nil || again.Error() != want {
 		t.Fatalf("second Conn.Close = %v, want the first result", again)
+	}
+}
+
+// laterGoroutines counts consumer goroutines holding a delivery for a
+// delayed hop (an in-consumer retry wait or a put-back).
+func laterGoroutines() int {
+	buf := make([]byte, 1<<20)
+	n := runtime.Stack(buf, true)
+	return strings.Count(string(buf[:n]), "acemq.(*consumerCore).later")
+}
+
+func TestConsumerCloseAtItsDeadlineLeavesNoDelayedHopBehind(t *testing.T) {
+	r := newRig(t)
+	r.queue("q")
+	r.queue("marker")
+	seen := make(chan struct{}, 10)
+	k := consume(r, "q", func(ctx context.Context, m *acemq.Message[order]) acemq.Decision {
+		seen <- struct{}{}
+		return acemq.Retry(errors.New("boom"))
+	}, acemq.ConsumerRetry(acemq.Fixed(3, time.Hour).WaitInBrokerFrom(0)))
+	// The consumer holds the message for an in-consumer retry wait. With
+	// the publishing connection blocked, the hop the drain starts cannot
+	// be written before the drain's deadline.
+	_ = r.send("q", order{ID: "w"})
+	if s := r.nextSettlement(); s.Outcome != acemq.ConsumeRetried {
+		t.Fatalf("settlement %+v", s)
+	}
+	recv(t, seen)
+	held := alarmtest.BlockAndWait(t, r.c, r.broker, "low on memory")
+	ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
+	defer cancel()
+	// The drain ends at ctx's deadline: with the delivery still held
+	// (ErrDrainTimeout) or just handed back by the cancelled hop (then
+	// only ctx's error). Either way nothing of the consumer may remain.
+	err := k.Close(ctx)
+	if err != nil && !errors.Is(err, acemq.ErrDrainTimeout) && !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("Consumer.Close = %v", err)
+	}
+	if n := laterGoroutines(); n != 0 {
+		t.Fatalf("%d delayed-hop goroutines outlived Consumer.Close: a retry copy can still be published after Close returned while the broker redelivers the original", n)
+	}
+	r.broker.Unblock()
+	if err := recv(t, held); err != nil {
+		t.Fatal(err)
+	}
+	// A confirmed publish after the unblock: anything the consumer had
+	// pending on the publishing connection would have been routed first.
+	r.send("marker", order{})
+	if got := r.ready("q"); got != 1 {
+		t.Fatalf("q holds %d after the drain, want 1 (the original, redelivered; no retry copy)", got)
 	}
 }

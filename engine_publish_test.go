@@ -353,3 +353,47 @@ func TestSendAllSurvivesConfirmsArrivingWhileItIsStillWriting(t *testing.T) {
 	}
 	r.waitReady("q", 20*len(batch))
 }
+
+func TestSendAllWaitsForRecoveryLikeSend(t *testing.T) {
+	events := make(chan acemq.Event, 64)
+	r := newRig(t,
+		acemq.WithWaitForRecovery(),
+		acemq.WithRecoveryInterval(200*time.Millisecond, 200*time.Millisecond),
+		acemq.WithEventHandler(func(e acemq.Event) { events <- e }))
+	r.queue("q")
+	r.broker.DropConnections()
+	for e := recv(t, events); e.Kind != acemq.EventLost; e = recv(t, events) {
+	}
+	if st := r.c.State(); st == acemq.StateOpen {
+		t.Fatalf("state %s right after the loss; the test needs a batch sent during the recovery", st)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), waitLimit)
+	defer cancel()
+	sents, err := acemq.NewPublisher[order](r.c, "", "q").SendAll(ctx, []order{{ID: "1"}, {ID: "2"}, {ID: "3"}})
+	if err != nil {
+		t.Fatalf("SendAll during a recovery with WithWaitForRecovery = %v, want it to wait and succeed as Send does", err)
+	}
+	if len(sents) != 3 || sents[2].Outcome != acemq.OutcomeConfirmed {
+		t.Fatalf("sents %+v", sents)
+	}
+	r.waitReady("q", 3)
+}
+
+func TestPublishErrorSaysNackedAndTheReplyCodeWithoutReadingText(t *testing.T) {
+	r := newRig(t)
+	r.queue("q")
+	r.broker.NackNext(1)
+	_, err := acemq.NewPublisher[order](r.c, "", "q").Send(context.Background(), order{})
+	var pe *acemq.PublishError
+	if !errors.As(err, &pe) || !pe.Nacked || !acemq.IsNacked(err) {
+		t.Fatalf("nack: %+v, want Nacked set and IsNacked true", pe)
+	}
+	// IsNacked reads the field, not the sentence.
+	if !acemq.IsNacked(&acemq.PublishError{Nacked: true, Reason: "reworded"}) {
+		t.Fatal("IsNacked compares the reason text instead of the Nacked field")
+	}
+	_, err = acemq.NewPublisher[order](r.c, "", "nowhere").Send(context.Background(), order{}, acemq.Mandatory())
+	if !errors.As(err, &pe) || !pe.Unroutable || pe.ReplyCode != 312 || pe.Nacked || acemq.IsNacked(err) {
+		t.Fatalf("unroutable: %+v, want Unroutable with the broker's reply code 312 and not Nacked", pe)
+	}
+}

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"sync/atomic"
 	"time"
+	"unicode/utf8"
 
 	"github.com/acemq-go/acemq/transport"
 )
@@ -181,13 +182,22 @@ func (e Envelope) CausedBy(parent Envelope) Envelope {
 	}
 }
 
-// Validate reports an envelope that cannot be sent: version or attempt
-// below 1, or a malformed route.
+// Validate reports an envelope that cannot be sent: a text field that is
+// not UTF-8, version or attempt below 1, or a malformed route.
 //
 // A route is malformed when it is present (non-nil) with no step, has a
 // blank step or a step containing ",", or when the route position is
 // negative. Nothing is corrected: the error says what to change.
 func (e Envelope) Validate() error {
+	for _, f := range [...]struct{ name, v string }{
+		{"id", e.ID}, {"type", e.Type}, {"correlation id", e.CorrelationID},
+		{"causation id", e.CausationID}, {"origin", e.Origin}, {"error", e.Error},
+		{"claim", e.Claim}, {"route id", e.RouteID}, {"reply-to", e.ReplyTo},
+	} {
+		if !utf8.ValidString(f.v) {
+			return fmt.Errorf("acemq: envelope %s %q is not UTF-8 text; headers carry UTF-8 strings only (contract §1.4), so give it as UTF-8", f.name, f.v)
+		}
+	}
 	if e.Version < 1 {
 		return fmt.Errorf("acemq: envelope version %d is below 1; payload schema versions start at 1", e.Version)
 	}
@@ -203,6 +213,9 @@ func (e Envelope) Validate() error {
 	for i, step := range e.Route {
 		if strings.TrimSpace(step) == "" {
 			return fmt.Errorf("acemq: route step %d is blank; every step names the queue or step it goes to", i)
+		}
+		if !utf8.ValidString(step) {
+			return fmt.Errorf("acemq: route step %q is not UTF-8 text; headers carry UTF-8 strings only (contract §1.4)", step)
 		}
 		if strings.Contains(step, ",") {
 			return fmt.Errorf("acemq: route step %q contains \",\", which separates steps on the wire; rename the step", step)

@@ -61,7 +61,7 @@ func readEnvelope(headers transport.Table, routingKey, messageID, replyTo string
 		}
 	}
 
-	if e.ID == "" {
+	if e.ID == "" && utf8.ValidString(messageID) {
 		e.ID = messageID
 	}
 	if e.ID == "" {
@@ -89,7 +89,7 @@ func readEnvelope(headers transport.Table, routingKey, messageID, replyTo string
 	}
 	if s, ok := readString(headers[HeaderReplyTo]); ok {
 		e.ReplyTo = s
-	} else {
+	} else if utf8.ValidString(replyTo) {
 		e.ReplyTo = replyTo
 	}
 
@@ -113,13 +113,19 @@ func atLeastOne(v int64) int {
 	return int(v)
 }
 
-// readString reads a string field tolerantly (contract §1.4): a string as
-// is, []byte as UTF-8 text, an integer or float as decimal text. It
-// reports false for an empty result and for anything unreadable.
+// readString reads a string field tolerantly (contract §1.4): a string or
+// []byte as UTF-8 text, an integer or float as decimal text. It reports
+// false for an empty result and for anything unreadable. One rule for
+// both text forms: bytes that are not UTF-8 are unreadable whether they
+// arrive as a string or as []byte, so a field read here can always be
+// written back (only UTF-8 strings are written).
 func readString(v any) (string, bool) {
 	var s string
 	switch x := v.(type) {
 	case string:
+		if !utf8.ValidString(x) {
+			return "", false
+		}
 		s = x
 	case []byte:
 		if !utf8.Valid(x) {

@@ -4,6 +4,7 @@ import (
 	"math"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"github.com/acemq-go/acemq/transport"
 )
@@ -62,6 +63,7 @@ func TestEnvelopeTolerantReadOfStringFields(t *testing.T) {
 		{"string as is", "corr", "corr"},
 		{"bytes as UTF-8", []byte("corr"), "corr"},
 		{"invalid UTF-8 bytes are unreadable", []byte{0xff, 0xfe}, "m"},
+		{"invalid UTF-8 string is unreadable, as bytes are", "\xff\xfe", "m"},
 		{"int64 as decimal", int64(-42), "-42"},
 		{"int8 as decimal", int8(7), "7"},
 		{"uint64 as decimal", uint64(math.MaxUint64), "18446744073709551615"},
@@ -242,6 +244,26 @@ func BenchmarkReadEnvelope(b *testing.B) {
 		e := readEnvelope(headers, "fx.rich", "11111111-2222-3333-4444-555555555555", "")
 		if e.Version != 3 {
 			b.Fatal("bad read")
+		}
+	}
+}
+
+func TestEnvelopeReadNeverKeepsAnIdTheContractForbidsWriting(t *testing.T) {
+	for _, v := range []any{"\xff\xfeid", []byte{0xff, 0xfe}} {
+		e := readEnvelope(transport.Table{HeaderID: v}, "k", "", "")
+		if !isUUIDv4(e.ID) || e.CorrelationID != e.ID {
+			t.Errorf("id from %#v read as %q (correlation %q), want a fresh UUID as for an absent id", v, e.ID, e.CorrelationID)
+		}
+	}
+	// A non-UTF-8 message-id property is unreadable too: the id is fresh.
+	e := readEnvelope(nil, "k", "\xffmid", "")
+	if !isUUIDv4(e.ID) {
+		t.Errorf("id from a non-UTF-8 message-id read as %q, want a fresh UUID", e.ID)
+	}
+	// Rendering (what every set-aside copy writes) then carries UTF-8 only.
+	for k, v := range e.render() {
+		if s, ok := v.(string); ok && !utf8.ValidString(s) {
+			t.Errorf("render wrote %s as non-UTF-8 %q", k, s)
 		}
 	}
 }

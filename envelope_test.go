@@ -220,3 +220,16 @@ func TestEnvelopeRenderWritesOnlyNonEmptyAndEngineHeadersWin(t *testing.T) {
 		t.Errorf("round trip = %+v", back)
 	}
 }
+
+func TestValidateRefusesTextThatIsNotUTF8(t *testing.T) {
+	e := NewEnvelope()
+	e.ID = "\xff\xfe"
+	if err := e.Validate(); err == nil || !strings.Contains(err.Error(), "acemq: envelope id") || !strings.Contains(err.Error(), "not UTF-8") {
+		t.Fatalf("Validate = %v, want the not-UTF-8 refusal naming the id", err)
+	}
+	e = NewEnvelope()
+	e.Route = []string{"a", "\xff"}
+	if err := e.Validate(); err == nil || !strings.Contains(err.Error(), "not UTF-8") {
+		t.Fatalf("Validate = %v, want the not-UTF-8 refusal for a route step", err)
+	}
+}

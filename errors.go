@@ -34,6 +34,13 @@ type PublishError struct {
 	// Sent is true when any byte of the message may have been written, so
 	// the message may have arrived. False means it certainly did not.
 	Sent bool
+	// Nacked is true when the broker answered with a nack: the message
+	// reached the broker, which refused to take responsibility for it.
+	Nacked bool
+	// ReplyCode is the broker's AMQP reply code when the broker answered
+	// with one: 312 (NO_ROUTE) for an unroutable message, the channel's
+	// close code when the broker closed the publishing channel; 0 otherwise.
+	ReplyCode int
 	// Outcome is the metric word for this failure: "unroutable", "refused"
 	// or "failed".
 	Outcome string

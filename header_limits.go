@@ -18,7 +18,9 @@ const (
 )
 
 // ErrHeaderLimit matches (errors.Is) the *PublishError of a publish refused
-// because a header is over MaxHeaderDepth or MaxHeaderEntries. Nothing was
+// because a header is over MaxHeaderDepth or MaxHeaderEntries, or holds a
+// NaN or infinite float (RabbitMQ cannot decode one and closes the
+// publishing connection, taking every publish in flight with it). Nothing was
 // written (Sent is false, Outcome "refused"); the Reason names the header
 // and the limit. Application publishes (Send, SendAll, including headers an
 // interceptor set), hops (retry, dead-letter and park copies) and
@@ -34,6 +36,9 @@ func headerRefusal(msg *transport.Message) error {
 		return nil
 	}
 	reason := l.String() + " that Go consumers (amqp091-go) can read, and one would lose its connection on it; nothing was sent. Flatten the header or carry the data in the body"
+	if l.NonFinite {
+		reason = l.String() + "; nothing was sent. Send a finite number, or the value as text"
+	}
 	return newPubErr(msg, OutcomeRefused, reason, false, ErrHeaderLimit)
 }
 

@@ -13,7 +13,7 @@ import (
 // connection or a timeout, which are not.
 func IsNacked(err error) bool {
 	var p *PublishError
-	return errors.As(err, &p) && p.Reason == reasonNack
+	return errors.As(err, &p) && p.Nacked
 }
 
 // IsMissingExchange reports whether err is (or wraps) a publish the broker

@@ -185,8 +185,10 @@ func NewPublisher[T any](c *Conn, exchange, routingKey string, opts ...Publisher
 	return p
 }
 
-// Send publishes one payload and returns once the broker has confirmed it,
-// with what went on the wire. Every failure is a *PublishError (errors.As):
+// Send publishes one payload and returns once the broker has confirmed it
+// (outcome "confirmed"), with what went on the wire. With
+// WithoutPublisherConfirms a send that is not mandatory returns once it is
+// written (outcome "published"): nothing says the broker has it. Every failure is a *PublishError (errors.As):
 // a *PublishingPausedError when it was refused unsent (blocked or
 // recovering; safe to retry), Unroutable when a mandatory message reached
 // no queue, and otherwise a failure that may have arrived. Send is safe
@@ -417,17 +419,10 @@ func (c *Conn) send(ctx context.Context, exchange, routingKey string, pc *publis
 		return c.finish(&pr, start, pr.err)
 	}
 	msg := &pr.msg
-	if c.cfg.waitForRecovery {
-		wctx := ctx
-		if _, ok := ctx.Deadline(); !ok {
-			var cancel context.CancelFunc
-			wctx, cancel = context.WithTimeout(ctx, c.cfg.confirmTimeout)
-			defer cancel()
-		}
-		if err := c.awaitPublishable(wctx, msg, false); err != nil {
-			return c.finish(&pr, start, err)
-		}
-	} else if err := c.refusal(msg); err != nil {
+	wctx, cancel := c.admissionContext(ctx)
+	err := c.admit(wctx, msg)
+	cancel()
+	if err != nil {
 		return c.finish(&pr, start, err)
 	}
 	if !c.cfg.confirms && !msg.Mandatory {
@@ -457,7 +452,7 @@ type batch struct {
 
 func (b *batch) confirmFunc(i int) transport.ConfirmFunc {
 	return func(cf transport.Confirmation) {
-		<-b.c.permits
+		b.c.permits.release()
 		b.mu.Lock()
 		defer b.mu.Unlock()
 		if b.finalized {
@@ -493,6 +488,10 @@ func (c *Conn) sendAll(ctx context.Context, exchange, routingKey string, pc *pub
 		errs[i] = prs[i].err
 	}
 	b := &batch{slots: make([]batchSlot, n), allDone: make(chan struct{}), c: c}
+	// One admission wait for the whole batch: with WithWaitForRecovery the
+	// first member waits out a recovery, the others find it over.
+	wctx, cancelWait := c.admissionContext(ctx)
+	defer cancelWait()
 	var stopErr func(msg *transport.Message) error // set when writing must stop
 	for i := range prs {
 		if errs[i] != nil {
@@ -503,7 +502,7 @@ func (c *Conn) sendAll(ctx context.Context, exchange, routingKey string, pc *pub
 			errs[i] = stopErr(msg)
 			continue
 		}
-		if err := c.refusal(msg); err != nil {
+		if err := c.admit(wctx, msg); err != nil {
 			errs[i] = err
 			continue
 		}
@@ -513,10 +512,10 @@ func (c *Conn) sendAll(ctx context.Context, exchange, routingKey string, pc *pub
 			continue
 		}
 		prs[i].sent.Outcome = OutcomeConfirmed
-		if err := c.acquire(ctx, msg); err != nil {
-			errs[i] = err
-			var pe *PublishError
-			errors.As(err, &pe)
+		if pe := c.acquire(ctx, msg); pe != nil {
+			// No room within the confirm timeout (or ctx ended): the rest
+			// of the batch would wait as long again, so it fails the same.
+			errs[i] = pe
 			reason, cause := pe.Reason, pe.Err
 			stopErr = func(m *transport.Message) error { return newPubErr(m, OutcomeFailed, reason, false, cause) }
 			continue
@@ -526,7 +525,7 @@ func (c *Conn) sendAll(ctx context.Context, exchange, routingKey string, pc *pub
 		b.slots[i].written = true
 		b.mu.Unlock()
 		if err := c.writeConfirmed(ctx, msg, b.confirmFunc(i)); err != nil && errors.Is(err, transport.ErrNotWritten) {
-			<-c.permits
+			c.permits.release()
 			b.mu.Lock()
 			b.pending--
 			b.slots[i].written = false

@@ -78,6 +78,29 @@ func (c *Conn) refusal(msg *transport.Message) error {
 	return nil
 }
 
+// admit decides whether an application publish may go ahead now: nil, or
+// the refusal. With WithWaitForRecovery a recovery (not a block) is waited
+// out within ctx first, for Send and SendAll alike.
+func (c *Conn) admit(ctx context.Context, msg *transport.Message) error {
+	if !c.cfg.waitForRecovery {
+		return c.refusal(msg)
+	}
+	return c.awaitPublishable(ctx, msg, false)
+}
+
+// admissionContext bounds admit's wait: ctx, or the confirm timeout when
+// ctx has no deadline. Without WithWaitForRecovery nothing waits, so ctx
+// is returned as is.
+func (c *Conn) admissionContext(ctx context.Context) (context.Context, context.CancelFunc) {
+	if !c.cfg.waitForRecovery {
+		return ctx, func() {}
+	}
+	if _, ok := ctx.Deadline(); ok {
+		return ctx, func() {}
+	}
+	return context.WithTimeout(ctx, c.cfg.confirmTimeout)
+}
+
 // awaitPublishable waits until a publish would not be refused, or until ctx
 // ends. blockedToo makes it wait out a broker block as well as a recovery
 // (hops); otherwise a block is refused at once (application publishes).
@@ -106,27 +129,26 @@ type pubWaiter struct {
 }
 
 func (w *pubWaiter) done(cf transport.Confirmation) {
-	<-w.c.permits
+	w.c.permits.release()
 	w.ch <- cf
 }
 
 // acquire takes one outstanding-publish permit, waiting at most the confirm
-// timeout and ctx.
-func (c *Conn) acquire(ctx context.Context, msg *transport.Message) error {
-	select {
-	case c.permits <- struct{}{}:
+// timeout and ctx. Its failure is always a *PublishError (nothing was sent),
+// typed so that callers need no errors.As.
+func (c *Conn) acquire(ctx context.Context, msg *transport.Message) *PublishError {
+	if c.permits.tryAcquire() {
 		return nil
-	default:
 	}
 	t := time.NewTimer(c.cfg.confirmTimeout)
 	defer t.Stop()
-	select {
-	case c.permits <- struct{}{}:
+	switch err := c.permits.acquire(ctx, t.C); err {
+	case nil:
 		return nil
-	case <-t.C:
+	case errCeiling:
 		return newPubErr(msg, OutcomeFailed, c.ceilingReason(), false, nil)
-	case <-ctx.Done():
-		return newPubErr(msg, OutcomeFailed, fmt.Sprintf("the caller stopped waiting for room to publish (%v); nothing was sent", ctx.Err()), false, ctx.Err())
+	default:
+		return newPubErr(msg, OutcomeFailed, fmt.Sprintf("the caller stopped waiting for room to publish (%v); nothing was sent", err), false, err)
 	}
 }
 
@@ -154,15 +176,20 @@ func classify(msg *transport.Message, cf transport.Confirmation) error {
 		}
 		e := newPubErr(msg, OutcomeUnroutable, reason, true, nil)
 		e.Unroutable = true
+		e.ReplyCode = int(cf.ReplyCode)
 		return e
 	case transport.Nacked:
-		return newPubErr(msg, OutcomeFailed, reasonNack, true, nil)
+		e := newPubErr(msg, OutcomeFailed, reasonNack, true, nil)
+		e.Nacked = true
+		return e
 	default:
 		var te *transport.Error
 		if errors.As(cf.Err, &te) && te.Server && !te.Connection {
 			// The broker closed the publishing channel, not the connection:
 			// nothing was "remade", so say what happened.
-			return newPubErr(msg, OutcomeFailed, fmt.Sprintf(reasonChannelClosed, te.Code, te.Reason), true, cf.Err)
+			e := newPubErr(msg, OutcomeFailed, fmt.Sprintf(reasonChannelClosed, te.Code, te.Reason), true, cf.Err)
+			e.ReplyCode = te.Code
+			return e
 		}
 		return newPubErr(msg, OutcomeFailed, reasonLost, true, cf.Err)
 	}
@@ -245,18 +272,18 @@ func (c *Conn) repairPublisher(ctx context.Context, set *pubSet, old transport.P
 // broker's answer, bounded by ctx and the confirm timeout. The caller has
 // already passed the refusal checks. It returns nil only for an ack.
 func (c *Conn) publishConfirmed(ctx context.Context, msg *transport.Message) error {
-	if err := c.acquire(ctx, msg); err != nil {
-		return err
+	if pe := c.acquire(ctx, msg); pe != nil {
+		return pe
 	}
 	// Recovery may have begun while this publish waited for a permit.
 	if err := c.refusal(msg); err != nil {
-		<-c.permits
+		c.permits.release()
 		return err
 	}
 	w := &pubWaiter{c: c, ch: make(chan transport.Confirmation, 1)}
 	if err := c.writeConfirmed(ctx, msg, w.done); err != nil {
 		if errors.Is(err, transport.ErrNotWritten) {
-			<-c.permits
+			c.permits.release()
 			if rerr := c.refusal(msg); rerr != nil {
 				return rerr
 			}

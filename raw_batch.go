@@ -68,7 +68,7 @@ func (c *Conn) PublishRawBatch(ctx context.Context, ms []RawMessage) []error {
 			return b.wait(c, ctx, msgs[:written], stopAt(i, err))
 		}
 		if err := c.refusal(msg); err != nil {
-			<-c.permits
+			c.permits.release()
 			return b.wait(c, ctx, msgs[:written], stopAt(i, err))
 		}
 		b.add()
@@ -79,7 +79,7 @@ func (c *Conn) PublishRawBatch(ctx context.Context, ms []RawMessage) []error {
 			err = p.Publish(ctx, msg, b.confirmFunc(c, i))
 		}
 		if err != nil && errors.Is(err, transport.ErrNotWritten) {
-			<-c.permits
+			c.permits.release()
 			b.unadd()
 			if rerr := c.refusal(msg); rerr != nil {
 				err = rerr
@@ -135,7 +135,7 @@ func (b *rawBatch) failed() bool { b.mu.Lock(); defer b.mu.Unlock(); return b.ba
 
 func (b *rawBatch) confirmFunc(c *Conn, i int) transport.ConfirmFunc {
 	return func(cf transport.Confirmation) {
-		<-c.permits
+		c.permits.release()
 		b.mu.Lock()
 		defer b.mu.Unlock()
 		b.cfs[i], b.answered[i] = cf, true

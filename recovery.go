@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"net"
-	"net/url"
 	"sync"
 	"syscall"
 	"time"
@@ -128,7 +127,7 @@ func (c *Conn) supervise() {
 		c.mu.Unlock()
 		var cause error
 		select {
-		case <-c.closing:
+		case <-c.closing.Done():
 			return
 		case <-pc.Done():
 			cause = pc.Err()
@@ -136,7 +135,7 @@ func (c *Conn) supervise() {
 			cause = cc.Err()
 		}
 		select {
-		case <-c.closing:
+		case <-c.closing.Done():
 			return
 		default:
 		}
@@ -189,7 +188,7 @@ func (c *Conn) recover() bool {
 			return true
 		}
 		select {
-		case <-c.closing:
+		case <-c.closing.Done():
 			return false
 		default:
 		}
@@ -224,19 +223,20 @@ func (c *Conn) recover() bool {
 const probeEvery = 20 * time.Millisecond
 
 // waitRetry waits d before the next recovery attempt. After an attempt the
-// broker's host refused (nothing listening: a restart), it also knocks on
-// the broker's TCP port every probeEvery and ends the wait as soon as one
-// accepts, so the next attempt starts the moment the broker listens again
-// rather than up to an interval later. It returns false when Close began.
+// broker's host refused (nothing listening: a restart), and when the
+// transport can probe (transport.Prober), it also probes every probeEvery
+// and ends the wait as soon as the broker accepts connections, so the next
+// attempt starts the moment it listens again rather than up to an interval
+// later. It returns false when Close began.
 func (c *Conn) waitRetry(d time.Duration, refused bool) bool {
 	t := time.NewTimer(d)
 	defer t.Stop()
-	addrs := c.listenAddrs()
-	if !refused || len(addrs) == 0 {
+	prober, ok := c.driver.(transport.Prober)
+	if !refused || !ok {
 		select {
 		case <-t.C:
 			return true
-		case <-c.closing:
+		case <-c.closing.Done():
 			return false
 		}
 	}
@@ -248,52 +248,14 @@ func (c *Conn) waitRetry(d time.Duration, refused bool) bool {
 		select {
 		case <-t.C:
 			return true
-		case <-c.closing:
+		case <-c.closing.Done():
 			return false
 		case <-tick.C:
-			if listening(ctx, addrs) {
+			if prober.Probe(ctx, c.tcfg) {
 				return true
 			}
 		}
 	}
-}
-
-// listening reports whether any of addrs accepts a TCP connection now.
-func listening(ctx context.Context, addrs []string) bool {
-	for _, a := range addrs {
-		pctx, cancel := context.WithTimeout(ctx, 250*time.Millisecond)
-		var d net.Dialer
-		conn, err := d.DialContext(pctx, "tcp", a)
-		cancel()
-		if err == nil {
-			_ = conn.Close()
-			return true
-		}
-	}
-	return false
-}
-
-// listenAddrs is the host:port list a recovery dials, for probing; nil for
-// brokers not reached over TCP.
-func (c *Conn) listenAddrs() []string {
-	if c.scheme != "amqp" && c.scheme != "amqps" {
-		return nil
-	}
-	if len(c.tcfg.Addresses) > 0 {
-		return c.tcfg.Addresses
-	}
-	u, err := url.Parse(c.tcfg.URL)
-	if err != nil || u.Hostname() == "" {
-		return nil
-	}
-	port := u.Port()
-	if port == "" {
-		port = "5672"
-		if c.scheme == "amqps" {
-			port = "5671"
-		}
-	}
-	return []string{net.JoinHostPort(u.Hostname(), port)}
 }
 
 func isConnRefused(err error) bool {
@@ -305,17 +267,10 @@ func isConnRefused(err error) bool {
 }
 
 // closingContext returns a context cancelled when Close starts or when
-// the returned cancel is called.
+// the returned cancel is called. It starts no goroutine: it derives from
+// the Conn's own closing context.
 func (c *Conn) closingContext() (context.Context, context.CancelFunc) {
-	ctx, cancel := context.WithCancel(context.Background())
-	go func() {
-		select {
-		case <-c.closing:
-			cancel()
-		case <-ctx.Done():
-		}
-	}()
-	return ctx, cancel
+	return context.WithCancel(c.closing)
 }
 
 // reconnect dials, then restores in order: publishing channels, every
@@ -336,49 +291,150 @@ func (c *Conn) reconnect(ctx context.Context) ([]error, error) {
 	c.mu.Lock()
 	decls := append([]Declaration(nil), c.decls...)
 	c.mu.Unlock()
-	consumers := c.consumerList()
-	var skipped []error
-	for _, d := range decls {
-		for try := 0; ; try++ {
-			err := applyDeclarations(ctx, c.channel, []Declaration{d})
-			if err == nil {
-				break
-			}
-			code := transport.Code(err)
-			if code == transport.CodeResourceLocked && try < 5 {
-				// The old connection's exclusive queue is not reaped yet.
-				if sleepCtx(ctx, time.Duration(try+1)*200*time.Millisecond) != nil {
-					return nil, ctx.Err()
-				}
-				continue
-			}
-			// 404 on a re-declaration means what it names is unavailable,
-			// not wrong: in a cluster, a classic queue whose home node is
-			// the one lost ("home node ... is down or inaccessible") or
-			// whose process is stopping. It returns with its node; holding
-			// every other queue, consumer and publish back until then would
-			// turn one node's loss into an outage. Skipped and reported.
-			if code == transport.CodePreconditionFailed || code == transport.CodeAccessRefused || code == transport.CodeNotFound {
-				c.logger.Error("acemq: the broker refused a re-declaration during recovery; skipped", "error", err)
-				skipped = append(skipped, err)
-				break
-			}
-			c.abandon()
-			return nil, err
-		}
+	skipped, err := c.redeclare(ctx, decls)
+	if err != nil {
+		c.abandon()
+		return nil, err
 	}
-	for _, cc := range consumers {
-		if err := cc.attach(ctx); err != nil {
-			if transport.Code(err) == transport.CodeNotFound {
-				cc.markStalled(err)
-				continue
-			}
-			c.abandon()
-			return nil, err
-		}
+	if err := c.reattach(ctx, c.consumerList()); err != nil {
+		c.abandon()
+		return nil, err
 	}
 	c.setState(StateOpen)
 	return skipped, nil
+}
+
+// redeclare declares decls again on the new connection: exchanges, then
+// queues, then bindings, each kind split over recoveryWidth channels that
+// work at once. A channel that offers transport.Pipeliner sends its share
+// without waiting for each answer and waits once; when that fails (a
+// refusal, an exclusive queue not reaped yet) its share is declared again
+// one by one, which says what was refused. It returns the refusals it
+// skipped, in declaration order, or the error that ends this attempt.
+func (c *Conn) redeclare(ctx context.Context, decls []Declaration) ([]error, error) {
+	refused := make([]error, len(decls))
+	for _, kind := range []DeclKind{DeclExchange, DeclQueue, DeclBinding} {
+		var idx []int
+		for i, d := range decls {
+			if d.Kind == kind {
+				idx = append(idx, i)
+			}
+		}
+		width := recoveryWidth
+		if width > len(idx) {
+			width = len(idx)
+		}
+		err := inParallel(ctx, width, width, func(ctx context.Context, _, w int) error {
+			var share []int
+			for j := w; j < len(idx); j += width {
+				share = append(share, idx[j])
+			}
+			if c.pipelined(ctx, decls, share) {
+				return nil
+			}
+			dc := declarer{open: c.channel}
+			defer dc.close()
+			for _, i := range share {
+				skip, err := c.redeclareOne(ctx, &dc, decls[i])
+				if err != nil {
+					return err
+				}
+				refused[i] = skip
+			}
+			return nil
+		})
+		if err != nil {
+			return nil, err
+		}
+	}
+	var skipped []error
+	for _, err := range refused {
+		if err != nil {
+			skipped = append(skipped, err)
+		}
+	}
+	return skipped, nil
+}
+
+// pipelined declares decls[share] on one channel without waiting for each
+// answer, and reports whether the broker accepted every one. False means
+// nothing is known: the caller declares them again one by one.
+func (c *Conn) pipelined(ctx context.Context, decls []Declaration, share []int) bool {
+	ch, err := c.channel(ctx)
+	if err != nil {
+		return false
+	}
+	defer ch.Close()
+	p, ok := ch.(transport.Pipeliner)
+	if !ok {
+		return false
+	}
+	for _, i := range share {
+		d := decls[i]
+		switch d.Kind {
+		case DeclExchange:
+			err = p.DeclareExchangeNoWait(d.Exchange)
+		case DeclQueue:
+			if d.Queue.Name == "" {
+				return false
+			}
+			err = p.DeclareQueueNoWait(d.Queue)
+		case DeclBinding:
+			err = p.BindQueueNoWait(d.Binding)
+		}
+		if err != nil {
+			return false
+		}
+	}
+	return p.Sync(ctx) == nil
+}
+
+// redeclareOne declares d on dc. It returns the broker's refusal when the
+// declaration is skipped, or an error that ends the recovery attempt.
+func (c *Conn) redeclareOne(ctx context.Context, dc *declarer, d Declaration) (skipped, fatal error) {
+	for try := 0; ; try++ {
+		err := dc.declare(ctx, d, false)
+		if err == nil {
+			return nil, nil
+		}
+		err = fmt.Errorf("acemq: the broker refused to declare %s: %w", describeDecl(d), err)
+		code := transport.Code(err)
+		if code == transport.CodeResourceLocked && try < 5 {
+			// The old connection's exclusive queue is not reaped yet.
+			if sleepCtx(ctx, time.Duration(try+1)*200*time.Millisecond) != nil {
+				return nil, ctx.Err()
+			}
+			continue
+		}
+		// 404 on a re-declaration means what it names is unavailable,
+		// not wrong: in a cluster, a classic queue whose home node is
+		// the one lost ("home node ... is down or inaccessible") or
+		// whose process is stopping. It returns with its node; holding
+		// every other queue, consumer and publish back until then would
+		// turn one node's loss into an outage. Skipped and reported.
+		if code == transport.CodePreconditionFailed || code == transport.CodeAccessRefused || code == transport.CodeNotFound {
+			c.logger.Error("acemq: the broker refused a re-declaration during recovery; skipped", "error", err)
+			return err, nil
+		}
+		return nil, err
+	}
+}
+
+// reattach subscribes every consumer again, recoveryWidth at a time. A
+// consumer whose queue is gone (404) is marked stalled and left to its
+// re-subscriber; any other failure ends this recovery attempt.
+func (c *Conn) reattach(ctx context.Context, consumers []*consumerCore) error {
+	return inParallel(ctx, len(consumers), recoveryWidth, func(ctx context.Context, _, i int) error {
+		k := consumers[i]
+		if err := k.attach(ctx); err != nil {
+			if transport.Code(err) == transport.CodeNotFound {
+				k.markStalled(err)
+				return nil
+			}
+			return err
+		}
+		return nil
+	})
 }
 
 // abandon closes a half-restored connection so the next attempt starts clean.
@@ -398,28 +454,14 @@ func (c *Conn) abandon() {
 // its socket dropped instead.
 const loseCloseWait = 25 * time.Millisecond
 
-// boundedCloser is a connection whose close handshake can be bounded; the
-// RabbitMQ transport's are.
-type boundedCloser interface {
-	CloseWithin(d time.Duration) error
-}
-
-func closeWithin(tc transport.Connection, d time.Duration) {
-	if b, ok := tc.(boundedCloser); ok {
-		_ = b.CloseWithin(d)
-		return
-	}
-	_ = tc.Close()
-}
-
 // closeBoth closes the two connections concurrently, each within d.
 func closeBoth(pc, cc transport.Connection, d time.Duration) {
 	done := make(chan struct{})
 	go func() {
-		closeWithin(cc, d)
+		_ = transport.CloseWithin(cc, d)
 		close(done)
 	}()
-	closeWithin(pc, d)
+	_ = transport.CloseWithin(pc, d)
 	<-done
 }
 
@@ -473,14 +515,10 @@ func (c *Conn) close(ctx context.Context) error {
 
 	// Publishing stayed open for the consumers' hops; now wait (within the
 	// same deadline) for outstanding confirms.
-	for len(c.permits) > 0 && time.Now().Before(deadline) && ctx.Err() == nil {
-		if sleepCtx(ctx, 5*time.Millisecond) != nil {
-			break
-		}
-	}
+	c.permits.waitIdle(ctx, deadline)
 	c.setState(StateClosed)
 	c.markDone()
-	close(c.closing)
+	c.beginStop()
 	<-c.superDone
 	c.mu.Lock()
 	pc, cc := c.pubConn, c.conConn

@@ -94,6 +94,8 @@ func (k *consumerCore) settle(dv *delivery, env Envelope, dec Decision, handled 
 	case decInProgress:
 		k.report(dv, Settlement{Queue: q, Envelope: env, Outcome: ConsumeInProgress, Target: q, RetryDelay: dec.delay, Handled: handled, HandlerDuration: dur})
 		k.putBackLater(dv, env, dec.delay)
+	case decRelease:
+		k.releaseToBroker(dv, env, handled, dur)
 	default:
 		k.settleAside(dv, env, DeadLetterQueue(q), "the handler rejected it: the handler returned no decision", ConsumeRejected, handled, dur)
 	}
@@ -152,9 +154,7 @@ func (k *consumerCore) retry(dv *delivery, env Envelope, cause error, handled bo
 		}
 	}
 	wait := p.ConsumerWait(delay, rand.Float64())
-	k.later(dv, wait, func() {
-		ctx, cancel := hopContext()
-		defer cancel()
+	k.later(dv, wait, func(ctx context.Context) {
 		if err := k.c.hop(ctx, k.hopMessage(dv, next, q)); err != nil {
 			k.putBackFailed(dv, env, q, err)
 			return
@@ -170,9 +170,7 @@ func (k *consumerCore) putBackFailed(dv *delivery, env Envelope, target string, 
 }
 
 func (k *consumerCore) putBackLater(dv *delivery, env Envelope, delay time.Duration) {
-	k.later(dv, delay, func() {
-		ctx, cancel := hopContext()
-		defer cancel()
+	k.later(dv, delay, func(ctx context.Context) {
 		if err := k.c.hop(ctx, k.hopMessage(dv, env, k.queue)); err != nil {
 			k.putBackFailed(dv, env, k.queue, err)
 			return
@@ -183,9 +181,12 @@ func (k *consumerCore) putBackLater(dv *delivery, env Envelope, delay time.Durat
 
 // later runs fn after d, holding the delivery (and its prefetch slot) but
 // not a handler goroutine. A drain cuts the wait short; a lost channel
-// abandons it (the broker redelivers).
-func (k *consumerCore) later(dv *delivery, d time.Duration, fn func()) {
-	go func() {
+// abandons it (the broker redelivers). The goroutine belongs to the
+// consumer: fn's context (bounded by setAsideBound) ends when the drain
+// reaches its deadline, and the drain waits for the goroutine, so no hop is
+// made after Close returned while the broker redelivers the original.
+func (k *consumerCore) later(dv *delivery, d time.Duration, fn func(ctx context.Context)) {
+	if !k.goBackground(func() {
 		t := time.NewTimer(d)
 		select {
 		case <-t.C:
@@ -196,8 +197,14 @@ func (k *consumerCore) later(dv *delivery, d time.Duration, fn func()) {
 			k.release(dv)
 			return
 		}
-		fn()
-	}()
+		ctx, cancel := context.WithTimeout(k.base, setAsideBound)
+		defer cancel()
+		fn(ctx)
+	}) {
+		// The drain is over and its channel released: the broker has the
+		// delivery back.
+		k.release(dv)
+	}
 }
 
 func hopContext() (context.Context, context.CancelFunc) {
@@ -261,6 +268,6 @@ func (k *consumerCore) settleAside(dv *delivery, env Envelope, target, reason, o
 	case k.c.declaredWithDeadLettering(k.queue) && !IsUnroutable(err):
 		k.reject(dv) // the broker's own dead-lettering is the last resort
 	default:
-		k.later(dv, inProgressDelay, func() { k.nack(dv, true) })
+		k.later(dv, inProgressDelay, func(context.Context) { k.nack(dv, true) })
 	}
 }

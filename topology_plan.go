@@ -16,25 +16,9 @@ const bindingsUnknown = "AMQP cannot report bindings; apply declares it (idempot
 // channel and closes the channel afterwards, since a refused declaration
 // closes the channel it was made on.
 func declareOnce(ctx context.Context, open ChannelOpener, d Declaration, passive bool) error {
-	ch, err := open(ctx)
-	if err != nil {
-		return err
-	}
-	defer ch.Close()
-	switch d.Kind {
-	case DeclExchange:
-		spec := d.Exchange
-		spec.Passive = passive
-		return ch.DeclareExchange(ctx, spec)
-	case DeclQueue:
-		spec := d.Queue
-		spec.Passive = passive
-		_, err := ch.DeclareQueue(ctx, spec)
-		return err
-	case DeclBinding:
-		return ch.BindQueue(ctx, d.Binding)
-	}
-	return errors.New("acemq: unknown declaration kind")
+	dc := declarer{open: open}
+	defer dc.close()
+	return dc.declare(ctx, d, passive)
 }
 
 // brokerText is the broker's reply text carried by err, or err's text.
@@ -131,13 +115,16 @@ func planDeclarations(ctx context.Context, open ChannelOpener, decls []Declarati
 	return plan, nil
 }
 
-// applyDeclarations declares each entity on a short-lived channel, in
-// order, stopping at the first refusal with an error naming the entity and
+// applyDeclarations declares each entity (exchanges, then queues, then
+// bindings) on one short-lived channel, a fresh one after a refusal,
+// stopping at the first refusal with an error naming the entity and
 // the broker's text.
 func applyDeclarations(ctx context.Context, open ChannelOpener, decls []Declaration) error {
 	if problems := entityProblems(decls); len(problems) > 0 {
 		return &TopologyError{Problems: problems}
 	}
+	dc := declarer{open: open}
+	defer dc.close()
 	for _, kind := range []DeclKind{DeclExchange, DeclQueue, DeclBinding} {
 		for _, d := range decls {
 			if d.Kind != kind {
@@ -146,7 +133,7 @@ func applyDeclarations(ctx context.Context, open ChannelOpener, decls []Declarat
 			if err := ctx.Err(); err != nil {
 				return err
 			}
-			if err := declareOnce(ctx, open, d, false); err != nil {
+			if err := dc.declare(ctx, d, false); err != nil {
 				return fmt.Errorf("acemq: the broker refused to declare %s: %w", describeDecl(d), err)
 			}
 		}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"strings"
 	"sync"
 	"testing"
@@ -42,6 +43,8 @@ func TestSendRefusesHeadersGoConsumersCannotRead(t *testing.T) {
 		{"deep", nestedHeader(40), `header "x-deep" nests tables or arrays 40 levels deep, over the limit of 32 that Go consumers (amqp091-go) can read`},
 		{"wide", wideHeader(10000), `header "x-wide" holds 10000 entries, over the limit of 8192 per table or array`},
 		{"array", []any{nestedHeader(33)}, `header "x-array" nests tables or arrays 34 levels deep`},
+		{"nan", math.NaN(), `header "x-nan" holds the float NaN, which RabbitMQ cannot decode (it closes the publishing connection on it)`},
+		{"inf", map[string]any{"list": []any{float32(math.Inf(-1))}}, `header "x-inf.list[0]" holds the float -Inf`},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -52,7 +55,7 @@ func TestSendRefusesHeadersGoConsumersCannotRead(t *testing.T) {
 			if !errors.Is(err, acemq.ErrHeaderLimit) || !errors.As(err, &pe) || pe.Sent || pe.Outcome != acemq.OutcomeRefused {
 				t.Fatalf("Send = %v, want a refused, unsent PublishError matching ErrHeaderLimit", err)
 			}
-			if !strings.Contains(err.Error(), tc.want) || !strings.HasPrefix(err.Error(), "acemq: cannot publish message ") {
+			if !strings.Contains(err.Error(), tc.want) || !strings.HasPrefix(err.Error(), "acemq: cannot publish message ") || !strings.Contains(err.Error(), "nothing was sent") {
 				t.Fatalf("error %q does not say %q", err, tc.want)
 			}
 			if n := r.ready("q"); n != 0 {
@@ -106,6 +109,26 @@ func TestRabbitSendRefusesHeadersOverTheLimit(t *testing.T) {
 	}
 	if n := queueDepth(t, c, q); n != 0 {
 		t.Fatalf("%d messages reached the queue, want none", n)
+	}
+}
+
+// RabbitMQ cannot decode a NaN or infinite float in a header and closes the
+// publishing connection on one, failing every publish in flight with it;
+// the library refuses it before writing, so the connection and the next
+// publish are untouched.
+func TestRabbitSendRefusesANonFiniteFloatHeaderAndKeepsTheConnection(t *testing.T) {
+	c, _ := rabbit(t)
+	q := classicQueue(t, c, "nonfinite")
+	pub := acemq.NewPublisher[order](c, "", q)
+	_, err := pub.Send(context.Background(), order{ID: "1"}, acemq.WithHeader("x-ratio", math.Inf(1)))
+	if !errors.Is(err, acemq.ErrHeaderLimit) {
+		t.Fatalf("Send = %v, want ErrHeaderLimit", err)
+	}
+	if _, err := pub.Send(context.Background(), order{ID: "2"}, acemq.WithHeader("x-ratio", 0.5)); err != nil {
+		t.Fatalf("the next publish: %v", err)
+	}
+	if n := queueDepth(t, c, q); n != 1 {
+		t.Fatalf("%d messages in the queue, want the one finite publish", n)
 	}
 }
 

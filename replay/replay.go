@@ -208,10 +208,17 @@ func (p *pass) run(ctx context.Context) {
 	}
 	defer func() {
 		// Declined messages go back now, in the order they were taken.
+		returned := true
 		for _, m := range p.held {
 			if err := m.Nack(true); err != nil {
+				returned = false
 				break // the channel is gone: the broker returns them
 			}
+		}
+		// RabbitMQ takes them back asynchronously; wait until it counts
+		// them, so the next reader (another pass, a purge) sees them.
+		if returned && len(p.held) > 0 {
+			awaitReturned(ctx, p.conn, rep.Source, budget-rep.Moved)
 		}
 		_ = puller.Close()
 	}()

@@ -227,6 +227,24 @@ type DirectConsumer interface {
 	ConsumeDirect(ctx context.Context, spec ConsumeSpec) (next func() (Delivery, bool), err error)
 }
 
+// Pipeliner is implemented by channels that can send declarations without
+// waiting for each one's answer (AMQP's no-wait flag), so a recovery that
+// re-declares a large topology pays one round trip per channel instead of
+// one per declaration. A refusal still closes the channel, as AMQP does;
+// it surfaces at the next Sync. The engine uses it when a channel offers
+// it, and declares one by one (to say which was refused) when Sync fails.
+type Pipeliner interface {
+	DeclareExchangeNoWait(spec ExchangeSpec) error
+	// DeclareQueueNoWait needs a named queue: a server-named one cannot be
+	// declared without waiting for the name.
+	DeclareQueueNoWait(spec QueueSpec) error
+	BindQueueNoWait(spec BindingSpec) error
+	// Sync returns once the broker has processed everything sent on the
+	// channel before it: nil, or the channel's close error when a no-wait
+	// declaration was refused.
+	Sync(ctx context.Context) error
+}
+
 // Connection is one broker connection.
 type Connection interface {
 	// Channel opens a general-purpose channel.
@@ -342,11 +360,22 @@ var (
 )
 
 // Register makes a driver available for a URL scheme ("memory", "amqp").
-// It is meant to be called from init functions; registering a scheme twice
-// replaces the earlier driver.
+// It is meant to be called from init functions. Like database/sql.Register
+// (and acemq.RegisterCodec), it panics when d is nil, the scheme is empty,
+// or the scheme is already registered: two drivers for one scheme is a
+// programming error that would otherwise dial whichever registered last.
 func Register(scheme string, d Driver) {
+	if d == nil {
+		panic("transport: Register driver is nil")
+	}
+	if scheme == "" {
+		panic("transport: Register was given an empty scheme")
+	}
 	registryMu.Lock()
 	defer registryMu.Unlock()
+	if _, dup := registry[scheme]; dup {
+		panic("transport: Register called twice for scheme " + scheme)
+	}
 	registry[scheme] = d
 }
 

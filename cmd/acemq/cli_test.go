@@ -13,6 +13,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -25,6 +26,11 @@ import (
 var acemqBinary string
 
 func TestMain(m *testing.M) {
+	// A fuzz worker (a re-run of this binary by `go test -fuzz`) runs only
+	// the fuzz target; building the command in each would stall fuzzing.
+	if slices.Contains(os.Args[1:], "-test.fuzzworker") {
+		os.Exit(m.Run())
+	}
 	dir, err := os.MkdirTemp("", "acemq-cli-test-")
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
@@ -173,7 +179,7 @@ func deleteQueues(t *testing.T, c *acemq.Conn, qs ...string) {
 func TestEveryCommandHasHelpWithAnExampleAndURL(t *testing.T) {
 	for _, path := range [][]string{
 		{"demo"}, {"topology", "plan"}, {"topology", "apply"}, {"dlq", "list"}, {"dlq", "show"},
-		{"dlq", "replay"}, {"dlq", "purge"}, {"publish"}, {"tail"}, {"bench"}, {"load"}, {"health"},
+		{"dlq", "replay"}, {"dlq", "purge"}, {"publish"}, {"tail"}, {"bench"}, {"load"}, {"health"}, {"console"},
 	} {
 		r := run0(t, "", append(path, "--help")...)
 		if !strings.Contains(r.stdout, "Examples:") || !strings.Contains(r.stdout, "--url") {
@@ -766,5 +772,71 @@ func TestTailWaitsForAMessagePublishedAfterItStarted(t *testing.T) {
 	}
 	if d := depth(t, c, q); d != 0 {
 		t.Fatalf("queue holds %d after tail --ack", d)
+	}
+}
+
+// acemq demo --console keeps the in-process broker up with dead letters
+// and serves the console, with its token, until Ctrl-C.
+func TestDemoConsoleServesTheDeadLettersUntilInterrupted(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, acemqBinary, "demo", "--console", "--listen", "127.0.0.1:0")
+	cmd.Dir = t.TempDir()
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = cmd.Process.Kill(); _ = cmd.Wait() }()
+	consoleLine := regexp.MustCompile(`console: (http://127\.0\.0\.1:\d+)/\?token=([0-9a-f]{32})`)
+	buf := make([]byte, 4096)
+	var got strings.Builder
+	var m []string
+	for m == nil {
+		n, err := stdout.Read(buf)
+		if err != nil {
+			t.Fatalf("the demo ended before serving the console: %v\n%s", err, got.String())
+		}
+		got.Write(buf[:n])
+		m = consoleLine.FindStringSubmatch(got.String())
+	}
+	req, _ := http.NewRequest(http.MethodGet, m[1]+"/api/overview", nil)
+	req.Header.Set("Authorization", "Bearer "+m[2])
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ov struct {
+		Queues []struct {
+			Name  string `json:"name"`
+			Depth int    `json:"depth"`
+		} `json:"queues"`
+	}
+	err = json.NewDecoder(resp.Body).Decode(&ov)
+	resp.Body.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	found := false
+	for _, q := range ov.Queues {
+		if q.Name == "demo.shipping.dlq" && q.Depth == 12 {
+			found = true
+		}
+	}
+	if !found {
+		t.Fatalf("the console does not show demo.shipping.dlq with 12 dead letters: %+v", ov)
+	}
+	if resp, err := http.Get(m[1] + "/"); err != nil || resp.StatusCode != http.StatusUnauthorized {
+		t.Fatalf("without the token: %v %v", resp, err)
+	} else {
+		resp.Body.Close()
+	}
+	if err := cmd.Process.Signal(os.Interrupt); err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Wait(); err != nil {
+		t.Fatalf("demo --console after Ctrl-C: %v", err)
 	}
 }

@@ -45,6 +45,8 @@ var (
 func newDemo() *cobra.Command {
 	var u, db string
 	var timeout time.Duration
+	var withConsole bool
+	var cf consoleFlags
 	cmd := &cobra.Command{
 		Use:   "demo",
 		Short: "Run the narrated order flow: outbox, relay, idempotency, retry, dead-letter and replay, request/reply",
@@ -68,7 +70,14 @@ nothing installed: the in-process broker (memory://demo) and SQLite.`,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			ctx, cancel := context.WithTimeout(cmd.Context(), timeout)
 			defer cancel()
-			err := runDemo(ctx, cmd.OutOrStdout(), u, db)
+			var then func(*acemq.Conn) error
+			if withConsole {
+				// The console outlives the demo's timeout: it runs until Ctrl-C.
+				then = func(c *acemq.Conn) error {
+					return demoConsole(cmd.Context(), cmd.OutOrStdout(), cmd.ErrOrStderr(), c, u, cf)
+				}
+			}
+			err := runDemo(ctx, cmd.OutOrStdout(), u, db, then)
 			if err != nil && ctx.Err() != nil {
 				return fmt.Errorf("the demo did not finish within %v (%s); check that the broker and database answer, or raise --timeout", timeout, sentence(err))
 			}
@@ -81,6 +90,8 @@ nothing installed: the in-process broker (memory://demo) and SQLite.`,
 	cmd.Flags().StringVar(&u, "url", "memory://demo", "broker URL (memory://name or amqp://user:pass@host:port/)")
 	cmd.Flags().StringVar(&db, "db", "", "database: postgres://… (default: SQLite in a temporary file)")
 	cmd.Flags().DurationVar(&timeout, "timeout", 60*time.Second, "give up after this long")
+	cmd.Flags().BoolVar(&withConsole, "console", false, "afterwards, keep the broker up with a few dead letters and serve the dead-letter console until Ctrl-C")
+	cf.register(cmd)
 	return cmd
 }
 
@@ -134,7 +145,9 @@ func (d *demoCounts) waitUntil(ctx context.Context, what string, cond func() boo
 	return nil
 }
 
-func runDemo(ctx context.Context, out io.Writer, url, dbURL string) error {
+// runDemo runs the flow; then, when set, runs after a successful summary
+// while the demo's connections are still open (acemq demo --console).
+func runDemo(ctx context.Context, out io.Writer, url, dbURL string, then func(*acemq.Conn) error) error {
 	start := time.Now()
 	var outMu sync.Mutex
 	say := func(format string, args ...any) {
@@ -396,7 +409,7 @@ func runDemo(ctx context.Context, out io.Writer, url, dbURL string) error {
 		outMu.Unlock()
 	}
 
-	return demoSummary(ctx, out, start, db, services, dlq, demoNumbers{
+	err = demoSummary(ctx, out, start, db, services, dlq, demoNumbers{
 		published: published, confirmed: confirmed,
 		consumed: int64(counts.get(payQ) + counts.get(invQ)),
 		retried:  int64(counts.get(payQ, acemq.ConsumeRetried) + counts.get(invQ, acemq.ConsumeRetried)),
@@ -404,6 +417,10 @@ func runDemo(ctx context.Context, out io.Writer, url, dbURL string) error {
 			counts.get(invQ, acemq.ConsumeRejected, acemq.ConsumeDeadLettered, acemq.ConsumeParked)),
 		replayed: int64(rep.Moved), duplicates: duplicates.Load(), answered: answered.Load(),
 	})
+	if err != nil || then == nil {
+		return err
+	}
+	return then(services)
 }
 
 // recordOrder writes the order row and its OrderPlaced event (through the

@@ -265,23 +265,13 @@ func peek(ctx context.Context, c *acemq.Conn, queue string, n int) ([]shownMessa
 
 // peekWithProgress is peek with a progress bar on progressOut (nil: none)
 // when more than 100 messages are to be read; ring (nil: none) shows
-// encrypted bodies decrypted.
+// encrypted bodies decrypted. It reads with replay.Browse, which returns
+// every message it took to the queue, in order.
 func peekWithProgress(ctx context.Context, c *acemq.Conn, queue string, n int, progressOut io.Writer, ring *crypto.Keyring) ([]shownMessage, error) {
 	depth, err := requireQueue(ctx, c, queue)
 	if err != nil {
 		return nil, err
 	}
-	p, err := c.NewPuller(ctx)
-	if err != nil {
-		return nil, fmt.Errorf("cannot open a channel to read %q (%s); check the connection and retry", queue, sentence(err))
-	}
-	var taken []*acemq.Pulled
-	defer func() {
-		for _, m := range taken {
-			_ = m.Nack(true)
-		}
-		_ = p.Close()
-	}()
 	seen := map[string]bool{}
 	var out []shownMessage
 	var bar *progress
@@ -289,20 +279,16 @@ func peekWithProgress(ctx context.Context, c *acemq.Conn, queue string, n int, p
 		bar = newProgress(progressOut, "reading "+queue, int64(total))
 		defer bar.Done()
 	}
-	for i := 0; i < min(n, depth); i++ {
+	_, err = replay.Browse(ctx, c, queue, n, func(m *acemq.Pulled) bool {
 		if bar != nil {
 			bar.Add(1)
 		}
-		m, ok, err := p.Pull(ctx, queue)
-		if err != nil {
-			return nil, fmt.Errorf("cannot read %q (%s); check the connection and retry", queue, sentence(err))
-		}
-		if !ok {
-			break
-		}
-		taken = append(taken, m)
 		out = append(out, show(m, seen[m.Envelope.ID], ring))
 		seen[m.Envelope.ID] = true
+		return true
+	})
+	if err != nil {
+		return nil, fmt.Errorf("cannot read %q (%s); check the connection and retry", queue, sentence(err))
 	}
 	return out, nil
 }

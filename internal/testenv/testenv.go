@@ -115,6 +115,15 @@ func MySQLDSN(t testing.TB) string {
 	return service(t, "ACEMQ_TEST_MYSQL_DSN", "this MySQL test cannot run; `make test` starts a private MariaDB server and sets it")
 }
 
+// RequireRabbitCtl fails or skips the test, as a missing service does,
+// unless ACEMQ_TEST_RABBITMQCTL names a command. It does not run it: each
+// rabbitmqctl call boots an Erlang VM (about a second on an idle machine,
+// far more on a loaded one), too much to spend on a probe.
+func RequireRabbitCtl(t testing.TB) {
+	t.Helper()
+	service(t, "ACEMQ_TEST_RABBITMQCTL", "this test cannot control the broker; `make test` sets it")
+}
+
 // RabbitCtl runs rabbitmqctl against the test node through the command
 // named by ACEMQ_TEST_RABBITMQCTL (scripts/rabbitmq.sh writes one) and
 // returns its combined output. It fails the test on error.
@@ -137,4 +146,12 @@ func RabbitCtl(t testing.TB, args ...string) string {
 // exchange names on a shared broker.
 func Unique(prefix string) string {
 	return fmt.Sprintf("%s.%d.%d", prefix, os.Getpid(), time.Now().UnixNano()%1_000_000_000)
+}
+
+// Chromium returns the path of the headless browser the console's
+// browser tests drive (ACEMQ_TEST_CHROMIUM, which scripts/chromium.sh
+// writes after installing Debian's chromium).
+func Chromium(t testing.TB) string {
+	t.Helper()
+	return service(t, "ACEMQ_TEST_CHROMIUM", "this browser test cannot run; `make test` installs Debian's chromium (scripts/chromium.sh) and sets it")
 }

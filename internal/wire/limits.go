@@ -2,6 +2,7 @@ package wire
 
 import (
 	"fmt"
+	"math"
 	"strconv"
 )
 
@@ -27,6 +28,11 @@ type Limit struct {
 	// Entries is the entry count of the container that is too large; 0
 	// when the problem is the depth.
 	Entries int
+	// NonFinite is set when the problem is a NaN or infinite float, which
+	// RabbitMQ cannot decode (it closes the publishing connection).
+	NonFinite bool
+	// Float is that value.
+	Float float64
 }
 
 // String says what is over which limit, in words for an error sentence.
@@ -35,13 +41,17 @@ func (l Limit) String() string {
 	if l.Path != "" {
 		where = "header " + strconv.Quote(l.Path)
 	}
+	if l.NonFinite {
+		return fmt.Sprintf("%s holds the float %v, which RabbitMQ cannot decode (it closes the publishing connection on it)", where, l.Float)
+	}
 	if l.Entries > 0 {
 		return fmt.Sprintf("%s holds %d entries, over the limit of %d per table or array", where, l.Entries, MaxEntries)
 	}
 	return fmt.Sprintf("%s nests tables or arrays %d levels deep, over the limit of %d", where, l.Depth, MaxDepth)
 }
 
-// CheckHeaders walks a header table as the engine builds it (values may be
+// CheckHeaders walks a header table as the engine builds it, for the Go
+// client's limits and for NaN or infinite floats (which RabbitMQ refuses), (values may be
 // map[string]any, named maps of that type registered by the caller through
 // asTable, or []any) and reports the first place over a limit. ok is false
 // when the headers are within both limits. It never allocates on the
@@ -69,6 +79,16 @@ func CheckHeaders(h map[string]any, asTable func(any) (map[string]any, bool)) (L
 // headers table when it is itself a container.
 func checkValue(v any, depth int, asTable func(any) (map[string]any, bool)) (Limit, bool) {
 	switch x := v.(type) {
+	case float64:
+		if math.IsNaN(x) || math.IsInf(x, 0) {
+			return Limit{NonFinite: true, Float: x}, true
+		}
+		return Limit{}, false
+	case float32:
+		if f := float64(x); math.IsNaN(f) || math.IsInf(f, 0) {
+			return Limit{NonFinite: true, Float: f}, true
+		}
+		return Limit{}, false
 	case []any:
 		if depth > MaxDepth {
 			return Limit{Depth: depth}, true

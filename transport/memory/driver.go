@@ -47,6 +47,17 @@ func (Driver) Dial(ctx context.Context, cfg transport.Config) (transport.Connect
 	return Lookup(name).connect(cfg), 0, nil
 }
 
+// CheckURL validates a memory:// URL before any dial and reads the engine
+// settings it carries: confirms=off turns publisher confirms off
+// (transport.URLChecker).
+func (Driver) CheckURL(raw string) (transport.URLSettings, error) {
+	if _, err := parseURL(raw); err != nil {
+		return transport.URLSettings{}, err
+	}
+	u, _ := url.Parse(raw)
+	return transport.URLSettings{ConfirmsOff: u.Query().Get("confirms") == "off"}, nil
+}
+
 // parseURL returns the broker name in memory://NAME[?query].
 func parseURL(raw string) (string, error) {
 	u, err := url.Parse(raw)

@@ -21,6 +21,13 @@ type channel struct {
 
 	callMu sync.Mutex // serialises synchronous methods
 
+	// settleMu keeps settlements off the wire once Close has begun: a
+	// frame that follows channel.close makes RabbitMQ close the whole
+	// connection (504 CHANNEL_ERROR), and the client itself does not stop
+	// it. Settlements hold it shared; Close takes it to set closing.
+	settleMu sync.RWMutex
+	closing  bool
+
 	mu   sync.Mutex
 	err  error
 	subs map[string]chan struct{} // consumer tag → stop signal of its forwarder
@@ -164,6 +171,42 @@ func (c *channel) UnbindQueue(ctx context.Context, s transport.BindingSpec) erro
 	})
 }
 
+// DeclareExchangeNoWait sends an exchange declaration without waiting for
+// the broker's answer (transport.Pipeliner).
+func (c *channel) DeclareExchangeNoWait(s transport.ExchangeSpec) error {
+	return c.call(context.Background(), func() error {
+		return c.ch.ExchangeDeclare(s.Name, string(s.Kind), s.Durable, s.AutoDelete, s.Internal, true, toAMQPTable(s.Args))
+	})
+}
+
+// DeclareQueueNoWait sends a queue declaration without waiting for the
+// broker's answer (transport.Pipeliner). The queue must be named.
+func (c *channel) DeclareQueueNoWait(s transport.QueueSpec) error {
+	if s.Name == "" {
+		return fmt.Errorf("transport: a server-named queue cannot be declared without waiting for its name")
+	}
+	return c.call(context.Background(), func() error {
+		_, err := c.ch.QueueDeclare(s.Name, s.Durable, s.AutoDelete, s.Exclusive, true, toAMQPTable(s.Args))
+		return err
+	})
+}
+
+// BindQueueNoWait sends a binding without waiting for the broker's answer
+// (transport.Pipeliner).
+func (c *channel) BindQueueNoWait(s transport.BindingSpec) error {
+	return c.call(context.Background(), func() error {
+		return c.ch.QueueBind(s.Queue, s.RoutingKey, s.Exchange, true, toAMQPTable(s.Args))
+	})
+}
+
+// Sync waits for a basic.qos round trip (prefetch 0 is harmless on a
+// declaration channel): the broker answers it only after everything sent
+// before it, so a refused no-wait declaration has closed the channel by
+// then, and Sync returns the broker's code and text (transport.Pipeliner).
+func (c *channel) Sync(ctx context.Context) error {
+	return c.call(ctx, func() error { return c.ch.Qos(0, 0, false) })
+}
+
 // Qos sets the prefetch for consumers started afterwards on this channel,
 // per consumer (global=false; RabbitMQ 4 refuses global QoS).
 func (c *channel) Qos(prefetch int) error {
@@ -171,16 +214,30 @@ func (c *channel) Qos(prefetch int) error {
 }
 
 // Ack acknowledges one delivery (multiple=false).
-func (c *channel) Ack(tag uint64) error { return c.cause(c.ch.Ack(tag, false)) }
+func (c *channel) Ack(tag uint64) error {
+	return c.settle(func() error { return c.ch.Ack(tag, false) })
+}
 
 // Nack negatively acknowledges one delivery (multiple=false).
 func (c *channel) Nack(tag uint64, requeue bool) error {
-	return c.cause(c.ch.Nack(tag, false, requeue))
+	return c.settle(func() error { return c.ch.Nack(tag, false, requeue) })
 }
 
 // Reject rejects one delivery.
 func (c *channel) Reject(tag uint64, requeue bool) error {
-	return c.cause(c.ch.Reject(tag, requeue))
+	return c.settle(func() error { return c.ch.Reject(tag, requeue) })
+}
+
+// settle writes one settlement unless Close has begun, in which case it
+// is refused as ErrClosed (the broker returns the delivery with the
+// channel, as for any settlement that did not reach it).
+func (c *channel) settle(write func() error) error {
+	c.settleMu.RLock()
+	defer c.settleMu.RUnlock()
+	if c.closing {
+		return transport.ErrClosed
+	}
+	return c.cause(write())
 }
 
 // Done is closed when the channel has ended.
@@ -197,6 +254,9 @@ func (c *channel) Err() error {
 // Close closes the channel; unacked deliveries return to their queues.
 // Closing an ended channel returns nil.
 func (c *channel) Close() error {
+	c.settleMu.Lock()
+	c.closing = true
+	c.settleMu.Unlock()
 	err := c.ch.Close()
 	<-c.done
 	if err != nil && convertError(err) != transport.ErrClosed {

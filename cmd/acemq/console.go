@@ -1,0 +1,114 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/acemq-go/acemq"
+	"github.com/acemq-go/acemq/actuator"
+	"github.com/acemq-go/acemq/console"
+)
+
+// consoleFlags are the settings acemq console and acemq demo --console share.
+type consoleFlags struct {
+	listen, token, traceURL, mgmt, auditPath string
+	readOnly                                 bool
+}
+
+func (f *consoleFlags) register(cmd *cobra.Command) {
+	cmd.Flags().StringVar(&f.listen, "listen", "127.0.0.1:8080", "address to serve the console on (loopback by default; port 0 picks one)")
+	cmd.Flags().StringVar(&f.token, "token", os.Getenv("ACEMQ_CONSOLE_TOKEN"), "the token every request must carry (default $ACEMQ_CONSOLE_TOKEN, else one is generated and printed)")
+	cmd.Flags().BoolVar(&f.readOnly, "read-only", false, "show messages but hide and refuse every action")
+	cmd.Flags().StringVar(&f.traceURL, "trace-url", os.Getenv("ACEMQ_TRACE_URL"), "link trace ids to a tracing UI; {traceId} is replaced (e.g. http://localhost:16686/trace/{traceId})")
+	cmd.Flags().StringVar(&f.auditPath, "audit-log", "", "append the audit log to this file as JSON lines (default: stderr)")
+}
+
+func newConsole() *cobra.Command {
+	var u string
+	var f consoleFlags
+	cmd := &cobra.Command{
+		Use:   "console",
+		Short: "Serve the dead-letter console: see, replay, park, purge and download dead letters in a browser",
+		Long: "Serve the dead-letter console on --listen (loopback by default). It lists every .dlq and .parked queue live, " +
+			"groups a queue's messages by reason, shows one message in full, and replays, parks, purges or downloads them " +
+			"with the same rules as `acemq dlq replay`. Open the URL it prints: it carries the token. Browsing a queue takes its " +
+			"messages and returns them (the redelivered flag is set; order is kept). A memory:// broker lives inside one process: " +
+			"use `acemq demo --console` to see it.",
+		Example: `  acemq console --url amqp://guest:guest@localhost:5672/
+  ACEMQ_CONSOLE_TOKEN=... acemq console --url amqp://... --listen 127.0.0.1:9090 --read-only`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if err := needURL(u); err != nil {
+				return err
+			}
+			ctx := cmd.Context()
+			cctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+			c, err := connect(cctx, u, "acemq-console")
+			cancel()
+			if err != nil {
+				return err
+			}
+			defer closeConn(c)
+			return serveConsole(ctx, cmd.OutOrStdout(), cmd.ErrOrStderr(), c, u, f)
+		},
+	}
+	urlFlag(cmd, &u)
+	f.register(cmd)
+	cmd.Flags().StringVar(&f.mgmt, "management-url", os.Getenv("ACEMQ_MANAGEMENT_URL"), "RabbitMQ management API, to list queues (default $ACEMQ_MANAGEMENT_URL, else --url's host and credentials on port 15672)")
+	return cmd
+}
+
+// serveConsole serves the console for c until ctx ends.
+func serveConsole(ctx context.Context, out, errOut io.Writer, c *acemq.Conn, brokerURL string, f consoleFlags) error {
+	token := f.token
+	if token == "" {
+		var err error
+		if token, err = console.GenerateToken(); err != nil {
+			return err
+		}
+	}
+	var audit io.Writer = errOut
+	if f.auditPath != "" {
+		file, err := os.OpenFile(f.auditPath, os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o600)
+		if err != nil {
+			return fmt.Errorf("cannot open the audit log %s (%v); check the path or leave --audit-log out", f.auditPath, err)
+		}
+		defer file.Close()
+		audit = file
+	}
+	h, err := console.New(c, console.Config{URL: brokerURL, ManagementURL: f.mgmt, Token: token, ReadOnly: f.readOnly, TraceURL: f.traceURL, Audit: audit})
+	if err != nil {
+		return err
+	}
+	ln, err := net.Listen("tcp", f.listen)
+	if err != nil {
+		return fmt.Errorf("the console cannot listen on %s (%v); pick another --listen address", f.listen, err)
+	}
+	addr := ln.Addr().(*net.TCPAddr)
+	if !addr.IP.IsLoopback() {
+		fmt.Fprintf(errOut, "warning: the console listens on %s, beyond this machine; anyone who has the token can replay and purge (use --read-only, or a loopback address behind a proxy with TLS)\n", addr)
+	}
+	host := addr.String()
+	if addr.IP.IsUnspecified() {
+		host = fmt.Sprintf("127.0.0.1:%d", addr.Port)
+	}
+	mode := ""
+	if f.readOnly {
+		mode = " (read-only)"
+	}
+	fmt.Fprintf(out, "console%s: http://%s/?token=%s\n", mode, host, token)
+	fmt.Fprintln(out, "(the token is needed once; Ctrl-C stops the console)")
+	err = actuator.Serve(ctx, ln, h)
+	if err != nil && !errors.Is(err, context.Canceled) {
+		return fmt.Errorf("the console stopped: %s", strings.TrimSuffix(sentence(err), "."))
+	}
+	return nil
+}

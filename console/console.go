@@ -1,0 +1,205 @@
+// Package console serves the dead-letter console: an http.Handler that
+// shows every {q}.dlq and {q}.parked queue, the messages in one with
+// their reasons, one message in full, and replays, parks, purges and
+// downloads them with the replay package's at-least-once rules.
+//
+// Pages are rendered on the server with html/template (every value
+// escaped); the little JavaScript they use is one embedded file, so the
+// console needs no build step and no network. Every page and action needs
+// the console's token; state-changing actions are POST with a CSRF token;
+// a read-only console hides and refuses every action; every action is
+// written to an audit log that the console shows.
+//
+// Browsing a queue takes its messages with basic.get and returns them
+// (replay.Browse): they come back with the redelivered flag set, in their
+// order. The console serialises its own browsing and actions per queue,
+// so a replay never runs while a page holds some of the queue's messages.
+package console
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"html/template"
+	"io"
+	"log/slog"
+	"net/http"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/acemq-go/acemq"
+	"github.com/acemq-go/acemq/internal/queuelist"
+)
+
+// Config configures a Console. Token is required; the zero value of every
+// other field works.
+type Config struct {
+	// URL is the broker URL the Conn was opened with. The console uses it
+	// only to list queues (RabbitMQ's management API, or the memory://
+	// broker in process); it never reaches a page.
+	URL string
+	// ManagementURL is RabbitMQ's management API (default: URL's host and
+	// credentials on port 15672).
+	ManagementURL string
+	// ListQueues, when set, lists the broker's queues instead of URL and
+	// ManagementURL (a service that knows its queues can name them).
+	ListQueues func(ctx context.Context) ([]string, error)
+	// Token is the secret every request must carry (?token= once, then a
+	// cookie; or an Authorization: Bearer header). GenerateToken makes one.
+	Token string
+	// ReadOnly hides every action and refuses it with 403.
+	ReadOnly bool
+	// TraceURL links a message's trace id to a tracing UI; "{traceId}" in
+	// it is replaced (e.g. http://localhost:16686/trace/{traceId}).
+	TraceURL string
+	// BasePath is the path the console is mounted under (e.g. "/console"
+	// behind http.StripPrefix); links are built with it. Default "".
+	BasePath string
+	// ScanLimit bounds how many messages a queue page, a preview or a
+	// message look-up reads (default 1,000). A page says when a queue
+	// holds more than it read. RabbitMQ takes returned messages back
+	// slowly when many are returned at once (see the README), so a larger
+	// limit makes every page slower to read and to give back.
+	ScanLimit int
+	// PageSize is how many messages a queue page lists (default 50).
+	PageSize int
+	// Audit, when set, receives each audit entry as a JSON line as well.
+	Audit io.Writer
+	// Logger reports failures to write the audit log (default: discard).
+	Logger *slog.Logger
+	// ActionTimeout bounds one replay, park, purge or download (default
+	// 10 minutes). An action outlives the request that started it, so a
+	// closed browser tab does not stop a replay half way.
+	ActionTimeout time.Duration
+}
+
+// Console is the dead-letter console's http.Handler. It starts no
+// goroutines. Safe for concurrent use.
+type Console struct {
+	conn  *acemq.Conn
+	cfg   Config
+	mux   *http.ServeMux
+	pages map[string]*template.Template
+	csrf  string
+
+	locksMu sync.Mutex
+	locks   map[string]*sync.Mutex
+
+	statsMu sync.Mutex
+	stats   map[string]*queueStats
+
+	audit auditLog
+
+	// browseHook, when set (tests), runs after each message a browse
+	// reads, while the console holds the queue; holdHook runs just before
+	// the console waits for a queue.
+	browseHook func(queue string, read int)
+	holdHook   func(queue string)
+}
+
+// GenerateToken returns a fresh random token (32 hex digits) for
+// Config.Token. It fails only if the system's random source does.
+func GenerateToken() (string, error) {
+	b := make([]byte, 16)
+	if _, err := rand.Read(b); err != nil {
+		return "", errors.New("acemq: cannot generate a console token: the system's random source failed; pass a token instead")
+	}
+	return hex.EncodeToString(b), nil
+}
+
+// New returns the console for conn. It fails with a ConfigurationError
+// when conn is nil or the token is empty or shorter than 16 characters.
+func New(conn *acemq.Conn, cfg Config) (*Console, error) {
+	if conn == nil {
+		return nil, &acemq.ConfigurationError{Option: "conn", Reason: "the console needs an open Conn; pass the one acemq.Connect returned"}
+	}
+	if len(cfg.Token) < 16 {
+		return nil, &acemq.ConfigurationError{Option: "console.Config.Token", Reason: "the token is empty or shorter than 16 characters; use console.GenerateToken()"}
+	}
+	if cfg.ListQueues == nil && cfg.URL == "" {
+		return nil, &acemq.ConfigurationError{Option: "console.Config.URL", Reason: "the console lists queues through the broker URL; set URL (or ListQueues)"}
+	}
+	if cfg.ScanLimit <= 0 {
+		cfg.ScanLimit = 1000
+	}
+	if cfg.PageSize <= 0 {
+		cfg.PageSize = 50
+	}
+	if cfg.ActionTimeout <= 0 {
+		cfg.ActionTimeout = 10 * time.Minute
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = acemq.DiscardLogger()
+	}
+	cfg.BasePath = strings.TrimSuffix(cfg.BasePath, "/")
+	pages, err := parsePages(cfg)
+	if err != nil {
+		return nil, err
+	}
+	c := &Console{
+		conn: conn, cfg: cfg, pages: pages,
+		csrf:  csrfToken(cfg.Token),
+		locks: map[string]*sync.Mutex{},
+		stats: map[string]*queueStats{},
+		audit: auditLog{w: cfg.Audit, log: cfg.Logger},
+	}
+	c.routes()
+	return c, nil
+}
+
+// ServeHTTP serves the console. Every response carries a strict
+// Content-Security-Policy (no inline script or style, nothing from
+// another origin) and same-origin referrer, nosniff and frame-deny headers.
+func (c *Console) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	h := w.Header()
+	h.Set("Content-Security-Policy", "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self'; connect-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'")
+	h.Set("X-Content-Type-Options", "nosniff")
+	// same-origin, not no-referrer: with no-referrer a browser sends
+	// "Origin: null" on the console's own forms.
+	h.Set("Referrer-Policy", "same-origin")
+	h.Set("X-Frame-Options", "DENY")
+	h.Set("Cache-Control", "no-store")
+	c.mux.ServeHTTP(w, r)
+}
+
+// lock returns the mutex that serialises the console's browsing and
+// actions on queue.
+func (c *Console) lock(queue string) *sync.Mutex {
+	c.locksMu.Lock()
+	defer c.locksMu.Unlock()
+	m, ok := c.locks[queue]
+	if !ok {
+		m = &sync.Mutex{}
+		c.locks[queue] = m
+	}
+	return m
+}
+
+// hold waits until the console has queue to itself and returns the
+// release.
+func (c *Console) hold(queue string) (release func()) {
+	mu := c.lock(queue)
+	if c.holdHook != nil {
+		c.holdHook(queue)
+	}
+	mu.Lock()
+	return mu.Unlock
+}
+
+// listQueues lists every queue's name.
+func (c *Console) listQueues(ctx context.Context) ([]string, error) {
+	if c.cfg.ListQueues != nil {
+		return c.cfg.ListQueues(ctx)
+	}
+	ds, err := queuelist.List(ctx, c.cfg.URL, c.cfg.ManagementURL)
+	if err != nil {
+		return nil, err
+	}
+	names := make([]string, len(ds))
+	for i, d := range ds {
+		names[i] = d.Name
+	}
+	return names, nil
+}

@@ -1,0 +1,99 @@
+package acemq_test
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/acemq-go/acemq"
+	"github.com/acemq-go/acemq/internal/testenv"
+	"github.com/acemq-go/acemq/transport/memory"
+)
+
+// engine is one test's Conn on one transport, for the tests that say the
+// same thing about memory:// and RabbitMQ (as watermill's shared pub/sub
+// tests do): the engine's promises do not depend on the broker.
+type engine struct {
+	c    *acemq.Conn
+	log  *eventLog
+	name string
+	// unique makes a queue or exchange name no other test uses.
+	unique func(prefix string) string
+	// drop closes every connection from the broker's side.
+	drop func()
+}
+
+// onEveryTransport runs fn on memory:// and on the RabbitMQ node of `make
+// test` (skipped, or failed under ACEMQ_REQUIRE_SERVICES, when it is not
+// running).
+func onEveryTransport(t *testing.T, fn func(t *testing.T, e *engine), opts ...acemq.Option) {
+	t.Run("memory", func(t *testing.T) {
+		log := newEventLog()
+		name := strings.ToLower(strings.NewReplacer("/", "-", "_", "-").Replace(t.Name())) + "-" + itoa(brokerSeq.Add(1))
+		all := append([]acemq.Option{acemq.WithLogger(acemq.DiscardLogger()), acemq.WithEventHandler(log.add)}, opts...)
+		c, err := acemq.Connect(context.Background(), "memory://"+name, all...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() {
+			ctx, cancel := context.WithTimeout(context.Background(), waitLimit)
+			defer cancel()
+			_ = c.Close(ctx)
+			memory.Delete(name)
+		})
+		b := memory.Lookup(name)
+		fn(t, &engine{c: c, log: log, name: "memory", unique: func(p string) string { return p }, drop: b.DropConnections})
+	})
+	t.Run("rabbitmq", func(t *testing.T) {
+		c, log := rabbit(t, opts...)
+		fn(t, &engine{c: c, log: log, name: "rabbitmq", unique: testenv.Unique, drop: func() {
+			testenv.RabbitCtl(t, "close_all_connections", "test")
+		}})
+	})
+}
+
+func TestRecoverySkipsARefusedRedeclarationAndRestoresTheRest(t *testing.T) {
+	onEveryTransport(t, func(t *testing.T, e *engine) {
+		ctx := context.Background()
+		changed, lost, ex := e.unique("changed"), e.unique("lost"), e.unique("ex")
+		tp := acemq.NewTopology().
+			Exchange(ex, acemq.Direct).
+			Queue(changed, acemq.AsClassic()).
+			Queue(lost, acemq.AsClassic()).
+			Bind(lost, ex, "k")
+		if err := e.c.Apply(ctx, tp); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() {
+			if e.name == "rabbitmq" {
+				deleteQueues(t, changed, lost)
+			}
+		})
+		// Behind the Conn's back: one queue comes back with other
+		// arguments (the recovery's re-declaration is refused, 406), the
+		// other is gone (the recovery re-creates it and its binding).
+		for _, q := range []string{changed, lost} {
+			if _, err := e.c.DeleteQueue(ctx, q); err != nil {
+				t.Fatal(err)
+			}
+		}
+		other := acemq.NewTopology().Queue(changed, acemq.AsClassic(), acemq.WithArgs(map[string]any{"x-max-length": int64(5)}))
+		if err := e.c.Apply(ctx, other); err != nil {
+			t.Fatal(err)
+		}
+		from := e.log.mark()
+		e.drop()
+		rec := e.log.wait(t, acemq.EventRecovered, from, 30*time.Second)
+		if len(rec.Skipped) != 1 || !strings.Contains(rec.Skipped[0].Error(), changed) || !strings.Contains(rec.Skipped[0].Error(), "406") {
+			t.Fatalf("skipped %v, want one 406 refusal naming %s", rec.Skipped, changed)
+		}
+		if _, err := acemq.NewPublisher[item](e.c, ex, "k").Send(ctx, item{N: 1}, acemq.Mandatory()); err != nil {
+			t.Fatalf("publish through the restored binding: %v", err)
+		}
+		info, err := e.c.QueueInfo(ctx, lost)
+		if err != nil || info.Messages != 1 {
+			t.Fatalf("%s after the recovery: %+v, %v; want it re-created with the message routed to it", lost, info, err)
+		}
+	})
+}

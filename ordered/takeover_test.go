@@ -1,0 +1,166 @@
+package ordered
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net"
+	neturl "net/url"
+	"sync"
+	"sync/atomic"
+	"testing"
+
+	"github.com/acemq-go/acemq"
+	"github.com/acemq-go/acemq/internal/brokertest"
+	"github.com/acemq-go/acemq/internal/testenv"
+)
+
+// proxy forwards TCP connections to target until kill, which drops every
+// one of them at once (the broker sees the sockets close, as when a
+// process dies) and refuses new ones.
+type proxy struct {
+	ln    net.Listener
+	mu    sync.Mutex
+	conns []net.Conn
+	wg    sync.WaitGroup
+}
+
+func startProxy(t *testing.T, target string) *proxy {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := &proxy{ln: ln}
+	p.wg.Add(1)
+	go func() {
+		defer p.wg.Done()
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			u, err := net.Dial("tcp", target)
+			if err != nil {
+				_ = c.Close()
+				continue
+			}
+			p.mu.Lock()
+			p.conns = append(p.conns, c, u)
+			p.mu.Unlock()
+			p.wg.Add(2)
+			go func() { defer p.wg.Done(); _, _ = io.Copy(u, c); _ = u.Close() }()
+			go func() { defer p.wg.Done(); _, _ = io.Copy(c, u); _ = c.Close() }()
+		}
+	}()
+	t.Cleanup(p.kill)
+	return p
+}
+
+func (p *proxy) kill() {
+	_ = p.ln.Close()
+	p.mu.Lock()
+	for _, c := range p.conns {
+		_ = c.Close()
+	}
+	p.mu.Unlock()
+	p.wg.Wait()
+}
+
+// Two instances consume the same partitions with single-active-consumer;
+// the active one dies in the middle of a partition and the other takes
+// over: every key is still handled in order (a message the dead one was
+// handling runs again, never before its predecessors).
+func TestSingleActiveConsumerTakesOverAndKeepsEachKeysOrder(t *testing.T) {
+	url := testenv.AMQPURL(t)
+	u, err := neturl.Parse(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	px := startProxy(t, u.Host)
+	viaProxy := *u
+	viaProxy.Host = px.ln.Addr().String()
+	a := brokertest.Connect(t, viaProxy.String())
+	b := brokertest.Connect(t, url)
+	const parts, keys, per = 2, 4, 25
+	name := newStream(t, b, parts, SingleActiveConsumer())
+	for i := range per {
+		for k := range keys {
+			send(t, b, name, parts, fmt.Sprintf("key-%d", k), i)
+		}
+	}
+	type rec struct {
+		who string
+		it  item
+	}
+	var mu sync.Mutex
+	var log []rec
+	add := func(who string, it item) {
+		mu.Lock()
+		log = append(log, rec{who, it})
+		mu.Unlock()
+	}
+	count := func(who string) int {
+		mu.Lock()
+		defer mu.Unlock()
+		n := 0
+		for _, r := range log {
+			if r.who == who {
+				n++
+			}
+		}
+		return n
+	}
+	var handledA atomic.Int32
+	blocked := make(chan struct{})
+	ka, err := Consume(context.Background(), a, name, func(ctx context.Context, m *acemq.Message[item]) acemq.Decision {
+		add("a", m.Payload)
+		if handledA.Add(1) == 30 {
+			close(blocked)
+			<-ctx.Done() // dies while handling this one
+			return acemq.Release()
+		}
+		return acemq.Accept()
+	}, Partitions(parts))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = ka.Close(context.Background()) })
+	kb, err := Consume(context.Background(), b, name, func(ctx context.Context, m *acemq.Message[item]) acemq.Decision {
+		add("b", m.Payload)
+		return acemq.Accept()
+	}, Partitions(parts))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = kb.Close(context.Background()) })
+
+	<-blocked
+	if n := count("b"); n != 0 {
+		t.Fatalf("the waiting instance handled %d messages while the active one lived", n)
+	}
+	px.kill()
+	distinct := func() int {
+		mu.Lock()
+		defer mu.Unlock()
+		seen := map[item]bool{}
+		for _, r := range log {
+			seen[r.it] = true
+		}
+		return len(seen)
+	}
+	brokertest.Eventually(t, "the other instance handles the rest", func() bool { return distinct() == keys*per })
+	if count("b") == 0 {
+		t.Fatal("the other instance never took over")
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	last := map[string]int{}
+	for _, r := range log {
+		prev, ok := last[r.it.Key]
+		if ok && r.it.N < prev {
+			t.Fatalf("key %s: %s handled %d after %d was handled (log %v)", r.it.Key, r.who, r.it.N, prev, log)
+		}
+		last[r.it.Key] = r.it.N
+	}
+}

@@ -1,0 +1,27 @@
+package acemq
+
+import "time"
+
+// decRelease is Release's decision kind; it sits apart from the iota list
+// in consume.go so the hook stays in this file.
+const decRelease decisionKind = 200
+
+// ConsumeReleased is the outcome word of a Release decision: the message
+// went back to the broker unsettled, neither handled nor set aside.
+const ConsumeReleased = "released"
+
+// Release hands the message back to the broker (basic.nack with requeue)
+// without handling it, retrying it or setting it aside: the broker
+// delivers it again, to this or another consumer, with the same attempt
+// number and its x-delivery-count raised. It exists for handlers that hold
+// a message at the head of an ordered queue and must let go of it at
+// shutdown (package ordered's stop policy); returned in a loop it spins,
+// so an ordinary handler wants Retry or InProgress instead. On a quorum
+// queue with a delivery limit, each Release counts towards that limit.
+func Release() Decision { return Decision{kind: decRelease} }
+
+// releaseToBroker carries out a Release decision.
+func (k *consumerCore) releaseToBroker(dv *delivery, env Envelope, handled bool, dur time.Duration) {
+	k.report(dv, Settlement{Queue: k.queue, Envelope: env, Outcome: ConsumeReleased, Target: k.queue, Handled: handled, HandlerDuration: dur})
+	k.nack(dv, true)
+}

@@ -1,0 +1,49 @@
+package transport
+
+import (
+	"context"
+	"time"
+)
+
+// The optional interfaces below let a driver, a connection or a channel
+// say what only it knows, so the engine never branches on a scheme.
+
+// URLChecker is implemented by drivers whose URLs carry engine settings or
+// can be wrong in ways only the driver knows. Connect calls CheckURL before
+// any dial, so a bad URL fails at once with the driver's words.
+type URLChecker interface {
+	CheckURL(rawURL string) (URLSettings, error)
+}
+
+// URLSettings are engine settings a URL asks for.
+type URLSettings struct {
+	// ConfirmsOff turns publisher confirms off for application publishes,
+	// as acemq.WithoutPublisherConfirms does (memory://name?confirms=off).
+	ConfirmsOff bool
+}
+
+// Prober is implemented by drivers that can tell cheaply, without a
+// handshake, whether a broker at cfg's addresses accepts connections now
+// (for RabbitMQ: whether a TCP connect succeeds). A recovery whose dial was
+// refused probes between attempts, so it starts the next one as soon as a
+// restarted broker listens instead of up to an interval later.
+type Prober interface {
+	Probe(ctx context.Context, cfg Config) bool
+}
+
+// BoundedCloser is implemented by connections whose close handshake can be
+// bounded: CloseWithin waits at most d for the broker's answer and then
+// drops the socket. Every channel has ended when it returns. The engine
+// uses it for a connection it is giving up, which a broker that blocked it
+// (or a partition) would never answer.
+type BoundedCloser interface {
+	CloseWithin(d time.Duration) error
+}
+
+// CloseWithin closes conn, within d when it is a BoundedCloser.
+func CloseWithin(conn Connection, d time.Duration) error {
+	if b, ok := conn.(BoundedCloser); ok {
+		return b.CloseWithin(d)
+	}
+	return conn.Close()
+}

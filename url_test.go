@@ -1,0 +1,34 @@
+package acemq_test
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+
+	"github.com/acemq-go/acemq"
+	"github.com/acemq-go/acemq/transport/memory"
+)
+
+func TestTheTransportReadsItsOwnURL(t *testing.T) {
+	ctx := context.Background()
+	name := "url-flags-" + itoa(brokerSeq.Add(1))
+	defer memory.Delete(name)
+	c, err := acemq.Connect(ctx, "memory://"+name+"?confirms=off", acemq.WithLogger(acemq.DiscardLogger()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close(ctx)
+	if err := c.Apply(ctx, acemq.NewTopology().Queue("q", acemq.AsClassic())); err != nil {
+		t.Fatal(err)
+	}
+	s, err := acemq.NewPublisher[order](c, "", "q").Send(ctx, order{})
+	if err != nil || s.Outcome != acemq.OutcomePublished {
+		t.Fatalf("Send on memory://…?confirms=off = %q, %v; want published (confirms off)", s.Outcome, err)
+	}
+	_, err = acemq.Connect(ctx, "memory://"+name+"?bogus=1")
+	var ce *acemq.ConfigurationError
+	if !errors.As(err, &ce) || ce.Option != "url" || !strings.Contains(err.Error(), `unknown URL parameter "bogus"`) {
+		t.Fatalf("Connect with an unknown memory:// parameter = %v, want the transport's refusal as a url ConfigurationError", err)
+	}
+}
