@@ -39,6 +39,9 @@ type Event struct {
 	Gap time.Duration
 	// Skipped lists re-declarations the broker refused during recovery.
 	Skipped []error
+	// Fields holds the facts of an event raised through Emit by a package
+	// over the Conn (see EventPipelineRunFinished); nil for the Conn's own.
+	Fields map[string]string
 }
 
 // emit queues e for the event handler. It never blocks: events come from
