@@ -104,7 +104,7 @@ func (s *Store) List(ctx context.Context, statuses ...string) ([]Instance, error
 	}
 	rows, err := s.db.QueryContext(ctx, s.d.Rebind(query+` ORDER BY created_at DESC LIMIT 1000`), args...)
 	if err != nil {
-		return nil, fmt.Errorf("acemq: cannot list saga instances: %w", err)
+		return nil, fmt.Errorf("acemq: cannot list saga instances; check the database, and that saga.EnsureSchema created its tables: %w", err)
 	}
 	return scanInstances(rows)
 }
@@ -122,7 +122,7 @@ func (r *Runner) load(ctx context.Context, db *sql.DB, id string) (Instance, err
 func load(ctx context.Context, db *sql.DB, d sqlstore.Dialect, id string) (Instance, error) {
 	rows, err := db.QueryContext(ctx, d.Rebind(`SELECT `+instanceColumns+` FROM acemq_saga WHERE instance_id = ?`), id)
 	if err != nil {
-		return Instance{}, fmt.Errorf("acemq: cannot read saga instance %s: %w", id, err)
+		return Instance{}, fmt.Errorf("acemq: cannot read saga instance %s; check the database, and that saga.EnsureSchema created its tables: %w", id, err)
 	}
 	list, err := scanInstances(rows)
 	if err != nil {

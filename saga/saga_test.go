@@ -61,10 +61,6 @@ func ok(j *journal, what string) Func {
 	return func(ctx context.Context, c Call) error { j.add(what, c); return nil }
 }
 
-func fail(j *journal, what string) Func {
-	return func(ctx context.Context, c Call) error { j.add(what, c); return errors.New(what + " failed") }
-}
-
 func TestDefineValidates(t *testing.T) {
 	act := func(context.Context, Call) error { return nil }
 	cases := map[string]func() (*Definition, error){
