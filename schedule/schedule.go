@@ -30,6 +30,7 @@ import (
 	"time"
 
 	"github.com/acemq-go/acemq"
+	"github.com/acemq-go/acemq/internal/wire"
 	"github.com/acemq-go/acemq/transport"
 )
 
@@ -231,31 +232,14 @@ func readItem(env acemq.Envelope, body []byte) (item, error) {
 	return it, nil
 }
 
-// epochMillis reads any integer form (contract §1.7).
+// epochMillis reads any integer form (contract §1.7), and decimal text
+// as some clients write it.
 func epochMillis(v any) (int64, bool) {
-	switch x := v.(type) {
-	case int:
-		return int64(x), true
-	case int8:
-		return int64(x), true
-	case int16:
-		return int64(x), true
-	case int32:
-		return int64(x), true
-	case int64:
-		return x, true
-	case uint8:
-		return int64(x), true
-	case uint16:
-		return int64(x), true
-	case uint32:
-		return int64(x), true
-	case uint64:
-		if x <= 1<<63-1 {
-			return int64(x), true
-		}
-	case string:
-		n, err := strconv.ParseInt(x, 10, 64)
+	if n, ok := wire.Int(v); ok {
+		return n, true
+	}
+	if s, ok := v.(string); ok {
+		n, err := strconv.ParseInt(s, 10, 64)
 		return n, err == nil
 	}
 	return 0, false
