@@ -2,6 +2,7 @@ package saga
 
 import (
 	"context"
+	"database/sql"
 	"errors"
 	"fmt"
 	"strings"
@@ -23,8 +24,10 @@ type Call struct {
 	// compensation should record it under a prefix of its own (say
 	// "undo:" + key) so it is told apart from the action's.
 	IdempotencyKey string
-	// Attempt counts the runs of this action (or of this compensation),
-	// from 1; more than 1 means an earlier run may have had its effect.
+	// Attempt counts the runs of this step, its action's and then its
+	// compensation's together, from 1 (a compensation after one action
+	// run is attempt 2); a second run of the same call means an earlier
+	// one may have had its effect.
 	Attempt int
 }
 
@@ -33,13 +36,24 @@ type Call struct {
 // instance unresolved.
 type Func func(ctx context.Context, c Call) error
 
+// TxFunc is an action or a compensation that runs inside the database
+// transaction recording its step's end (done, or compensated): what it
+// writes through tx (an outbox.Store.Add, say) commits with the
+// transition or not at all, so it takes effect exactly once without
+// checking the idempotency key. It must not commit or roll back tx. An
+// error or a panic rolls tx back and counts as a failure.
+type TxFunc func(ctx context.Context, tx *sql.Tx, c Call) error
+
 // Step is one step of a saga: its name (unique within the saga), its
-// action and an optional compensation (nil: nothing to undo, recorded as
-// no_compensation).
+// action (Action, or TxAction to run inside the transition's transaction)
+// and an optional compensation (Compensate or TxCompensate; neither:
+// nothing to undo, recorded as no_compensation).
 type Step struct {
-	Name       string
-	Action     Func
-	Compensate Func
+	Name         string
+	Action       Func
+	Compensate   Func
+	TxAction     TxFunc
+	TxCompensate TxFunc
 }
 
 // Definition is a validated saga: a name and ordered steps. It is
@@ -71,8 +85,14 @@ func Define(name string, steps ...Step) (*Definition, error) {
 		if len(s.Name) > 255 {
 			return nil, fmt.Errorf("acemq: step %.40q... of saga %q is %d bytes; step names hold up to 255", s.Name, name, len(s.Name))
 		}
-		if s.Action == nil {
-			return nil, fmt.Errorf("acemq: step %q of saga %q has no action; set Step.Action", s.Name, name)
+		if (s.Action == nil) == (s.TxAction == nil) {
+			if s.Action != nil {
+				return nil, fmt.Errorf("acemq: step %q of saga %q has both Action and TxAction; set one", s.Name, name)
+			}
+			return nil, fmt.Errorf("acemq: step %q of saga %q has no action; set Step.Action (or Step.TxAction)", s.Name, name)
+		}
+		if s.Compensate != nil && s.TxCompensate != nil {
+			return nil, fmt.Errorf("acemq: step %q of saga %q has both Compensate and TxCompensate; set one", s.Name, name)
 		}
 		if j, dup := d.index[s.Name]; dup {
 			return nil, fmt.Errorf("acemq: saga %q names two steps %q (steps %d and %d); step names must be unique", name, s.Name, j+1, i+1)

@@ -18,7 +18,10 @@
 // step running, and the sweep runs it again). Each call gets an
 // idempotency key, "<instance id>/<step name>", the same on every attempt:
 // record it in the same transaction as the effect and skip the effect when
-// it is already there.
+// it is already there. Or write the effect in the transition itself: a
+// Step's TxAction (TxCompensate) is handed the *sql.Tx that records the
+// step done (compensated), so an outbox.Store.Add in it publishes exactly
+// once, with the transition.
 //
 // Tables (created by EnsureSchema): acemq_saga, one row per instance, and
 // acemq_saga_step, one row per step of an instance.

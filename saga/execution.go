@@ -3,6 +3,7 @@ package saga
 import (
 	"context"
 	"database/sql"
+	"errors"
 	"fmt"
 	"sync"
 	"time"
@@ -84,6 +85,41 @@ func invoke(ctx context.Context, f Func, c Call) (err error) {
 	return f(ctx, c)
 }
 
+// invokeTx runs f on tx, turning a panic into an error.
+func invokeTx(ctx context.Context, f TxFunc, tx *sql.Tx, c Call) (err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			err = fmt.Errorf("acemq: step %q of saga %q panicked: %v", c.Step, c.Saga, p)
+		}
+	}()
+	return f(ctx, tx, c)
+}
+
+// stepError is a failed action or compensation, as opposed to a failed
+// write of the transition.
+type stepError struct{ err error }
+
+func (e *stepError) Error() string { return e.err.Error() }
+
+// attempt runs step i's action (or compensation) f / tf and, when it
+// succeeds, records doneSet on the step: in one transaction with tf, after
+// f otherwise. A *stepError is the action's failure; any other error a
+// failed write.
+func (x *execution) attempt(ctx context.Context, i int, f Func, tf TxFunc, c Call, doneSet string) error {
+	if tf == nil {
+		if err := invoke(ctx, f, c); err != nil {
+			return &stepError{err}
+		}
+		return x.transition(ctx, false, "", nil, i, doneSet, []any{x.r.now().UnixMilli()})
+	}
+	return x.transitionWith(ctx, false, "", nil, i, doneSet, []any{x.r.now().UnixMilli()}, func(tx *sql.Tx) error {
+		if err := invokeTx(ctx, tf, tx, c); err != nil {
+			return &stepError{err}
+		}
+		return nil
+	})
+}
+
 func (x *execution) forward(ctx context.Context) (Result, error) {
 	for i := range x.def.steps {
 		if x.steps[i].status == "done" {
@@ -95,18 +131,21 @@ func (x *execution) forward(ctx context.Context) (Result, error) {
 			return Result{}, err
 		}
 		x.steps[i] = stepState{status: "running", attempts: attempt}
-		if err := invoke(ctx, x.def.steps[i].Action, x.call(i, attempt)); err != nil {
+		st := x.def.steps[i]
+		err := x.attempt(ctx, i, st.Action, st.TxAction, x.call(i, attempt), "status = 'done', finished_at = ?")
+		var failed *stepError
+		if err != nil && !errors.As(err, &failed) {
+			return Result{}, err
+		}
+		if failed != nil {
 			cctx := context.WithoutCancel(ctx)
-			x.failedStep, x.failure = x.def.steps[i].Name, err.Error()
+			x.failedStep, x.failure = st.Name, failed.Error()
 			if err := x.transition(cctx, false, "status = 'compensating', failed_step = ?, failure = ?", []any{x.failedStep, x.failure},
 				i, "status = 'failed', last_error = ?, finished_at = ?", []any{x.failure, x.r.now().UnixMilli()}); err != nil {
 				return Result{}, err
 			}
 			x.steps[i].status = "failed"
 			return x.compensate(cctx)
-		}
-		if err := x.transition(ctx, false, "", nil, i, "status = 'done', finished_at = ?", []any{x.r.now().UnixMilli()}); err != nil {
-			return Result{}, err
 		}
 		x.steps[i].status = "done"
 	}
@@ -126,9 +165,9 @@ func (x *execution) compensate(ctx context.Context) (Result, error) {
 		if st.status != "done" && st.status != "compensating" {
 			continue
 		}
-		comp := x.def.steps[i].Compensate
+		def := x.def.steps[i]
 		now := x.r.now().UnixMilli()
-		if comp == nil {
+		if def.Compensate == nil && def.TxCompensate == nil {
 			if err := x.transition(ctx, false, "", nil, i, "status = 'no_compensation', finished_at = ?", []any{now}); err != nil {
 				return Result{}, err
 			}
@@ -140,15 +179,17 @@ func (x *execution) compensate(ctx context.Context) (Result, error) {
 			return Result{}, err
 		}
 		x.steps[i] = stepState{status: "compensating", attempts: attempt}
-		if err := invoke(ctx, comp, x.call(i, attempt)); err != nil {
-			if err := x.transition(ctx, false, "", nil, i, "status = 'compensation_failed', last_error = ?, finished_at = ?", []any{err.Error(), x.r.now().UnixMilli()}); err != nil {
+		err := x.attempt(ctx, i, def.Compensate, def.TxCompensate, x.call(i, attempt), "status = 'compensated', finished_at = ?")
+		var failed *stepError
+		if err != nil && !errors.As(err, &failed) {
+			return Result{}, err
+		}
+		if failed != nil {
+			if err := x.transition(ctx, false, "", nil, i, "status = 'compensation_failed', last_error = ?, finished_at = ?", []any{failed.Error(), x.r.now().UnixMilli()}); err != nil {
 				return Result{}, err
 			}
 			x.steps[i].status = "compensation_failed"
 			continue
-		}
-		if err := x.transition(ctx, false, "", nil, i, "status = 'compensated', finished_at = ?", []any{x.r.now().UnixMilli()}); err != nil {
-			return Result{}, err
 		}
 		x.steps[i].status = "compensated"
 	}
@@ -172,6 +213,13 @@ func (x *execution) compensate(ctx context.Context) (Result, error) {
 // instance's update (sagaSet, may be empty; release ends the lease) and
 // step i's (stepSet; i < 0: none). Zero instance rows: ErrLeaseLost.
 func (x *execution) transition(ctx context.Context, release bool, sagaSet string, sagaArgs []any, i int, stepSet string, stepArgs []any) error {
+	return x.transitionWith(ctx, release, sagaSet, sagaArgs, i, stepSet, stepArgs, nil)
+}
+
+// transitionWith is transition running during (when not nil) inside the
+// transaction, after the fenced instance update; a *stepError from it is
+// returned as it is.
+func (x *execution) transitionWith(ctx context.Context, release bool, sagaSet string, sagaArgs []any, i int, stepSet string, stepArgs []any, during func(*sql.Tx) error) error {
 	r := x.r
 	now := r.now()
 	set := "updated_at = ?, version = version + 1"
@@ -199,6 +247,11 @@ func (x *execution) transition(ctx context.Context, release bool, sagaSet string
 		if n != 1 {
 			return ErrLeaseLost
 		}
+		if during != nil {
+			if err := during(tx); err != nil {
+				return err
+			}
+		}
 		if i < 0 {
 			return nil
 		}
@@ -207,6 +260,10 @@ func (x *execution) transition(ctx context.Context, release bool, sagaSet string
 	})
 	if err == ErrLeaseLost {
 		return fmt.Errorf("%w (instance %s)", ErrLeaseLost, x.id)
+	}
+	var failed *stepError
+	if errors.As(err, &failed) {
+		return failed
 	}
 	if err != nil {
 		return fmt.Errorf("acemq: cannot record a transition of saga instance %s (it resumes after its lease expires): %w", x.id, err)
