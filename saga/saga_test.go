@@ -9,6 +9,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"go.opentelemetry.io/otel/attribute"
 	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
@@ -280,6 +281,54 @@ func TestWritesAreFencedByTheLease(t *testing.T) {
 		}
 		if len(j.list()) != 0 {
 			t.Fatalf("a step ran after the lease was lost: %v", j.list())
+		}
+	})
+}
+
+// The lease is renewed while a step runs: for twice the lease, another
+// runner's sweep finds nothing to take, and locked_until moves on.
+func TestTheLeaseIsRenewedWhileAStepRuns(t *testing.T) {
+	forEachDialect(t, func(t *testing.T, db *sql.DB, d sqlstore.Dialect) {
+		ctx := context.Background()
+		const lease = 300 * time.Millisecond
+		other, _ := NewRunner(db, d, WithLease(lease), WithOwner("other"))
+		quiet := func(context.Context, Call) error { return nil }
+		otherDef, _ := Define("slow", Step{Name: "wait", Action: quiet})
+		if err := other.Register(otherDef); err != nil {
+			t.Fatal(err)
+		}
+		var stolen []Result
+		var firstUntil, lastUntil time.Time
+		def, _ := Define("slow", Step{Name: "wait", Action: func(ctx context.Context, c Call) error {
+			end := time.Now().Add(2 * lease)
+			for time.Now().Before(end) {
+				res, err := other.Sweep(ctx)
+				if err != nil {
+					return err
+				}
+				stolen = append(stolen, res...)
+				in, err := other.Show(ctx, c.InstanceID)
+				if err != nil {
+					return err
+				}
+				if firstUntil.IsZero() {
+					firstUntil = in.LockedUntil
+				}
+				lastUntil = in.LockedUntil
+				time.Sleep(20 * time.Millisecond) // poll for the whole window
+			}
+			return nil
+		}})
+		r, _ := NewRunner(db, d, WithLease(lease), WithOwner("mine"))
+		res, err := r.Run(ctx, def, nil, "")
+		if err != nil || res.Outcome != Completed {
+			t.Fatalf("run %+v %v", res, err)
+		}
+		if len(stolen) != 0 {
+			t.Fatalf("another runner took the instance over while it ran: %+v", stolen)
+		}
+		if !lastUntil.After(firstUntil) {
+			t.Fatalf("locked_until never moved (%v → %v): the lease was not renewed", firstUntil, lastUntil)
 		}
 	})
 }
