@@ -50,9 +50,10 @@ func newSaga() *cobra.Command {
 	}
 	var statuses []string
 	list := &cobra.Command{
-		Use:   "list",
-		Short: "List instances (newest first, up to 1000), optionally of some statuses",
-		Args:  cobra.NoArgs,
+		Use:     "list",
+		Example: `  acemq saga list --status unresolved --db postgres://localhost/shop`,
+		Short:   "List instances (newest first, up to 1000), optionally of some statuses",
+		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return withStore(cmd, func(ctx context.Context, s *saga.Store) error {
 				list, err := s.List(ctx, statuses...)
@@ -70,9 +71,10 @@ func newSaga() *cobra.Command {
 	}
 	list.Flags().StringSliceVar(&statuses, "status", nil, "only these statuses: running, compensating, completed, compensated, unresolved")
 	show := &cobra.Command{
-		Use:   "show INSTANCE",
-		Short: "Show an instance and its steps",
-		Args:  cobra.ExactArgs(1),
+		Use:     "show INSTANCE",
+		Example: `  acemq saga show 3f2a… --db sqlite:shop.db`,
+		Short:   "Show an instance and its steps",
+		Args:    cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return withStore(cmd, func(ctx context.Context, s *saga.Store) error {
 				in, err := s.Show(ctx, args[0])
@@ -98,9 +100,10 @@ func newSaga() *cobra.Command {
 	}
 	var note string
 	resolve := &cobra.Command{
-		Use:   "resolve INSTANCE",
-		Short: "Mark an unresolved instance as dealt with by hand",
-		Args:  cobra.ExactArgs(1),
+		Use:     "resolve INSTANCE",
+		Example: `  acemq saga resolve 3f2a… --note "refunded by hand, ticket 42" --db postgres://localhost/shop`,
+		Short:   "Mark an unresolved instance as dealt with by hand",
+		Args:    cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return withStore(cmd, func(ctx context.Context, s *saga.Store) error {
 				if err := s.Resolve(ctx, args[0], note); err != nil {
@@ -113,9 +116,10 @@ func newSaga() *cobra.Command {
 	}
 	resolve.Flags().StringVar(&note, "note", "", "what was done, kept in the instance's failure text")
 	compensate := &cobra.Command{
-		Use:   "compensate INSTANCE",
-		Short: "Ask the runners' next sweep to run an unresolved instance's failed compensations again",
-		Args:  cobra.ExactArgs(1),
+		Use:     "compensate INSTANCE",
+		Example: `  acemq saga compensate 3f2a… --db postgres://localhost/shop`,
+		Short:   "Ask the runners' next sweep to run an unresolved instance's failed compensations again",
+		Args:    cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return withStore(cmd, func(ctx context.Context, s *saga.Store) error {
 				if err := s.Compensate(ctx, args[0]); err != nil {

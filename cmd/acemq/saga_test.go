@@ -40,6 +40,11 @@ func TestSagaCommandsListShowCompensateResolve(t *testing.T) {
 	}
 	b, _ := r.Run(ctx, def, nil, "")
 	dsn := "sqlite:" + path
+	for _, sub := range []string{"list", "show", "resolve", "compensate"} {
+		if r := run0(t, "", "saga", sub, "--help"); !strings.Contains(r.stdout, "Examples:") || !strings.Contains(r.stdout, "--db") {
+			t.Errorf("acemq saga %s --help lacks an example or --db:\n%s", sub, r.stdout)
+		}
+	}
 
 	out := run0(t, "", "saga", "list", "--status", "unresolved", "--db", dsn).stdout
 	if !strings.Contains(out, a.InstanceID) || !strings.Contains(out, b.InstanceID) || !strings.Contains(out, "unresolved") {
