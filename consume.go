@@ -135,6 +135,8 @@ type consumerConfig struct {
 	codec        Codec
 	tag          string
 	args         transport.Table
+	argsAt       func() transport.Table // see ConsumerArgsAt
+	stream       bool                   // see ConsumerOnStream
 	skipDecl     bool
 	interceptors []ConsumeInterceptor
 	drain        *time.Duration
@@ -277,6 +279,7 @@ func Consume[T any](ctx context.Context, c *Conn, queue string, h Handler[T], op
 	}
 	icpt := append(append([]ConsumeInterceptor(nil), c.cfg.consumeIcpt...), cfg.interceptors...)
 	k := newConsumerCore(c, queue, tag, cfg.prefetch, cfg.concurrency, policy, cfg.args, drainTimeout)
+	k.argsAt, k.stream = cfg.argsAt, cfg.stream
 	k.process = func(dv *delivery) {
 		k.handle(dv, icpt, func(ctx context.Context, env Envelope) (Decision, bool, time.Duration) {
 			var m Message[T]

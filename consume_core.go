@@ -59,6 +59,8 @@ type consumerCore struct {
 	concurrency  int
 	policy       RetryPolicy
 	args         transport.Table
+	argsAt       func() transport.Table // when set, replaces args on every attach
+	stream       bool                   // nack and reject become acks (see ConsumerOnStream)
 	drainTimeout time.Duration
 	process      func(dv *delivery)
 
@@ -197,6 +199,9 @@ func (k *consumerCore) attachLocked(ctx context.Context) error {
 		return err
 	}
 	spec := transport.ConsumeSpec{Queue: k.queue, Tag: k.tag, Args: k.args}
+	if k.argsAt != nil {
+		spec.Args = k.argsAt()
+	}
 	var next func() (transport.Delivery, bool)
 	if dc, ok := ch.(transport.DirectConsumer); ok {
 		next, err = dc.ConsumeDirect(ctx, spec)
@@ -447,6 +452,10 @@ func (k *consumerCore) ack(dv *delivery) {
 }
 
 func (k *consumerCore) nack(dv *delivery, requeue bool) {
+	if k.stream {
+		k.ack(dv)
+		return
+	}
 	if dv.att.alive() {
 		_ = dv.att.ch.Nack(dv.d.DeliveryTag, requeue)
 	}
@@ -454,6 +463,10 @@ func (k *consumerCore) nack(dv *delivery, requeue bool) {
 }
 
 func (k *consumerCore) reject(dv *delivery) {
+	if k.stream {
+		k.ack(dv)
+		return
+	}
 	if dv.att.alive() {
 		_ = dv.att.ch.Reject(dv.d.DeliveryTag, false)
 	}

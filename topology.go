@@ -450,6 +450,7 @@ func (t *Topology) Validate() error {
 		}
 	}
 	problems = append(problems, entityProblems(decls)...)
+	problems = append(problems, streamProblems(decls)...)
 	problems = append(problems, referenceProblems(decls)...)
 	if len(problems) == 0 {
 		return nil

@@ -76,7 +76,7 @@ func requeueAll(us []unacked) {
 			if us[k].c != nil {
 				us[k].c.inflight--
 			}
-			if !q.deleted {
+			if !q.deleted && q.stream == nil {
 				e := us[k].e
 				e.redelivered = true
 				q.ready.pushFront(e)
@@ -256,6 +256,9 @@ func (ch *channel) Consume(ctx context.Context, spec transport.ConsumeSpec) (<-c
 	if e != nil {
 		return nil, ch.fail(e)
 	}
+	if q.stream != nil && ch.currentPrefetch() == 0 {
+		return nil, ch.fail(errStreamPrefetch(q.name))
+	}
 	tag := spec.Tag
 	if tag == "" {
 		tag = genName("amq.ctag-")
@@ -285,6 +288,8 @@ func (ch *channel) Consume(ctx context.Context, spec transport.ConsumeSpec) (<-c
 		e = errNoQueue(q.name)
 	case len(q.consumers) > 0 && (spec.Exclusive || q.consumers[0].exclusive):
 		e = errExclusiveUse(q.name)
+	case q.stream != nil && !c.seek(spec.Args):
+		e = errStreamOffset(q.name)
 	default:
 		q.consumers = append(q.consumers, c)
 		q.hadConsumer = true
@@ -333,6 +338,9 @@ func (ch *channel) Get(ctx context.Context, queue string) (transport.Delivery, b
 	if e != nil {
 		return transport.Delivery{}, false, ch.fail(e)
 	}
+	if q.stream != nil {
+		return transport.Delivery{}, false, ch.fail(errStreamGet(q.name))
+	}
 	ent, left, ok := q.get()
 	if !ok {
 		return transport.Delivery{}, false, nil
@@ -375,6 +383,10 @@ func (ch *channel) settle(tag uint64, ack, requeue bool) error {
 	ch.mu.Unlock()
 	if !ok {
 		return ch.fail(errUnknownTag(tag))
+	}
+	if !ack && u.q.stream != nil {
+		u.q.settle(u, true, false) // the credit returns as the connection ends
+		return ch.fail(errStreamNack(u.q.name))
 	}
 	u.q.settle(u, ack, requeue)
 	return nil

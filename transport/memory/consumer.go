@@ -19,6 +19,7 @@ type consumer struct {
 	// Guarded by q.mu.
 	inflight int // delivered (or in the outbox) and not yet settled
 	outbox   []entry
+	cursor   int64 // streams: the next offset to hand out
 
 	out    chan transport.Delivery
 	wake   chan struct{} // capacity 1: the outbox became non-empty
@@ -70,6 +71,12 @@ func (c *consumer) pump() {
 			d := batch[i].delivery(c.q.quorum)
 			d.ConsumerTag = c.tag
 			d.DeliveryTag = first + uint64(i)
+			if c.q.stream != nil {
+				if d.Headers == nil {
+					d.Headers = transport.Table{}
+				}
+				d.Headers["x-stream-offset"] = batch[i].offset
+			}
 			select {
 			case c.out <- d:
 			case <-c.stop:

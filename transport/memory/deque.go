@@ -7,6 +7,7 @@ type entry struct {
 	expireAt    int64 // unix nanoseconds; 0 means never
 	redelivered bool
 	deliveries  int32 // times delivered from this queue (x-delivery-count)
+	offset      int64 // position in a stream; unused on other queues
 }
 
 // deque is a growable ring of entries: O(1) push and pop at both ends and

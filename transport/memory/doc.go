@@ -11,8 +11,17 @@
 //
 // Like RabbitMQ 4.x, it refuses transient (non-durable) queues that are not
 // exclusive: the declaration fails with 541 INTERNAL_ERROR and closes the
-// whole connection. Streams (x-queue-type=stream) and priorities are not
-// supported; declaring a stream fails with 406 PRECONDITION_FAILED.
+// whole connection. Priorities are not supported.
+//
+// Streams (x-queue-type=stream) are retained logs read from any position,
+// with RabbitMQ's rules: durable only; a consumer needs a prefetch and
+// starts at its x-stream-offset argument (first, last, next, an int64
+// offset or a timestamp); every delivery carries its x-stream-offset
+// header; an ack only returns credit; a nack or reject, and basic.get, end
+// the connection with 540 NOT_IMPLEMENTED; retention by x-max-age and
+// x-max-length-bytes removes whole segments (x-stream-max-segment-size-bytes)
+// when a new segment starts, never the one being written. Offsets here are
+// contiguous; RabbitMQ's may skip a few where a segment starts.
 //
 // Brokers live in a process-wide registry keyed by name, which is part of
 // the scheme: every memory://orders in one process reaches the same broker,
@@ -28,8 +37,8 @@
 // Deliveries share the broker's copy of the body: treat Delivery.Body as
 // read-only. Headers are copied per delivery.
 //
-// Not implemented: x-expires, x-max-length-bytes, per-message TTL,
-// priorities, streams, single-active-consumer, transactions and
+// Not implemented: x-expires, x-max-length-bytes (outside streams),
+// per-message TTL, priorities, single-active-consumer, transactions and
 // multiple=true acknowledgements (the seam has none).
 //
 // Design for throughput: one mutex per queue over a ring buffer; routing

@@ -31,6 +31,7 @@ type queue struct {
 	dlrk          string
 	hasDLRK       bool
 	quorum        bool
+	stream        *streamLog // non-nil for x-queue-type=stream; guarded by mu
 
 	mu          sync.Mutex
 	ready       deque
@@ -51,6 +52,10 @@ func newQueue(b *Broker, spec transport.QueueSpec, owner *conn) *queue {
 	}
 	if spec.Exclusive {
 		q.owner = owner
+	}
+	if queueType(spec.Args) == "stream" {
+		q.stream = newStreamLog(spec.Args)
+		return q
 	}
 	if v, ok := toInt64(spec.Args["x-message-ttl"]); ok {
 		q.ttl = v * int64(time.Millisecond)
@@ -85,6 +90,10 @@ func (q *queue) kill(e entry, reason string) {
 // enqueue adds m at the tail. ok is false when a full reject-publish queue
 // refused it. The caller routes the returned dead letters.
 func (q *queue) enqueue(m *message) (ok bool, dead []deadLetter) {
+	if q.stream != nil {
+		q.appendStream(m)
+		return true, nil
+	}
 	q.mu.Lock()
 	if q.deleted {
 		q.mu.Unlock()
@@ -123,7 +132,7 @@ func (q *queue) enqueue(m *message) (ok bool, dead []deadLetter) {
 
 // requeueLocked puts entries back at the head, in their original order.
 func (q *queue) requeueLocked(es []entry, redelivered bool) {
-	if q.deleted {
+	if q.deleted || q.stream != nil {
 		return
 	}
 	for i := len(es) - 1; i >= 0; i-- {
@@ -150,6 +159,10 @@ func (q *queue) dispatchLocked() { q.dispatchAt(0) }
 // message published with x-message-ttl 0 is still delivered to a waiting
 // consumer, as in RabbitMQ, because enqueue passes its own timestamp.
 func (q *queue) dispatchAt(now int64) {
+	if q.stream != nil {
+		q.dispatchStreamLocked()
+		return
+	}
 	if q.ttl >= 0 && q.ready.len() > 0 {
 		if now == 0 {
 			now = q.b.now()
@@ -231,7 +244,7 @@ func (q *queue) settle(u unacked, ack, requeue bool) {
 	if u.c != nil {
 		u.c.inflight--
 	}
-	if !ack && !q.deleted {
+	if !ack && !q.deleted && q.stream == nil {
 		if requeue {
 			u.e.redelivered = true
 			q.ready.pushFront(u.e)
@@ -266,6 +279,9 @@ func (q *queue) get() (e entry, left int, ok bool) {
 func (q *queue) purge() int {
 	q.mu.Lock()
 	defer q.mu.Unlock()
+	if q.stream != nil {
+		return 0 // a stream is only ever truncated by retention
+	}
 	return q.ready.clear()
 }
 

@@ -120,8 +120,7 @@ func validateQueue(spec transport.QueueSpec) *transport.Error {
 				"invalid property 'exclusive', 'auto-delete' or 'non-durable' for quorum queue '%s' in vhost '/'", spec.Name)
 		}
 	case "stream":
-		return chanErr(transport.CodePreconditionFailed, "PRECONDITION_FAILED",
-			"invalid arg 'x-queue-type' for queue '%s' in vhost '/': streams are not supported by memory://", spec.Name)
+		return validateStream(spec)
 	default:
 		return invalid("x-queue-type")
 	}

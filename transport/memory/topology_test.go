@@ -99,13 +99,19 @@ func TestInequivalentDurableAndArgs(t *testing.T) {
 	declareT(t, chanT(t, c), transport.QueueSpec{Name: "q", Durable: true, Args: transport.Table{"x-max-length": int64(5), "x-custom": 1}})
 }
 
-func TestStreamQueuesAreRefused(t *testing.T) {
+func TestStreamDeclarationIsValidated(t *testing.T) {
 	_, name := newTestBroker(t)
-	_, err := chanT(t, dialT(t, name, nil)).DeclareQueue(bg, transport.QueueSpec{Name: "s", Durable: true, Args: transport.Table{"x-queue-type": "stream"}})
-	e := wantCode(t, err, transport.CodePreconditionFailed, "")
-	if !strings.Contains(e.Reason, "stream") {
-		t.Fatalf("reason %q does not say streams are unsupported", e.Reason)
+	c := dialT(t, name, nil)
+	for _, spec := range []transport.QueueSpec{
+		{Name: "s1", Args: transport.Table{"x-queue-type": "stream"}},
+		{Name: "s2", Durable: true, AutoDelete: true, Args: transport.Table{"x-queue-type": "stream"}},
+		{Name: "s3", Durable: true, Args: transport.Table{"x-queue-type": "stream", "x-max-age": "7 days"}},
+		{Name: "s4", Durable: true, Args: transport.Table{"x-queue-type": "stream", "x-max-length-bytes": "big"}},
+	} {
+		_, err := chanT(t, c).DeclareQueue(bg, spec)
+		wantCode(t, err, transport.CodePreconditionFailed, "")
 	}
+	declareT(t, chanT(t, c), transport.QueueSpec{Name: "s", Durable: true, Args: transport.Table{"x-queue-type": "stream", "x-max-age": "7D"}})
 }
 
 func TestServerNamedQueue(t *testing.T) {

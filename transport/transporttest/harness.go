@@ -70,6 +70,14 @@ func Run(t *testing.T, h Harness) {
 		{"CancelClosesDeliveriesAndKeepsUnacked", s.cancelKeepsUnacked},
 		{"BlockHoldsConfirmsUntilUnblock", s.blockHoldsConfirms},
 		{"DropConnectionsEndsWith320AndRequeues", s.dropConnections},
+		{"StreamReadersAreIndependentWithOffsets", s.streamReadersAreIndependent},
+		{"StreamPrefetchIsEnforcedAndAckOnlyReturnsCredit", s.streamPrefetchIsEnforced},
+		{"StreamNackClosesTheConnectionWith540", s.streamRejectIsRefused},
+		{"StreamConsumeWithoutPrefetchIs406", s.streamConsumeWithoutPrefetchIs406},
+		{"ExclusiveStreamIsRefused", s.streamNonDurableIsRefused},
+		{"StreamAttachByTimestamp", s.streamAttachByTimestamp},
+		{"StreamGetIsRefusedWith540", s.streamGetIsRefused},
+		{"StreamRetentionDropsWholeAgedSegments", s.streamRetention},
 	} {
 		t.Run(c.name, c.fn)
 	}

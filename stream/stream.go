@@ -1,0 +1,346 @@
+// Package stream reads RabbitMQ streams (and memory:// streams) as
+// retained logs: each reader starts at a position it names, sees every
+// message with its offset, and keeps its own place. Acknowledging removes
+// nothing; several readers read the same stream independently.
+//
+// A reader always sends an explicit x-stream-offset (next by default),
+// uses prefetch 10 and its name as the consumer tag. Decisions follow
+// contract §3.11: Accept advances; Reject and Park copy the message to
+// {stream}.dlq / {stream}.parked and advance. Retry and InProgress are not
+// allowed on a stream (a retry would append a copy), so they, and a panic,
+// are failures handled by the reader's FailurePolicy: Park (default), Stop
+// or Skip. The Conn's retry policy never applies.
+//
+// After a recovery the reader resumes at the offset after the newest one it
+// accepted or skipped, so nothing is skipped; a message set aside after that
+// is read (and copied) again, the only duplicate.
+package stream
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/acemq-go/acemq"
+	"github.com/acemq-go/acemq/transport"
+)
+
+// Position is where a reader starts. The zero value is Next.
+type Position struct {
+	value any           // nil: next
+	since time.Duration // > 0: "the last d", resolved when Read starts
+	desc  string
+}
+
+// First starts at the oldest message the stream retains.
+func First() Position { return Position{value: "first", desc: "first"} }
+
+// Last starts at the newest chunk (on RabbitMQ a chunk may hold several
+// messages, so a few before the newest may come too).
+func Last() Position { return Position{value: "last", desc: "last"} }
+
+// Next starts with the next message published (the default).
+func Next() Position { return Position{value: "next", desc: "next"} }
+
+// Offset starts at offset n, or the oldest retained message if n is gone.
+func Offset(n int64) Position { return Position{value: n, desc: fmt.Sprint(n)} }
+
+// At starts at the chunk holding time t (whole seconds on the wire), so a
+// few messages stored just before t may come too.
+func At(t time.Time) Position {
+	return Position{value: t.UTC().Truncate(time.Second), desc: t.UTC().Format(time.RFC3339)}
+}
+
+// Since starts at the messages of the last d, sent as the timestamp
+// now − d when Read starts.
+func Since(d time.Duration) Position { return Position{since: d, desc: "the last " + d.String()} }
+
+// String names the position as given.
+func (p Position) String() string {
+	if p.desc == "" {
+		return "next"
+	}
+	return p.desc
+}
+
+// FailurePolicy says what a reader does when its handler asks for a retry
+// or an in-progress delay, or panics.
+type FailurePolicy int
+
+const (
+	// Park copies the message to {stream}.parked with the reason and
+	// moves on (the default, contract §3.11).
+	Park FailurePolicy = iota
+	// Stop halts the reader at the failing offset: nothing after it is
+	// handled, Err reports the failure (health degraded) and Close returns
+	// it.
+	Stop
+	// Skip counts the message (Skipped) and moves on.
+	Skip
+)
+
+// Message is one stream message: the engine's message and its offset.
+type Message[T any] struct {
+	*acemq.Message[T]
+	// Offset is the message's position in the stream.
+	Offset int64
+}
+
+// Handler handles one stream message and returns Accept, Reject or Park.
+type Handler[T any] func(ctx context.Context, m *Message[T]) acemq.Decision
+
+// Option configures a reader.
+type Option func(*config)
+
+type config struct {
+	from     Position
+	prefetch int
+	policy   FailurePolicy
+	codec    acemq.Codec
+}
+
+// From sets where the reader starts (Next when not given).
+func From(p Position) Option { return func(c *config) { c.from = p } }
+
+// Prefetch sets how many messages the broker sends ahead (10 when not
+// given). It must be at least 1: RabbitMQ refuses a stream consumer
+// without one.
+func Prefetch(n int) Option { return func(c *config) { c.prefetch = n } }
+
+// OnFailure sets the failure policy (Park when not given).
+func OnFailure(p FailurePolicy) Option { return func(c *config) { c.policy = p } }
+
+// WithCodec decodes payloads with codec instead of the Conn's.
+func WithCodec(codec acemq.Codec) Option { return func(c *config) { c.codec = codec } }
+
+// Reader reads one stream. Its methods are safe for concurrent use.
+type Reader struct {
+	stream, name string
+
+	mu       sync.Mutex
+	start    any   // the x-stream-offset of the first subscribe
+	handled  int64 // newest offset accepted or skipped (or before one); -1 none
+	skipped  int
+	stopErr  error
+	consumer *acemq.Consumer
+	closing  bool
+	wg       sync.WaitGroup // the goroutine that closes the consumer on Stop
+}
+
+// Read starts a reader named name on stream, handling every message with
+// h, one at a time in offset order. The stream must exist. Read declares
+// {stream}.dlq and {stream}.parked as any consumer does. It fails when the
+// options are invalid or the subscribe is refused.
+func Read[T any](ctx context.Context, c *acemq.Conn, stream, name string, h Handler[T], opts ...Option) (*Reader, error) {
+	cfg := config{prefetch: 10}
+	for _, o := range opts {
+		if o != nil {
+			o(&cfg)
+		}
+	}
+	switch {
+	case h == nil:
+		return nil, errors.New("acemq: stream reader: the handler is nil; pass a function that handles a *stream.Message")
+	case name == "":
+		return nil, errors.New("acemq: stream reader: the name is empty; name the reader (it is the consumer tag)")
+	case cfg.prefetch < 1:
+		return nil, fmt.Errorf("acemq: stream reader %q: prefetch %d is below 1; RabbitMQ refuses a stream consumer without a prefetch, use 10", name, cfg.prefetch)
+	case cfg.policy < Park || cfg.policy > Skip:
+		return nil, fmt.Errorf("acemq: stream reader %q: unknown failure policy %d; use stream.Park, stream.Stop or stream.Skip", name, cfg.policy)
+	case cfg.from.since < 0:
+		return nil, fmt.Errorf("acemq: stream reader %q: Since(%v) is negative; give how far back to start", name, cfg.from.since)
+	}
+	r := &Reader{stream: stream, name: name, handled: -1, start: cfg.from.value}
+	if cfg.from.since > 0 {
+		r.start = time.Now().Add(-cfg.from.since).UTC().Truncate(time.Second)
+	}
+	if r.start == nil {
+		r.start = "next"
+	}
+	copts := []acemq.ConsumerOption{
+		acemq.ConsumerTag(name),
+		acemq.ConsumerPrefetch(cfg.prefetch),
+		acemq.ConsumerConcurrency(1),
+		acemq.ConsumerRetry(acemq.NoRetry()),
+		acemq.ConsumerArgsAt(r.args),
+		acemq.ConsumerOnStream(),
+	}
+	if cfg.codec != nil {
+		copts = append(copts, acemq.ConsumerCodec(cfg.codec))
+	}
+	k, err := acemq.Consume(ctx, c, stream, func(ctx context.Context, m *acemq.Message[T]) acemq.Decision {
+		return handle(r, ctx, m, h, cfg.policy)
+	}, copts...)
+	if err != nil {
+		return nil, fmt.Errorf("acemq: cannot start stream reader %q on %q from %s: %w", name, stream, cfg.from, err)
+	}
+	r.mu.Lock()
+	r.consumer = k
+	stopped := r.stopErr != nil
+	r.mu.Unlock()
+	if stopped {
+		r.stopConsumer()
+	}
+	return r, nil
+}
+
+// args is the x-stream-offset for each subscribe: where the reader
+// started, then the offset after the newest one handled.
+func (r *Reader) args() transport.Table {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.handled >= 0 {
+		return transport.Table{"x-stream-offset": r.handled + 1}
+	}
+	return transport.Table{"x-stream-offset": r.start}
+}
+
+func offsetOf(env acemq.Envelope) (int64, bool) {
+	v, ok := env.Header("x-stream-offset")
+	if !ok {
+		return 0, false
+	}
+	switch n := v.(type) {
+	case int64:
+		return n, true
+	case int32:
+		return int64(n), true
+	case int:
+		return int64(n), true
+	}
+	return 0, false
+}
+
+// handle runs h on one delivery and turns its decision into what a
+// stream allows.
+func handle[T any](r *Reader, ctx context.Context, m *acemq.Message[T], h Handler[T], policy FailurePolicy) acemq.Decision {
+	off, ok := offsetOf(m.Envelope)
+	if !ok {
+		// Only a stream stamps x-stream-offset: this is not one.
+		return acemq.Park(fmt.Errorf("acemq: stream reader %q: the message carries no x-stream-offset header; is %q a stream?", r.name, r.stream))
+	}
+	r.mu.Lock()
+	stopped, seen := r.stopErr != nil, off <= r.handled
+	r.mu.Unlock()
+	if stopped || seen {
+		// An ack on a stream only returns credit; the position stays.
+		return acemq.Accept()
+	}
+	dec, failure := run(ctx, h, &Message[T]{Message: m, Offset: off})
+	if failure == nil {
+		switch dec.String() {
+		case "accept":
+			r.advance(off, false)
+			return dec
+		case "reject", "park":
+			// Not advanced here: the copy is made after the handler, and
+			// is lost if the channel ends first. The next message handled
+			// advances past it; a recovery before that reads it again.
+			return dec
+		default:
+			failure = fmt.Errorf("acemq: stream reader %q asked for %s at offset %d, which a stream does not allow (contract §3.11: a retry would append a copy): %v", r.name, dec, off, dec.Err())
+		}
+	}
+	switch policy {
+	case Skip:
+		r.advance(off, true)
+		return acemq.Accept()
+	case Stop:
+		r.mu.Lock()
+		r.stopErr = fmt.Errorf("acemq: stream reader %q on %q stopped at offset %d: %w; fix the cause and start a reader at stream.Offset(%d)", r.name, r.stream, off, failure, off)
+		r.mu.Unlock()
+		r.stopConsumer()
+		return acemq.Accept()
+	default:
+		return acemq.Park(failure) // advanced by the next message, as for Park
+	}
+}
+
+// run calls h, turning a panic into a failure.
+func run[T any](ctx context.Context, h Handler[T], m *Message[T]) (dec acemq.Decision, failure error) {
+	defer func() {
+		if p := recover(); p != nil {
+			failure = fmt.Errorf("acemq: the handler panicked on message %s at offset %d: %v", m.Envelope.ID, m.Offset, p)
+		}
+	}()
+	return h(ctx, m), nil
+}
+
+func (r *Reader) advance(off int64, skipped bool) {
+	r.mu.Lock()
+	if off > r.handled {
+		r.handled = off
+	}
+	if skipped {
+		r.skipped++
+	}
+	r.mu.Unlock()
+}
+
+// stopConsumer closes the consumer from a goroutine the reader owns (a
+// handler cannot wait for its own consumer to drain).
+func (r *Reader) stopConsumer() {
+	r.mu.Lock()
+	k := r.consumer
+	if k == nil || r.closing {
+		r.mu.Unlock()
+		return
+	}
+	r.closing = true
+	r.wg.Add(1)
+	r.mu.Unlock()
+	go func() {
+		defer r.wg.Done()
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		_ = k.Close(ctx)
+	}()
+}
+
+// Name is the reader's name, also its consumer tag.
+func (r *Reader) Name() string { return r.name }
+
+// Handled returns the newest offset the reader has accepted or skipped; a
+// message set aside (rejected or parked) counts once the next one is
+// handled. ok is false before the first.
+func (r *Reader) Handled() (offset int64, ok bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.handled, r.handled >= 0
+}
+
+// Skipped counts messages the Skip policy passed over.
+func (r *Reader) Skipped() int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.skipped
+}
+
+// Err is nil while the reader is healthy, and says where and why it stopped
+// under the Stop policy (report health as degraded while it is non-nil).
+func (r *Reader) Err() error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.stopErr
+}
+
+// Close stops the reader, waiting for the message in hand up to ctx's
+// deadline. It returns the Stop policy's error when the reader stopped,
+// else the consumer's close error.
+func (r *Reader) Close(ctx context.Context) error {
+	r.mu.Lock()
+	k, already := r.consumer, r.closing
+	r.closing = true
+	r.mu.Unlock()
+	var err error
+	if !already && k != nil {
+		err = k.Close(ctx)
+	}
+	r.wg.Wait()
+	if e := r.Err(); e != nil {
+		return e
+	}
+	return err
+}
