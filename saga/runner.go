@@ -83,11 +83,11 @@ type Option func(*Runner) error
 // WithLease sets how long a runner owns an instance without renewing it
 // (default DefaultLease). Shorter: a crashed runner's instances resume
 // sooner; a lease must outlast a stalled renewal, so keep it at seconds
-// or more in production.
+// or more in production. Under 30ms is refused.
 func WithLease(d time.Duration) Option {
 	return func(r *Runner) error {
-		if d <= 0 {
-			return fmt.Errorf("acemq: saga lease %v must be positive", d)
+		if d < 30*time.Millisecond {
+			return fmt.Errorf("acemq: saga lease %v is too short; give at least 30ms (seconds or more in production)", d)
 		}
 		r.lease = d
 		return nil

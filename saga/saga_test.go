@@ -79,6 +79,11 @@ func TestDefineValidates(t *testing.T) {
 			t.Errorf("%s: got %v, %v", want, d, err)
 		}
 	}
+	for _, lease := range []time.Duration{0, -time.Second, time.Nanosecond} {
+		if _, err := NewRunner(&sql.DB{}, sqlstore.SQLite, WithLease(lease)); err == nil {
+			t.Errorf("lease %v accepted", lease)
+		}
+	}
 	d, err := Define("s", Step{Name: "a", Action: act}, Step{Name: "b", Action: act})
 	if err != nil || d.Name() != "s" || !slices.Equal(d.Steps(), []string{"a", "b"}) {
 		t.Fatalf("valid definition: %v %v", d, err)
