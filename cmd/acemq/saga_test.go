@@ -1,0 +1,69 @@
+package main
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/acemq-go/acemq/saga"
+	"github.com/acemq-go/acemq/sqlstore"
+)
+
+// The operator's saga commands on a SQLite file: an unresolved instance is
+// listed and shown, compensate hands it back to the sweep, resolve closes
+// another.
+func TestSagaCommandsListShowCompensateResolve(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "saga.db")
+	db, err := sql.Open("sqlite", path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	r, err := saga.NewRunner(db, sqlstore.SQLite)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := r.EnsureSchema(ctx); err != nil {
+		t.Fatal(err)
+	}
+	broken := func(context.Context, saga.Call) error { return errors.New("refund service down") }
+	def, _ := saga.Define("order",
+		saga.Step{Name: "charge", Action: func(context.Context, saga.Call) error { return nil }, Compensate: broken},
+		saga.Step{Name: "ship", Action: func(context.Context, saga.Call) error { return errors.New("no courier") }})
+	a, err := r.Run(ctx, def, nil, "")
+	if err != nil || a.Outcome != saga.Unresolved {
+		t.Fatalf("run %+v %v", a, err)
+	}
+	b, _ := r.Run(ctx, def, nil, "")
+	dsn := "sqlite:" + path
+	for _, sub := range []string{"list", "show", "resolve", "compensate"} {
+		if r := run0(t, "", "saga", sub, "--help"); !strings.Contains(r.stdout, "Examples:") || !strings.Contains(r.stdout, "--db") {
+			t.Errorf("acemq saga %s --help lacks an example or --db:\n%s", sub, r.stdout)
+		}
+	}
+
+	out := run0(t, "", "saga", "list", "--status", "unresolved", "--db", dsn).stdout
+	if !strings.Contains(out, a.InstanceID) || !strings.Contains(out, b.InstanceID) || !strings.Contains(out, "unresolved") {
+		t.Fatalf("list:\n%s", out)
+	}
+	out = run0(t, "", "saga", "show", a.InstanceID, "--db", dsn).stdout
+	if !strings.Contains(out, "compensation_failed") || !strings.Contains(out, "refund service down") || !strings.Contains(out, "failed    ship: no courier") {
+		t.Fatalf("show:\n%s", out)
+	}
+	run0(t, "", "saga", "compensate", a.InstanceID, "--db", dsn)
+	run0(t, "", "saga", "resolve", b.InstanceID, "--note", "ticket 42", "--db", dsn)
+	if in, _ := r.Show(ctx, a.InstanceID); in.Status != "compensating" || in.Steps[0].Status != "done" {
+		t.Fatalf("after compensate: %+v", in)
+	}
+	if in, _ := r.Show(ctx, b.InstanceID); in.Status != "compensated" || !strings.Contains(in.Failure, "ticket 42") {
+		t.Fatalf("after resolve: %+v", in)
+	}
+	args := []string{"saga", "resolve", b.InstanceID, "--db", dsn}
+	mustFailWithSentence(t, acemqCmd(t, "", args...), "is not unresolved", args...)
+	args = []string{"saga", "list", "--db", "sqlite:" + filepath.Join(t.TempDir(), "empty.db")}
+	mustFailWithSentence(t, acemqCmd(t, "", args...), "EnsureSchema", args...)
+}

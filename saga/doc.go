@@ -1,0 +1,28 @@
+// Package saga runs persisted sagas: named, ordered steps, each an action
+// and an optional compensation, whose every transition is written to a SQL
+// database (PostgreSQL, SQLite, MySQL) before the next action runs, so a
+// saga interrupted by a crash is finished by another process (behaviour
+// spec §7.8).
+//
+// A Definition names the steps. A Runner starts instances (Run), resumes
+// instances whose lease expired (Sweep) and serves operators (List, Show,
+// Resolve, Compensate). On a failure or a panic in an action the steps
+// that completed are compensated in reverse order, on a context detached
+// from the caller's cancellation; a step without a compensation is
+// skipped (no_compensation); a compensation that fails does not stop the
+// others and leaves the instance unresolved, for a person to look at
+// (`acemq saga list --status unresolved`).
+//
+// Actions and compensations may run more than once (a process that dies
+// after an action's effect but before its transition is written leaves the
+// step running, and the sweep runs it again). Each call gets an
+// idempotency key, "<instance id>/<step name>", the same on every attempt:
+// record it in the same transaction as the effect and skip the effect when
+// it is already there. Or write the effect in the transition itself: a
+// Step's TxAction (TxCompensate) is handed the *sql.Tx that records the
+// step done (compensated), so an outbox.Store.Add in it publishes exactly
+// once, with the transition.
+//
+// Tables (created by EnsureSchema): acemq_saga, one row per instance, and
+// acemq_saga_step, one row per step of an instance.
+package saga
