@@ -12,22 +12,9 @@ import (
 	"github.com/acemq-go/acemq/codec/avro"
 	"github.com/acemq-go/acemq/codec/schemas"
 	"github.com/acemq-go/acemq/crypto"
+	"github.com/acemq-go/acemq/internal/brokertest"
 	"github.com/acemq-go/acemq/internal/testenv"
 )
-
-var brokers = []struct {
-	name string
-	url  func(t *testing.T) string
-}{
-	{"memory", func(t *testing.T) string { return "memory://" + strings.ReplaceAll(t.Name(), "/", "-") }},
-	{"rabbitmq", func(t *testing.T) string { return testenv.AMQPURL(t) }},
-}
-
-func forEachBroker(t *testing.T, body func(t *testing.T, url string)) {
-	for _, b := range brokers {
-		t.Run(b.name, func(t *testing.T) { body(t, b.url(t)) })
-	}
-}
 
 type document struct {
 	ID   string `json:"id" avro:"id"`
@@ -126,7 +113,7 @@ func TestEncryptedClaimCheckedAvroBody(t *testing.T) {
 }
 
 func crossBothBrokers(t *testing.T, inner func(t *testing.T) acemq.Codec) {
-	forEachBroker(t, func(t *testing.T, url string) {
+	brokertest.ForEachBroker(t, func(t *testing.T, url string) {
 		ctx := context.Background()
 		store := claimcheck.NewMemoryStore()
 		codec, _ := encryptedClaimCheckOf(t, store, inner(t))
@@ -190,7 +177,7 @@ func crossBothBrokers(t *testing.T, inner func(t *testing.T) acemq.Codec) {
 // decode deadline, sends the message down the retry path instead, and the
 // message is read once the store answers. Nothing is lost.
 func TestMissingPayloadIsParkedAndStoreOutageIsRetriedOnBothBrokers(t *testing.T) {
-	forEachBroker(t, func(t *testing.T, url string) {
+	brokertest.ForEachBroker(t, func(t *testing.T, url string) {
 		ctx := context.Background()
 		mem := claimcheck.NewMemoryStore()
 		store := &switchable{Store: mem, mode: make(chan string, 4)}
@@ -230,7 +217,7 @@ func TestMissingPayloadIsParkedAndStoreOutageIsRetriedOnBothBrokers(t *testing.T
 			!strings.HasPrefix(x.Reason, `could not be decoded: acemq: the claimcheck(encrypted(json)) codec cannot read a body with content type "application/vnd.acemq.encrypted": `) {
 			t.Fatalf("settlement %+v", x)
 		}
-		parked := pull(t, c, acemq.ParkedQueue(q))
+		parked := brokertest.Pull(t, c, acemq.ParkedQueue(q))
 		if !bytes.Equal(parked.Body, body) || parked.Envelope.Error != x.Reason {
 			t.Fatal("the parked copy is not the original body with the reason")
 		}
@@ -285,30 +272,3 @@ var errTransient = errorString("the store's server is restarting")
 type errorString string
 
 func (e errorString) Error() string { return string(e) }
-
-// pull takes one message from queue, waiting for it, and acks it.
-func pull(t *testing.T, c *acemq.Conn, queue string) *acemq.Pulled {
-	t.Helper()
-	p, err := c.NewPuller(context.Background())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer p.Close()
-	deadline := time.Now().Add(20 * time.Second)
-	for {
-		m, ok, err := p.Pull(context.Background(), queue)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if ok {
-			if err := m.Ack(); err != nil {
-				t.Fatal(err)
-			}
-			return m
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("nothing arrived in %s", queue)
-		}
-		time.Sleep(5 * time.Millisecond) // polling an empty queue: no event exists
-	}
-}

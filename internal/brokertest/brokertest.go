@@ -94,7 +94,8 @@ func Publish(t *testing.T, c *acemq.Conn, q string, n int) {
 	}
 }
 
-// Pull takes one message from q, waiting up to 10 s for one, and acks it.
+// Pull takes one message from q, waiting up to 20 s for one (a 1 MiB
+// payload on a loaded machine), and acks it.
 func Pull(t *testing.T, c *acemq.Conn, q string) *acemq.Pulled {
 	t.Helper()
 	p, err := c.NewPuller(context.Background())
@@ -102,7 +103,7 @@ func Pull(t *testing.T, c *acemq.Conn, q string) *acemq.Pulled {
 		t.Fatal(err)
 	}
 	defer p.Close()
-	deadline := time.Now().Add(10 * time.Second)
+	deadline := time.Now().Add(20 * time.Second)
 	for {
 		m, ok, err := p.Pull(context.Background(), q)
 		if err != nil {

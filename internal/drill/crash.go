@@ -144,6 +144,34 @@ func (o *CrashOptions) dir() (string, func(), error) {
 	return d, func() { os.RemoveAll(d) }, err
 }
 
+// crashRig is what the crash variants start from: a scratch directory, a
+// Conn and a fresh queue. done removes the queue (and its dead-letter
+// half), closes the Conn and the directory.
+func crashRig(ctx context.Context, env Env, o CrashOptions, prefix string) (dir string, c *acemq.Conn, q string, done func(), err error) {
+	dir, cleanup, err := o.dir()
+	if err != nil {
+		return "", nil, "", nil, err
+	}
+	c, err = env.connect(ctx)
+	if err != nil {
+		cleanup()
+		return "", nil, "", nil, err
+	}
+	q = unique(prefix)
+	done = func() {
+		for _, name := range []string{q, q + ".dlq", q + ".parked"} {
+			_, _ = c.DeleteQueue(context.Background(), name)
+		}
+		_ = c.Close(context.Background())
+		cleanup()
+	}
+	if err := c.Apply(ctx, acemq.NewTopology().Queue(q)); err != nil {
+		done()
+		return "", nil, "", nil, err
+	}
+	return dir, c, q, done, nil
+}
+
 // CrashPublish runs the crash drill's publisher variant: a child process
 // publishing from several goroutines records each id after Send returned
 // nil; it is SIGKILLed at a random moment o.Kills times and restarted;
@@ -154,24 +182,12 @@ func CrashPublish(ctx context.Context, env Env, o CrashOptions) *Result {
 	res := newResult("crash-publish")
 	start := time.Now()
 	defer func() { res.Took = time.Since(start) }()
-	dir, cleanup, err := o.dir()
+	dir, c, q, release, err := crashRig(ctx, env, o, "drill.crash.publish")
 	if err != nil {
 		res.Failf("%v", err)
 		return res
 	}
-	defer cleanup()
-	c, err := env.connect(ctx)
-	if err != nil {
-		res.Failf("%v", err)
-		return res
-	}
-	defer c.Close(context.Background())
-	q := unique("drill.crash.publish")
-	if err := c.Apply(ctx, acemq.NewTopology().Queue(q)); err != nil {
-		res.Failf("%v", err)
-		return res
-	}
-	defer c.DeleteQueue(context.Background(), q)
+	defer release()
 	path := filepath.Join(dir, "publish.record")
 	for i := 0; i < o.Kills; i++ {
 		from := countKind(path, "confirmed")
@@ -241,28 +257,12 @@ func CrashConsume(ctx context.Context, env Env, o CrashOptions) *Result {
 	res := newResult("crash-consume")
 	start := time.Now()
 	defer func() { res.Took = time.Since(start) }()
-	dir, cleanup, err := o.dir()
+	dir, c, q, release, err := crashRig(ctx, env, o, "drill.crash.consume")
 	if err != nil {
 		res.Failf("%v", err)
 		return res
 	}
-	defer cleanup()
-	c, err := env.connect(ctx)
-	if err != nil {
-		res.Failf("%v", err)
-		return res
-	}
-	defer c.Close(context.Background())
-	q := unique("drill.crash.consume")
-	if err := c.Apply(ctx, acemq.NewTopology().Queue(q)); err != nil {
-		res.Failf("%v", err)
-		return res
-	}
-	defer func() {
-		for _, name := range []string{q, q + ".dlq", q + ".parked"} {
-			_, _ = c.DeleteQueue(context.Background(), name)
-		}
-	}()
+	defer release()
 	pub := acemq.NewPublisher[crashMsg](c, "", q)
 	payloads := make([]crashMsg, o.Messages)
 	for i := range payloads {
