@@ -2,6 +2,7 @@ package rabbitmq
 
 import (
 	"errors"
+	"strings"
 
 	amqp "github.com/rabbitmq/amqp091-go"
 
@@ -35,7 +36,9 @@ func fromAMQPError(ae *amqp.Error) error {
 		return transport.ErrClosed
 	}
 	reason := ae.Reason
-	if !ae.Server && (ae.Code == amqp.FrameError || ae.Code == amqp.SyntaxError) {
+	// amqp091-go also reports a failed socket read or write as a
+	// client-side 501; only its own parse errors are unreadable frames.
+	if !ae.Server && (strings.Contains(ae.Reason, amqp.ErrFrame.Reason) || strings.Contains(ae.Reason, amqp.ErrSyntax.Reason)) {
 		reason = unparsableFrame + " (" + reason + ")"
 	}
 	return &transport.Error{
