@@ -30,7 +30,7 @@ const mysqlRelayLock = `CONCAT('acemq_relay.', SHA1(CONCAT(COALESCE(DATABASE(), 
 // no record carries another relay's unexpired lock (SQLite, where the
 // lease is the only sign of life).
 const claimSQL = `UPDATE acemq_outbox SET locked_by = ?, locked_until = ?
-WHERE seq IN (SELECT seq FROM acemq_outbox WHERE attempts < ? ORDER BY seq LIMIT ?)
+WHERE seq IN (SELECT seq FROM acemq_outbox WHERE attempts < ? AND seq > ? ORDER BY seq LIMIT ?)
 AND NOT EXISTS (SELECT 1 FROM acemq_outbox WHERE locked_by IS NOT NULL AND locked_by <> ? AND locked_until > ?)`
 
 // errSameID is returned when another live session holds this relay's own
@@ -133,7 +133,11 @@ func (o *owner) close() {
 // outbox. Another relay's unexpired lock holds the outbox while that
 // relay's session lives (PostgreSQL, MySQL); a lock whose session is gone
 // is taken over at once.
-func (o *owner) claim(ctx context.Context, batch int) ([]Record, error) {
+//
+// after > 0 claims only records with a larger seq: the relay's next batch,
+// claimed while the records up to after are still being published (their
+// locks are the relay's own, so they never hold it up).
+func (o *owner) claim(ctx context.Context, batch int, after int64) ([]Record, error) {
 	q, err := o.session(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("acemq: cannot claim outbox records: %w", err)
@@ -142,15 +146,15 @@ func (o *owner) claim(ctx context.Context, batch int) ([]Record, error) {
 	var recs []Record
 	switch o.s.dialect {
 	case sqlstore.PostgreSQL:
-		recs, err = o.claimPostgres(ctx, batch, now)
+		recs, err = o.claimPostgres(ctx, batch, after, now)
 	case sqlstore.MySQL:
 		var n int64
-		n, err = o.claimMySQL(ctx, batch, now)
+		n, err = o.claimMySQL(ctx, batch, after, now)
 		if err == nil && n > 0 {
-			recs, err = o.s.query(ctx, q, `SELECT `+recordColumns+` FROM acemq_outbox WHERE locked_by = ? AND attempts < ? ORDER BY seq LIMIT `+fmt.Sprint(batch), o.relay, MaxAttempts)
+			recs, err = o.s.query(ctx, q, `SELECT `+recordColumns+` FROM acemq_outbox WHERE locked_by = ? AND attempts < ? AND seq > ? ORDER BY seq LIMIT `+fmt.Sprint(batch), o.relay, MaxAttempts, after)
 		}
 	default:
-		recs, err = o.s.query(ctx, q, claimSQL+` RETURNING `+recordColumns, o.relay, now.Add(o.ttl).UnixMilli(), MaxAttempts, batch, o.relay, now.UnixMilli())
+		recs, err = o.s.query(ctx, q, claimSQL+` RETURNING `+recordColumns, o.relay, now.Add(o.ttl).UnixMilli(), MaxAttempts, after, batch, o.relay, now.UnixMilli())
 	}
 	if err != nil {
 		return nil, fmt.Errorf("acemq: cannot claim outbox records: %w", o.fail(err))
@@ -175,7 +179,7 @@ const holdersSQL = `SELECT DISTINCT locked_by FROM acemq_outbox WHERE locked_by 
 // while its session holds its relay key: pg_try_advisory_xact_lock gets
 // the key only when that session is gone (and lets it go at commit).
 var pgClaimSQL = `UPDATE acemq_outbox SET locked_by = $1, locked_until = $2
-WHERE seq IN (SELECT seq FROM acemq_outbox WHERE attempts < $3 ORDER BY seq LIMIT $4)
+WHERE seq IN (SELECT seq FROM acemq_outbox WHERE attempts < $3 AND seq > $6 ORDER BY seq LIMIT $4)
 AND NOT EXISTS (SELECT 1 FROM acemq_outbox o WHERE o.locked_by IS NOT NULL AND o.locked_by <> $1 AND o.locked_until > $5
   AND CASE WHEN o.locked_until > $5 THEN NOT pg_try_advisory_xact_lock(` + fmt.Sprintf(pgRelayKey, "o.locked_by") + `) ELSE false END)
 RETURNING ` + recordColumns
@@ -186,7 +190,7 @@ RETURNING ` + recordColumns
 // free. A relay frozen inside this transaction loses its session after
 // the lease (idle_in_transaction_session_timeout, set when the session
 // opened), so it cannot hold the claim lock longer.
-func (o *owner) claimPostgres(ctx context.Context, batch int, now time.Time) ([]Record, error) {
+func (o *owner) claimPostgres(ctx context.Context, batch int, after int64, now time.Time) ([]Record, error) {
 	tx, err := o.conn.BeginTx(ctx, nil)
 	if err != nil {
 		return nil, err
@@ -195,7 +199,7 @@ func (o *owner) claimPostgres(ctx context.Context, batch int, now time.Time) ([]
 	if _, err := tx.ExecContext(ctx, `SELECT pg_advisory_xact_lock($1)`, advisoryKey); err != nil {
 		return nil, err
 	}
-	recs, err := o.s.query(ctx, tx, pgClaimSQL, o.relay, now.Add(o.ttl).UnixMilli(), MaxAttempts, batch, now.UnixMilli())
+	recs, err := o.s.query(ctx, tx, pgClaimSQL, o.relay, now.Add(o.ttl).UnixMilli(), MaxAttempts, batch, now.UnixMilli(), after)
 	if err != nil {
 		return nil, err
 	}
@@ -217,7 +221,7 @@ const mysqlLockName = `LEFT(CONCAT('acemq_outbox.', COALESCE(DATABASE(), '')), 6
 // meanwhile. The named lock makes the reads and the UPDATE one step for
 // other relays. A holder of unexpired locks is alive while its relay lock
 // is taken (IS_FREE_LOCK); a dead holder's locks are cleared.
-func (o *owner) claimMySQL(ctx context.Context, batch int, now time.Time) (int64, error) {
+func (o *owner) claimMySQL(ctx context.Context, batch int, after int64, now time.Time) (int64, error) {
 	ttl := o.ttl
 	c := o.conn
 	// A relay frozen while it holds the claim lock loses its session (and
@@ -254,7 +258,7 @@ func (o *owner) claimMySQL(ctx context.Context, batch int, now time.Time) (int64
 			return 0, err
 		}
 	}
-	ids, err := sqlstore.Column(ctx, c, `SELECT id FROM acemq_outbox WHERE attempts < ? ORDER BY seq LIMIT ?`, MaxAttempts, batch)
+	ids, err := sqlstore.Column(ctx, c, `SELECT id FROM acemq_outbox WHERE attempts < ? AND seq > ? ORDER BY seq LIMIT ?`, MaxAttempts, after, batch)
 	if err != nil || len(ids) == 0 {
 		return 0, err
 	}
