@@ -7,16 +7,19 @@
 //	pg      one relay draining a filled outbox on PostgreSQL
 //	sqlite  one relay draining a filled outbox on SQLite
 //	lag     the acemq.outbox.lag distribution on PostgreSQL (with the
-//	        pgnotify wake-up) while producers add a steady -rate records/s
-//	        for -for, each record in its own transaction
+//	        pgnotify wake-up) while -producers goroutines add a steady
+//	        -rate records/s for -for, each record in its own transaction,
+//	        paced open-loop (see lagRun)
 //
 // Each drain runs -repeat times on a freshly filled table and the median
 // rate is reported. Lag runs from Store.Add (before the commit) to the
 // broker's confirm; it is read from the acemq.outbox.lag histogram with
 // 5 ms buckets up to 1 s and 100 ms buckets up to 10 s, so a percentile is
 // reported as its bucket's upper bound (or the maximum, when lower). The
-// lag row also says how many records the producers managed to add: on a
-// machine too busy for the asked rate they add fewer.
+// lag row also says how many records the producers added and at what rate
+// (from the first slot to the last commit), and how many began late: on a
+// machine too busy for the asked rate they add fewer, and the row says so.
+// -cpuprofile profiles the bench process (relay, producers, raw client).
 //
 //	cd bench && go run ./outbox -url amqp://guest:guest@127.0.0.1:5672/ -pg postgres://...
 package main
