@@ -370,7 +370,7 @@ type claimed struct {
 }
 
 // sweep is SweepOnce. With ahead (Run's sweeps), a sweep whose batch is
-// full claims the next batch, the records after its last seq, while its
+// full claims the next batch, the first records but its own, while its
 // own batch is on the wire, and keeps it for the next sweep when its own
 // batch went through whole: the next batch's claim costs no time between
 // batches. The next batch is written only after this one was confirmed
@@ -387,7 +387,7 @@ func (r *Relay) sweep(ctx context.Context, ahead bool) Sweep {
 	if recs == nil || start.Sub(at) > r.cfg.lockTTL/4 {
 		var err error
 		at = start
-		if recs, err = r.own.claim(ctx, r.cfg.batch, 0); err != nil {
+		if recs, err = r.own.claim(ctx, r.cfg.batch, nil); err != nil {
 			sw.Err = r.stopped(ctx, err, "acemq: the outbox relay could not claim records; it tries again at the next sweep")
 			return sw
 		}
@@ -405,11 +405,15 @@ func (r *Relay) sweep(ctx context.Context, ahead bool) Sweep {
 		// The relay's session is used here alone until next is received:
 		// the publish below touches only the broker.
 		next = make(chan claimed, 1)
-		go func(after int64) {
+		skip := make([]int64, len(recs))
+		for i, rec := range recs {
+			skip[i] = rec.Seq
+		}
+		go func() {
 			at := time.Now()
-			recs, err := r.own.claim(ctx, r.cfg.batch, after)
+			recs, err := r.own.claim(ctx, r.cfg.batch, skip)
 			next <- claimed{recs: recs, at: at, err: err}
-		}(recs[len(recs)-1].Seq)
+		}()
 	}
 	msgs := make([]acemq.RawMessage, len(recs))
 	spans := make([]publishSpan, len(recs))
