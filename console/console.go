@@ -10,8 +10,9 @@
 // a read-only console hides and refuses every action; every action is
 // written to an audit log that the console shows.
 //
-// Browsing a queue takes its messages with basic.get and returns them
-// (replay.Browse): they come back with the redelivered flag set, in their
+// Browsing a queue takes its messages (replay.Browse: one subscription
+// with a prefetch of the messages read) and returns them all with one
+// channel close: they come back with the redelivered flag set, in their
 // order. The console serialises its own browsing and actions per queue,
 // so a replay never runs while a page holds some of the queue's messages.
 package console

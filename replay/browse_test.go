@@ -157,12 +157,12 @@ func fill(t *testing.T, c *acemq.Conn, queue, prefix string, n int) []string {
 
 // The order after a browse equals the order before it, on classic and
 // quorum queues, when the read spans several subscriptions (windows of
-// 1,000), when it stops half way through a window, and with a message
+// 500), when it stops half way through a window, and with a message
 // arriving while the pass holds the head. A second pass sees every
 // message redelivered, in the same order, and the late one last.
 func TestBrowseKeepsTheOrderOnClassicAndQuorumQueues(t *testing.T) {
-	defer replay.SetBrowseWindow(1000)()
-	const n = 3000
+	defer replay.SetBrowseWindow(500)()
+	const n = 2000
 	forEachBroker(t, func(t *testing.T, url string) {
 		c := connect(t, url)
 		for _, kind := range []struct {
@@ -178,7 +178,7 @@ func TestBrowseKeepsTheOrderOnClassicAndQuorumQueues(t *testing.T) {
 				t.Cleanup(func() { _, _ = c.DeleteQueue(context.Background(), q) })
 				ids := fill(t, c, q, "m", n)
 
-				// A first pass reads 1,500 (one full window, half of the
+				// A first pass reads 750 (one full window, half of the
 				// next); a message arrives while it holds them.
 				var seen []string
 				read, err := replay.Browse(ctx, c, q, n, func(m *acemq.Pulled) bool {
@@ -186,10 +186,10 @@ func TestBrowseKeepsTheOrderOnClassicAndQuorumQueues(t *testing.T) {
 					if len(seen) == 10 {
 						fill(t, c, q, "late", 1)
 					}
-					return len(seen) < 1500
+					return len(seen) < 750
 				})
-				if err != nil || read != 1500 || !slices.Equal(seen, ids[:1500]) {
-					t.Fatalf("first pass read %d (err %v); in order: %v", read, err, slices.Equal(seen, ids[:min(len(seen), 1500)]))
+				if err != nil || read != 750 || !slices.Equal(seen, ids[:750]) {
+					t.Fatalf("first pass read %d (err %v); in order: %v", read, err, slices.Equal(seen, ids[:min(len(seen), 750)]))
 				}
 				// The whole queue, twice: the order stays that of the publish.
 				for pass := range 2 {
@@ -203,15 +203,15 @@ func TestBrowseKeepsTheOrderOnClassicAndQuorumQueues(t *testing.T) {
 						t.Fatalf("pass %d read %d messages, want %d; first difference at %d", pass+2, len(got), len(want), i)
 					}
 					for i, r := range redelivered {
-						// The first pass took 0..1499 and the broker had sent
-						// it the rest of its second window (to 1999): those
+						// The first pass took 0..749 and the broker had sent
+						// it the rest of its second window (to 999): those
 						// come back redelivered. The second pass took all.
 						switch {
-						case pass == 1 || i < 1500:
+						case pass == 1 || i < 750:
 							if !r {
 								t.Fatalf("pass %d: message %d (%s) is not marked redelivered", pass+2, i, got[i])
 							}
-						case i >= 2000:
+						case i >= 1000:
 							if r {
 								t.Fatalf("pass %d: message %d (%s), never taken before, is marked redelivered", pass+2, i, got[i])
 							}
