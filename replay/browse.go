@@ -52,7 +52,9 @@ func SourceOf(queue string) string {
 // Browse examines at most the messages present when it starts, so
 // messages that keep arriving do not make it run forever; if something
 // else takes messages meanwhile, it stops once the queue has had none
-// ready for a second. It returns how many it read.
+// ready for a second; if messages stay ready but none reach it for 10 s
+// (another consumer holds the queue), it fails saying so. It returns how
+// many it read.
 //
 // Two Browse calls on one queue at once, or a Browse beside a replay, see
 // fewer messages each (a held message is invisible to the other); callers
@@ -112,6 +114,11 @@ var maxWindow = 65535
 // expected stops: something else took them.
 const exhaustedAfter = time.Second
 
+// stalledAfter is how long messages may stay ready with none reaching the
+// pass before it gives up: another consumer holds the queue (single active
+// consumer, consumer priorities). Tests shorten it.
+var stalledAfter = 10 * time.Second
+
 // browser is one Browse pass.
 type browser struct {
 	conn  *acemq.Conn
@@ -144,7 +151,7 @@ func (b *browser) window(ctx context.Context, number, want int) (got int, more b
 	const idle = 250 * time.Millisecond
 	timer := time.NewTimer(idle)
 	defer timer.Stop()
-	var dry time.Duration
+	var dry, quiet time.Duration
 	for got < want {
 		select {
 		case d, ok := <-deliveries:
@@ -158,7 +165,7 @@ func (b *browser) window(ctx context.Context, number, want int) (got int, more b
 			if b.visit != nil && !b.visit(view(d, b.queue)) {
 				return got, false, nil
 			}
-			dry = 0
+			dry, quiet = 0, 0
 			timer.Reset(idle)
 		case <-ctx.Done():
 			return got, false, ctx.Err()
@@ -167,10 +174,13 @@ func (b *browser) window(ctx context.Context, number, want int) (got int, more b
 			if err != nil {
 				return got, false, err
 			}
-			if info.Messages > 0 {
-				dry = 0
-			} else if dry += idle; dry >= exhaustedAfter {
-				return got, false, nil
+			quiet += idle
+			if info.Messages == 0 {
+				if dry += idle; dry >= exhaustedAfter {
+					return got, false, nil
+				}
+			} else if dry = 0; quiet >= stalledAfter {
+				return got, false, fmt.Errorf("acemq: %q has %d messages ready but none reached the reader for %v; another consumer holds the queue (single active consumer or a higher priority): stop it, or read while it is stopped", b.queue, info.Messages, stalledAfter)
 			}
 			timer.Reset(idle)
 		}

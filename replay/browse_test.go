@@ -4,12 +4,15 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/acemq-go/acemq"
 	"github.com/acemq-go/acemq/internal/testenv"
 	"github.com/acemq-go/acemq/replay"
+	"github.com/acemq-go/acemq/transport"
 )
 
 func TestBrowseReturnsEveryMessageInOrderWithTheRedeliveredFlag(t *testing.T) {
@@ -277,4 +280,50 @@ func pullOne(t *testing.T, c *acemq.Conn, queue string) string {
 		t.Fatal(err)
 	}
 	return m.Envelope.ID
+}
+
+// On a single-active-consumer queue whose active consumer is another
+// reader, no message reaches Browse: it fails saying why instead of
+// waiting for ever, and every message is still there.
+func TestBrowseFailsWhenAnotherConsumerHoldsTheQueue(t *testing.T) {
+	defer replay.SetBrowseStall(time.Second)()
+	c := connect(t, testenv.AMQPURL(t))
+	ctx := context.Background()
+	q := testenv.Unique("replay.sac") + ".dlq"
+	if err := c.Apply(ctx, acemq.NewTopology().Queue(q, acemq.AsClassic(), acemq.WithArgs(transport.Table{"x-single-active-consumer": true}))); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _, _ = c.DeleteQueue(context.Background(), q) })
+	fill(t, c, q, "m", 5)
+	ch, err := c.Channel(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := ch.Qos(1); err != nil {
+		t.Fatal(err)
+	}
+	active, err := ch.Consume(ctx, transport.ConsumeSpec{Queue: q, Tag: "active"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	select { // it holds one; four stay ready
+	case <-active:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the active consumer got no message")
+	}
+	_, err = replay.Browse(ctx, c, q, 10, nil)
+	if err == nil || !strings.Contains(err.Error(), "another consumer holds the queue") {
+		t.Fatalf("Browse beside an active consumer: %v", err)
+	}
+	if got := count(t, c, q); got != 4 {
+		t.Fatalf("%s counts %d ready after the failed read, want 4", q, got)
+	}
+	_ = ch.Close()
+	deadline := time.Now().Add(10 * time.Second)
+	for count(t, c, q) != 5 {
+		if time.Now().After(deadline) {
+			t.Fatalf("%s never counted its 5 messages again", q)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
 }
