@@ -327,3 +327,34 @@ func TestBrowseFailsWhenAnotherConsumerHoldsTheQueue(t *testing.T) {
 		time.Sleep(5 * time.Millisecond)
 	}
 }
+
+// A visit that panics (settling a view is one way) loses nothing: the
+// channel closes on the way out and the broker has every message back.
+func TestBrowseReturnsEverythingWhenVisitPanics(t *testing.T) {
+	forEachBroker(t, func(t *testing.T, url string) {
+		c := connect(t, url)
+		q, ids := setup(t, c, 3)
+		dlq := acemq.DeadLetterQueue(q)
+		func() {
+			defer func() {
+				if recover() == nil {
+					t.Fatal("settling a view did not panic")
+				}
+			}()
+			_, _ = replay.Browse(context.Background(), c, dlq, 10, func(m *acemq.Pulled) bool {
+				_ = m.Ack()
+				return true
+			})
+		}()
+		deadline := time.Now().Add(10 * time.Second)
+		for count(t, c, dlq) != 3 {
+			if time.Now().After(deadline) {
+				t.Fatalf("%s counts %d after a panicking browse, want 3", dlq, count(t, c, dlq))
+			}
+			time.Sleep(5 * time.Millisecond)
+		}
+		if got := drain(t, c, dlq); len(got) != 3 || got[0].Envelope.ID != ids[0] || got[2].Envelope.ID != ids[2] {
+			t.Fatalf("after a panicking browse the queue holds %d messages", len(got))
+		}
+	})
+}
