@@ -14,6 +14,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/go-sql-driver/mysql"
+
 	"github.com/acemq-go/acemq/internal/dbtest"
 	"github.com/acemq-go/acemq/internal/testenv"
 	"github.com/acemq-go/acemq/sqlstore"
@@ -88,7 +90,7 @@ func openCrashDB(dialect, dsn string) (*sql.DB, sqlstore.Dialect, error) {
 	if err != nil {
 		return nil, 0, err
 	}
-	driver := map[sqlstore.Dialect]string{sqlstore.PostgreSQL: "pgx", sqlstore.SQLite: "sqlite"}[d]
+	driver := map[sqlstore.Dialect]string{sqlstore.PostgreSQL: "pgx", sqlstore.SQLite: "sqlite", sqlstore.MySQL: "mysql"}[d]
 	db, err := sql.Open(driver, dsn)
 	return db, d, err
 }
@@ -136,6 +138,24 @@ func TestCrashInTheMiddleOfAStepOrACompensationIsResumedBySweep(t *testing.T) {
 				sep = "&"
 			}
 			return "postgres", url + sep + "search_path=" + schema
+		}},
+		{"mysql", func(t *testing.T) (string, string) {
+			cfg, err := mysql.ParseDSN(testenv.MySQLDSN(t))
+			if err != nil {
+				t.Fatalf("ACEMQ_TEST_MYSQL_DSN is not a go-sql-driver/mysql DSN: %v", err)
+			}
+			admin, err := sql.Open("mysql", cfg.FormatDSN())
+			if err != nil {
+				t.Fatal(err)
+			}
+			name := "t_" + dbtest.RandHex(6)
+			if _, err := admin.Exec("CREATE DATABASE " + name); err != nil {
+				admin.Close()
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { _, _ = admin.Exec("DROP DATABASE " + name); admin.Close() })
+			cfg.DBName = name
+			return "mysql", cfg.FormatDSN()
 		}},
 	}
 	for _, b := range backends {
