@@ -14,10 +14,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/go-sql-driver/mysql"
-
 	"github.com/acemq-go/acemq/internal/dbtest"
-	"github.com/acemq-go/acemq/internal/testenv"
 	"github.com/acemq-go/acemq/sqlstore"
 )
 
@@ -122,41 +119,8 @@ func TestCrashInTheMiddleOfAStepOrACompensationIsResumedBySweep(t *testing.T) {
 		{"sqlite", func(t *testing.T) (string, string) {
 			return "sqlite", "file:" + filepath.Join(t.TempDir(), "crash.db") + "?_pragma=busy_timeout(10000)&_pragma=journal_mode(WAL)"
 		}},
-		{"postgres", func(t *testing.T) (string, string) {
-			url := testenv.PostgresURL(t)
-			admin, err := sql.Open("pgx", url)
-			if err != nil {
-				t.Fatal(err)
-			}
-			schema := "t_" + dbtest.RandHex(6)
-			if _, err := admin.Exec("CREATE SCHEMA " + schema); err != nil {
-				t.Fatal(err)
-			}
-			t.Cleanup(func() { _, _ = admin.Exec("DROP SCHEMA " + schema + " CASCADE"); admin.Close() })
-			sep := "?"
-			if strings.Contains(url, "?") {
-				sep = "&"
-			}
-			return "postgres", url + sep + "search_path=" + schema
-		}},
-		{"mysql", func(t *testing.T) (string, string) {
-			cfg, err := mysql.ParseDSN(testenv.MySQLDSN(t))
-			if err != nil {
-				t.Fatalf("ACEMQ_TEST_MYSQL_DSN is not a go-sql-driver/mysql DSN: %v", err)
-			}
-			admin, err := sql.Open("mysql", cfg.FormatDSN())
-			if err != nil {
-				t.Fatal(err)
-			}
-			name := "t_" + dbtest.RandHex(6)
-			if _, err := admin.Exec("CREATE DATABASE " + name); err != nil {
-				admin.Close()
-				t.Fatal(err)
-			}
-			t.Cleanup(func() { _, _ = admin.Exec("DROP DATABASE " + name); admin.Close() })
-			cfg.DBName = name
-			return "mysql", cfg.FormatDSN()
-		}},
+		{"postgres", func(t *testing.T) (string, string) { return "postgres", dbtest.PostgresSchemaURL(t) }},
+		{"mysql", func(t *testing.T) (string, string) { return "mysql", dbtest.MySQLDatabaseDSN(t) }},
 	}
 	for _, b := range backends {
 		for _, scenario := range []string{"action", "compensation"} {
