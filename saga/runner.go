@@ -216,7 +216,8 @@ func (r *Runner) Run(ctx context.Context, def *Definition, subject []byte, conte
 // compensating one carries on in reverse, re-running a compensation left
 // compensating. Unresolved instances are never taken. It returns the
 // results of the instances it finished, and the errors it met joined.
-// Call it periodically (every lease or so), from any number of processes.
+// Call it periodically (every lease or so), from any number of processes,
+// or let WithSweepEvery do so.
 func (r *Runner) Sweep(ctx context.Context) ([]Result, error) {
 	return r.sweep(ctx, nil, nil)
 }
