@@ -46,10 +46,10 @@ func SourceOf(queue string) string {
 // copied: a message is only ever requeued, never republished, and if the
 // channel is lost the broker requeues what it held.
 //
-// visit gets a read-only view (Remaining is 0): it must not settle the
-// message — Ack, Nack and Reject are for messages a Puller took, and on a
-// view they panic (the messages still go back, as the channel closes on
-// the way out). The view may be kept after the call. visit returns false
+// visit gets a read-only view (Remaining is 0): it cannot settle the
+// message — Ack and Nack are for messages a Puller took, and on a view
+// they return an error (every message still goes back, as the channel
+// closes on the way out). The view may be kept after the call. visit returns false
 // to stop early.
 // Browse examines at most the messages present when it starts, so
 // messages that keep arriving do not make it run forever; if something
