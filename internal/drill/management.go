@@ -82,6 +82,7 @@ func (m *mgmtCloser) close(parent context.Context, reason string) error {
 	ctx, cancel := context.WithTimeout(parent, 30*time.Second)
 	defer cancel()
 	var names []string
+	var last error // the last refused DELETE
 	for {
 		b, err := m.do(ctx, http.MethodGet, "/api/connections?columns=name,user_provided_name", "")
 		if err != nil {
@@ -101,7 +102,18 @@ func (m *mgmtCloser) close(parent context.Context, reason string) error {
 			}
 		}
 		if len(names) >= m.want && len(names) > 0 {
-			break
+			// Close the first that the broker still has: the statistics can
+			// list a connection for a moment after it ended, and deleting
+			// that one fails (404, or 500 on RabbitMQ 3.10); when every one
+			// listed was such a ghost, list again.
+			for _, name := range names {
+				m.closed[name] = true
+				if _, err := m.do(ctx, http.MethodDelete, "/api/connections/"+url.PathEscape(name), reason); err != nil {
+					last = err
+					continue
+				}
+				return nil
+			}
 		}
 		if err := sleepCtx(ctx, 50*time.Millisecond); err != nil {
 			if parent.Err() != nil {
@@ -109,20 +121,10 @@ func (m *mgmtCloser) close(parent context.Context, reason string) error {
 				// drill can judge what ran instead of blaming the broker.
 				return fmt.Errorf("acemq: the drill's time ran out while waiting for the management API to list its connection: %w", parent.Err())
 			}
+			if last != nil {
+				return fmt.Errorf("acemq: cannot close the drill's connections through the management API within 30s: %w", last)
+			}
 			return fmt.Errorf("acemq: the management API listed %d of the drill's %d connections within 30s", len(names), m.want)
 		}
 	}
-	// Close the first that the broker still has: the statistics can list
-	// a connection for a moment after it ended, and deleting that one
-	// fails (404, or 500 on RabbitMQ 3.10).
-	var last error
-	for _, name := range names {
-		m.closed[name] = true
-		if _, err := m.do(ctx, http.MethodDelete, "/api/connections/"+url.PathEscape(name), reason); err != nil {
-			last = err
-			continue
-		}
-		return nil
-	}
-	return fmt.Errorf("acemq: cannot close the drill's connections through the management API: %w", last)
 }
