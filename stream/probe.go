@@ -43,19 +43,16 @@ func (b Bounds) Messages() int64 {
 // at "first" that takes one message, one at "last" that reads the newest
 // chunk (every message of it, until 50 ms pass with nothing more). It
 // changes nothing on the stream. It takes about 300 ms when the stream is
-// empty, a few ms otherwise. It fails when stream is missing or is not a
+// empty, about 50 ms otherwise. It fails when stream is missing or is not a
 // stream. Safe for concurrent use.
 func Probe(ctx context.Context, c *acemq.Conn, stream string) (Bounds, error) {
 	first, _, err := probe(ctx, c, stream, "first", false)
-	if err != nil {
+	if err != nil || first < 0 {
 		return Bounds{First: -1, Last: -1}, err
 	}
 	_, last, err := probe(ctx, c, stream, "last", true)
 	if err != nil {
 		return Bounds{First: -1, Last: -1}, err
-	}
-	if last >= 0 && first < 0 {
-		first = last // published between the two probes
 	}
 	return Bounds{First: first, Last: last}, nil
 }
