@@ -20,6 +20,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -397,4 +399,47 @@ func (r *Reader) Close(ctx context.Context) error {
 		return e
 	}
 	return err
+}
+
+// Arg is the x-stream-offset consume argument for p: "first", "last",
+// "next", an int64 offset, or a time (whole seconds); Since resolves to
+// now − d when Arg is called. For code that subscribes to a stream itself
+// (the command's stream tail does).
+func (p Position) Arg() any {
+	switch {
+	case p.since > 0:
+		return time.Now().Add(-p.since).UTC().Truncate(time.Second)
+	case p.value == nil:
+		return "next"
+	}
+	return p.value
+}
+
+// ParsePosition reads a position as an operator writes it: first, last,
+// next, an offset (0 or more), a time in RFC 3339 (2026-12-01T10:00:00Z)
+// or a duration meaning "the last d" (90m, 2h). It fails with the forms
+// it accepts.
+func ParsePosition(s string) (Position, error) {
+	s = strings.TrimSpace(s)
+	switch strings.ToLower(s) {
+	case "first":
+		return First(), nil
+	case "last":
+		return Last(), nil
+	case "next", "":
+		return Next(), nil
+	}
+	if n, err := strconv.ParseInt(s, 10, 64); err == nil {
+		if n < 0 {
+			return Position{}, fmt.Errorf("acemq: stream position %q is a negative offset; offsets start at 0", s)
+		}
+		return Offset(n), nil
+	}
+	if t, err := time.Parse(time.RFC3339, s); err == nil {
+		return At(t), nil
+	}
+	if d, err := time.ParseDuration(strings.TrimPrefix(s, "-")); err == nil && d > 0 {
+		return Since(d), nil
+	}
+	return Position{}, fmt.Errorf("acemq: cannot read stream position %q; use first, last, next, an offset (42), a time (2026-12-01T10:00:00Z) or how far back (90m)", s)
 }
