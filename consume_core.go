@@ -184,20 +184,47 @@ func (k *consumerCore) attachOn(ctx context.Context, gen uint64) (bool, error) {
 }
 
 func (k *consumerCore) attachLocked(ctx context.Context) error {
-	k.mu.Lock()
-	if k.draining {
-		k.mu.Unlock()
+	if k.isDraining() {
 		return nil
 	}
-	k.mu.Unlock()
-	ch, err := k.c.channel(ctx)
+	ch, err := k.openChannel(ctx)
 	if err != nil {
 		return err
 	}
+	return k.subscribeLocked(ctx, ch)
+}
+
+// openChannel opens a channel with the consumer's prefetch set, ready for
+// attachChannel. Recovery opens them while it re-declares.
+func (k *consumerCore) openChannel(ctx context.Context) (transport.Channel, error) {
+	ch, err := k.c.channel(ctx)
+	if err != nil {
+		return nil, err
+	}
 	if err := ch.Qos(k.prefetch); err != nil {
 		_ = ch.Close()
-		return err
+		return nil, err
 	}
+	return ch, nil
+}
+
+// attachChannel subscribes on ch, a channel from openChannel, under the
+// consumer's attach lock. It takes ch over: a channel it does not attach
+// on (an error, or a drain meanwhile) it closes.
+func (k *consumerCore) attachChannel(ctx context.Context, ch transport.Channel) error {
+	k.attachMu.Lock()
+	defer k.attachMu.Unlock()
+	if k.isDraining() {
+		_ = ch.Close()
+		return nil
+	}
+	return k.subscribeLocked(ctx, ch)
+}
+
+// subscribeLocked subscribes on ch (prefetch already set) and makes it the
+// consumer's attachment. It closes ch when it fails.
+func (k *consumerCore) subscribeLocked(ctx context.Context, ch transport.Channel) error {
+	var err error
 	spec := transport.ConsumeSpec{Queue: k.queue, Tag: k.tag, Args: k.args}
 	if k.argsAt != nil {
 		spec.Args = k.argsAt()

@@ -97,3 +97,49 @@ func TestRecoverySkipsARefusedRedeclarationAndRestoresTheRest(t *testing.T) {
 		}
 	})
 }
+
+// A consumer's channel opens while the recovery re-declares, but it
+// subscribes only once every declaration is back: a consumer of an
+// exclusive queue (which the loss deleted) reads again at the recovered
+// event, instead of stalling on a 404 and waiting for its re-subscriber.
+func TestRecoveryReattachesAConsumerOnlyAfterItsQueueIsRedeclared(t *testing.T) {
+	onEveryTransport(t, func(t *testing.T, e *engine) {
+		ctx := context.Background()
+		q := e.unique("mine")
+		if err := e.c.Apply(ctx, acemq.NewTopology().Queue(q, acemq.Exclusive())); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() {
+			if e.name == "rabbitmq" {
+				deleteQueues(t, q+".dlq", q+".parked")
+			}
+		})
+		got := make(chan int, 1)
+		k, err := acemq.Consume(ctx, e.c, q, func(ctx context.Context, m *acemq.Message[item]) acemq.Decision {
+			got <- m.Payload.N
+			return acemq.Accept()
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = k.Close(context.Background()) })
+		from := e.log.mark()
+		e.drop()
+		rec := e.log.wait(t, acemq.EventRecovered, from, 30*time.Second)
+		t.Logf("recovered after %s (attempt %d)", rec.Gap, rec.Attempt)
+		if st := e.c.Health(ctx).Stalled; len(st) != 0 {
+			t.Fatalf("stalled at the recovered event: %v; want the consumer of %s reading again", st, q)
+		}
+		if _, err := acemq.NewPublisher[item](e.c, "", q).Send(ctx, item{N: 7}); err != nil {
+			t.Fatal(err)
+		}
+		select {
+		case n := <-got:
+			if n != 7 {
+				t.Fatalf("got %d, want 7", n)
+			}
+		case <-time.After(waitLimit):
+			t.Fatal("the consumer did not read after the recovery")
+		}
+	})
+}

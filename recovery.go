@@ -182,11 +182,14 @@ func (c *Conn) recover() bool {
 		}
 		c.emit(Event{Kind: EventRetrying, Attempt: attempt, Err: lastErr})
 		ctx, cancel := c.closingContext()
-		skipped, err := c.reconnect(ctx)
+		var took restoreTimes
+		skipped, err := c.reconnect(ctx, &took)
 		cancel()
 		if err == nil {
 			gap := time.Since(time.Unix(0, c.lostAt.Load()))
-			c.logger.Info("acemq: recovered the connection to the broker", "attempt", attempt, "gap", gap)
+			c.logger.Info("acemq: recovered the connection to the broker", "attempt", attempt, "gap", gap,
+				"connect", took.dial, "declarations", took.decls, "redeclare", took.redeclare,
+				"consumers", took.consumers, "channels", took.open, "reattach", took.reattach)
 			c.emit(Event{Kind: EventRecovered, Attempt: attempt, Gap: gap, Skipped: skipped})
 			return true
 		}
@@ -276,9 +279,21 @@ func (c *Conn) closingContext() (context.Context, context.CancelFunc) {
 	return context.WithCancel(c.closing)
 }
 
+// restoreTimes says what a successful recovery attempt restored and how
+// long each step took, for the recovered log line.
+type restoreTimes struct {
+	dial, redeclare, open, reattach time.Duration
+	decls, consumers                int
+}
+
 // reconnect dials, then restores in order: publishing channels, every
-// declaration, every consumer; only then does publishing reopen.
-func (c *Conn) reconnect(ctx context.Context) ([]error, error) {
+// declaration, every consumer; only then does publishing reopen. The
+// consumers' channels are opened (with their prefetch) while the
+// declarations are restored, which needs nothing declared; each consumer
+// subscribes only once every declaration is back. It fills took as it
+// goes.
+func (c *Conn) reconnect(ctx context.Context, took *restoreTimes) ([]error, error) {
+	t0 := time.Now()
 	c.mu.Lock()
 	start := c.addrIndex + 1
 	if len(c.tcfg.Addresses) <= 1 {
@@ -290,19 +305,48 @@ func (c *Conn) reconnect(ctx context.Context) ([]error, error) {
 	if err := c.dial(ctx, start); err != nil {
 		return nil, err
 	}
+	t1 := time.Now()
+	took.dial = t1.Sub(t0)
 	c.setState(StateReopening)
 	c.mu.Lock()
 	decls := append([]Declaration(nil), c.decls...)
 	c.mu.Unlock()
+	consumers := c.consumerList()
+	took.decls, took.consumers = len(decls), len(consumers)
+
+	// The consumers' channels open beside the re-declaration, on a
+	// goroutine this function starts and waits for on every path.
+	chans := make([]transport.Channel, len(consumers))
+	octx, stopOpening := context.WithCancel(ctx)
+	opened := make(chan error, 1)
+	go func() {
+		opened <- inParallel(octx, len(consumers), attachWidth, func(ctx context.Context, _, i int) error {
+			ch, err := consumers[i].openChannel(ctx)
+			chans[i] = ch
+			return err
+		})
+	}()
 	skipped, err := c.redeclare(ctx, decls)
+	took.redeclare = time.Since(t1)
 	if err != nil {
+		stopOpening()
+	}
+	openErr := <-opened
+	stopOpening()
+	took.open = time.Since(t1)
+	if err == nil {
+		err = openErr
+	}
+	if err != nil {
+		c.abandon() // which ends the channels opened for consumers too
+		return nil, err
+	}
+	t2 := time.Now()
+	if err := c.reattach(ctx, consumers, chans); err != nil {
 		c.abandon()
 		return nil, err
 	}
-	if err := c.reattach(ctx, c.consumerList()); err != nil {
-		c.abandon()
-		return nil, err
-	}
+	took.reattach = time.Since(t2)
 	c.setState(StateOpen)
 	return skipped, nil
 }
@@ -423,13 +467,15 @@ func (c *Conn) redeclareOne(ctx context.Context, dc *declarer, d Declaration) (s
 	}
 }
 
-// reattach subscribes every consumer again, recoveryWidth at a time. A
+// reattach subscribes every consumer again, each on its channel from
+// openChannel (chans[i] for consumers[i]), attachWidth at a time. A
 // consumer whose queue is gone (404) is marked stalled and left to its
-// re-subscriber; any other failure ends this recovery attempt.
-func (c *Conn) reattach(ctx context.Context, consumers []*consumerCore) error {
-	return inParallel(ctx, len(consumers), recoveryWidth, func(ctx context.Context, _, i int) error {
+// re-subscriber; any other failure ends this recovery attempt (and the
+// caller abandons the connection, which ends the channels not used).
+func (c *Conn) reattach(ctx context.Context, consumers []*consumerCore, chans []transport.Channel) error {
+	return inParallel(ctx, len(consumers), attachWidth, func(ctx context.Context, _, i int) error {
 		k := consumers[i]
-		if err := k.attach(ctx); err != nil {
+		if err := k.attachChannel(ctx, chans[i]); err != nil {
 			if transport.Code(err) == transport.CodeNotFound {
 				k.markStalled(err)
 				return nil

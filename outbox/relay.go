@@ -123,7 +123,10 @@ type Sweep struct {
 	Failed int
 	// Retired lists ids retired by this sweep.
 	Retired []string
-	// Err is why the sweep stopped early, nil when it went through its batch.
+	// Err is why the sweep stopped early, nil when it went through its
+	// batch. A sweep cut short because Run's context ended reports that
+	// context's error (context.Canceled, say), whatever statement or
+	// publish it interrupted, and the relay logs nothing about it.
 	Err error
 }
 
@@ -161,6 +164,7 @@ type Relay struct {
 
 	own  *owner
 	wake chan struct{}
+	next claimed // the batch claimed ahead by the last sweep (Run's goroutine only)
 
 	mu      sync.Mutex
 	started bool
@@ -297,7 +301,7 @@ func (r *Relay) Run(ctx context.Context) error {
 		case <-timer.C:
 		case <-r.wake:
 		}
-		sw := r.SweepOnce(ctx)
+		sw := r.sweep(ctx, true)
 		if r.cfg.observer != nil {
 			r.cfg.observer(sw)
 		}
@@ -355,14 +359,38 @@ func (r *Relay) Close(ctx context.Context) error {
 // publishes and deletes nothing another relay has taken over. Run calls it; it is exported for
 // tools and tests that drive a relay by hand. It must not run concurrently
 // with itself or with Close on the same relay.
-func (r *Relay) SweepOnce(ctx context.Context) Sweep {
+func (r *Relay) SweepOnce(ctx context.Context) Sweep { return r.sweep(ctx, false) }
+
+// claimed is a batch claimed ahead, while the batch before it was being
+// published, and when its claim was made (its lease runs from then).
+type claimed struct {
+	recs []Record
+	at   time.Time
+	err  error
+}
+
+// sweep is SweepOnce. With ahead (Run's sweeps), a sweep whose batch is
+// full claims the next batch, the first records but its own, while its
+// own batch is on the wire, and keeps it for the next sweep when its own
+// batch went through whole: the next batch's claim costs no time between
+// batches. The next batch is written only after this one was confirmed
+// and deleted, on the same terms as any batch (its lease, read from when
+// it was claimed; stopping at the first failure), so the order rule is
+// unchanged. A sweep that failed drops the batch claimed ahead (its
+// records stay locked by this relay, which claims them again from the
+// start).
+func (r *Relay) sweep(ctx context.Context, ahead bool) Sweep {
 	var sw Sweep
 	start := time.Now()
-	recs, err := r.own.claim(ctx, r.cfg.batch)
-	if err != nil {
-		sw.Err = err
-		r.log.Warn("acemq: the outbox relay could not claim records; it tries again at the next sweep", "relay", r.cfg.id, "error", err)
-		return sw
+	recs, at := r.next.recs, r.next.at
+	r.next = claimed{}
+	if recs == nil || start.Sub(at) > r.cfg.lockTTL/4 {
+		var err error
+		at = start
+		if recs, err = r.own.claim(ctx, r.cfg.batch, nil); err != nil {
+			sw.Err = r.stopped(ctx, err, "acemq: the outbox relay could not claim records; it tries again at the next sweep")
+			return sw
+		}
 	}
 	sw.Claimed = len(recs)
 	if len(recs) == 0 {
@@ -371,6 +399,21 @@ func (r *Relay) SweepOnce(ctx context.Context) Sweep {
 	if err := ctx.Err(); err != nil {
 		sw.Err = err
 		return sw
+	}
+	var next chan claimed
+	if ahead && len(recs) == r.cfg.batch {
+		// The relay's session is used here alone until next is received:
+		// the publish below touches only the broker.
+		next = make(chan claimed, 1)
+		skip := make([]int64, len(recs))
+		for i, rec := range recs {
+			skip[i] = rec.Seq
+		}
+		go func() {
+			at := time.Now()
+			recs, err := r.own.claim(ctx, r.cfg.batch, skip)
+			next <- claimed{recs: recs, at: at, err: err}
+		}()
 	}
 	msgs := make([]acemq.RawMessage, len(recs))
 	spans := make([]publishSpan, len(recs))
@@ -385,11 +428,15 @@ func (r *Relay) SweepOnce(ctx context.Context) Sweep {
 			Body:        rec.Body,
 		}
 	}
-	lease := start.Add(r.cfg.lockTTL * 3 / 4)
+	lease := at.Add(r.cfg.lockTTL * 3 / 4)
 	pctx, cancel := context.WithDeadline(ctx, earliest(lease, start.Add(r.cfg.publishTimeout)))
 	errs := r.publishRuns(pctx, recs, msgs)
 	cancel()
 	confirmed := r.store.now()
+	var following claimed
+	if next != nil {
+		following = <-next
+	}
 	first := len(recs)
 	for i, err := range errs {
 		if err != nil {
@@ -410,8 +457,27 @@ func (r *Relay) SweepOnce(ctx context.Context) Sweep {
 	}
 	if first < len(recs) {
 		sw.Err = r.failed(ctx, recs[first], spans[first], errs[first], &sw)
+		return sw
+	}
+	switch {
+	case following.err != nil:
+		// The batch went through; the next sweep claims again.
+		r.stopped(ctx, following.err, "acemq: the outbox relay could not claim its next batch ahead; it claims it again at the next sweep")
+	case len(following.recs) > 0:
+		r.next = following
 	}
 	return sw
+}
+
+// stopped returns err, or ctx's error when ctx ended (the relay is
+// stopping: its cancelled statements are no failure), and logs msg with
+// err only in the first case.
+func (r *Relay) stopped(ctx context.Context, err error, msg string) error {
+	if cerr := ctx.Err(); cerr != nil {
+		return cerr
+	}
+	r.log.Warn(msg, "relay", r.cfg.id, "error", err)
+	return err
 }
 
 // errNotWritten marks a record after a failed run: never written.
@@ -527,6 +593,9 @@ func (r *Relay) failed(ctx context.Context, rec Record, span publishSpan, err er
 	// Refused, lost, timed out, past the lease: not the record's fault, no
 	// attempt spent.
 	r.account(ctx, rec, span, err, time.Time{})
+	if cerr := ctx.Err(); cerr != nil {
+		return cerr // the relay is stopping
+	}
 	r.log.Warn("acemq: the outbox relay stopped its sweep; no attempt was spent", "relay", r.cfg.id, "id", rec.ID, "error", err)
 	return err
 }

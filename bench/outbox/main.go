@@ -7,16 +7,19 @@
 //	pg      one relay draining a filled outbox on PostgreSQL
 //	sqlite  one relay draining a filled outbox on SQLite
 //	lag     the acemq.outbox.lag distribution on PostgreSQL (with the
-//	        pgnotify wake-up) while producers add a steady -rate records/s
-//	        for -for, each record in its own transaction
+//	        pgnotify wake-up) while -producers goroutines add a steady
+//	        -rate records/s for -for, each record in its own transaction,
+//	        paced open-loop (see lagRun)
 //
 // Each drain runs -repeat times on a freshly filled table and the median
 // rate is reported. Lag runs from Store.Add (before the commit) to the
 // broker's confirm; it is read from the acemq.outbox.lag histogram with
 // 5 ms buckets up to 1 s and 100 ms buckets up to 10 s, so a percentile is
 // reported as its bucket's upper bound (or the maximum, when lower). The
-// lag row also says how many records the producers managed to add: on a
-// machine too busy for the asked rate they add fewer.
+// lag row also says how many records the producers added and at what rate
+// (from the first slot to the last commit), and how many began late: on a
+// machine too busy for the asked rate they add fewer, and the row says so.
+// -cpuprofile profiles the bench process (relay, producers, raw client).
 //
 //	cd bench && go run ./outbox -url amqp://guest:guest@127.0.0.1:5672/ -pg postgres://...
 package main
@@ -30,6 +33,7 @@ import (
 	"log"
 	"os"
 	"path/filepath"
+	"runtime/pprof"
 	"sort"
 	"strings"
 	"sync"
@@ -49,6 +53,9 @@ import (
 	"github.com/acemq-go/acemq/sqlstore"
 )
 
+// drainWait is -drain-wait.
+var drainWait time.Duration
+
 // orderBody is the payload every record carries: a small JSON order.
 type orderBody struct {
 	ID       string `json:"id"`
@@ -66,7 +73,20 @@ func main() {
 	rate := flag.Int("rate", 1000, "records per second for the lag run")
 	lagFor := flag.Duration("for", time.Minute, "length of the lag run (0 skips it)")
 	only := flag.String("only", "", "run only the rows whose name contains this text")
+	flag.DurationVar(&drainWait, "drain-wait", 3*time.Minute, "how long the lag run waits for the relay's backlog after the producers stop")
+	producers := flag.Int("producers", 32, "producer goroutines for the lag run (each record is one transaction)")
+	cpuprofile := flag.String("cpuprofile", "", "write a CPU profile of the whole run (bench process: relay, producers, raw client) to this file")
 	flag.Parse()
+	if *cpuprofile != "" {
+		f, err := os.Create(*cpuprofile)
+		if err != nil {
+			log.Fatalf("bench: %v", err)
+		}
+		if err := pprof.StartCPUProfile(f); err != nil {
+			log.Fatalf("bench: %v", err)
+		}
+		defer func() { pprof.StopCPUProfile(); f.Close() }()
+	}
 	if *url == "" {
 		log.Fatal("bench: give the broker with -url or ACEMQ_URL")
 	}
@@ -108,6 +128,7 @@ func main() {
 				log.Fatalf("bench: raw: %v", err)
 			}
 			_, _ = conn.PurgeQueue(ctx, queue)
+			fmt.Fprintf(os.Stderr, "raw: %.0f msg/s\n", r)
 			return r
 		})
 		rows = append(rows, row{"raw amqp091-go pipelined, window 1000, same bytes", fmt.Sprintf("%.0f msg/s", rawRate)})
@@ -127,6 +148,11 @@ func main() {
 		if pgdb, err = sql.Open("pgx", *pg); err != nil {
 			log.Fatalf("bench: %v", err)
 		}
+		// database/sql keeps 2 idle connections by default: the producers
+		// beyond two would open a new PostgreSQL session (a backend
+		// process) for every transaction, which is what held the lag
+		// run's producers to ~300 records/s.
+		pgdb.SetMaxIdleConns(*producers + 8)
 		defer pgdb.Close()
 	}
 	if pgdb != nil && want("pg") {
@@ -144,10 +170,11 @@ func main() {
 		}
 	}
 	if pgdb != nil && *lagFor > 0 && want("lag") {
-		added, p := lagRun(ctx, conn, pgdb, queue, *rate, *lagFor, *batch)
+		lr := lagRun(ctx, conn, pgdb, queue, *rate, *lagFor, *batch, *producers)
 		_, _ = conn.PurgeQueue(ctx, queue)
-		rows = append(rows, row{fmt.Sprintf("lag, PostgreSQL + pgnotify, %d records/s for %v (%d records)", *rate, *lagFor, added),
-			fmt.Sprintf("p50 ≤ %s, p90 ≤ %s, p99 ≤ %s, max ≤ %s", p[0], p[1], p[2], p[3])})
+		rows = append(rows, row{fmt.Sprintf("lag, PostgreSQL + pgnotify, asked %d records/s for %v: added %d in %.1fs = %.0f records/s (%d late by > 100 ms)",
+			*rate, *lagFor, lr.added, lr.took.Seconds(), float64(lr.added)/lr.took.Seconds(), lr.late),
+			fmt.Sprintf("p50 ≤ %s, p90 ≤ %s, p99 ≤ %s, max ≤ %s", lr.p[0], lr.p[1], lr.p[2], lr.p[3])})
 	}
 	tw := tabwriter.NewWriter(os.Stdout, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "row\tresult")
@@ -229,7 +256,7 @@ func drainRate(ctx context.Context, conn *acemq.Conn, s *outbox.Store, n, batch 
 	var once sync.Once
 	relay, err := outbox.NewRelay(conn, s, outbox.WithBatchSize(batch), outbox.WithLogger(acemq.DiscardLogger()),
 		outbox.WithObserver(func(sw outbox.Sweep) {
-			if sw.Err != nil {
+			if sw.Err != nil && !errors.Is(sw.Err, context.Canceled) {
 				log.Printf("bench: sweep: %v", sw.Err)
 			}
 			if published.Add(int64(sw.Published)) >= int64(n) {
@@ -307,11 +334,25 @@ func rawPipelined(url, q string, rec outbox.Record, n, window int) (float64, err
 	return float64(n) / time.Since(start).Seconds(), err
 }
 
-// lagRun adds rate records/s for d (each in its own transaction, spread
-// over 8 producers) while a relay with the pgnotify wake-up publishes
-// them, and returns how many were added and the p50, p90, p99 and max of
-// acemq.outbox.lag.
-func lagRun(ctx context.Context, conn *acemq.Conn, db *sql.DB, queue string, rate int, d time.Duration, batch int) (int64, [4]string) {
+// lagResult is what lagRun measured.
+type lagResult struct {
+	added int64         // records committed
+	late  int64         // records whose transaction began > 100 ms after its slot
+	took  time.Duration // from the first slot to the last commit
+	p     [4]string     // p50, p90, p99, max of acemq.outbox.lag
+}
+
+// lagRun adds rate records/s for d, each in its own transaction, while a
+// relay with the pgnotify wake-up publishes them, and returns how many
+// were added, at what rate, and the p50, p90, p99 and max of
+// acemq.outbox.lag. The load is open-loop: a pacer hands out one slot
+// every 1/rate s (a batch of due slots every millisecond or so) to
+// producers goroutines, so a slow transaction delays only its own record
+// and the achieved rate is what the database accepted, not what a
+// closed loop of producers happened to manage. A record whose
+// transaction began more than 100 ms after its slot counts as late: many
+// late records mean the producers, not the relay, set the pace.
+func lagRun(ctx context.Context, conn *acemq.Conn, db *sql.DB, queue string, rate int, d time.Duration, batch, producers int) lagResult {
 	s := freshStore(ctx, db, sqlstore.PostgreSQL)
 	var bounds []float64
 	for ms := 5; ms <= 1000; ms += 5 {
@@ -336,19 +377,20 @@ func lagRun(ctx context.Context, conn *acemq.Conn, db *sql.DB, queue string, rat
 	ran := make(chan error, 1)
 	go func() { ran <- relay.Run(rctx) }()
 
-	const producers = 8
-	var added atomic.Int64
+	total := int(float64(rate) * d.Seconds())
+	slots := make(chan time.Time, total)
+	var added, late atomic.Int64
+	var lastCommit atomic.Int64
 	var wg sync.WaitGroup
-	end := time.Now().Add(d)
 	for p := range producers {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			every := time.Duration(producers) * time.Second / time.Duration(rate)
-			tick := time.NewTicker(every)
-			defer tick.Stop()
-			for i := p; time.Now().Before(end); i += producers {
-				<-tick.C
+			i := p
+			for due := range slots {
+				if time.Since(due) > 100*time.Millisecond {
+					late.Add(1)
+				}
 				tx, err := db.BeginTx(ctx, nil)
 				if err != nil {
 					log.Fatalf("bench: %v", err)
@@ -360,19 +402,41 @@ func lagRun(ctx context.Context, conn *acemq.Conn, db *sql.DB, queue string, rat
 					log.Fatalf("bench: %v", err)
 				}
 				added.Add(1)
+				lastCommit.Store(time.Now().UnixNano())
+				i += producers
 			}
 		}()
 	}
+	start := time.Now()
+	every := time.Second / time.Duration(rate)
+	for i := 0; i < total; {
+		due := start.Add(time.Duration(i) * every)
+		if wait := time.Until(due); wait > 0 {
+			time.Sleep(wait) // pacing the load, not synchronising
+		}
+		for now := time.Now(); i < total && !start.Add(time.Duration(i)*every).After(now); i++ {
+			slots <- start.Add(time.Duration(i) * every)
+		}
+	}
+	close(slots)
 	wg.Wait()
-	for deadline := time.Now().Add(time.Minute); ; {
-		p, err := s.Pending(ctx, 1)
+	took := time.Duration(lastCommit.Load() - start.UnixNano())
+	// A relay slower than the producers leaves a backlog: wait for it
+	// (the lag distribution then shows it) up to -drain-wait.
+	stopped := time.Now()
+	for {
+		p, err := s.Pending(ctx, 0)
 		if err == nil && len(p) == 0 {
 			break
 		}
-		if time.Now().After(deadline) {
-			log.Fatalf("bench: records still pending a minute after the producers stopped")
+		if time.Since(stopped) > drainWait {
+			log.Printf("bench: lag: %d records still pending %v after the producers stopped; the relay is slower than the asked rate here, and the lag below leaves them out", len(p), drainWait)
+			break
 		}
 		time.Sleep(50 * time.Millisecond)
+	}
+	if d := time.Since(stopped); d > time.Second {
+		log.Printf("bench: lag: the relay drained its backlog %v after the producers stopped", d.Round(100*time.Millisecond))
 	}
 	cancel()
 	<-ran
@@ -411,9 +475,10 @@ func lagRun(ctx context.Context, conn *acemq.Conn, db *sql.DB, queue string, rat
 				}
 				return fmt.Sprintf("%.0f ms", maxLag*1000)
 			}
-			return added.Load(), [4]string{pct(0.5), pct(0.9), pct(0.99), fmt.Sprintf("%.0f ms", maxLag*1000)}
+			return lagResult{added: added.Load(), late: late.Load(), took: took,
+				p: [4]string{pct(0.5), pct(0.9), pct(0.99), fmt.Sprintf("%.0f ms", maxLag*1000)}}
 		}
 	}
 	log.Fatal("bench: no acemq.outbox.lag recorded")
-	return 0, [4]string{}
+	return lagResult{}
 }
