@@ -14,6 +14,13 @@
 // After a recovery the reader resumes at the offset after the newest one it
 // accepted or skipped, so nothing is skipped; a message set aside after that
 // is read (and copied) again, the only duplicate.
+//
+// Checkpoint saves the reader's place in a CheckpointStore (MemoryCheckpoints,
+// or SQLCheckpoints on SQLite, PostgreSQL or MySQL) so a reader started again
+// resumes after it. Lag, ProbeLag and the acemq.stream.lag gauges say how far
+// behind the stream's end a reader is; Health and Check report a reader the
+// Stop policy halted as degraded. Probe reads a stream's oldest and newest
+// offsets.
 package stream
 
 import (
