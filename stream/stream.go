@@ -14,12 +14,21 @@
 // After a recovery the reader resumes at the offset after the newest one it
 // accepted or skipped, so nothing is skipped; a message set aside after that
 // is read (and copied) again, the only duplicate.
+//
+// Checkpoint saves the reader's place in a CheckpointStore (MemoryCheckpoints,
+// or SQLCheckpoints on SQLite, PostgreSQL or MySQL) so a reader started again
+// resumes after it. Lag, ProbeLag and the acemq.stream.lag gauges say how far
+// behind the stream's end a reader is; Health and Check report a reader the
+// Stop policy halted as degraded. Probe reads a stream's oldest and newest
+// offsets.
 package stream
 
 import (
 	"context"
 	"errors"
 	"fmt"
+	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -95,10 +104,12 @@ type Handler[T any] func(ctx context.Context, m *Message[T]) acemq.Decision
 type Option func(*config)
 
 type config struct {
-	from     Position
-	prefetch int
-	policy   FailurePolicy
-	codec    acemq.Codec
+	from       Position
+	prefetch   int
+	policy     FailurePolicy
+	codec      acemq.Codec
+	checkpoint *checkpointing
+	lagEvery   time.Duration
 }
 
 // From sets where the reader starts (Next when not given).
@@ -118,6 +129,7 @@ func WithCodec(codec acemq.Codec) Option { return func(c *config) { c.codec = co
 // Reader reads one stream. Its methods are safe for concurrent use.
 type Reader struct {
 	stream, name string
+	conn         *acemq.Conn
 
 	mu       sync.Mutex
 	start    any   // the x-stream-offset of the first subscribe
@@ -126,15 +138,23 @@ type Reader struct {
 	stopErr  error
 	consumer *acemq.Consumer
 	closing  bool
+	closed   bool           // Close ran (the checkpoint goroutines are stopped)
 	wg       sync.WaitGroup // the goroutine that closes the consumer on Stop
+	lag      lagState
+
+	saver      *saver  // nil without Checkpoint
+	prober     *prober // nil when LagProbe(0)
+	unregister func()  // the lag gauges
 }
 
 // Read starts a reader named name on stream, handling every message with
 // h, one at a time in offset order. The stream must exist. Read declares
-// {stream}.dlq and {stream}.parked as any consumer does. It fails when the
-// options are invalid or the subscribe is refused.
+// {stream}.dlq and {stream}.parked as any consumer does. With Checkpoint
+// it first loads the reader's checkpoint and, when there is one, starts
+// at the offset after it instead of From. It fails when the options are
+// invalid, the checkpoint cannot be loaded or the subscribe is refused.
 func Read[T any](ctx context.Context, c *acemq.Conn, stream, name string, h Handler[T], opts ...Option) (*Reader, error) {
-	cfg := config{prefetch: 10}
+	cfg := config{prefetch: 10, lagEvery: 10 * time.Second}
 	for _, o := range opts {
 		if o != nil {
 			o(&cfg)
@@ -151,13 +171,29 @@ func Read[T any](ctx context.Context, c *acemq.Conn, stream, name string, h Hand
 		return nil, fmt.Errorf("acemq: stream reader %q: unknown failure policy %d; use stream.Park, stream.Stop or stream.Skip", name, cfg.policy)
 	case cfg.from.since < 0:
 		return nil, fmt.Errorf("acemq: stream reader %q: Since(%v) is negative; give how far back to start", name, cfg.from.since)
+	case cfg.checkpoint != nil && cfg.checkpoint.store == nil:
+		return nil, fmt.Errorf("acemq: stream reader %q: Checkpoint was given a nil store; pass a stream.CheckpointStore (&stream.MemoryCheckpoints{} or stream.NewSQLCheckpoints)", name)
+	case cfg.lagEvery < 0:
+		return nil, fmt.Errorf("acemq: stream reader %q: LagProbe(%v) is negative; pass 0 to never probe", name, cfg.lagEvery)
 	}
-	r := &Reader{stream: stream, name: name, handled: -1, start: cfg.from.value}
+	r := &Reader{stream: stream, name: name, conn: c, handled: -1, start: cfg.from.value, lag: lagState{end: -1}}
 	if cfg.from.since > 0 {
 		r.start = time.Now().Add(-cfg.from.since).UTC().Truncate(time.Second)
 	}
 	if r.start == nil {
 		r.start = "next"
+	}
+	if cp := cfg.checkpoint; cp != nil {
+		saved, ok, err := cp.store.Load(ctx, stream, name)
+		if err != nil {
+			return nil, fmt.Errorf("acemq: cannot start stream reader %q on %q: its checkpoint could not be loaded: %w", name, stream, err)
+		}
+		if !ok {
+			saved = -1
+		} else {
+			r.start = saved + 1
+		}
+		r.saver = newSaver(r, *cp, saved)
 	}
 	copts := []acemq.ConsumerOption{
 		acemq.ConsumerTag(name),
@@ -175,6 +211,13 @@ func Read[T any](ctx context.Context, c *acemq.Conn, stream, name string, h Hand
 	}, copts...)
 	if err != nil {
 		return nil, fmt.Errorf("acemq: cannot start stream reader %q on %q from %s: %w", name, stream, cfg.from, err)
+	}
+	r.unregister = r.lagMetrics(c)
+	if r.saver != nil {
+		go r.saver.run()
+	}
+	if cfg.lagEvery > 0 {
+		r.prober = r.startProber(cfg.lagEvery)
 	}
 	r.mu.Lock()
 	r.consumer = k
@@ -221,6 +264,7 @@ func handle[T any](r *Reader, ctx context.Context, m *acemq.Message[T], h Handle
 		// Only a stream stamps x-stream-offset: this is not one.
 		return acemq.Park(fmt.Errorf("acemq: stream reader %q: the message carries no x-stream-offset header; is %q a stream?", r.name, r.stream))
 	}
+	r.seen(off)
 	r.mu.Lock()
 	stopped, seen := r.stopErr != nil, off <= r.handled
 	r.mu.Unlock()
@@ -232,7 +276,7 @@ func handle[T any](r *Reader, ctx context.Context, m *acemq.Message[T], h Handle
 	if failure == nil {
 		switch dec.String() {
 		case "accept":
-			r.advance(off, false)
+			r.advance(off, false, m.Envelope.FirstSeen)
 			return dec
 		case "reject", "park":
 			// Not advanced here: the copy is made after the handler, and
@@ -245,7 +289,7 @@ func handle[T any](r *Reader, ctx context.Context, m *acemq.Message[T], h Handle
 	}
 	switch policy {
 	case Skip:
-		r.advance(off, true)
+		r.advance(off, true, m.Envelope.FirstSeen)
 		return acemq.Accept()
 	case Stop:
 		r.mu.Lock()
@@ -268,15 +312,19 @@ func run[T any](ctx context.Context, h Handler[T], m *Message[T]) (dec acemq.Dec
 	return h(ctx, m), nil
 }
 
-func (r *Reader) advance(off int64, skipped bool) {
+func (r *Reader) advance(off int64, skipped bool, firstSeen time.Time) {
 	r.mu.Lock()
 	if off > r.handled {
 		r.handled = off
+		r.lag.firstSeen = firstSeen
 	}
 	if skipped {
 		r.skipped++
 	}
 	r.mu.Unlock()
+	if r.saver != nil {
+		r.saver.handled()
+	}
 }
 
 // stopConsumer closes the consumer from a goroutine the reader owns (a
@@ -327,20 +375,78 @@ func (r *Reader) Err() error {
 }
 
 // Close stops the reader, waiting for the message in hand up to ctx's
-// deadline. It returns the Stop policy's error when the reader stopped,
-// else the consumer's close error.
+// deadline, then saves its checkpoint (with Checkpoint). It returns the
+// Stop policy's error when the reader stopped, else the consumer's close
+// error and the final save's error, joined. Calling it again returns the
+// same kind of answer without saving twice.
 func (r *Reader) Close(ctx context.Context) error {
 	r.mu.Lock()
 	k, already := r.consumer, r.closing
 	r.closing = true
+	first := !r.closed
+	r.closed = true
 	r.mu.Unlock()
 	var err error
 	if !already && k != nil {
 		err = k.Close(ctx)
 	}
 	r.wg.Wait()
+	if first {
+		if r.prober != nil {
+			r.prober.close()
+		}
+		if r.unregister != nil {
+			r.unregister()
+		}
+		if r.saver != nil {
+			err = errors.Join(err, r.saver.close(ctx))
+		}
+	}
 	if e := r.Err(); e != nil {
 		return e
 	}
 	return err
+}
+
+// Arg is the x-stream-offset consume argument for p: "first", "last",
+// "next", an int64 offset, or a time (whole seconds); Since resolves to
+// now − d when Arg is called. For code that subscribes to a stream itself
+// (the command's stream tail does).
+func (p Position) Arg() any {
+	switch {
+	case p.since > 0:
+		return time.Now().Add(-p.since).UTC().Truncate(time.Second)
+	case p.value == nil:
+		return "next"
+	}
+	return p.value
+}
+
+// ParsePosition reads a position as an operator writes it: first, last,
+// next, an offset (0 or more), a time in RFC 3339 (2026-12-01T10:00:00Z)
+// or a duration meaning "the last d" (90m, 2h). It fails with the forms
+// it accepts.
+func ParsePosition(s string) (Position, error) {
+	s = strings.TrimSpace(s)
+	switch strings.ToLower(s) {
+	case "first":
+		return First(), nil
+	case "last":
+		return Last(), nil
+	case "next", "":
+		return Next(), nil
+	}
+	if n, err := strconv.ParseInt(s, 10, 64); err == nil {
+		if n < 0 {
+			return Position{}, fmt.Errorf("acemq: stream position %q is a negative offset; offsets start at 0", s)
+		}
+		return Offset(n), nil
+	}
+	if t, err := time.Parse(time.RFC3339, s); err == nil {
+		return At(t), nil
+	}
+	if d, err := time.ParseDuration(strings.TrimPrefix(s, "-")); err == nil && d > 0 {
+		return Since(d), nil
+	}
+	return Position{}, fmt.Errorf("acemq: cannot read stream position %q; use first, last, next, an offset (42), a time (2026-12-01T10:00:00Z) or how far back (90m)", s)
 }

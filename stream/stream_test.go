@@ -264,3 +264,27 @@ func TestReadRefusesBadOptions(t *testing.T) {
 		}
 	}
 }
+
+func TestParsePositionReadsEveryForm(t *testing.T) {
+	for _, tc := range []struct {
+		in   string
+		want any
+	}{
+		{"first", "first"}, {"LAST", "last"}, {"next", "next"}, {"", "next"}, {"42", int64(42)},
+		{"2026-12-01T10:00:00.700Z", time.Date(2026, 12, 1, 10, 0, 0, 0, time.UTC)},
+	} {
+		p, err := ParsePosition(tc.in)
+		if err != nil || fmt.Sprint(p.Arg()) != fmt.Sprint(tc.want) {
+			t.Errorf("ParsePosition(%q).Arg() = %v, %v; want %v", tc.in, p.Arg(), err, tc.want)
+		}
+	}
+	p, err := ParsePosition("90m")
+	if at, ok := p.Arg().(time.Time); err != nil || !ok || time.Since(at) < 89*time.Minute || time.Since(at) > 91*time.Minute {
+		t.Errorf("ParsePosition(90m).Arg() = %v, %v; want a time 90 minutes ago", p.Arg(), err)
+	}
+	for _, bad := range []string{"-1", "yesterday", "0m"} {
+		if _, err := ParsePosition(bad); err == nil || !strings.HasPrefix(err.Error(), "acemq: ") {
+			t.Errorf("ParsePosition(%q) = %v, want an acemq error", bad, err)
+		}
+	}
+}

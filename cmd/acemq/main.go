@@ -71,6 +71,6 @@ On failure it prints one sentence saying what to do and exits non-zero.`,
 	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error {
 		return fmt.Errorf("%v; run `%s --help` for the flags it takes", err, c.CommandPath())
 	})
-	root.AddCommand(newDemo(), newTopology(), newDLQ(), newPublish(), newTail(), newBench(), newLoad(), newHealth(), newCerts(), newConsole(), newDrill(), newSaga())
+	root.AddCommand(newDemo(), newTopology(), newDLQ(), newPublish(), newTail(), newBench(), newLoad(), newHealth(), newCerts(), newConsole(), newDrill(), newSaga(), newStream())
 	return root
 }

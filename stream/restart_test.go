@@ -1,0 +1,155 @@
+package stream
+
+import (
+	"bytes"
+	"context"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/url"
+	"os"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/acemq-go/acemq"
+	"github.com/acemq-go/acemq/internal/brokertest"
+	"github.com/acemq-go/acemq/internal/testenv"
+)
+
+// within polls cond until it holds, failing after d (a broker restart
+// takes longer than brokertest.Eventually's 10 s on a loaded machine).
+func within(t *testing.T, d time.Duration, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(d)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out after %v waiting until %s", d, what)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// TestBrokerRestartMidReadResumesWithoutAGap stops and starts the RabbitMQ
+// application (rabbitmqctl stop_app / start_app) while a reader is part way
+// through a stream: the stream survives, the Conn recovers, the reader
+// resubscribes after the newest offset it handled, and every message is
+// handled exactly once, in order. RabbitMQ only (memory:// has no restart;
+// its connection drop is TestRecoveryResumesWithoutAGap).
+//
+// Opt-in (ACEMQ_STREAM_RESTART=1): a restart costs 15–45 s on the shared
+// 2-core machine (rabbitmqctl stop_app/start_app), past the stream
+// package's test-time budget, and about one run in five hangs on the root
+// consumer defect BenchmarkStreamReadRabbitMQ describes (after the
+// restart RabbitMQ may write the publishes that waited as one chunk,
+// larger than the prefetch of 5).
+func TestBrokerRestartMidReadResumesWithoutAGap(t *testing.T) {
+	if os.Getenv("ACEMQ_STREAM_RESTART") != "1" {
+		t.Skip("opt-in: ACEMQ_STREAM_RESTART=1 stops and starts the RabbitMQ node (15-45 s; see the comment)")
+	}
+	amqpURL := testenv.AMQPURL(t)
+	testenv.RequireRabbitCtl(t)
+	var logs syncBuffer
+	c := brokertest.Connect(t, amqpURL, acemq.WithRecoveryInterval(50*time.Millisecond, 500*time.Millisecond),
+		acemq.WithLogger(slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))))
+	s := newStream(t, c)
+	publish(t, c, s, 0, 100)
+	gate := make(chan struct{})
+	var l log
+	r := read(t, c, s, "restarted", func(ctx context.Context, m *Message[event]) acemq.Decision {
+		if m.Payload.N == 30 {
+			select { // held here until the broker is stopped
+			case <-gate:
+			case <-ctx.Done():
+			}
+		}
+		l.add(m)
+		return acemq.Accept()
+	}, From(First()), Prefetch(5), LagProbe(0))
+	brokertest.Eventually(t, "the reader is at message 30", func() bool { return l.count() == 30 })
+
+	t.Cleanup(func() {
+		if !accepting(amqpURL) { // leave the node running whatever happened
+			testenv.RabbitCtl(t, "start_app")
+		}
+	})
+	t0 := time.Now()
+	testenv.RabbitCtl(t, "stop_app")
+	t.Logf("stop_app %v", time.Since(t0))
+	close(gate) // its accept goes nowhere: the channel is gone
+	testenv.RabbitCtl(t, "start_app")
+	t.Logf("start_app %v", time.Since(t0))
+	for n := 100; n < 110; n++ {
+		within(t, 60*time.Second, "a publish after the restart is confirmed", func() bool {
+			_, err := c.Publish(context.Background(), "", s, event{N: n})
+			return err == nil
+		})
+	}
+	t.Logf("published %v", time.Since(t0))
+	deadline := time.Now().Add(60 * time.Second)
+	for l.count() < 110 {
+		if time.Now().After(deadline) {
+			_, ns := l.snapshot()
+			info, err := c.QueueInfo(context.Background(), s)
+			h := c.Health(context.Background())
+			b, perr := Probe(context.Background(), c, s)
+			t.Logf("a fresh probe sees %+v (%v); management: %s", b, perr, mgmtConsumers(s))
+			t.Fatalf("the reader stopped short: %d handled (last %v); stream consumers %d (%v); health %s %q stalled %v; reader err %v\nConn log:\n%s",
+				len(ns), ns[max(0, len(ns)-3):], info.Consumers, err, h.Status, h.Detail, h.Stalled, r.Err(), logs.String())
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	want := make([]int, 110)
+	for i := range want {
+		want[i] = i
+	}
+	ascending(t, "across the restart", &l, want)
+	offs, _ := l.snapshot()
+	if off, _ := r.Handled(); off != offs[109] {
+		t.Fatalf("Handled() = %d, want %d", off, offs[109])
+	}
+}
+
+// syncBuffer is a bytes.Buffer safe for concurrent writes.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+func (s *syncBuffer) String() string { s.mu.Lock(); defer s.mu.Unlock(); return s.b.String() }
+
+// accepting reports whether the broker's AMQP port takes connections.
+func accepting(amqpURL string) bool {
+	u, err := url.Parse(amqpURL)
+	if err != nil {
+		return false
+	}
+	conn, err := net.DialTimeout("tcp", u.Host, time.Second)
+	if err != nil {
+		return false
+	}
+	conn.Close()
+	return true
+}
+
+// mgmtConsumers is what the management API says about s's consumers.
+func mgmtConsumers(s string) string {
+	m := os.Getenv("ACEMQ_TEST_MANAGEMENT_URL")
+	if m == "" {
+		return "no management URL"
+	}
+	resp, err := http.Get(strings.TrimSuffix(m, "/") + "/api/queues/%2F/" + url.PathEscape(s) + "?columns=consumers,consumer_details")
+	if err != nil {
+		return err.Error()
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return string(b)
+}
