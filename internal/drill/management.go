@@ -119,7 +119,7 @@ func (m *mgmtCloser) close(parent context.Context, reason string) error {
 			if parent.Err() != nil {
 				// The drill's own time ran out while waiting: say that, so the
 				// drill can judge what ran instead of blaming the broker.
-				return fmt.Errorf("acemq: the drill's time ran out while waiting for the management API to list its connection: %w", parent.Err())
+				return fmt.Errorf("acemq: the drill was stopped or its time ran out while waiting for the management API to list its connection: %w", parent.Err())
 			}
 			if last != nil {
 				return fmt.Errorf("acemq: cannot close the drill's connections through the management API within 30s: %w", last)
