@@ -83,6 +83,10 @@ type Conn struct {
 	logger    *slog.Logger
 	permits   *permits
 	pubs      atomic.Pointer[pubSet]
+	// spareBatch is one finished SendAll batch kept for the next (see
+	// batch): a Conn-owned slot, so a garbage collection does not empty it
+	// as it would a sync.Pool.
+	spareBatch atomic.Pointer[batch]
 	state     atomic.Int32
 	blocked   atomic.Pointer[blockState]
 	blockTok  atomic.Pointer[byte] // identifies the publishing connection whose blocked notices count

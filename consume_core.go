@@ -198,7 +198,9 @@ func (k *consumerCore) attachLocked(ctx context.Context) error {
 		_ = ch.Close()
 		return err
 	}
-	spec := transport.ConsumeSpec{Queue: k.queue, Tag: k.tag, Args: k.args}
+	// The engine only reads a delivery's headers (envelope, delivery
+	// count, trace context, the unreadable mark).
+	spec := transport.ConsumeSpec{Queue: k.queue, Tag: k.tag, Args: k.args, ReadOnlyHeaders: true}
 	if k.argsAt != nil {
 		spec.Args = k.argsAt()
 	}
