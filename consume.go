@@ -135,9 +135,9 @@ type consumerConfig struct {
 	codec        Codec
 	tag          string
 	args         transport.Table
-	argsAt       func() transport.Table // see ConsumerArgsAt
+	argsAt       func() transport.Table  // see ConsumerArgsAt
 	orderKey     func(in Inbound) string // see ConsumerKeyOrder
-	stream       bool                   // see ConsumerOnStream
+	stream       bool                    // see ConsumerOnStream
 	skipDecl     bool
 	interceptors []ConsumeInterceptor
 	drain        *time.Duration

@@ -167,4 +167,3 @@ func lane(key string, n int) int {
 	}
 	return int(h % uint32(n))
 }
-
