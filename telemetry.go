@@ -369,17 +369,20 @@ func (t *telemetry) startPublishSpan(ctx context.Context, exchange, routingKey s
 	if !span.IsRecording() {
 		return ctx, func(string, error) { span.End() }
 	}
-	span.SetAttributes(
+	// One call, not two: the SDK grows its attribute slice per call.
+	kv := [7]attribute.KeyValue{
 		attrSystem.String(semconv.System),
 		attrDestination.String(dest),
 		attrOperation.String("publish"),
 		attrMessageID.String(env.ID),
 		attrRoutingKey.String(routingKey),
 		attrMessageType.String(env.Type),
-	)
-	if env.CorrelationID != "" {
-		span.SetAttributes(attrConversation.String(env.CorrelationID))
 	}
+	n := 6
+	if env.CorrelationID != "" {
+		kv[6], n = attrConversation.String(env.CorrelationID), 7
+	}
+	span.SetAttributes(kv[:n]...)
 	return ctx, func(outcome string, err error) {
 		span.SetAttributes(attrOutcome.String(outcome))
 		if outcome == OutcomeUnroutable {
