@@ -58,8 +58,9 @@ func (c *Conn) PublishRaw(ctx context.Context, m RawMessage) error {
 }
 
 // Pulled is one message taken with basic.get and not yet settled. Settle it
-// with Ack, Nack or Reject; closing its Puller returns unsettled ones to
-// the queue.
+// with Ack or Nack; closing its Puller returns unsettled ones to the queue.
+// A Pulled no Puller took (one replay.Browse hands to its visit function)
+// cannot be settled: Ack and Nack return an error.
 type Pulled struct {
 	Envelope    Envelope
 	Queue       string
@@ -81,13 +82,13 @@ type Pulled struct {
 
 // Ack removes the message from its queue.
 func (m *Pulled) Ack() error {
-	return m.p.settle(m, func(ch transport.Channel) error { return ch.Ack(m.tag) })
+	return m.settle(func(ch transport.Channel) error { return ch.Ack(m.tag) })
 }
 
 // Nack returns the message to its queue (requeue) or drops it to the
 // queue's dead-letter exchange.
 func (m *Pulled) Nack(requeue bool) error {
-	return m.p.settle(m, func(ch transport.Channel) error { return ch.Nack(m.tag, requeue) })
+	return m.settle(func(ch transport.Channel) error { return ch.Nack(m.tag, requeue) })
 }
 
 // Raw returns the message as a RawMessage addressed to exchange and key,
@@ -156,6 +157,16 @@ func (p *Puller) Pull(ctx context.Context, queue string) (*Pulled, bool, error) 
 		p:           p,
 		tag:         d.DeliveryTag,
 	}, true, nil
+}
+
+// settle runs f on the channel m was taken on, once. A Pulled that no
+// Puller took (a copy made by a caller, or one handed to replay.Browse's
+// visit) is refused with an error rather than a panic.
+func (m *Pulled) settle(f func(transport.Channel) error) error {
+	if m.p == nil {
+		return fmt.Errorf("acemq: message %s was not taken by a Puller, so it cannot be settled here; a message read by a browse goes back to its queue when the read ends", m.Envelope.ID)
+	}
+	return m.p.settle(m, f)
 }
 
 func (p *Puller) settle(m *Pulled, f func(transport.Channel) error) error {

@@ -19,7 +19,8 @@ import (
 // reasons): the queue page as shipped (it reads ScanLimit = 10,000
 // messages for its reason groups), a first page that reads only its 50
 // rows, the whole queue (ScanLimit 100,000), and one message's page. Each
-// read takes its messages with basic.get and returns them all.
+// read takes its messages with replay.Browse and returns them all; the
+// time includes the wait until the broker counts them ready again.
 //
 //	make services-up; set -a; . .tmp/rabbitmq/env; set +a
 //	go test -run '^$' -bench Browse100k -benchtime 1x ./console/

@@ -43,6 +43,7 @@ func TestEveryExampleRuns(t *testing.T) {
 			t.Fatal(err)
 		}
 		takesURL := strings.Contains(string(src), `flag.String("url"`)
+		takesManagement := strings.Contains(string(src), `flag.String("management"`)
 		t.Run(name+"/memory", func(t *testing.T) {
 			t.Parallel()
 			runExample(t, exe)
@@ -50,7 +51,11 @@ func TestEveryExampleRuns(t *testing.T) {
 		if takesURL {
 			t.Run(name+"/rabbitmq", func(t *testing.T) {
 				t.Parallel()
-				runExample(t, exe, "-url", testenv.AMQPURL(t))
+				args := []string{"-url", testenv.AMQPURL(t)}
+				if takesManagement {
+					args = append(args, "-management", testenv.ManagementURL(t))
+				}
+				runExample(t, exe, args...)
 			})
 		}
 	}
@@ -63,7 +68,7 @@ func runExample(t *testing.T, exe string, args ...string) {
 	cmd := exec.CommandContext(ctx, exe, args...)
 	// The examples read ACEMQ_URL / ACEMQ_DB as defaults; the run must be
 	// the one asked for, not one the environment chose.
-	cmd.Env = withoutVars(os.Environ(), "ACEMQ_URL=", "ACEMQ_DB=")
+	cmd.Env = withoutVars(os.Environ(), "ACEMQ_URL=", "ACEMQ_DB=", "ACEMQ_MANAGEMENT_URL=")
 	out, err := cmd.CombinedOutput()
 	if err != nil {
 		t.Fatalf("%s %v: %v\n%s", filepath.Base(exe), args, err, out)

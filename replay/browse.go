@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/acemq-go/acemq"
+	"github.com/acemq-go/acemq/transport"
 )
 
 // IsSetAside reports whether queue is a {q}.dlq or {q}.parked queue.
@@ -26,28 +27,42 @@ func SourceOf(queue string) string {
 
 // Browse looks at up to limit messages of queue without removing any.
 // AMQP 0-9-1 cannot read a message without taking it, so Browse takes
-// each with basic.get, hands it to visit in queue order, and holds it
-// unacknowledged until the pass ends; then it returns every one of them
-// (nack with requeue, last first, which puts them back in their order at
-// the head of the queue). Holding them until the end is what keeps a
-// returned message from being taken again by the same pass.
+// them and puts them all back. It subscribes (basic.consume) on a channel
+// of its own with a prefetch of exactly the messages it means to read, so
+// the broker streams them without a round trip each; it hands each to
+// visit in queue order and holds it unacknowledged until the pass ends.
+// Then one channel close returns every message held at once (the broker
+// requeues them in their original order at the head of the queue), and
+// Browse waits until the broker counts them ready again. Holding them
+// until the end is what keeps a returned message from being read twice
+// by the same pass. A prefetch cannot exceed 65,535 (basic.qos's field),
+// so a longer read subscribes again for each further window while the
+// earlier windows stay held.
 //
 // What a look changes: every message read comes back with the
-// redelivered flag set; messages that arrive while Browse holds the head
+// redelivered flag set (on a quorum queue RabbitMQ also counts the return
+// in x-delivery-count); messages that arrive while Browse holds the head
 // stay behind the ones it returns, so order is kept. Nothing is lost or
 // copied: a message is only ever requeued, never republished, and if the
 // channel is lost the broker requeues what it held.
 //
-// visit must not settle the message and must not keep it past its call
-// (the body may be kept). It returns false to stop early. Browse examines
-// at most the messages present when it starts, so messages that keep
-// arriving do not make it run forever. It returns how many it read.
+// visit gets a read-only view (Remaining is 0): it cannot settle the
+// message — Ack and Nack are for messages a Puller took, and on a view
+// they return an error (every message still goes back, as the channel
+// closes on the way out). The view may be kept after the call. visit returns false
+// to stop early.
+// Browse examines at most the messages present when it starts, so
+// messages that keep arriving do not make it run forever; if something
+// else takes messages meanwhile, it stops once the queue has had none
+// ready for a second; if messages stay ready but none reach it for 10 s
+// (another consumer holds the queue), it fails saying so. It returns how
+// many it read.
 //
 // Two Browse calls on one queue at once, or a Browse beside a replay, see
 // fewer messages each (a held message is invisible to the other); callers
 // that share a queue serialise them (the console holds one lock per
 // queue). Safe for concurrent use otherwise.
-func Browse(ctx context.Context, conn *acemq.Conn, queue string, limit int, visit func(*acemq.Pulled) bool) (int, error) {
+func Browse(ctx context.Context, conn *acemq.Conn, queue string, limit int, visit func(*acemq.Pulled) bool) (read int, err error) {
 	if limit <= 0 {
 		return 0, nil
 	}
@@ -55,42 +70,140 @@ func Browse(ctx context.Context, conn *acemq.Conn, queue string, limit int, visi
 	if err != nil {
 		return 0, err
 	}
-	puller, err := conn.NewPuller(ctx)
+	n := min(limit, info.Messages)
+	if n == 0 {
+		return 0, nil
+	}
+	ch, err := conn.Channel(ctx)
 	if err != nil {
 		return 0, fmt.Errorf("acemq: cannot open a channel to read %q: %w", queue, err)
 	}
-	var held []*acemq.Pulled
 	defer func() {
-		returned := true
-		for i := len(held) - 1; i >= 0; i-- {
-			if held[i].Nack(true) != nil {
-				returned = false
-				break // the channel is gone: the broker returns them
+		// What is ready now is what the pass does not hold; once the
+		// broker counts that plus what was read, it has taken them back
+		// (a queue requeues a channel's messages in one step). Something
+		// else may have taken or added messages meanwhile, hence the cap.
+		want := info.Messages
+		if read > 0 {
+			if now, err := conn.QueueInfo(context.WithoutCancel(ctx), queue); err == nil {
+				want = min(want, now.Messages+read)
 			}
 		}
-		if returned && len(held) > 0 {
-			awaitReturned(ctx, conn, queue, info.Messages)
+		// One close returns everything the pass holds. If it fails the
+		// channel is gone, and the broker has returned them already.
+		if ch.Close() == nil && read > 0 {
+			awaitReturned(ctx, conn, queue, want)
 		}
-		_ = puller.Close()
 	}()
-	n := min(limit, info.Messages)
-	for len(held) < n {
-		if err := ctx.Err(); err != nil {
-			return len(held), err
-		}
-		m, ok, err := puller.Pull(ctx, queue)
-		if err != nil {
-			return len(held), err
-		}
-		if !ok {
-			break
-		}
-		held = append(held, m)
-		if visit != nil && !visit(m) {
-			break
+	b := browser{conn: conn, ch: ch, queue: queue, visit: visit}
+	for window := 1; read < n; window++ {
+		want := min(n-read, maxWindow)
+		got, more, err := b.window(ctx, window, want)
+		read += got
+		if err != nil || !more {
+			return read, err
 		}
 	}
-	return len(held), nil
+	return read, nil
+}
+
+// maxWindow is the largest prefetch basic.qos can carry (a 16-bit field).
+// Tests lower it to read several windows from a small queue.
+var maxWindow = 65535
+
+// exhaustedAfter is how long the queue must have had nothing ready, with
+// nothing delivered, before a read that got fewer messages than it
+// expected stops: something else took them.
+const exhaustedAfter = time.Second
+
+// stalledAfter is how long messages may stay ready with none reaching the
+// pass before it gives up: another consumer holds the queue (single active
+// consumer, consumer priorities). Tests shorten it.
+var stalledAfter = 10 * time.Second
+
+// browser is one Browse pass.
+type browser struct {
+	conn  *acemq.Conn
+	ch    transport.Channel
+	queue string
+	visit func(*acemq.Pulled) bool
+}
+
+// window subscribes with a prefetch of want, reads want messages (fewer
+// when the queue runs dry or visit says stop) and cancels the
+// subscription; what it read stays held on the channel. more is false
+// when the pass is over.
+func (b *browser) window(ctx context.Context, number, want int) (got int, more bool, err error) {
+	if err := b.ch.Qos(want); err != nil {
+		return 0, false, fmt.Errorf("acemq: cannot set the prefetch to read %q: %w", b.queue, err)
+	}
+	tag := fmt.Sprintf("acemq-browse-%d", number)
+	deliveries, err := b.ch.Consume(ctx, transport.ConsumeSpec{Queue: b.queue, Tag: tag})
+	if err != nil {
+		return 0, false, fmt.Errorf("acemq: cannot subscribe to %q to read it: %w", b.queue, err)
+	}
+	defer func() {
+		// The prefetch is full (or the pass is ending): cancel so the next
+		// window's subscription starts where this one stopped. A failed
+		// cancel is harmless, the channel closes at the end of the pass.
+		if cerr := b.ch.Cancel(context.WithoutCancel(ctx), tag); cerr != nil && err == nil && more {
+			err, more = fmt.Errorf("acemq: cannot end the subscription reading %q: %w", b.queue, cerr), false
+		}
+	}()
+	const idle = 250 * time.Millisecond
+	timer := time.NewTimer(idle)
+	defer timer.Stop()
+	var dry, quiet time.Duration
+	for got < want {
+		select {
+		case d, ok := <-deliveries:
+			if !ok {
+				if cause := b.ch.Err(); cause != nil {
+					return got, false, fmt.Errorf("acemq: reading %q stopped: %w", b.queue, cause)
+				}
+				return got, false, fmt.Errorf("acemq: the broker ended the subscription reading %q (was the queue deleted?)", b.queue)
+			}
+			got++
+			if b.visit != nil && !b.visit(view(d, b.queue)) {
+				return got, false, nil
+			}
+			dry, quiet = 0, 0
+			timer.Reset(idle)
+		case <-ctx.Done():
+			return got, false, ctx.Err()
+		case <-timer.C:
+			info, err := b.conn.QueueInfo(ctx, b.queue)
+			if err != nil {
+				return got, false, err
+			}
+			quiet += idle
+			if info.Messages == 0 {
+				if dry += idle; dry >= exhaustedAfter {
+					return got, false, nil
+				}
+			} else if dry = 0; quiet >= stalledAfter {
+				return got, false, fmt.Errorf("acemq: %q has %d messages ready but none reached the reader for %v; another consumer holds the queue (single active consumer or a higher priority): stop it, or read while it is stopped", b.queue, info.Messages, stalledAfter)
+			}
+			timer.Reset(idle)
+		}
+	}
+	return got, true, nil
+}
+
+// view is a delivery as visit sees it.
+func view(d transport.Delivery, queue string) *acemq.Pulled {
+	return &acemq.Pulled{
+		Envelope:    acemq.ReadEnvelope(d.Headers, d.RoutingKey, d.MessageID, d.ReplyTo),
+		Queue:       queue,
+		Exchange:    d.Exchange,
+		RoutingKey:  d.RoutingKey,
+		ContentType: d.ContentType,
+		ReplyTo:     d.ReplyTo,
+		Headers:     map[string]any(d.Headers),
+		Body:        d.Body,
+		Redelivered: d.Redelivered,
+		Priority:    d.Priority,
+	}
 }
 
 // awaitReturned waits until queue counts at least want ready messages

@@ -2,12 +2,17 @@ package replay_test
 
 import (
 	"context"
+	"fmt"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/acemq-go/acemq"
+	"github.com/acemq-go/acemq/internal/testenv"
 	"github.com/acemq-go/acemq/replay"
+	"github.com/acemq-go/acemq/transport"
 )
 
 func TestBrowseReturnsEveryMessageInOrderWithTheRedeliveredFlag(t *testing.T) {
@@ -113,6 +118,243 @@ func TestBrowseReturnsBeforeTheNextReaderCounts(t *testing.T) {
 		}
 		if got := count(t, c, dlq); got != n {
 			t.Fatalf("right after the replay the broker counts %d in %s, want %d", got, dlq, n)
+		}
+	})
+}
+
+// browseIDs reads the whole of queue with Browse and returns the message
+// ids in the order visited and whether each was marked redelivered.
+func browseIDs(t *testing.T, c *acemq.Conn, queue string) ([]string, []bool) {
+	t.Helper()
+	var ids []string
+	var redelivered []bool
+	if _, err := replay.Browse(context.Background(), c, queue, 1<<30, func(m *acemq.Pulled) bool {
+		ids = append(ids, m.Envelope.ID)
+		redelivered = append(redelivered, m.Redelivered)
+		return true
+	}); err != nil {
+		t.Fatal(err)
+	}
+	return ids, redelivered
+}
+
+// fill publishes n messages to queue in one ordered batch; their ids are
+// prefix-00000, prefix-00001, ...
+func fill(t *testing.T, c *acemq.Conn, queue, prefix string, n int) []string {
+	t.Helper()
+	ids := make([]string, n)
+	ms := make([]acemq.RawMessage, n)
+	for i := range ms {
+		ids[i] = fmt.Sprintf("%s-%05d", prefix, i)
+		env := acemq.NewEnvelope()
+		env.ID, env.Error = ids[i], "exhausted 3 attempts: boom"
+		ms[i] = acemq.RawMessage{RoutingKey: queue, ContentType: "application/json", MessageID: ids[i], Headers: env.WireHeaders(), Body: []byte(`{}`)}
+	}
+	for i, err := range c.PublishRawBatch(context.Background(), ms) {
+		if err != nil {
+			t.Fatalf("publishing message %d: %v", i, err)
+		}
+	}
+	return ids
+}
+
+// The order after a browse equals the order before it, on classic and
+// quorum queues, when the read spans several subscriptions (windows of
+// 500), when it stops half way through a window, and with a message
+// arriving while the pass holds the head. A second pass sees every
+// message redelivered, in the same order, and the late one last.
+func TestBrowseKeepsTheOrderOnClassicAndQuorumQueues(t *testing.T) {
+	defer replay.SetBrowseWindow(500)()
+	const n = 2000
+	forEachBroker(t, func(t *testing.T, url string) {
+		c := connect(t, url)
+		for _, kind := range []struct {
+			name string
+			opt  acemq.QueueOption
+		}{{"classic", acemq.AsClassic()}, {"quorum", acemq.AsQuorum()}} {
+			t.Run(kind.name, func(t *testing.T) {
+				ctx := context.Background()
+				q := testenv.Unique("replay.order."+kind.name) + ".dlq"
+				if err := c.Apply(ctx, acemq.NewTopology().Queue(q, kind.opt)); err != nil {
+					t.Fatal(err)
+				}
+				t.Cleanup(func() { _, _ = c.DeleteQueue(context.Background(), q) })
+				ids := fill(t, c, q, "m", n)
+
+				// A first pass reads 750 (one full window, half of the
+				// next); a message arrives while it holds them.
+				var seen []string
+				read, err := replay.Browse(ctx, c, q, n, func(m *acemq.Pulled) bool {
+					seen = append(seen, m.Envelope.ID)
+					if len(seen) == 10 {
+						fill(t, c, q, "late", 1)
+					}
+					return len(seen) < 750
+				})
+				if err != nil || read != 750 || !slices.Equal(seen, ids[:750]) {
+					t.Fatalf("first pass read %d (err %v); in order: %v", read, err, slices.Equal(seen, ids[:min(len(seen), 750)]))
+				}
+				// The whole queue, twice: the order stays that of the publish.
+				for pass := range 2 {
+					got, redelivered := browseIDs(t, c, q)
+					want := append(slices.Clone(ids), "late-00000")
+					if !slices.Equal(got, want) {
+						i := 0
+						for i < min(len(got), len(want)) && got[i] == want[i] {
+							i++
+						}
+						t.Fatalf("pass %d read %d messages, want %d; first difference at %d", pass+2, len(got), len(want), i)
+					}
+					for i, r := range redelivered {
+						// The first pass took 0..749 and the broker had sent
+						// it the rest of its second window (to 999): those
+						// come back redelivered. The second pass took all.
+						switch {
+						case pass == 1 || i < 750:
+							if !r {
+								t.Fatalf("pass %d: message %d (%s) is not marked redelivered", pass+2, i, got[i])
+							}
+						case i >= 1000:
+							if r {
+								t.Fatalf("pass %d: message %d (%s), never taken before, is marked redelivered", pass+2, i, got[i])
+							}
+						}
+					}
+				}
+				if got := count(t, c, q); got != n+1 {
+					t.Fatalf("%s counts %d after browsing, want %d", q, got, n+1)
+				}
+			})
+		}
+	})
+}
+
+// When something else takes messages while Browse reads, Browse stops
+// once the queue has none ready, returns what it held, and does not wait
+// for messages that will never come.
+func TestBrowseStopsWhenSomethingElseEmptiesTheQueue(t *testing.T) {
+	defer replay.SetBrowseWindow(2)()
+	forEachBroker(t, func(t *testing.T, url string) {
+		c := connect(t, url)
+		q, _ := setup(t, c, 0)
+		dlq := acemq.DeadLetterQueue(q)
+		ids := fill(t, c, dlq, "m", 6)
+		ctx := context.Background()
+		var seen []string
+		read, err := replay.Browse(ctx, c, dlq, 10, func(m *acemq.Pulled) bool {
+			seen = append(seen, m.Envelope.ID)
+			if len(seen) == 2 {
+				// The first window holds 0 and 1 (prefetch 2), so the broker
+				// has not sent 2 and 3: another reader takes them.
+				for _, want := range ids[2:4] {
+					if got := pullOne(t, c, dlq); got != want {
+						t.Errorf("the other reader took %s, want %s", got, want)
+					}
+				}
+			}
+			return true
+		})
+		if err != nil || read != 4 || !slices.Equal(seen, []string{ids[0], ids[1], ids[4], ids[5]}) {
+			t.Fatalf("Browse read %d %v (err %v)", read, seen, err)
+		}
+		got := drain(t, c, dlq)
+		if len(got) != 4 || got[0].Envelope.ID != ids[0] || got[1].Envelope.ID != ids[1] || got[2].Envelope.ID != ids[4] || got[3].Envelope.ID != ids[5] {
+			t.Fatalf("after browsing the queue holds %d messages", len(got))
+		}
+	})
+}
+
+// pullOne takes and acknowledges the head of queue and returns its id.
+func pullOne(t *testing.T, c *acemq.Conn, queue string) string {
+	t.Helper()
+	p, err := c.NewPuller(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	m, ok, err := p.Pull(context.Background(), queue)
+	if err != nil || !ok {
+		t.Fatalf("pull from %s: ok %v err %v", queue, ok, err)
+	}
+	if err := m.Ack(); err != nil {
+		t.Fatal(err)
+	}
+	return m.Envelope.ID
+}
+
+// On a single-active-consumer queue whose active consumer is another
+// reader, no message reaches Browse: it fails saying why instead of
+// waiting for ever, and every message is still there.
+func TestBrowseFailsWhenAnotherConsumerHoldsTheQueue(t *testing.T) {
+	defer replay.SetBrowseStall(time.Second)()
+	c := connect(t, testenv.AMQPURL(t))
+	ctx := context.Background()
+	q := testenv.Unique("replay.sac") + ".dlq"
+	if err := c.Apply(ctx, acemq.NewTopology().Queue(q, acemq.AsClassic(), acemq.WithArgs(transport.Table{"x-single-active-consumer": true}))); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _, _ = c.DeleteQueue(context.Background(), q) })
+	fill(t, c, q, "m", 5)
+	ch, err := c.Channel(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := ch.Qos(1); err != nil {
+		t.Fatal(err)
+	}
+	active, err := ch.Consume(ctx, transport.ConsumeSpec{Queue: q, Tag: "active"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	select { // it holds one; four stay ready
+	case <-active:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the active consumer got no message")
+	}
+	_, err = replay.Browse(ctx, c, q, 10, nil)
+	if err == nil || !strings.Contains(err.Error(), "another consumer holds the queue") {
+		t.Fatalf("Browse beside an active consumer: %v", err)
+	}
+	if got := count(t, c, q); got != 4 {
+		t.Fatalf("%s counts %d ready after the failed read, want 4", q, got)
+	}
+	_ = ch.Close()
+	deadline := time.Now().Add(10 * time.Second)
+	for count(t, c, q) != 5 {
+		if time.Now().After(deadline) {
+			t.Fatalf("%s never counted its 5 messages again", q)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// A visit that panics (settling a view is one way) loses nothing: the
+// channel closes on the way out and the broker has every message back.
+func TestBrowseReturnsEverythingWhenVisitPanics(t *testing.T) {
+	forEachBroker(t, func(t *testing.T, url string) {
+		c := connect(t, url)
+		q, ids := setup(t, c, 3)
+		dlq := acemq.DeadLetterQueue(q)
+		func() {
+			defer func() {
+				if recover() == nil {
+					t.Fatal("settling a view did not panic")
+				}
+			}()
+			_, _ = replay.Browse(context.Background(), c, dlq, 10, func(m *acemq.Pulled) bool {
+				_ = m.Ack()
+				return true
+			})
+		}()
+		deadline := time.Now().Add(10 * time.Second)
+		for count(t, c, dlq) != 3 {
+			if time.Now().After(deadline) {
+				t.Fatalf("%s counts %d after a panicking browse, want 3", dlq, count(t, c, dlq))
+			}
+			time.Sleep(5 * time.Millisecond)
+		}
+		if got := drain(t, c, dlq); len(got) != 3 || got[0].Envelope.ID != ids[0] || got[2].Envelope.ID != ids[2] {
+			t.Fatalf("after a panicking browse the queue holds %d messages", len(got))
 		}
 	})
 }

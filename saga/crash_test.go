@@ -15,7 +15,6 @@ import (
 	"time"
 
 	"github.com/acemq-go/acemq/internal/dbtest"
-	"github.com/acemq-go/acemq/internal/testenv"
 	"github.com/acemq-go/acemq/sqlstore"
 )
 
@@ -88,7 +87,7 @@ func openCrashDB(dialect, dsn string) (*sql.DB, sqlstore.Dialect, error) {
 	if err != nil {
 		return nil, 0, err
 	}
-	driver := map[sqlstore.Dialect]string{sqlstore.PostgreSQL: "pgx", sqlstore.SQLite: "sqlite"}[d]
+	driver := map[sqlstore.Dialect]string{sqlstore.PostgreSQL: "pgx", sqlstore.SQLite: "sqlite", sqlstore.MySQL: "mysql"}[d]
 	db, err := sql.Open(driver, dsn)
 	return db, d, err
 }
@@ -120,23 +119,8 @@ func TestCrashInTheMiddleOfAStepOrACompensationIsResumedBySweep(t *testing.T) {
 		{"sqlite", func(t *testing.T) (string, string) {
 			return "sqlite", "file:" + filepath.Join(t.TempDir(), "crash.db") + "?_pragma=busy_timeout(10000)&_pragma=journal_mode(WAL)"
 		}},
-		{"postgres", func(t *testing.T) (string, string) {
-			url := testenv.PostgresURL(t)
-			admin, err := sql.Open("pgx", url)
-			if err != nil {
-				t.Fatal(err)
-			}
-			schema := "t_" + dbtest.RandHex(6)
-			if _, err := admin.Exec("CREATE SCHEMA " + schema); err != nil {
-				t.Fatal(err)
-			}
-			t.Cleanup(func() { _, _ = admin.Exec("DROP SCHEMA " + schema + " CASCADE"); admin.Close() })
-			sep := "?"
-			if strings.Contains(url, "?") {
-				sep = "&"
-			}
-			return "postgres", url + sep + "search_path=" + schema
-		}},
+		{"postgres", func(t *testing.T) (string, string) { return "postgres", dbtest.PostgresSchemaURL(t) }},
+		{"mysql", func(t *testing.T) (string, string) { return "mysql", dbtest.MySQLDatabaseDSN(t) }},
 	}
 	for _, b := range backends {
 		for _, scenario := range []string{"action", "compensation"} {

@@ -5,8 +5,9 @@
 // spec §7.8).
 //
 // A Definition names the steps. A Runner starts instances (Run), resumes
-// instances whose lease expired (Sweep) and serves operators (List, Show,
-// Resolve, Compensate). On a failure or a panic in an action the steps
+// instances whose lease expired (Sweep, or periodically with
+// WithSweepEvery until Close) and serves operators (List, Show, Resolve,
+// Compensate). On a failure or a panic in an action the steps
 // that completed are compensated in reverse order, on a context detached
 // from the caller's cancellation; a step without a compensation is
 // skipped (no_compensation); a compensation that fails does not stop the

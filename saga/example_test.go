@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"time"
 
 	_ "modernc.org/sqlite" // registers "sqlite"
 
@@ -63,4 +64,69 @@ func Example() {
 	// charge order-7
 	// release order-7
 	// compensated failed at charge: card declined
+}
+
+// A runner that sweeps in the background finishes an instance another
+// runner left behind (here: its run stopped right after the charge, as a
+// crashed process would, and its lease expired).
+func ExampleWithSweepEvery() {
+	ctx := context.Background()
+	db, err := sql.Open("sqlite", "file:sweepexample?mode=memory&cache=shared")
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer db.Close()
+	db.SetMaxOpenConns(1)
+
+	var stop context.CancelFunc
+	order, _ := saga.Define("order",
+		saga.Step{Name: "charge", Action: func(ctx context.Context, c saga.Call) error {
+			fmt.Println("charge, attempt", c.Attempt) // record c.IdempotencyKey with the charge
+			if c.Attempt == 1 {
+				stop() // the first process "dies" before the step is recorded done
+			}
+			return nil
+		}},
+		saga.Step{Name: "ship", Action: func(ctx context.Context, c saga.Call) error { fmt.Println("ship"); return nil }},
+	)
+	first, _ := saga.NewRunner(db, sqlstore.SQLite, saga.WithLease(100*time.Millisecond))
+	if err := first.EnsureSchema(ctx); err != nil {
+		fmt.Println(err)
+		return
+	}
+	rctx, cancel := context.WithCancel(ctx)
+	stop = cancel
+	if _, err := first.Run(rctx, order, []byte("order-7"), "text/plain"); err != nil {
+		fmt.Println("the first run stopped")
+	}
+
+	resumed := make(chan saga.Result, 1)
+	second, err := saga.NewRunner(db, sqlstore.SQLite, saga.WithSweepEvery(50*time.Millisecond),
+		saga.WithSweepObserver(func(results []saga.Result, err error) {
+			for _, r := range results {
+				resumed <- r
+			}
+		}))
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer second.Close(ctx)
+	if err := second.Register(order); err != nil {
+		fmt.Println(err)
+		return
+	}
+	select {
+	case r := <-resumed:
+		fmt.Println("resumed:", r.Outcome)
+	case <-time.After(10 * time.Second):
+		fmt.Println("not resumed")
+	}
+	// Output:
+	// charge, attempt 1
+	// the first run stopped
+	// charge, attempt 2
+	// ship
+	// resumed: completed
 }

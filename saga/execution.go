@@ -26,13 +26,33 @@ type execution struct {
 	contentType         string
 	steps               []stepState
 	failedStep, failure string
+	// abandon, when not nil, ends when the runner's Close gives up
+	// waiting: the call under way is cancelled and not recorded.
+	abandon context.Context
+}
+
+// abandoned reports whether the runner's Close gave up on this execution.
+func (x *execution) abandoned() bool { return x.abandon != nil && x.abandon.Err() != nil }
+
+// release ends the lease of an abandoned instance at once (best effort:
+// otherwise it expires), so the next sweep takes it.
+func (x *execution) release() {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	_, _ = x.r.db.ExecContext(ctx, x.r.q(`UPDATE acemq_saga SET locked_until = 0, version = version + 1 WHERE instance_id = ? AND locked_by = ?`), x.id, x.token)
 }
 
 // run carries the instance on from status to its end, renewing the lease
 // meanwhile.
-func (x *execution) run(ctx context.Context, status string) (Result, error) {
+func (x *execution) run(ctx context.Context, status string) (res Result, err error) {
 	stop := x.renew()
-	defer stop()
+	defer func() {
+		stop()
+		if err != nil && x.abandoned() {
+			x.release()
+			res, err = Result{}, fmt.Errorf("%w (instance %s)", errAbandoned, x.id)
+		}
+	}()
 	if status == StatusRunning {
 		return x.forward(ctx)
 	}
@@ -137,6 +157,9 @@ func (x *execution) forward(ctx context.Context) (Result, error) {
 		if err != nil && !errors.As(err, &failed) {
 			return Result{}, err
 		}
+		if failed != nil && x.abandoned() {
+			return Result{}, errAbandoned // not a failure of the step: run() releases the lease
+		}
 		if failed != nil {
 			cctx := context.WithoutCancel(ctx)
 			x.failedStep, x.failure = st.Name, failed.Error()
@@ -160,6 +183,12 @@ func (x *execution) forward(ctx context.Context) (Result, error) {
 // compensate undoes, in reverse, the steps done (and re-runs one left
 // compensating); ctx is already detached from the caller's cancellation.
 func (x *execution) compensate(ctx context.Context) (Result, error) {
+	if x.abandon != nil { // only the runner's Close may interrupt a compensation
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithCancel(ctx)
+		defer cancel()
+		defer context.AfterFunc(x.abandon, cancel)()
+	}
 	for i := len(x.steps) - 1; i >= 0; i-- {
 		st := x.steps[i]
 		if st.status != "done" && st.status != "compensating" {
@@ -183,6 +212,9 @@ func (x *execution) compensate(ctx context.Context) (Result, error) {
 		var failed *stepError
 		if err != nil && !errors.As(err, &failed) {
 			return Result{}, err
+		}
+		if failed != nil && x.abandoned() {
+			return Result{}, errAbandoned
 		}
 		if failed != nil {
 			if err := x.transition(ctx, false, "", nil, i, "status = 'compensation_failed', last_error = ?, finished_at = ?", []any{failed.Error(), x.r.now().UnixMilli()}); err != nil {

@@ -75,6 +75,9 @@ type Runner struct {
 
 	mu   sync.Mutex
 	defs map[string]*Definition
+
+	loop      *sweepLoop // nil without WithSweepEvery
+	closeOnce sync.Once
 }
 
 // Option configures a Runner.
@@ -121,8 +124,9 @@ func WithMeterProvider(mp metric.MeterProvider) Option {
 	}
 }
 
-// NewRunner returns a runner over db. It does not touch the database;
-// call EnsureSchema once.
+// NewRunner returns a runner over db. It does not touch the database
+// (call EnsureSchema once), except through the periodic sweep that
+// WithSweepEvery starts; a runner with one must be closed (Close).
 func NewRunner(db *sql.DB, d sqlstore.Dialect, opts ...Option) (*Runner, error) {
 	if db == nil {
 		return nil, errors.New("acemq: saga.NewRunner needs a *sql.DB")
@@ -140,6 +144,7 @@ func NewRunner(db *sql.DB, d sqlstore.Dialect, opts ...Option) (*Runner, error) 
 			return nil, err
 		}
 	}
+	r.startLoop()
 	return r, nil
 }
 
@@ -211,8 +216,16 @@ func (r *Runner) Run(ctx context.Context, def *Definition, subject []byte, conte
 // compensating one carries on in reverse, re-running a compensation left
 // compensating. Unresolved instances are never taken. It returns the
 // results of the instances it finished, and the errors it met joined.
-// Call it periodically (every lease or so), from any number of processes.
+// Call it periodically (every lease or so), from any number of processes,
+// or let WithSweepEvery do so.
 func (r *Runner) Sweep(ctx context.Context) ([]Result, error) {
+	return r.sweep(ctx, nil, nil)
+}
+
+// sweep is Sweep that stops before the next instance once stop is closed
+// (nil: never), and whose executions are abandoned when abandon ends
+// (nil: never).
+func (r *Runner) sweep(ctx context.Context, stop <-chan struct{}, abandon context.Context) ([]Result, error) {
 	r.mu.Lock()
 	names := make([]any, 0, len(r.defs))
 	for n := range r.defs {
@@ -231,8 +244,15 @@ func (r *Runner) Sweep(ctx context.Context) ([]Result, error) {
 	var results []Result
 	var errs []error
 	for _, v := range ids {
+		if stop != nil {
+			select {
+			case <-stop:
+				return results, errors.Join(errs...)
+			default:
+			}
+		}
 		id := v.(string)
-		res, ok, err := r.resume(ctx, id)
+		res, ok, err := r.resume(ctx, id, abandon)
 		if err != nil {
 			errs = append(errs, err)
 		}
@@ -243,7 +263,7 @@ func (r *Runner) Sweep(ctx context.Context) ([]Result, error) {
 	return results, errors.Join(errs...)
 }
 
-func (r *Runner) resume(ctx context.Context, id string) (Result, bool, error) {
+func (r *Runner) resume(ctx context.Context, id string, abandon context.Context) (Result, bool, error) {
 	token := r.token()
 	now := r.now().UnixMilli()
 	res, err := r.db.ExecContext(ctx, r.q(`UPDATE acemq_saga SET locked_by = ?, locked_until = ?, updated_at = ?, version = version + 1 WHERE instance_id = ? AND status IN ('running', 'compensating') AND locked_until < ?`),
@@ -263,7 +283,7 @@ func (r *Runner) resume(ctx context.Context, id string) (Result, bool, error) {
 	def := r.defs[inst.Saga]
 	r.mu.Unlock()
 	x := &execution{r: r, def: def, id: id, token: token, subject: inst.Subject, contentType: inst.ContentType,
-		failedStep: inst.FailedStep, failure: inst.Failure}
+		failedStep: inst.FailedStep, failure: inst.Failure, abandon: abandon}
 	if len(inst.Steps) != len(def.steps) {
 		return r.orphan(ctx, x, fmt.Sprintf("the instance has %d steps and the registered saga %q has %d; the definition changed while it ran", len(inst.Steps), def.name, len(def.steps)))
 	}

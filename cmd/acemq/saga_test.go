@@ -8,22 +8,57 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/acemq-go/acemq/internal/dbtest"
 	"github.com/acemq-go/acemq/saga"
 	"github.com/acemq-go/acemq/sqlstore"
 )
 
-// The operator's saga commands on a SQLite file: an unresolved instance is
-// listed and shown, compensate hands it back to the sweep, resolve closes
-// another.
+// The operator's saga commands on each dialect's --db form (a SQLite
+// file, a PostgreSQL URL, mysql:<DSN> on MariaDB): an unresolved instance
+// is listed and shown, compensate hands it back to the sweep, resolve
+// closes another.
 func TestSagaCommandsListShowCompensateResolve(t *testing.T) {
-	ctx := context.Background()
-	path := filepath.Join(t.TempDir(), "saga.db")
-	db, err := sql.Open("sqlite", path)
-	if err != nil {
-		t.Fatal(err)
+	for _, b := range []struct {
+		name string
+		open func(t *testing.T) (driver, dsn, flag string, d sqlstore.Dialect)
+	}{
+		{"sqlite", func(t *testing.T) (string, string, string, sqlstore.Dialect) {
+			path := filepath.Join(t.TempDir(), "saga.db")
+			return "sqlite", path, "sqlite:" + path, sqlstore.SQLite
+		}},
+		{"postgres", func(t *testing.T) (string, string, string, sqlstore.Dialect) {
+			url := dbtest.PostgresSchemaURL(t)
+			return "pgx", url, url, sqlstore.PostgreSQL
+		}},
+		{"mysql", func(t *testing.T) (string, string, string, sqlstore.Dialect) {
+			dsn := dbtest.MySQLDatabaseDSN(t)
+			return "mysql", dsn, "mysql:" + dsn, sqlstore.MySQL
+		}},
+	} {
+		t.Run(b.name, func(t *testing.T) {
+			driver, dsn, flag, d := b.open(t)
+			db, err := sql.Open(driver, dsn)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer db.Close()
+			sagaCommands(t, db, d, flag)
+		})
 	}
-	defer db.Close()
-	r, err := saga.NewRunner(db, sqlstore.SQLite)
+	// Once, not per dialect: every subcommand's help, and the sentence for
+	// a database without the tables.
+	for _, sub := range []string{"list", "show", "resolve", "compensate"} {
+		if r := run0(t, "", "saga", sub, "--help"); !strings.Contains(r.stdout, "Examples:") || !strings.Contains(r.stdout, "--db") {
+			t.Errorf("acemq saga %s --help lacks an example or --db:\n%s", sub, r.stdout)
+		}
+	}
+	args := []string{"saga", "list", "--db", "sqlite:" + filepath.Join(t.TempDir(), "empty.db")}
+	mustFailWithSentence(t, acemqCmd(t, "", args...), "EnsureSchema", args...)
+}
+
+func sagaCommands(t *testing.T, db *sql.DB, d sqlstore.Dialect, dsn string) {
+	ctx := context.Background()
+	r, err := saga.NewRunner(db, d)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -39,12 +74,6 @@ func TestSagaCommandsListShowCompensateResolve(t *testing.T) {
 		t.Fatalf("run %+v %v", a, err)
 	}
 	b, _ := r.Run(ctx, def, nil, "")
-	dsn := "sqlite:" + path
-	for _, sub := range []string{"list", "show", "resolve", "compensate"} {
-		if r := run0(t, "", "saga", sub, "--help"); !strings.Contains(r.stdout, "Examples:") || !strings.Contains(r.stdout, "--db") {
-			t.Errorf("acemq saga %s --help lacks an example or --db:\n%s", sub, r.stdout)
-		}
-	}
 
 	out := run0(t, "", "saga", "list", "--status", "unresolved", "--db", dsn).stdout
 	if !strings.Contains(out, a.InstanceID) || !strings.Contains(out, b.InstanceID) || !strings.Contains(out, "unresolved") {
@@ -64,6 +93,4 @@ func TestSagaCommandsListShowCompensateResolve(t *testing.T) {
 	}
 	args := []string{"saga", "resolve", b.InstanceID, "--db", dsn}
 	mustFailWithSentence(t, acemqCmd(t, "", args...), "is not unresolved", args...)
-	args = []string{"saga", "list", "--db", "sqlite:" + filepath.Join(t.TempDir(), "empty.db")}
-	mustFailWithSentence(t, acemqCmd(t, "", args...), "EnsureSchema", args...)
 }

@@ -8,8 +8,8 @@
 // the first completes; the second's charge is declined, so its
 // reservation is released; the third's process "stops" right after its
 // charge took effect (its context is cancelled before the transition is
-// written), and a second runner's Sweep takes the instance over once the
-// lease expires, runs the charge again (the idempotency key makes that a
+// written), and a second runner, sweeping in the background
+// (saga.WithSweepEvery), takes the instance over once the lease expires, runs the charge again (the idempotency key makes that a
 // no-op) and ships it. It exits 0 only if every account was charged
 // exactly what it owes.
 package main
@@ -121,30 +121,34 @@ func run() error {
 		fmt.Printf("  -> %s%s\n", res.Outcome, failedAt(res))
 	}
 
-	second, err := saga.NewRunner(db, d, saga.WithLease(time.Second), saga.WithOwner("second"))
+	// The second runner sweeps in the background (as a service would keep
+	// one running) and reports what it resumed.
+	resumed := make(chan saga.Result, 8)
+	second, err := saga.NewRunner(db, d, saga.WithLease(time.Second), saga.WithOwner("second"),
+		saga.WithSweepEvery(300*time.Millisecond), saga.WithSweepObserver(func(results []saga.Result, err error) {
+			if err != nil {
+				fmt.Printf("  sweep: %v\n", err)
+			}
+			for _, res := range results {
+				resumed <- res
+			}
+		}))
 	if err != nil {
 		return err
 	}
+	defer second.Close(ctx)
 	if err := second.Register(order); err != nil {
 		return err
 	}
-	fmt.Println("second runner sweeping until the stopped order's lease expires")
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		results, err := second.Sweep(ctx)
-		if err != nil {
-			return err
-		}
-		if len(results) > 0 {
-			for _, res := range results {
-				fmt.Printf("  resumed %s -> %s%s\n", res.InstanceID, res.Outcome, failedAt(res))
-			}
-			break
-		}
-		if time.Now().After(deadline) {
-			return errors.New("example: the stopped order was not resumed within 10 s")
-		}
-		time.Sleep(100 * time.Millisecond)
+	fmt.Println("second runner sweeping every 300 ms until the stopped order's lease expires")
+	select {
+	case res := <-resumed:
+		fmt.Printf("  resumed %s -> %s%s\n", res.InstanceID, res.Outcome, failedAt(res))
+	case <-time.After(10 * time.Second):
+		return errors.New("example: the stopped order was not resumed within 10 s")
+	}
+	if err := second.Close(ctx); err != nil {
+		return err
 	}
 
 	want := map[string]int{"happy": 1000, "declined": 0, "stopping": 1000}

@@ -132,3 +132,49 @@ func RandHex(n int) string {
 	_, _ = rand.Read(b)
 	return hex.EncodeToString(b)
 }
+
+// PostgresSchemaURL is Postgres for a test that opens the database itself
+// (another process, a command's --db): the test server's URL with a
+// fresh schema on its search_path, dropped at cleanup.
+func PostgresSchemaURL(t *testing.T) string {
+	t.Helper()
+	url := testenv.PostgresURL(t)
+	admin, err := sql.Open("pgx", url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	schema := "t_" + RandHex(6)
+	if _, err := admin.Exec("CREATE SCHEMA " + schema); err != nil {
+		admin.Close()
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _, _ = admin.Exec("DROP SCHEMA " + schema + " CASCADE"); admin.Close() })
+	sep := "?"
+	if strings.Contains(url, "?") {
+		sep = "&"
+	}
+	return url + sep + "search_path=" + schema
+}
+
+// MySQLDatabaseDSN is MySQL for a test that opens the database itself: a
+// go-sql-driver/mysql DSN naming a fresh database on the test MariaDB
+// server, dropped at cleanup.
+func MySQLDatabaseDSN(t *testing.T) string {
+	t.Helper()
+	cfg, err := mysql.ParseDSN(testenv.MySQLDSN(t))
+	if err != nil {
+		t.Fatalf("dbtest: ACEMQ_TEST_MYSQL_DSN is not a go-sql-driver/mysql DSN: %v", err)
+	}
+	admin, err := sql.Open("mysql", cfg.FormatDSN())
+	if err != nil {
+		t.Fatal(err)
+	}
+	name := "t_" + RandHex(6)
+	if _, err := admin.Exec("CREATE DATABASE " + name); err != nil {
+		admin.Close()
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _, _ = admin.Exec("DROP DATABASE " + name); admin.Close() })
+	cfg.DBName = name
+	return cfg.FormatDSN()
+}

@@ -78,8 +78,8 @@ func (m *mgmtCloser) do(ctx context.Context, method, path, reason string) ([]byt
 	return b, nil
 }
 
-func (m *mgmtCloser) close(ctx context.Context, reason string) error {
-	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+func (m *mgmtCloser) close(parent context.Context, reason string) error {
+	ctx, cancel := context.WithTimeout(parent, 30*time.Second)
 	defer cancel()
 	var names []string
 	for {
@@ -104,6 +104,11 @@ func (m *mgmtCloser) close(ctx context.Context, reason string) error {
 			break
 		}
 		if err := sleepCtx(ctx, 50*time.Millisecond); err != nil {
+			if parent.Err() != nil {
+				// The drill's own time ran out while waiting: say that, so the
+				// drill can judge what ran instead of blaming the broker.
+				return fmt.Errorf("acemq: the drill's time ran out while waiting for the management API to list its connection: %w", parent.Err())
+			}
 			return fmt.Errorf("acemq: the management API listed %d of the drill's %d connections within 30s", len(names), m.want)
 		}
 	}

@@ -150,11 +150,18 @@ func soak(ctx context.Context, env Env, o SoakOptions, res *Result) error {
 	}()
 	// Bookkeeping is allocated up front (one bit per message) so that the
 	// drill's own records do not show as growth in the samples.
+	// Enough for the planned pace, and for every second the drill may run:
+	// on a loaded machine cycles take longer than planned, and a publisher
+	// that ran out of numbers would stop confirming mid-drill.
 	capacity := o.Rate*int(time.Duration(o.Reconnects)*(o.Every+2*time.Second)/time.Second) + 10*o.Rate
+	if deadline, ok := ctx.Deadline(); ok {
+		capacity = max(capacity, o.Rate*int(time.Until(deadline)/time.Second+1)+10*o.Rate)
+	}
 	var mu sync.Mutex
 	confirmed, received := newBits(capacity), newBits(capacity)
 	var lastConfirm time.Time
 	paused, maybeLost, other := 0, 0, 0
+	exhausted := false // the publisher used every sequence number
 	var lastOther error
 	k, err := acemq.Consume(ctx, c, q, func(ctx context.Context, m *acemq.Message[crashMsg]) acemq.Decision {
 		mu.Lock()
@@ -208,6 +215,9 @@ func soak(ctx context.Context, env Env, o SoakOptions, res *Result) error {
 			}
 			mu.Unlock()
 		}
+		mu.Lock()
+		exhausted = true
+		mu.Unlock()
 	}()
 	confirmedSince := func(at time.Time) bool {
 		mu.Lock()
@@ -244,6 +254,12 @@ func soak(ctx context.Context, env Env, o SoakOptions, res *Result) error {
 			}
 			for deadline := time.Now().Add(30 * time.Second); !confirmedSince(closedAt); {
 				if time.Now().After(deadline) {
+					mu.Lock()
+					ranOut := exhausted
+					mu.Unlock()
+					if ranOut {
+						return fmt.Errorf("reconnect %d: the drill's publisher used all %d sequence numbers it had room for and stopped; run fewer --reconnects or a lower --rate", i, capacity)
+					}
 					return fmt.Errorf("reconnect %d: no publish confirmed within 30s of recovering", i)
 				}
 				_ = sleepCtx(ctx, 5*time.Millisecond)

@@ -85,6 +85,13 @@ func AMQPURL(t testing.TB) string {
 	return service(t, "ACEMQ_TEST_AMQP_URL", "this RabbitMQ test cannot run; `make test` starts a private node and sets it")
 }
 
+// ManagementURL returns the management HTTP API URL of the test RabbitMQ
+// node, credentials included (ACEMQ_TEST_MANAGEMENT_URL).
+func ManagementURL(t testing.TB) string {
+	t.Helper()
+	return service(t, "ACEMQ_TEST_MANAGEMENT_URL", "this test cannot close connections through the management API; `make test` starts a node with the management plugin and sets it")
+}
+
 // AMQPSURL returns the amqps:// URL of the test RabbitMQ node's TLS
 // listener (ACEMQ_TEST_AMQPS_URL). Its certificate is signed by the CA at
 // TLSCAFile and names localhost and 127.0.0.1.
