@@ -75,20 +75,24 @@ type pubSet struct {
 //
 // A Conn is safe for concurrent use by any number of goroutines.
 type Conn struct {
-	cfg       config
-	driver    transport.Driver
-	tcfg      transport.Config
-	redacted  string
-	origin    string
-	logger    *slog.Logger
-	permits   *permits
-	pubs      atomic.Pointer[pubSet]
-	state     atomic.Int32
-	blocked   atomic.Pointer[blockState]
-	blockTok  atomic.Pointer[byte] // identifies the publishing connection whose blocked notices count
-	gaveUpErr atomic.Pointer[error]
-	stats     Stats
-	tel       *telemetry
+	cfg      config
+	driver   transport.Driver
+	tcfg     transport.Config
+	redacted string
+	origin   string
+	logger   *slog.Logger
+	permits  *permits
+	pubs     atomic.Pointer[pubSet]
+	// spareBatch is one finished SendAll batch kept for the next (see
+	// batch): a Conn-owned slot, so a garbage collection does not empty it
+	// as it would a sync.Pool.
+	spareBatch atomic.Pointer[batch]
+	state      atomic.Int32
+	blocked    atomic.Pointer[blockState]
+	blockTok   atomic.Pointer[byte] // identifies the publishing connection whose blocked notices count
+	gaveUpErr  atomic.Pointer[error]
+	stats      Stats
+	tel        *telemetry
 
 	repairMu sync.Mutex // serialises publishing-channel repairs
 

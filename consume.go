@@ -135,8 +135,9 @@ type consumerConfig struct {
 	codec        Codec
 	tag          string
 	args         transport.Table
-	argsAt       func() transport.Table // see ConsumerArgsAt
-	stream       bool                   // see ConsumerOnStream
+	argsAt       func() transport.Table  // see ConsumerArgsAt
+	orderKey     func(in Inbound) string // see ConsumerKeyOrder
+	stream       bool                    // see ConsumerOnStream
 	skipDecl     bool
 	interceptors []ConsumeInterceptor
 	drain        *time.Duration
@@ -159,6 +160,22 @@ func ConsumerRetry(p RetryPolicy) ConsumerOption { return func(c *consumerConfig
 // ConsumerCodec sets the codec that decodes bodies (default: the Conn's).
 // A Composite picks a member by content type.
 func ConsumerCodec(codec Codec) ConsumerOption { return func(c *consumerConfig) { c.codec = codec } }
+
+// ConsumerKeyOrder makes deliveries that share a key run one at a time,
+// in the order they arrived, while deliveries with different keys run in
+// parallel on the consumer's ConsumerConcurrency workers (behaviour §7.10,
+// the in-process per-key wrapper; package ordered builds on it). key is
+// called once per delivery on the consumer's reading goroutine, before
+// any interceptor, and must be fast and goroutine-safe; a delivery whose
+// key is "" is unordered and goes to any free worker. Each key is bound
+// to one worker (FNV-1a of the key modulo the concurrency), so a slow
+// message also holds back the other keys bound to its worker, and the
+// order holds within one consumer only: a redelivery after a recovery
+// or a retry through the broker comes back later, behind newer messages.
+// A nil key leaves the consumer unordered.
+func ConsumerKeyOrder(key func(in Inbound) string) ConsumerOption {
+	return func(c *consumerConfig) { c.orderKey = key }
+}
 
 // ConsumerTag sets the consumer tag (default acemq-{queue}-{8 hex},
 // generated once and kept across recoveries).
@@ -278,7 +295,7 @@ func Consume[T any](ctx context.Context, c *Conn, queue string, h Handler[T], op
 		drainTimeout = *cfg.drain
 	}
 	icpt := append(append([]ConsumeInterceptor(nil), c.cfg.consumeIcpt...), cfg.interceptors...)
-	k := newConsumerCore(c, queue, tag, cfg.prefetch, cfg.concurrency, policy, cfg.args, drainTimeout)
+	k := newConsumerCore(c, queue, tag, cfg.prefetch, cfg.concurrency, policy, cfg.args, drainTimeout, cfg.orderKey)
 	k.argsAt, k.stream = cfg.argsAt, cfg.stream
 	k.process = func(dv *delivery) {
 		k.handle(dv, icpt, func(ctx context.Context, env Envelope) (Decision, bool, time.Duration) {

@@ -67,6 +67,12 @@ type consumerCore struct {
 	base     context.Context
 	hardStop context.CancelFunc
 	work     chan *delivery
+	// lanes (ConsumerKeyOrder only) are one hand-off per worker: a
+	// delivery with a key goes to lanes[fnv(key) % concurrency], so one
+	// worker runs a key's deliveries in arrival order. Each holds up to
+	// prefetch, like work, so the reader's send never blocks.
+	lanes    []chan *delivery
+	orderKey func(in Inbound) string
 	workers  sync.WaitGroup
 	readers  sync.WaitGroup
 	inFlight atomic.Int64
@@ -92,7 +98,7 @@ type consumerCore struct {
 	zeroCh      chan struct{}
 }
 
-func newConsumerCore(c *Conn, queue, tag string, prefetch, concurrency int, policy RetryPolicy, args transport.Table, drainTimeout time.Duration) *consumerCore {
+func newConsumerCore(c *Conn, queue, tag string, prefetch, concurrency int, policy RetryPolicy, args transport.Table, drainTimeout time.Duration, orderKey func(Inbound) string) *consumerCore {
 	base, hardStop := context.WithCancel(context.Background())
 	k := &consumerCore{
 		c: c, queue: queue, tag: tag, prefetch: prefetch, concurrency: concurrency,
@@ -102,11 +108,80 @@ func newConsumerCore(c *Conn, queue, tag string, prefetch, concurrency int, poli
 		drainCh: make(chan struct{}),
 		closed:  make(chan struct{}),
 	}
+	if orderKey != nil {
+		k.orderKey = orderKey
+		k.lanes = make([]chan *delivery, concurrency)
+		for i := range k.lanes {
+			k.lanes[i] = make(chan *delivery, prefetch)
+		}
+	}
 	for i := 0; i < concurrency; i++ {
 		k.workers.Add(1)
-		go k.worker()
+		if k.lanes != nil {
+			go k.laneWorker(k.lanes[i])
+		} else {
+			go k.worker()
+		}
 	}
 	return k
+}
+
+// handOff returns the channel dv goes to: its key's lane, or work.
+func (k *consumerCore) handOff(dv *delivery) chan *delivery {
+	if k.lanes == nil {
+		return k.work
+	}
+	key := k.keyOf(&dv.d)
+	if key == "" {
+		return k.work
+	}
+	h := uint32(2166136261) // FNV-1a, 32 bit
+	for i := 0; i < len(key); i++ {
+		h ^= uint32(key[i])
+		h *= 16777619
+	}
+	return k.lanes[h%uint32(len(k.lanes))]
+}
+
+// keyOf calls the key function. One that panics is logged and its
+// delivery treated as unordered ("" key): the reader must not die.
+func (k *consumerCore) keyOf(d *transport.Delivery) (key string) {
+	defer func() {
+		if r := recover(); r != nil {
+			k.c.logger.Error("acemq: the ConsumerKeyOrder key function panicked; the delivery runs unordered", "queue", k.queue, "id", d.MessageID, "panic", r)
+			key = ""
+		}
+	}()
+	return k.orderKey(Inbound{
+		Queue: k.queue, Exchange: d.Exchange, RoutingKey: d.RoutingKey,
+		ContentType: d.ContentType, Body: d.Body, Redelivered: d.Redelivered,
+		Envelope: readEnvelope(d.Headers, d.RoutingKey, d.MessageID, d.ReplyTo),
+	})
+}
+
+// closeWork closes every hand-off channel; the readers have stopped.
+func (k *consumerCore) closeWork() {
+	close(k.work)
+	for _, l := range k.lanes {
+		close(l)
+	}
+}
+
+// takeQueued returns one delivery waiting in any hand-off channel.
+func (k *consumerCore) takeQueued() (*delivery, bool) {
+	select {
+	case dv := <-k.work:
+		return dv, true
+	default:
+	}
+	for _, l := range k.lanes {
+		select {
+		case dv := <-l:
+			return dv, true
+		default:
+		}
+	}
+	return nil, false
 }
 
 // goBackground starts fn on a goroutine the consumer owns: the drain
@@ -143,7 +218,7 @@ func randomHex(n int) string {
 
 func (k *consumerCore) stopWorkers() {
 	k.hardStop()
-	close(k.work)
+	k.closeWork()
 	k.workers.Wait()
 }
 
@@ -225,7 +300,9 @@ func (k *consumerCore) attachChannel(ctx context.Context, ch transport.Channel) 
 // consumer's attachment. It closes ch when it fails.
 func (k *consumerCore) subscribeLocked(ctx context.Context, ch transport.Channel) error {
 	var err error
-	spec := transport.ConsumeSpec{Queue: k.queue, Tag: k.tag, Args: k.args}
+	// The engine only reads a delivery's headers (envelope, delivery
+	// count, trace context, the unreadable mark).
+	spec := transport.ConsumeSpec{Queue: k.queue, Tag: k.tag, Args: k.args, ReadOnlyHeaders: true}
 	if k.argsAt != nil {
 		spec.Args = k.argsAt()
 	}
@@ -344,6 +421,7 @@ func (k *consumerCore) read(att *attachment, next func() (transport.Delivery, bo
 		k.hold(dv)
 		k.inFlight.Add(1)
 		k.c.tel.inFlight(k.queue, 1)
+		to := k.handOff(dv) // outside k.mu: it may call the key function
 		// The draining check and the hand-off happen under k.mu, so a drain
 		// that starts meanwhile finds the delivery in k.work and sends it
 		// back unrun. The send never blocks: k.work holds prefetch
@@ -354,7 +432,7 @@ func (k *consumerCore) read(att *attachment, next func() (transport.Delivery, bo
 			k.nack(dv, true)
 			continue
 		}
-		k.work <- dv
+		to <- dv
 		k.mu.Unlock()
 	}
 	// The subscription ended: drain, channel loss (recovery re-attaches),
@@ -368,16 +446,43 @@ func (k *consumerCore) read(att *attachment, next func() (transport.Delivery, bo
 func (k *consumerCore) worker() {
 	defer k.workers.Done()
 	for dv := range k.work {
-		if !dv.att.alive() {
-			k.release(dv)
-			continue
-		}
-		if k.isDraining() {
-			k.nack(dv, true) // prefetched, never started: back unrun
-			continue
-		}
-		k.process(dv)
+		k.run(dv)
 	}
+}
+
+// laneWorker runs its own lane's deliveries in order, and unordered ones
+// from work when it is free, until both are closed.
+func (k *consumerCore) laneWorker(lane chan *delivery) {
+	defer k.workers.Done()
+	work := k.work
+	for lane != nil || work != nil {
+		select {
+		case dv, ok := <-lane:
+			if !ok {
+				lane = nil
+				continue
+			}
+			k.run(dv)
+		case dv, ok := <-work:
+			if !ok {
+				work = nil
+				continue
+			}
+			k.run(dv)
+		}
+	}
+}
+
+func (k *consumerCore) run(dv *delivery) {
+	if !dv.att.alive() {
+		k.release(dv)
+		return
+	}
+	if k.isDraining() {
+		k.nack(dv, true) // prefetched, never started: back unrun
+		return
+	}
+	k.process(dv)
 }
 
 // markStalled records that the consumer stopped reading, and makes sure

@@ -66,14 +66,7 @@ func (k *consumerCore) drain(ctx context.Context, deadline time.Time) int {
 	// Prefetched deliveries no worker has started go back now, unrun: a
 	// worker busy in a slow handler would reach them only after it returns,
 	// and they would be counted stranded.
-	for queued := true; queued; {
-		select {
-		case dv := <-k.work:
-			k.nack(dv, true)
-		default:
-			queued = false
-		}
-	}
+	k.requeueUnstarted()
 	timer := time.NewTimer(time.Until(deadline))
 	defer timer.Stop()
 	wait := func(t <-chan time.Time) bool {
@@ -109,19 +102,18 @@ func (k *consumerCore) drain(ctx context.Context, deadline time.Time) int {
 	// The transport closes a subscription's delivery channel when its
 	// channel ends, so the readers finish; then the workers can stop.
 	k.readers.Wait()
-	close(k.work)
+	k.closeWork()
 	return stranded
 }
 
-// requeueUnstarted nacks with requeue every delivery waiting in k.work.
-// The caller has set draining, so the readers add no more.
+// requeueUnstarted nacks with requeue every delivery waiting in k.work
+// (or a lane). The caller has set draining, so the readers add no more.
 func (k *consumerCore) requeueUnstarted() {
 	for {
-		select {
-		case dv := <-k.work:
-			k.nack(dv, true)
-		default:
+		dv, ok := k.takeQueued()
+		if !ok {
 			return
 		}
+		k.nack(dv, true)
 	}
 }

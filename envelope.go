@@ -247,7 +247,9 @@ func (e Envelope) render() transport.Table {
 	if e.ID != "" {
 		t[HeaderID] = id
 	}
-	putString(t, HeaderType, e.Type)
+	if e.Type != "" {
+		t[HeaderType] = lastType.box(e.Type)
+	}
 	t[HeaderVersion] = wireInt(int64(e.Version))
 	if corr := e.CorrelationID; corr != "" && corr != e.ID {
 		t[HeaderCorrelation] = corr
@@ -256,10 +258,10 @@ func (e Envelope) render() transport.Table {
 	}
 	t[HeaderAttempt] = wireInt(int64(e.Attempt))
 	if !e.FirstSeen.IsZero() {
-		t[HeaderFirstSeen] = e.FirstSeen.UnixMilli()
+		t[HeaderFirstSeen] = boxMillis(e.FirstSeen.UnixMilli())
 	}
 	if e.Origin != "" {
-		t[HeaderOrigin] = boxOrigin(e.Origin)
+		t[HeaderOrigin] = lastOrigin.box(e.Origin)
 	}
 	putString(t, HeaderCausation, e.CausationID)
 	putString(t, HeaderError, e.Error)
@@ -273,22 +275,47 @@ func (e Envelope) render() transport.Table {
 	return t
 }
 
-// boxedOrigin is the last origin rendered, boxed: a process's origin
-// rarely changes, and boxing a string for the header table allocates.
-type boxedOrigin struct {
+// boxedString is a string and its boxed header value. Boxing a string for
+// the header table allocates; a process's origin rarely changes, and a
+// publisher's type (its routing key) is the same on every message, so the
+// last one boxed is kept and reused when it matches.
+type boxedString struct {
 	s string
 	v any
 }
 
-var lastOrigin atomic.Pointer[boxedOrigin]
+// stringBox caches the last string boxed. It is safe for concurrent use;
+// under two alternating strings it only boxes as often as without it.
+type stringBox struct{ p atomic.Pointer[boxedString] }
 
-// boxOrigin returns origin as a header value, reusing the last one's box.
-func boxOrigin(origin string) any {
-	if b := lastOrigin.Load(); b != nil && b.s == origin {
+var lastOrigin, lastType stringBox
+
+// box returns s as a header value, reusing the last box when it matches.
+func (c *stringBox) box(s string) any {
+	if b := c.p.Load(); b != nil && b.s == s {
 		return b.v
 	}
-	b := &boxedOrigin{s: origin, v: origin}
-	lastOrigin.Store(b)
+	b := &boxedString{s: s, v: s}
+	c.p.Store(b)
+	return b.v
+}
+
+// boxedMillis is a first-seen time boxed for the header table.
+type boxedMillis struct {
+	ms int64
+	v  any
+}
+
+var lastMillis atomic.Pointer[boxedMillis]
+
+// boxMillis returns ms as a header value (int64), reusing the last box
+// when it is the same millisecond, as it is for most of a burst.
+func boxMillis(ms int64) any {
+	if b := lastMillis.Load(); b != nil && b.ms == ms {
+		return b.v
+	}
+	b := &boxedMillis{ms: ms, v: ms}
+	lastMillis.Store(b)
 	return b.v
 }
 

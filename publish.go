@@ -314,7 +314,8 @@ func (c *Conn) prepare(ctx context.Context, exchange, routingKey string, pc *pub
 	if o.mandatory != nil {
 		pctx.Mandatory = *o.mandatory
 	}
-	if err := c.runPublishInterceptors(ctx, &pctx); err != nil {
+	pctx, err = c.runPublishInterceptors(ctx, pctx)
+	if err != nil {
 		return fail("an interceptor refused it: "+err.Error(), err)
 	}
 	env = pctx.Envelope
@@ -323,7 +324,7 @@ func (c *Conn) prepare(ctx context.Context, exchange, routingKey string, pc *pub
 	}
 	pr.msg.Exchange, pr.msg.RoutingKey, pr.msg.MessageID = pctx.Exchange, pctx.RoutingKey, env.ID
 	pr.typ = env.Type
-	pr.ctx, pr.end = c.tel.publishStart(ctx, pctx.Exchange, pctx.RoutingKey, &env)
+	pr.ctx, pr.end, env = c.tel.publishStart(ctx, pctx.Exchange, pctx.RoutingKey, env)
 	codec := c.cfg.codec
 	if pc.codec != nil {
 		codec = pc.codec
@@ -331,7 +332,7 @@ func (c *Conn) prepare(ctx context.Context, exchange, routingKey string, pc *pub
 	if o.codec != nil {
 		codec = o.codec
 	}
-	body, err := codec.Encode(pctx.Payload)
+	body, err := encodeForPublish(codec, pctx.Payload)
 	if err != nil {
 		return fail("the payload could not be encoded: "+withoutPrefix(err), err)
 	}
@@ -349,6 +350,7 @@ func (c *Conn) prepare(ctx context.Context, exchange, routingKey string, pc *pub
 		Headers:      env.render(),
 	}
 	pr.msg.Body = body
+	pr.msg.HeadersOwned = true // render made it for this message alone
 	if err := headerRefusal(&pr.msg); err != nil {
 		pr.err = err
 		return pr
@@ -363,10 +365,34 @@ func (c *Conn) prepare(ctx context.Context, exchange, routingKey string, pc *pub
 	return pr
 }
 
-func (c *Conn) runPublishInterceptors(ctx context.Context, p *PublishContext) (err error) {
-	if len(c.cfg.publishIcpt) == 0 {
-		return nil
+// runPublishInterceptors runs the interceptors on a copy of pc and
+// returns what they left. Taking pc by value keeps it off the heap when
+// there are none.
+// encodeForPublish encodes payload with codec. The built-in bytes codec
+// copies its input so that an encoded body never aliases the caller's
+// slice; on the publish path that copy protects nothing, because every
+// transport copies or writes the body before Publish returns and the body
+// is not kept afterwards, so a []byte is sent as it is.
+func encodeForPublish(codec Codec, payload any) ([]byte, error) {
+	if _, ok := codec.(bytesCodec); ok {
+		if b, ok := payload.([]byte); ok {
+			return b, nil
+		}
 	}
+	return codec.Encode(payload)
+}
+
+func (c *Conn) runPublishInterceptors(ctx context.Context, pc PublishContext) (PublishContext, error) {
+	if len(c.cfg.publishIcpt) == 0 {
+		return pc, nil
+	}
+	p := new(PublishContext)
+	*p = pc
+	err := c.callPublishInterceptors(ctx, p)
+	return *p, err
+}
+
+func (c *Conn) callPublishInterceptors(ctx context.Context, p *PublishContext) (err error) {
 	defer func() {
 		if r := recover(); r != nil {
 			err = fmt.Errorf("acemq: a publish interceptor panicked: %v", r)
@@ -407,31 +433,51 @@ func (c *Conn) finish(pr *prepared, start time.Time, err error) (Sent, error) {
 	return pr.sent, nil
 }
 
+// applySendOptions returns the options opts set. The options run on a
+// heap copy (they are unknown functions), so a send without options
+// allocates nothing for them.
+func applySendOptions(opts []SendOption) sendOptions {
+	if len(opts) == 0 {
+		return sendOptions{}
+	}
+	o := new(sendOptions)
+	for _, f := range opts {
+		f(o)
+	}
+	return *o
+}
+
 func (c *Conn) send(ctx context.Context, exchange, routingKey string, pc *publisherConfig, payload any, opts []SendOption) (Sent, error) {
 	start := time.Now()
 	c.stats.published.Add(1)
-	var o sendOptions
-	for _, f := range opts {
-		f(&o)
-	}
-	pr := c.prepare(ctx, exchange, routingKey, pc, &o, o.env, payload)
+	o := applySendOptions(opts)
+	// pr is pooled: the transport reads pr.msg only during Publish (it
+	// copies or writes what it keeps), and nothing returned points into it.
+	pr := preparedPool.Get().(*prepared)
+	defer func() {
+		*pr = prepared{}
+		preparedPool.Put(pr)
+	}()
+	*pr = c.prepare(ctx, exchange, routingKey, pc, &o, o.env, payload)
 	if pr.err != nil {
-		return c.finish(&pr, start, pr.err)
+		return c.finish(pr, start, pr.err)
 	}
 	msg := &pr.msg
 	wctx, cancel := c.admissionContext(ctx)
 	err := c.admit(wctx, msg)
 	cancel()
 	if err != nil {
-		return c.finish(&pr, start, err)
+		return c.finish(pr, start, err)
 	}
 	if !c.cfg.confirms && !msg.Mandatory {
 		pr.sent.Outcome = OutcomePublished
-		return c.finish(&pr, start, c.publishUnconfirmed(pr.ctx, msg))
+		return c.finish(pr, start, c.publishUnconfirmed(pr.ctx, msg))
 	}
 	pr.sent.Outcome = OutcomeConfirmed
-	return c.finish(&pr, start, c.publishConfirmed(pr.ctx, msg))
+	return c.finish(pr, start, c.publishConfirmed(pr.ctx, msg))
 }
+
+var preparedPool = sync.Pool{New: func() any { return new(prepared) }}
 
 // batchSlot is one batch member's answer, written by the confirm callback.
 type batchSlot struct {
@@ -440,14 +486,49 @@ type batchSlot struct {
 	done    bool
 }
 
+// batch collects one SendAll's confirmations. Batches are reused (one spare per Conn) with
+// their slots and their per-slot callbacks (dones[i] is bound to slot i
+// once, not per message). Owner rule: sendAll returns a batch to its Conn
+// only when every written member has been answered, because the
+// transport calls each callback exactly once and never after that; a
+// batch left with answers outstanding (a timeout, a cancelled ctx) is
+// left to the garbage collector.
 type batch struct {
 	mu        sync.Mutex
 	slots     []batchSlot
+	dones     []transport.ConfirmFunc
 	pending   int
 	sealed    bool // every message has been written; allDone may close
 	finalized bool
 	allDone   chan struct{}
 	c         *Conn
+}
+
+// getBatch returns an empty batch of n slots for c: c's spare one when it
+// has one (concurrent SendAlls make their own).
+func getBatch(c *Conn, n int) *batch {
+	b := c.spareBatch.Swap(nil)
+	if b == nil {
+		b = &batch{}
+	}
+	if cap(b.slots) < n {
+		b.slots = make([]batchSlot, n)
+	}
+	b.slots = b.slots[:n]
+	for i := len(b.dones); i < n; i++ {
+		b.dones = append(b.dones, b.confirmFunc(i))
+	}
+	b.c, b.allDone = c, make(chan struct{})
+	return b
+}
+
+// putBatch returns b to its Conn; the caller has checked that nothing is
+// pending and has read the slots.
+func putBatch(b *batch) {
+	c := b.c
+	clear(b.slots)
+	b.pending, b.sealed, b.finalized, b.c, b.allDone = 0, false, false, nil, nil
+	c.spareBatch.Store(b)
 }
 
 func (b *batch) confirmFunc(i int) transport.ConfirmFunc {
@@ -468,10 +549,7 @@ func (b *batch) confirmFunc(i int) transport.ConfirmFunc {
 
 func (c *Conn) sendAll(ctx context.Context, exchange, routingKey string, pc *publisherConfig, payloads []any, opts []SendOption) ([]Sent, error) {
 	start := time.Now()
-	var o sendOptions
-	for _, f := range opts {
-		f(&o)
-	}
+	o := applySendOptions(opts)
 	n := len(payloads)
 	if o.envs != nil && len(o.envs) != n {
 		return nil, fmt.Errorf("acemq: SendAll was given %d payloads and %d envelopes; give one envelope per payload", n, len(o.envs))
@@ -487,7 +565,7 @@ func (c *Conn) sendAll(ctx context.Context, exchange, routingKey string, pc *pub
 		prs[i] = c.prepare(ctx, exchange, routingKey, pc, &o, given, payloads[i])
 		errs[i] = prs[i].err
 	}
-	b := &batch{slots: make([]batchSlot, n), allDone: make(chan struct{}), c: c}
+	b := getBatch(c, n)
 	// One admission wait for the whole batch: with WithWaitForRecovery the
 	// first member waits out a recovery, the others find it over.
 	wctx, cancelWait := c.admissionContext(ctx)
@@ -524,7 +602,7 @@ func (c *Conn) sendAll(ctx context.Context, exchange, routingKey string, pc *pub
 		b.pending++
 		b.slots[i].written = true
 		b.mu.Unlock()
-		if err := c.writeConfirmed(ctx, msg, b.confirmFunc(i)); err != nil && errors.Is(err, transport.ErrNotWritten) {
+		if err := c.writeConfirmed(ctx, msg, b.dones[i]); err != nil && errors.Is(err, transport.ErrNotWritten) {
 			c.permits.release()
 			b.mu.Lock()
 			b.pending--
@@ -556,10 +634,13 @@ func (c *Conn) sendAll(ctx context.Context, exchange, routingKey string, pc *pub
 	b.mu.Lock()
 	b.finalized = true
 	slots := b.slots
+	reusable := b.pending == 0 // no callback can come any more
 	b.mu.Unlock()
+	if reusable {
+		defer putBatch(b) // after the slots are read below
+	}
 
 	sents := make([]Sent, n)
-	results := make([]Result, n)
 	be := &BatchPublishError{Total: n, AllPaused: true, AllUnroutable: true}
 	for i := range prs {
 		err := errs[i]
@@ -576,7 +657,7 @@ func (c *Conn) sendAll(ctx context.Context, exchange, routingKey string, pc *pub
 		}
 		s, err := c.finish(&prs[i], start, err)
 		sents[i] = s
-		results[i] = Result{Sent: s, Err: err}
+		errs[i] = err
 		if err != nil {
 			be.Failed++
 			if be.First == nil {
@@ -594,6 +675,12 @@ func (c *Conn) sendAll(ctx context.Context, exchange, routingKey string, pc *pub
 		return sents, nil
 	}
 	be.Confirmed = n - be.Failed
+	// Built only when something failed: a batch's results are as large
+	// as its Sents, and zeroing them was a measurable share of SendAll.
+	results := make([]Result, n)
+	for i := range results {
+		results[i] = Result{Sent: sents[i], Err: errs[i]}
+	}
 	be.Results = results
 	return sents, be
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
 	"time"
 
 	"github.com/acemq-go/acemq/transport"
@@ -123,12 +124,40 @@ func (c *Conn) awaitPublishable(ctx context.Context, msg *transport.Message, blo
 	}
 }
 
+// pubWaiter waits for one confirmed publish's answer. Waiters are pooled:
+// the channel, the timer and the bound callback are made once per waiter,
+// not per publish. Owner rule: a waiter goes back to the pool only after
+// its answer was taken from ch, because the transport calls done exactly
+// once and never after that; a waiter abandoned on a timeout or a
+// cancelled ctx is left to the garbage collector, since its answer may
+// still come.
 type pubWaiter struct {
-	c  *Conn
-	ch chan transport.Confirmation
+	c    *Conn
+	ch   chan transport.Confirmation
+	t    *time.Timer
+	done transport.ConfirmFunc // w.deliver, bound once
 }
 
-func (w *pubWaiter) done(cf transport.Confirmation) {
+var waiterPool sync.Pool
+
+func (c *Conn) getWaiter() *pubWaiter {
+	w, _ := waiterPool.Get().(*pubWaiter)
+	if w == nil {
+		w = &pubWaiter{ch: make(chan transport.Confirmation, 1), t: time.NewTimer(time.Hour)}
+		w.t.Stop()
+		w.done = w.deliver
+	}
+	w.c = c
+	return w
+}
+
+// putWaiter returns w to the pool; its answer has been taken.
+func putWaiter(w *pubWaiter) {
+	w.c = nil
+	waiterPool.Put(w)
+}
+
+func (w *pubWaiter) deliver(cf transport.Confirmation) {
 	w.c.permits.release()
 	w.ch <- cf
 }
@@ -280,10 +309,11 @@ func (c *Conn) publishConfirmed(ctx context.Context, msg *transport.Message) err
 		c.permits.release()
 		return err
 	}
-	w := &pubWaiter{c: c, ch: make(chan transport.Confirmation, 1)}
+	w := c.getWaiter()
 	if err := c.writeConfirmed(ctx, msg, w.done); err != nil {
 		if errors.Is(err, transport.ErrNotWritten) {
 			c.permits.release()
+			putWaiter(w) // not written: done will never be called
 			if rerr := c.refusal(msg); rerr != nil {
 				return rerr
 			}
@@ -291,14 +321,18 @@ func (c *Conn) publishConfirmed(ctx context.Context, msg *transport.Message) err
 		}
 		// The write may have happened: the transport still answers.
 	}
-	t := time.NewTimer(c.cfg.confirmTimeout)
-	defer t.Stop()
+	// The pooled timer was stopped (Go 1.23 timers: no stale tick).
+	// No deferred Stop: once pooled the timer is another publish's.
+	w.t.Reset(c.cfg.confirmTimeout)
 	select {
 	case cf := <-w.ch:
+		w.t.Stop()
+		putWaiter(w)
 		return classify(msg, cf)
-	case <-t.C:
+	case <-w.t.C:
 		return newPubErr(msg, OutcomeFailed, fmt.Sprintf("the broker did not confirm it within %s, so it may have arrived; publish it again only if a duplicate is acceptable", c.cfg.confirmTimeout), true, nil)
 	case <-ctx.Done():
+		w.t.Stop()
 		return newPubErr(msg, OutcomeFailed, fmt.Sprintf("the caller stopped waiting before the broker confirmed it (%v), so it may have arrived", ctx.Err()), true, ctx.Err())
 	}
 }

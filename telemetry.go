@@ -3,6 +3,7 @@ package acemq
 import (
 	"context"
 	"errors"
+	"fmt"
 	"sync"
 
 	"go.opentelemetry.io/otel"
@@ -153,6 +154,10 @@ type telemetry struct {
 	prop      propagation.TextMapPropagator
 	tracing   bool
 	metering  bool
+	// globalDefault is set when tp is OpenTelemetry's global default
+	// provider as it is before any SetTracerProvider: it records nothing
+	// and only passes a parent's span context on. See unsetGlobal.
+	globalDefault bool
 
 	publishTotal    metric.Int64Counter
 	publishDuration metric.Float64Histogram
@@ -204,6 +209,7 @@ func newTelemetry(cfg *config, transportName string) *telemetry {
 	default:
 		t.tracing = true
 		t.tracer = tp.Tracer(InstrumentationScope)
+		t.globalDefault = tc.tracerProvider == nil && fmt.Sprintf("%T", tp) == globalDefaultTracerProvider
 	}
 	switch mp.(type) {
 	case metricnoop.MeterProvider, *metricnoop.MeterProvider:
@@ -322,10 +328,35 @@ func (c envCarrier) Set(key, value string) {
 
 func (c envCarrier) Keys() []string { return nil }
 
-func (t *telemetry) publishStart(ctx context.Context, exchange, routingKey string, env *Envelope) (context.Context, publishEnd) {
+// globalDefaultTracerProvider is the type name of OpenTelemetry's global
+// tracer provider before SetTracerProvider is called (otel/internal/global
+// is not importable, so the name is compared, once per Conn).
+const globalDefaultTracerProvider = "*global.tracerProvider"
+
+// unsetGlobal reports whether the Conn traces through the global default
+// provider and no SDK has been set since: its tracer starts a span that
+// records nothing and only carries the parent's span context on, so with
+// no parent there is nothing to do, and starting one would only allocate.
+func (t *telemetry) unsetGlobal() bool {
+	return t.globalDefault && otel.GetTracerProvider() == t.tp
+}
+
+func (t *telemetry) publishStart(ctx context.Context, exchange, routingKey string, env Envelope) (context.Context, publishEnd, Envelope) {
 	if !t.tracing {
-		return ctx, noopPublishEnd
+		return ctx, noopPublishEnd, env
 	}
+	if t.unsetGlobal() && !trace.SpanContextFromContext(ctx).IsValid() {
+		return ctx, noopPublishEnd, env // the span would be invalid: see below
+	}
+	e := new(Envelope) // on the heap only here: the propagator writes into it
+	*e = env
+	ctx, end := t.startPublishSpan(ctx, exchange, routingKey, e)
+	return ctx, end, *e
+}
+
+// startPublishSpan is publishStart's traced half; env is on the heap only
+// when a span is started (the propagator writes into it).
+func (t *telemetry) startPublishSpan(ctx context.Context, exchange, routingKey string, env *Envelope) (context.Context, publishEnd) {
 	dest := exchange
 	if dest == "" {
 		dest = routingKey
@@ -338,17 +369,20 @@ func (t *telemetry) publishStart(ctx context.Context, exchange, routingKey strin
 	if !span.IsRecording() {
 		return ctx, func(string, error) { span.End() }
 	}
-	span.SetAttributes(
+	// One call, not two: the SDK grows its attribute slice per call.
+	kv := [7]attribute.KeyValue{
 		attrSystem.String(semconv.System),
 		attrDestination.String(dest),
 		attrOperation.String("publish"),
 		attrMessageID.String(env.ID),
 		attrRoutingKey.String(routingKey),
 		attrMessageType.String(env.Type),
-	)
-	if env.CorrelationID != "" {
-		span.SetAttributes(attrConversation.String(env.CorrelationID))
 	}
+	n := 6
+	if env.CorrelationID != "" {
+		kv[6], n = attrConversation.String(env.CorrelationID), 7
+	}
+	span.SetAttributes(kv[:n]...)
 	return ctx, func(outcome string, err error) {
 		span.SetAttributes(attrOutcome.String(outcome))
 		if outcome == OutcomeUnroutable {
@@ -387,6 +421,13 @@ func (t *telemetry) processStart(ctx context.Context, queue string, env Envelope
 		return ctx, noopProcessEnd
 	}
 	ctx = t.prop.Extract(ctx, semconv.HeaderCarrier(d.Headers))
+	if t.unsetGlobal() && !trace.SpanContextFromContext(ctx).IsValid() {
+		// No parent and nothing recording: the span would be invalid.
+		if t.metering {
+			return ctx, t.endProcessMetrics
+		}
+		return ctx, noopProcessEnd
+	}
 	ctx, span := t.tracer.Start(ctx, t.spanName(kindConsume, queue, " process"), semconv.Consumer)
 	if span.IsRecording() {
 		span.SetAttributes(

@@ -42,6 +42,15 @@ func TestDeliveriesHeldAtAConnectionDropAreCounted(t *testing.T) {
 	case <-time.After(10 * time.Second):
 		t.Fatal("the handler never ran")
 	}
+	// All three must be held (one in the handler, two prefetched) before
+	// the drop; on a loaded machine the other two can still be on their
+	// way to the consumer when the first handler starts.
+	for held := time.Now().Add(10 * time.Second); k.InFlight() < 3; {
+		if time.Now().After(held) {
+			t.Fatalf("only %d deliveries reached the consumer", k.InFlight())
+		}
+		time.Sleep(time.Millisecond)
+	}
 	memory.Lookup("tel-drop").DropConnections()
 	close(release)
 	deadline := time.Now().Add(10 * time.Second)

@@ -44,6 +44,11 @@ type Message struct {
 	Mandatory  bool
 	Properties
 	Body []byte
+	// HeadersOwned hands the Headers table over to the transport: the
+	// caller will neither read nor change the table itself after Publish
+	// returns, so a transport may keep it instead of copying it. Values
+	// inside it that can change (tables, slices) are still the caller's.
+	HeadersOwned bool
 }
 
 // Delivery is one message handed to a consumer or returned by Get.
@@ -179,6 +184,10 @@ type ConsumeSpec struct {
 	Tag       string
 	Exclusive bool
 	Args      Table
+	// ReadOnlyHeaders promises that the subscriber only reads each
+	// delivery's Headers, so a transport may hand every delivery of one
+	// message the same table instead of a copy each.
+	ReadOnlyHeaders bool
 }
 
 // Channel is a general-purpose channel: declarations, consuming, pulling

@@ -120,7 +120,11 @@ func (b *Broker) publish(m *message, scratch []*queue) (publishResult, []*queue,
 	var dead []deadLetter
 	for _, q := range dst {
 		ok, d := q.enqueue(m)
-		dead = append(dead, d...)
+		if dead == nil {
+			dead = d // one queue's letters need no copy
+		} else {
+			dead = append(dead, d...)
+		}
 		res.routed = true
 		if !ok {
 			res.rejected = true

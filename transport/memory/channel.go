@@ -273,6 +273,7 @@ func (ch *channel) Consume(ctx context.Context, spec transport.ConsumeSpec) (<-c
 		return nil, ch.fail(&transport.Error{Code: 530, Reason: fmt.Sprintf("NOT_ALLOWED - attempt to reuse consumer tag '%s'", tag), Server: true, Connection: true})
 	}
 	c := newConsumer(tag, q, ch, ch.prefetch, spec.Exclusive)
+	c.sharedHeaders = spec.ReadOnlyHeaders
 	if ch.consumers == nil {
 		ch.consumers = map[string]*consumer{}
 	}
@@ -353,7 +354,7 @@ func (ch *channel) Get(ctx context.Context, queue string) (transport.Delivery, b
 		q.mu.Unlock()
 		return transport.Delivery{}, false, closedErr(ch.life.reason())
 	}
-	d := ent.delivery(q.quorum)
+	d := ent.delivery(q.quorum, false)
 	d.DeliveryTag = tag
 	d.MessageCount = left
 	return d, true, nil

@@ -15,6 +15,9 @@ type consumer struct {
 	ch        *channel
 	prefetch  int
 	exclusive bool
+	// sharedHeaders: the subscriber promised to only read Headers
+	// (ConsumeSpec.ReadOnlyHeaders), so deliveries share the message's.
+	sharedHeaders bool
 
 	// Guarded by q.mu.
 	inflight int // delivered (or in the outbox) and not yet settled
@@ -68,7 +71,7 @@ func (c *consumer) pump() {
 			return
 		}
 		for i := range batch {
-			d := batch[i].delivery(c.q.quorum)
+			d := batch[i].delivery(c.q.quorum, c.sharedHeaders && c.q.stream == nil)
 			d.ConsumerTag = c.tag
 			d.DeliveryTag = first + uint64(i)
 			if c.q.stream != nil {

@@ -20,9 +20,25 @@ type message struct {
 func newMessage(msg *transport.Message, s *slab) *message {
 	m := s.message()
 	*m = message{exchange: msg.Exchange, routingKey: msg.RoutingKey, props: msg.Properties}
-	m.props.Headers = copyTable(msg.Headers)
+	if msg.HeadersOwned {
+		m.props.Headers = ownTable(msg.Headers)
+	} else {
+		m.props.Headers = copyTable(msg.Headers)
+	}
 	m.body = s.body(msg.Body)
 	return m
+}
+
+// ownTable keeps a table handed over with HeadersOwned, copying in place
+// only the values that could still change (nested tables, slices).
+func ownTable(t transport.Table) transport.Table {
+	for k, v := range t {
+		switch v.(type) {
+		case transport.Table, map[string]any, []any, []byte:
+			t[k] = copyValue(v)
+		}
+	}
+	return t
 }
 
 // copyTable deep-copies a field table so no caller can change what the
@@ -59,9 +75,11 @@ func copyValue(v any) any {
 }
 
 // delivery builds what a consumer or Get receives. Headers are copied so
-// consumers cannot race each other through a shared map; the body is
-// shared and must be treated as read-only, as with any Delivery.
-func (e *entry) delivery(quorum bool) transport.Delivery {
+// consumers cannot race each other through a shared map, unless shared
+// says the subscriber only reads them (the message's table is never
+// changed once built); the body is shared and must be treated as
+// read-only, as with any Delivery.
+func (e *entry) delivery(quorum, shared bool) transport.Delivery {
 	d := transport.Delivery{
 		Properties:  e.m.props,
 		Body:        e.m.body,
@@ -69,7 +87,7 @@ func (e *entry) delivery(quorum bool) transport.Delivery {
 		RoutingKey:  e.m.routingKey,
 		Redelivered: e.redelivered,
 	}
-	if d.Headers != nil || (quorum && e.deliveries > 1) {
+	if quorum && e.deliveries > 1 || (d.Headers != nil && !shared) {
 		d.Headers = copyTable(d.Headers)
 		if quorum && e.deliveries > 1 {
 			if d.Headers == nil {

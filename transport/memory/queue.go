@@ -84,6 +84,9 @@ func (q *queue) takeDeadLocked() []deadLetter {
 }
 
 func (q *queue) kill(e entry, reason string) {
+	if !q.hasDLX {
+		return // dropped: deadLetter would skip it anyway, so keep nothing
+	}
 	q.dead = append(q.dead, deadLetter{from: q, m: e.m, reason: reason})
 }
 

@@ -1,0 +1,5 @@
+//go:build !race
+
+package acemq_test
+
+const raceEnabled = false
