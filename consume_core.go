@@ -422,18 +422,34 @@ func (k *consumerCore) read(att *attachment, next func() (transport.Delivery, bo
 		k.inFlight.Add(1)
 		k.c.tel.inFlight(k.queue, 1)
 		to := k.handOff(dv) // outside k.mu: it may call the key function
-		// The draining check and the hand-off happen under k.mu, so a drain
-		// that starts meanwhile finds the delivery in k.work and sends it
-		// back unrun. The send never blocks: k.work holds prefetch
-		// deliveries and the broker never has more unacked on this channel.
+		// The draining check and a hand-off that finds room happen under
+		// k.mu, so a drain that starts meanwhile finds the delivery in a
+		// hand-off channel and sends it back unrun. A full one is waited on
+		// outside k.mu, because a worker takes k.mu to start a delivery:
+		// blocking under it deadlocked the consumer. It fills up when the
+		// broker sends past the prefetch (a stream delivers whole chunks)
+		// or, after a recovery, while deliveries of the lost channel still
+		// wait in it. A drain closes drainCh, so the wait gives way and the
+		// delivery goes back unrun; one that lands as the drain starts is
+		// sent back unrun by the worker that takes it.
 		k.mu.Lock()
 		if k.draining {
 			k.mu.Unlock()
 			k.nack(dv, true)
 			continue
 		}
-		to <- dv
+		select {
+		case to <- dv:
+			k.mu.Unlock()
+			continue
+		default:
+		}
 		k.mu.Unlock()
+		select {
+		case to <- dv:
+		case <-k.drainCh:
+			k.nack(dv, true)
+		}
 	}
 	// The subscription ended: drain, channel loss (recovery re-attaches),
 	// or a broker-side cancel (queue deleted), which we retry.
