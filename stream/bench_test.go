@@ -66,14 +66,6 @@ func BenchmarkStreamReadRabbitMQ(b *testing.B) {
 	s := benchStream(b, c, n)
 	for _, prefetch := range []int{10, 100, 1000} {
 		b.Run(fmt.Sprintf("reader/prefetch=%d", prefetch), func(b *testing.B) {
-			if os.Getenv("ACEMQ_STREAM_BENCH_READER") != "1" {
-				// RabbitMQ delivers a stream chunk whole, past the prefetch;
-				// the root consumer's reader then blocks on its full work
-				// channel while holding its mutex, which its worker needs
-				// (consume_core.go read/worker): the reader hangs after one
-				// message. Set ACEMQ_STREAM_BENCH_READER=1 to see it.
-				b.Skip("stream.Read on a stream written in batches hangs on RabbitMQ (a root consumer defect, see the comment); ACEMQ_STREAM_BENCH_READER=1 runs it")
-			}
 			b.ReportAllocs()
 			start := time.Now()
 			for i := 0; i < b.N; i++ {
