@@ -508,6 +508,19 @@ func (c *Conn) declaredWithDeadLettering(q string) bool {
 	return false
 }
 
+// declaredAsStream reports whether q was declared through this Conn as a
+// stream queue.
+func (c *Conn) declaredAsStream(q string) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for _, d := range c.decls {
+		if d.Kind == DeclQueue && d.Queue.Name == q {
+			return d.Queue.Args["x-queue-type"] == "stream"
+		}
+	}
+	return false
+}
+
 // checkTLS applies the amqps:// rules (spec §1.1) to a copy of the WithTLS
 // config and records a problem for a config that breaks them: TLS 1.2 or
 // later (a lower MinVersion is raised; a MaxVersion below 1.2 is refused),

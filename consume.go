@@ -296,7 +296,10 @@ func Consume[T any](ctx context.Context, c *Conn, queue string, h Handler[T], op
 	}
 	icpt := append(append([]ConsumeInterceptor(nil), c.cfg.consumeIcpt...), cfg.interceptors...)
 	k := newConsumerCore(c, queue, tag, cfg.prefetch, cfg.concurrency, policy, cfg.args, drainTimeout, cfg.orderKey)
-	k.argsAt, k.stream = cfg.argsAt, cfg.stream
+	// A queue this Conn declared as a stream is read as one even without
+	// ConsumerOnStream: RabbitMQ answers a nack on a stream (a drain hands
+	// back what it never started) by closing the whole connection (540).
+	k.argsAt, k.stream = cfg.argsAt, cfg.stream || c.declaredAsStream(queue)
 	k.process = func(dv *delivery) {
 		k.handle(dv, icpt, func(ctx context.Context, env Envelope) (Decision, bool, time.Duration) {
 			var m Message[T]

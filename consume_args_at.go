@@ -15,5 +15,7 @@ func ConsumerArgsAt(f func() transport.Table) ConsumerOption {
 // has no nack or reject (it closes the connection with 540): wherever the
 // engine would hand a delivery back (a drain, a set-aside that failed) it
 // acks instead, which on a stream only returns credit. The reader keeps its
-// own position, so nothing is lost; the stream package sets this.
+// own position, so nothing is lost; the stream package sets this, and a
+// consumer of a queue its Conn declared as a stream (AsStream) gets it
+// without asking.
 func ConsumerOnStream() ConsumerOption { return func(c *consumerConfig) { c.stream = true } }
