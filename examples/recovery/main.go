@@ -112,6 +112,13 @@ func run(brokerURL, mgmt string) error {
 			}
 		}
 		_, err := pub.Send(ctx, i)
+		for acemq.IsPaused(err) {
+			// Nothing was written: safe to send again. WithWaitForRecovery
+			// waits out a recovery the Conn already knows of; a publish that
+			// meets the loss before the Conn noticed it is refused this way.
+			time.Sleep(20 * time.Millisecond)
+			_, err = pub.Send(ctx, i)
+		}
 		var perr *acemq.PublishError
 		switch {
 		case err == nil:
