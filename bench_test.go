@@ -13,8 +13,14 @@ import (
 // memory://, from parallel goroutines: envelope, headers, encoding, permit,
 // write, confirm.
 func BenchmarkSend(b *testing.B) {
+	benchSend(b, "bench-send", make([]byte, 256), acemq.PublisherCodec(acemq.Bytes()))
+}
+
+// benchSend sends v from 8 goroutines per core through a publisher made
+// with opts, on a fresh memory:// broker whose queue keeps 1000 messages.
+func benchSend[T any](b *testing.B, broker string, v T, opts ...acemq.PublisherOption) {
 	ctx := context.Background()
-	c, err := acemq.Connect(ctx, fmt.Sprintf("memory://bench-send-%d", b.N), acemq.WithLogger(acemq.DiscardLogger()))
+	c, err := acemq.Connect(ctx, fmt.Sprintf("memory://%s-%d", broker, b.N), acemq.WithLogger(acemq.DiscardLogger()))
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -22,14 +28,13 @@ func BenchmarkSend(b *testing.B) {
 	if err := c.Apply(ctx, acemq.NewTopology().Queue("bench", acemq.AsClassic(), acemq.WithArgs(map[string]any{"x-max-length": int64(1000)}))); err != nil {
 		b.Fatal(err)
 	}
-	pub := acemq.NewPublisher[[]byte](c, "", "bench", acemq.PublisherCodec(acemq.Bytes()))
-	body := make([]byte, 256)
+	pub := acemq.NewPublisher[T](c, "", "bench", opts...)
 	b.ReportAllocs()
 	b.SetParallelism(8)
 	b.ResetTimer()
 	b.RunParallel(func(pb *testing.PB) {
 		for pb.Next() {
-			if _, err := pub.Send(ctx, body); err != nil {
+			if _, err := pub.Send(ctx, v); err != nil {
 				b.Error(err)
 				return
 			}
@@ -68,9 +73,16 @@ func BenchmarkSendAll(b *testing.B) {
 // BenchmarkConsume measures the client's cost per delivery on memory://:
 // envelope read, decode, handler, settlement and ack.
 func BenchmarkConsume(b *testing.B) {
+	benchConsume(b, "bench-consume", func(int) []byte { return make([]byte, 256) },
+		[]acemq.PublisherOption{acemq.PublisherCodec(acemq.Bytes())}, acemq.ConsumerCodec(acemq.Bytes()))
+}
+
+// benchConsume fills a fresh memory:// queue with at least b.N messages
+// made by item (in batches of 1000), then times one consumer (prefetch
+// 250, made with copts) taking and acking all of them.
+func benchConsume[T any](b *testing.B, broker string, item func(i int) T, popts []acemq.PublisherOption, copts ...acemq.ConsumerOption) {
 	ctx := context.Background()
-	name := fmt.Sprintf("memory://bench-consume-%d", b.N)
-	c, err := acemq.Connect(ctx, name, acemq.WithLogger(acemq.DiscardLogger()))
+	c, err := acemq.Connect(ctx, fmt.Sprintf("memory://%s-%d", broker, b.N), acemq.WithLogger(acemq.DiscardLogger()))
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -78,10 +90,10 @@ func BenchmarkConsume(b *testing.B) {
 	if err := c.Apply(ctx, acemq.NewTopology().Queue("bench", acemq.AsClassic())); err != nil {
 		b.Fatal(err)
 	}
-	pub := acemq.NewPublisher[[]byte](c, "", "bench", acemq.PublisherCodec(acemq.Bytes()))
-	batch := make([][]byte, 1000)
+	pub := acemq.NewPublisher[T](c, "", "bench", popts...)
+	batch := make([]T, 1000)
 	for i := range batch {
-		batch[i] = make([]byte, 256)
+		batch[i] = item(i)
 	}
 	for sent := 0; sent < b.N; sent += len(batch) {
 		if _, err := pub.SendAll(ctx, batch); err != nil {
@@ -93,12 +105,12 @@ func BenchmarkConsume(b *testing.B) {
 	done := make(chan struct{})
 	b.ReportAllocs()
 	b.ResetTimer()
-	cons, err := acemq.Consume(ctx, c, "bench", func(ctx context.Context, m *acemq.Message[[]byte]) acemq.Decision {
+	cons, err := acemq.Consume(ctx, c, "bench", func(ctx context.Context, m *acemq.Message[T]) acemq.Decision {
 		if got.Add(1) == int64(total) {
 			close(done)
 		}
 		return acemq.Accept()
-	}, acemq.ConsumerCodec(acemq.Bytes()), acemq.ConsumerPrefetch(250))
+	}, append([]acemq.ConsumerOption{acemq.ConsumerPrefetch(250)}, copts...)...)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -118,68 +130,11 @@ type benchItem struct {
 // BenchmarkSendJSON is BenchmarkSend with the JSON codec and a small
 // struct, reported beside the Bytes figures (issue 16).
 func BenchmarkSendJSON(b *testing.B) {
-	ctx := context.Background()
-	c, err := acemq.Connect(ctx, fmt.Sprintf("memory://bench-send-json-%d", b.N), acemq.WithLogger(acemq.DiscardLogger()))
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer c.Close(ctx)
-	if err := c.Apply(ctx, acemq.NewTopology().Queue("bench", acemq.AsClassic(), acemq.WithArgs(map[string]any{"x-max-length": int64(1000)}))); err != nil {
-		b.Fatal(err)
-	}
-	pub := acemq.NewPublisher[benchItem](c, "", "bench")
-	item := benchItem{ID: "item-1", Qty: 3, Price: 1299}
-	b.ReportAllocs()
-	b.SetParallelism(8)
-	b.ResetTimer()
-	b.RunParallel(func(pb *testing.PB) {
-		for pb.Next() {
-			if _, err := pub.Send(ctx, item); err != nil {
-				b.Error(err)
-				return
-			}
-		}
-	})
+	benchSend(b, "bench-send-json", benchItem{ID: "item-1", Qty: 3, Price: 1299})
 }
 
 // BenchmarkConsumeJSON is BenchmarkConsume with the JSON codec and a
 // small struct.
 func BenchmarkConsumeJSON(b *testing.B) {
-	ctx := context.Background()
-	c, err := acemq.Connect(ctx, fmt.Sprintf("memory://bench-consume-json-%d", b.N), acemq.WithLogger(acemq.DiscardLogger()))
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer c.Close(ctx)
-	if err := c.Apply(ctx, acemq.NewTopology().Queue("bench", acemq.AsClassic())); err != nil {
-		b.Fatal(err)
-	}
-	pub := acemq.NewPublisher[benchItem](c, "", "bench")
-	batch := make([]benchItem, 1000)
-	for i := range batch {
-		batch[i] = benchItem{ID: "item-1", Qty: i, Price: 1299}
-	}
-	for sent := 0; sent < b.N; sent += len(batch) {
-		if _, err := pub.SendAll(ctx, batch); err != nil {
-			b.Fatal(err)
-		}
-	}
-	total := (b.N + len(batch) - 1) / len(batch) * len(batch)
-	var got atomic.Int64
-	done := make(chan struct{})
-	b.ReportAllocs()
-	b.ResetTimer()
-	cons, err := acemq.Consume(ctx, c, "bench", func(ctx context.Context, m *acemq.Message[benchItem]) acemq.Decision {
-		if got.Add(1) == int64(total) {
-			close(done)
-		}
-		return acemq.Accept()
-	}, acemq.ConsumerPrefetch(250))
-	if err != nil {
-		b.Fatal(err)
-	}
-	<-done
-	b.StopTimer()
-	b.ReportMetric(float64(total)/b.Elapsed().Seconds(), "msg/s")
-	_ = cons.Close(ctx)
+	benchConsume(b, "bench-consume-json", func(i int) benchItem { return benchItem{ID: "item-1", Qty: i, Price: 1299} }, nil)
 }

@@ -497,28 +497,29 @@ func (c *Conn) record(decls []Declaration) {
 // declaredWithDeadLettering reports whether q was declared through this
 // Conn with broker dead-lettering.
 func (c *Conn) declaredWithDeadLettering(q string) bool {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	for _, d := range c.decls {
-		if d.Kind == DeclQueue && d.Queue.Name == q {
-			_, ok := d.Queue.Args["x-dead-letter-exchange"]
-			return ok
-		}
-	}
-	return false
+	_, ok := c.declaredQueueArg(q, "x-dead-letter-exchange")
+	return ok
 }
 
 // declaredAsStream reports whether q was declared through this Conn as a
 // stream queue.
 func (c *Conn) declaredAsStream(q string) bool {
+	typ, _ := c.declaredQueueArg(q, "x-queue-type")
+	return typ == "stream"
+}
+
+// declaredQueueArg returns argument name of queue q as this Conn declared
+// it, and whether q was declared with it.
+func (c *Conn) declaredQueueArg(q, name string) (any, bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	for _, d := range c.decls {
 		if d.Kind == DeclQueue && d.Queue.Name == q {
-			return d.Queue.Args["x-queue-type"] == "stream"
+			v, ok := d.Queue.Args[name]
+			return v, ok
 		}
 	}
-	return false
+	return nil, false
 }
 
 // checkTLS applies the amqps:// rules (spec §1.1) to a copy of the WithTLS
