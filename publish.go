@@ -464,17 +464,27 @@ func (c *Conn) send(ctx context.Context, exchange, routingKey string, pc *publis
 	}
 	msg := &pr.msg
 	wctx, cancel := c.admissionContext(ctx)
-	err := c.admit(wctx, msg)
-	cancel()
-	if err != nil {
-		return c.finish(pr, start, err)
+	defer cancel()
+	for {
+		var changed <-chan struct{} // only WithWaitForRecovery waits on it
+		if c.cfg.waitForRecovery {
+			changed = c.stateChanged()
+		}
+		if err := c.admit(wctx, msg); err != nil {
+			return c.finish(pr, start, err)
+		}
+		var err error
+		if !c.cfg.confirms && !msg.Mandatory {
+			pr.sent.Outcome = OutcomePublished
+			err = c.publishUnconfirmed(pr.ctx, msg)
+		} else {
+			pr.sent.Outcome = OutcomeConfirmed
+			err = c.publishConfirmed(pr.ctx, msg)
+		}
+		if !c.awaitNoticedLoss(wctx, err, changed) {
+			return c.finish(pr, start, err)
+		}
 	}
-	if !c.cfg.confirms && !msg.Mandatory {
-		pr.sent.Outcome = OutcomePublished
-		return c.finish(pr, start, c.publishUnconfirmed(pr.ctx, msg))
-	}
-	pr.sent.Outcome = OutcomeConfirmed
-	return c.finish(pr, start, c.publishConfirmed(pr.ctx, msg))
 }
 
 var preparedPool = sync.Pool{New: func() any { return new(prepared) }}

@@ -89,6 +89,24 @@ func (c *Conn) admit(ctx context.Context, msg *transport.Message) error {
 	return c.awaitPublishable(ctx, msg, false)
 }
 
+// awaitNoticedLoss reports whether a publish refused with err should be
+// admitted again: with WithWaitForRecovery, one whose write found the
+// connection gone before the Conn noticed (paused, nothing written, no
+// broker block) waits until the Conn's state has changed since changed
+// was taken, so that admission then waits out the recovery as it does for
+// a publish made after the loss. It reports false when ctx ends first.
+func (c *Conn) awaitNoticedLoss(ctx context.Context, err error, changed <-chan struct{}) bool {
+	if !c.cfg.waitForRecovery || !IsPaused(err) || c.Blocked() {
+		return false
+	}
+	select {
+	case <-changed:
+		return true
+	case <-ctx.Done():
+		return false
+	}
+}
+
 // admissionContext bounds admit's wait: ctx, or the confirm timeout when
 // ctx has no deadline. Without WithWaitForRecovery nothing waits, so ctx
 // is returned as is.

@@ -111,14 +111,7 @@ func run(brokerURL, mgmt string) error {
 				return err
 			}
 		}
-		_, err := pub.Send(ctx, i)
-		for acemq.IsPaused(err) {
-			// Nothing was written: safe to send again. WithWaitForRecovery
-			// waits out a recovery the Conn already knows of; a publish that
-			// meets the loss before the Conn noticed it is refused this way.
-			time.Sleep(20 * time.Millisecond)
-			_, err = pub.Send(ctx, i)
-		}
+		_, err := pub.Send(ctx, i) // waits out the recovery (WithWaitForRecovery)
 		var perr *acemq.PublishError
 		switch {
 		case err == nil:

@@ -1,0 +1,41 @@
+package acemq_test
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/acemq-go/acemq"
+	"github.com/acemq-go/acemq/transport/memory"
+)
+
+// TestWaitForRecoveryCoversAPublishThatMeetsTheLossFirst: with
+// WithWaitForRecovery, a Send made the moment the connection drops, before
+// the Conn has noticed (its write finds the connection gone, nothing
+// written), waits for the recovery like one made after, instead of being
+// refused as paused.
+func TestWaitForRecoveryCoversAPublishThatMeetsTheLossFirst(t *testing.T) {
+	name := fmt.Sprintf("wait-race-%d", time.Now().UnixNano())
+	t.Cleanup(func() { memory.Delete(name) })
+	ctx := context.Background()
+	c, err := acemq.Connect(ctx, "memory://"+name, acemq.WithLogger(acemq.DiscardLogger()),
+		acemq.WithWaitForRecovery(), acemq.WithRecoveryInterval(5*time.Millisecond, 20*time.Millisecond))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = c.Close(context.Background()) })
+	if err := c.Apply(ctx, acemq.NewTopology().Queue("q", acemq.AsClassic())); err != nil {
+		t.Fatal(err)
+	}
+	pub := acemq.NewPublisher[int](c, "", "q")
+	for i := range 50 {
+		memory.Lookup(name).DropConnections()
+		sctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+		_, err := pub.Send(sctx, i)
+		cancel()
+		if err != nil {
+			t.Fatalf("drop %d: a Send right after the drop with WithWaitForRecovery: %v", i, err)
+		}
+	}
+}
