@@ -131,8 +131,15 @@ func (c *Conn) awaitPublishable(ctx context.Context, msg *transport.Message, blo
 			return nil
 		}
 		st := c.State()
-		if st == StateClosed || (!blockedToo && st == StateOpen) {
+		if st == StateClosed {
 			return err
+		}
+		if !blockedToo && st == StateOpen {
+			// Open yet refused: a broker block, which an application publish
+			// does not wait out — unless the recovery finished between the
+			// two reads, so look once more rather than return a stale
+			// "recovering" refusal.
+			return c.refusal(msg)
 		}
 		select {
 		case <-changed:
