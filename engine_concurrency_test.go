@@ -6,6 +6,7 @@ import (
 	"runtime"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -220,4 +221,87 @@ func TestBrokerCancelJustBeforeConnectionLossLeavesReattachingToRecovery(t *test
 	if n := logs.count("acemq: a consumer stopped reading"); n != 0 {
 		t.Fatalf("logged %d re-subscribe warnings; the connection's recovery re-attached the consumer, so nothing else may claim the job", n)
 	}
+}
+
+// Two prefetch-1 consumers of one queue on two Conns share its messages,
+// and a message one of them holds unacked goes to the other, flagged
+// redelivered, when the first one's Conn closes.
+func TestTwoConsumersShareWorkAndAnUnackedMessageGoesToTheOther(t *testing.T) {
+	onEveryRig(t, func(t *testing.T, r *rig) {
+		ctx := context.Background()
+		a, b := r.c, r.reconnect()
+		q := r.named("share")
+		r.queue(q)
+		var na, nb atomic.Int64
+		done := make(chan struct{}, 100)
+		handler := func(n *atomic.Int64) acemq.Handler[order] {
+			return func(ctx context.Context, m *acemq.Message[order]) acemq.Decision {
+				n.Add(1)
+				time.Sleep(5 * time.Millisecond) // work, so the other consumer gets some
+				done <- struct{}{}
+				return acemq.Accept()
+			}
+		}
+		ka, err := acemq.Consume(ctx, a, q, handler(&na), acemq.ConsumerPrefetch(1))
+		if err != nil {
+			t.Fatal(err)
+		}
+		kb, err := acemq.Consume(ctx, b, q, handler(&nb), acemq.ConsumerPrefetch(1))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i := range 20 {
+			r.send(q, order{ID: itoa(int64(i))})
+		}
+		for range 20 {
+			recv(t, done)
+		}
+		if na.Load() == 0 || nb.Load() == 0 || na.Load()+nb.Load() != 20 {
+			t.Fatalf("prefetch-1 consumers did not share 20 messages: %d and %d", na.Load(), nb.Load())
+		}
+		if err := ka.Close(ctx); err != nil {
+			t.Fatal(err)
+		}
+		if err := kb.Close(ctx); err != nil {
+			t.Fatal(err)
+		}
+
+		// An unacked message goes back when its consumer's channel closes.
+		q2 := r.named("redeliver")
+		r.queue(q2)
+		held := make(chan acemq.Envelope, 1)
+		release := make(chan struct{})
+		defer close(release)
+		if _, err := acemq.Consume(ctx, a, q2, func(ctx context.Context, m *acemq.Message[order]) acemq.Decision {
+			held <- m.Envelope
+			<-release
+			return acemq.Accept()
+		}, acemq.ConsumerPrefetch(1)); err != nil {
+			t.Fatal(err)
+		}
+		sent, err := acemq.NewPublisher[order](b, "", q2).Send(ctx, order{ID: "held"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if e := recv(t, held); e.ID != sent.Envelope.ID {
+			t.Fatalf("held %s, want %s", e.ID, sent.Envelope.ID)
+		}
+		type got struct {
+			env         acemq.Envelope
+			redelivered bool
+		}
+		gotB := make(chan got, 1)
+		if _, err := acemq.Consume(ctx, b, q2, func(ctx context.Context, m *acemq.Message[order]) acemq.Decision {
+			gotB <- got{m.Envelope, m.Redelivered}
+			return acemq.Accept()
+		}, acemq.ConsumerPrefetch(1)); err != nil {
+			t.Fatal(err)
+		}
+		cctx, cancel := context.WithTimeout(ctx, 200*time.Millisecond)
+		defer cancel()
+		_ = a.Close(cctx)
+		if g := recv(t, gotB); g.env.ID != sent.Envelope.ID || !g.redelivered {
+			t.Fatalf("second consumer got %s redelivered=%v, want %s redelivered", g.env.ID, g.redelivered, sent.Envelope.ID)
+		}
+	})
 }

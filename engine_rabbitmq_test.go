@@ -32,7 +32,8 @@ import (
 // through onEveryRig and onEveryTransport, in the other engine_*_test.go
 // files; the RabbitMQ-only copies of those were deleted (confirm,
 // unroutable and nack outcomes; the retry ladder's way home; Close
-// returning prefetched deliveries at the caller's deadline). What stays
+// returning prefetched deliveries at the caller's deadline; two consumers
+// on two connections sharing work and redelivering). What stays
 // here is what only a real RabbitMQ node can show:
 //   - a forced close of real sockets under publishing and consuming load,
 //     and how fast waiting publishes fail at it (ForcedCloseEverySuccess,
@@ -52,9 +53,8 @@ import (
 //     (PublishToMissingExchangeKeepsPublishing), a non-confirming channel
 //     closed by the broker (ConfirmsOffSurvivesChannelErrorAndForcedClose),
 //     the arguments the broker stored for a rung (RungCarriesExactlyThe
-//     ContractsArguments), work shared across two connections
-//     (TwoConsumersShareWorkAndRedeliver), a recovery that meets a queue
-//     deleted by another connection (ConsumerOfDeletedQueueResumes).
+//     ContractsArguments), a recovery that meets a queue deleted by
+//     another connection (ConsumerOfDeletedQueueResumes).
 
 // eventLog records a Conn's events and lets a test wait for one.
 type eventLog struct {
@@ -756,91 +756,6 @@ func managementGet(t *testing.T, path string, v any) {
 		}
 		return true
 	})
-}
-
-func TestRabbitTwoConsumersShareWorkAndRedeliver(t *testing.T) {
-	a, _ := rabbit(t)
-	b, _ := rabbit(t)
-	ctx := context.Background()
-	q := classicQueue(t, a, "engine.share")
-	var na, nb atomic.Int64
-	done := make(chan struct{}, 100)
-	handler := func(n *atomic.Int64) acemq.Handler[item] {
-		return func(ctx context.Context, m *acemq.Message[item]) acemq.Decision {
-			n.Add(1)
-			time.Sleep(5 * time.Millisecond) // work, so the other consumer gets some
-			done <- struct{}{}
-			return acemq.Accept()
-		}
-	}
-	ka, err := acemq.Consume(ctx, a, q, handler(&na), acemq.ConsumerPrefetch(1))
-	if err != nil {
-		t.Fatal(err)
-	}
-	kb, err := acemq.Consume(ctx, b, q, handler(&nb), acemq.ConsumerPrefetch(1))
-	if err != nil {
-		t.Fatal(err)
-	}
-	for i := 0; i < 20; i++ {
-		if _, err := a.Publish(ctx, "", q, item{i}); err != nil {
-			t.Fatal(err)
-		}
-	}
-	for i := 0; i < 20; i++ {
-		select {
-		case <-done:
-		case <-time.After(10 * time.Second):
-			t.Fatalf("only %d of 20 handled", i)
-		}
-	}
-	t.Logf("shared 20 messages: %d and %d", na.Load(), nb.Load())
-	if na.Load() == 0 || nb.Load() == 0 {
-		t.Fatalf("prefetch-1 consumers did not share: %d and %d", na.Load(), nb.Load())
-	}
-	_ = ka.Close(ctx)
-	_ = kb.Close(ctx)
-
-	// An unacked message goes back when its consumer's channel closes.
-	q2 := classicQueue(t, a, "engine.redeliver")
-	held := make(chan acemq.Envelope, 1)
-	release := make(chan struct{})
-	defer close(release)
-	if _, err := acemq.Consume(ctx, a, q2, func(ctx context.Context, m *acemq.Message[item]) acemq.Decision {
-		held <- m.Envelope
-		<-release
-		return acemq.Accept()
-	}, acemq.ConsumerPrefetch(1)); err != nil {
-		t.Fatal(err)
-	}
-	sent, err := b.Publish(ctx, "", q2, item{1})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if e := <-held; e.ID != sent.Envelope.ID {
-		t.Fatalf("held %s, want %s", e.ID, sent.Envelope.ID)
-	}
-	type got struct {
-		env         acemq.Envelope
-		redelivered bool
-	}
-	gotB := make(chan got, 1)
-	if _, err := acemq.Consume(ctx, b, q2, func(ctx context.Context, m *acemq.Message[item]) acemq.Decision {
-		gotB <- got{m.Envelope, m.Redelivered}
-		return acemq.Accept()
-	}, acemq.ConsumerPrefetch(1)); err != nil {
-		t.Fatal(err)
-	}
-	cctx, cancel := context.WithTimeout(ctx, 200*time.Millisecond)
-	defer cancel()
-	_ = a.Close(cctx)
-	select {
-	case g := <-gotB:
-		if g.env.ID != sent.Envelope.ID || !g.redelivered {
-			t.Fatalf("second consumer got %s redelivered=%v, want %s redelivered", g.env.ID, g.redelivered, sent.Envelope.ID)
-		}
-	case <-time.After(10 * time.Second):
-		t.Fatal("the unacked message was not redelivered to the other consumer")
-	}
 }
 
 func TestRabbitRecoveryLeaksNoGoroutines(t *testing.T) {
