@@ -177,8 +177,8 @@ func (l *logLines) count(prefix string) int {
 // back-off after the broker's cancel, and RabbitMQ's close_all_connections
 // takes seconds (an Erlang VM boots for each rabbitmqctl call), by which
 // time the re-subscriber has rightly re-attached the consumer itself and
-// said so. The loss itself is covered on RabbitMQ by
-// TestRabbitConsumerOfDeletedQueueResumes.
+// said so. A loss after the cancel is covered on RabbitMQ by
+// TestConsumerOfADeletedQueueResumesAfterARecoveryWithoutIt.
 func TestBrokerCancelJustBeforeConnectionLossLeavesReattachingToRecovery(t *testing.T) {
 	logs := &logLines{}
 	events := make(chan acemq.Event, 64)

@@ -33,7 +33,8 @@ import (
 // files; the RabbitMQ-only copies of those were deleted (confirm,
 // unroutable and nack outcomes; the retry ladder's way home; Close
 // returning prefetched deliveries at the caller's deadline; two consumers
-// on two connections sharing work and redelivering). What stays
+// on two connections sharing work and redelivering; a consumer of a
+// deleted queue resuming after a recovery without it). What stays
 // here is what only a real RabbitMQ node can show:
 //   - a forced close of real sockets under publishing and consuming load,
 //     and how fast waiting publishes fail at it (ForcedCloseEverySuccess,
@@ -52,9 +53,8 @@ import (
 //     ExclusiveQueue), 404 closing a publishing channel
 //     (PublishToMissingExchangeKeepsPublishing), a non-confirming channel
 //     closed by the broker (ConfirmsOffSurvivesChannelErrorAndForcedClose),
-//     the arguments the broker stored for a rung (RungCarriesExactlyThe
-//     ContractsArguments), a recovery that meets a queue deleted by
-//     another connection (ConsumerOfDeletedQueueResumes).
+//     and the arguments the broker stored for a rung
+//     (RungCarriesExactlyTheContractsArguments).
 
 // eventLog records a Conn's events and lets a test wait for one.
 type eventLog struct {
@@ -1322,47 +1322,6 @@ func TestRabbitReconnectClearsBlocked(t *testing.T) {
 	if _, err := c.Publish(ctx, "", q, item{3}); err != nil {
 		t.Fatalf("publishing after the alarm cleared: %v", err)
 	}
-}
-
-// TestRabbitConsumerOfDeletedQueueResumes: the broker cancels a consumer
-// whose queue is deleted; a recovery while the queue is missing does not
-// fail because of it, and the consumer reads again once the queue is back.
-func TestRabbitConsumerOfDeletedQueueResumes(t *testing.T) {
-	c, log := rabbit(t, acemq.WithRecoveryInterval(100*time.Millisecond, 400*time.Millisecond))
-	admin, adminLog := rabbit(t)
-	ctx := context.Background()
-	q := classicQueue(t, admin, "engine.deleted")
-	got := make(chan string, 10)
-	if _, err := acemq.Consume(ctx, c, q, func(ctx context.Context, m *acemq.Message[item]) acemq.Decision {
-		got <- m.Envelope.ID
-		return acemq.Accept()
-	}); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := admin.DeleteQueue(ctx, q); err != nil {
-		t.Fatal(err)
-	}
-	from, adminFrom := log.mark(), adminLog.mark()
-	testenv.RabbitCtl(t, "close_all_connections", "test")
-	rec := log.wait(t, acemq.EventRecovered, from, 30*time.Second)
-	adminLog.wait(t, acemq.EventRecovered, adminFrom, 30*time.Second)
-	t.Logf("recovered with the queue missing (attempt %d)", rec.Attempt)
-	if err := admin.Apply(ctx, acemq.NewTopology().Queue(q, acemq.AsClassic())); err != nil {
-		t.Fatal(err)
-	}
-	var sent acemq.Sent
-	eventually(t, 15*time.Second, "the consumer reading the re-created queue", func() bool {
-		var err error
-		if sent, err = admin.Publish(ctx, "", q, item{1}); err != nil {
-			return false
-		}
-		select {
-		case id := <-got:
-			return id == sent.Envelope.ID
-		case <-time.After(500 * time.Millisecond):
-			return false
-		}
-	})
 }
 
 // publishUntilBlocked publishes until the broker has told the Conn it is
