@@ -369,28 +369,36 @@ func (t *telemetry) startPublishSpan(ctx context.Context, exchange, routingKey s
 	if !span.IsRecording() {
 		return ctx, func(string, error) { span.End() }
 	}
-	// One call, not two: the SDK grows its attribute slice per call.
-	kv := [7]attribute.KeyValue{
-		attrSystem.String(semconv.System),
-		attrDestination.String(dest),
-		attrOperation.String("publish"),
-		attrMessageID.String(env.ID),
-		attrRoutingKey.String(routingKey),
-		attrMessageType.String(env.Type),
-	}
-	n := 6
-	if env.CorrelationID != "" {
-		kv[6], n = attrConversation.String(env.CorrelationID), 7
-	}
-	span.SetAttributes(kv[:n]...)
+	// Every attribute is set in one call as the span ends, not some at
+	// the start and the outcome later: the SDK grows its attribute slice
+	// per call, and a second call doubles a full one (an allocation of
+	// twice the size and a copy). So a recording span costs one attribute
+	// slice of its own and this one. Span processors' OnStart therefore
+	// sees no attributes; exporters see them all.
+	id, typ, corr := env.ID, env.Type, env.CorrelationID
 	return ctx, func(outcome string, err error) {
-		span.SetAttributes(attrOutcome.String(outcome))
+		kv := [9]attribute.KeyValue{
+			attrSystem.String(semconv.System),
+			attrDestination.String(dest),
+			attrOperation.String("publish"),
+			attrMessageID.String(id),
+			attrRoutingKey.String(routingKey),
+			attrMessageType.String(typ),
+			attrOutcome.String(outcome),
+		}
+		n := 7
+		if corr != "" {
+			kv[n] = attrConversation.String(corr)
+			n++
+		}
 		if outcome == OutcomeUnroutable {
 			var pe *PublishError
 			if errors.As(err, &pe) {
-				span.SetAttributes(attrReason.String(pe.Reason))
+				kv[n] = attrReason.String(pe.Reason)
+				n++
 			}
 		}
+		span.SetAttributes(kv[:n]...)
 		if semconv.IsError(outcome) {
 			desc := outcome
 			if err != nil {
@@ -429,33 +437,41 @@ func (t *telemetry) processStart(ctx context.Context, queue string, env Envelope
 		return ctx, noopProcessEnd
 	}
 	ctx, span := t.tracer.Start(ctx, t.spanName(kindConsume, queue, " process"), semconv.Consumer)
-	if span.IsRecording() {
-		span.SetAttributes(
+	if !span.IsRecording() {
+		return ctx, func(s Settlement) {
+			t.processMetrics(s)
+			span.End()
+		}
+	}
+	// As for publish: every attribute in one call as the span ends.
+	id, typ, corr, attempt := env.ID, env.Type, env.CorrelationID, env.Attempt
+	return ctx, func(s Settlement) {
+		t.processMetrics(s)
+		kv := [9]attribute.KeyValue{
 			attrSystem.String(semconv.System),
 			attrDestination.String(queue),
 			attrOperation.String("process"),
-			attrMessageID.String(env.ID),
-			attrMessageType.String(env.Type),
-			attrAttempt.Int(env.Attempt),
-		)
-		if env.CorrelationID != "" {
-			span.SetAttributes(attrConversation.String(env.CorrelationID))
+			attrMessageID.String(id),
+			attrMessageType.String(typ),
+			attrAttempt.Int(attempt),
+			attrOutcome.String(s.Outcome),
 		}
-	}
-	return ctx, func(s Settlement) {
-		t.processMetrics(s)
-		if span.IsRecording() {
-			span.SetAttributes(attrOutcome.String(s.Outcome))
-			switch s.Outcome {
-			case ConsumeRetried:
-				span.AddEvent("message.retried", trace.WithAttributes(attrRetryDelayMs.Int64(s.RetryDelay.Milliseconds())))
-			case ConsumeDeadLettered, ConsumeRejected, ConsumeParked:
-				span.SetAttributes(attrReason.String(s.Reason))
-				span.AddEvent("message.dead_lettered", trace.WithAttributes(attrReason.String(s.Reason), attrOutcome.String(s.Outcome)))
-			}
-			if semconv.IsError(s.Outcome) {
-				span.SetStatus(codes.Error, s.Reason)
-			}
+		n := 7
+		if corr != "" {
+			kv[n] = attrConversation.String(corr)
+			n++
+		}
+		switch s.Outcome {
+		case ConsumeRetried:
+			span.AddEvent("message.retried", trace.WithAttributes(attrRetryDelayMs.Int64(s.RetryDelay.Milliseconds())))
+		case ConsumeDeadLettered, ConsumeRejected, ConsumeParked:
+			kv[n] = attrReason.String(s.Reason)
+			n++
+			span.AddEvent("message.dead_lettered", trace.WithAttributes(attrReason.String(s.Reason), attrOutcome.String(s.Outcome)))
+		}
+		span.SetAttributes(kv[:n]...)
+		if semconv.IsError(s.Outcome) {
+			span.SetStatus(codes.Error, s.Reason)
 		}
 		span.End()
 	}
