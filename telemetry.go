@@ -158,6 +158,9 @@ type telemetry struct {
 	// provider as it is before any SetTracerProvider: it records nothing
 	// and only passes a parent's span context on. See unsetGlobal.
 	globalDefault bool
+	// meterGlobalDefault is the same for mp: until SetMeterProvider its
+	// instruments drop every measurement. See metered.
+	meterGlobalDefault bool
 
 	publishTotal    metric.Int64Counter
 	publishDuration metric.Float64Histogram
@@ -215,6 +218,7 @@ func newTelemetry(cfg *config, transportName string) *telemetry {
 	case metricnoop.MeterProvider, *metricnoop.MeterProvider:
 	default:
 		t.metering = t.instruments(mp.Meter(InstrumentationScope), cfg)
+		t.meterGlobalDefault = tc.meterProvider == nil && fmt.Sprintf("%T", mp) == globalDefaultMeterProvider
 	}
 	t.endProcessMetrics = t.processMetrics
 	return t
@@ -296,7 +300,7 @@ func (t *telemetry) spanName(kind uint8, dest, suffix string) string {
 
 // published records the publish metrics for one application publish.
 func (t *telemetry) published(r PublishReport) {
-	if !t.metering {
+	if !t.metered() {
 		return
 	}
 	o := t.opts(attrKey{kindPublish, r.Exchange, r.RoutingKey, r.MessageType, r.Outcome}, func() *attrOpts {
@@ -332,6 +336,20 @@ func (c envCarrier) Keys() []string { return nil }
 // tracer provider before SetTracerProvider is called (otel/internal/global
 // is not importable, so the name is compared, once per Conn).
 const globalDefaultTracerProvider = "*global.tracerProvider"
+
+// globalDefaultMeterProvider is the type name of OpenTelemetry's global
+// meter provider before SetMeterProvider is called.
+const globalDefaultMeterProvider = "*global.meterProvider"
+
+// metered reports whether a measurement made now is recorded anywhere.
+// When the Conn meters through the global default provider and no SDK has
+// been set since, the global instruments drop every measurement, so the
+// call points skip building attribute sets for them; once an application
+// calls otel.SetMeterProvider, the global instruments forward to it and
+// metered is true from then on.
+func (t *telemetry) metered() bool {
+	return t.metering && !(t.meterGlobalDefault && otel.GetMeterProvider() == t.mp)
+}
 
 // unsetGlobal reports whether the Conn traces through the global default
 // provider and no SDK has been set since: its tracer starts a span that
@@ -412,7 +430,8 @@ func (t *telemetry) startPublishSpan(ctx context.Context, exchange, routingKey s
 }
 
 func (t *telemetry) processStart(ctx context.Context, queue string, env Envelope, d *transport.Delivery) (context.Context, processEnd) {
-	if t.metering {
+	metered := t.metered()
+	if metered {
 		o := t.opts(attrKey{kind: kindConsumeType, a: queue, b: env.Type}, func() *attrOpts {
 			return newAttrOpts(tagQueue.String(queue), tagType.String(env.Type), tagTrans.String(t.transport))
 		})
@@ -423,7 +442,7 @@ func (t *telemetry) processStart(ctx context.Context, queue string, env Envelope
 		t.consumeAttempts.Record(context.Background(), int64(attempt), o.rec...)
 	}
 	if !t.tracing {
-		if t.metering {
+		if metered {
 			return ctx, t.endProcessMetrics
 		}
 		return ctx, noopProcessEnd
@@ -431,7 +450,7 @@ func (t *telemetry) processStart(ctx context.Context, queue string, env Envelope
 	ctx = t.prop.Extract(ctx, semconv.HeaderCarrier(d.Headers))
 	if t.unsetGlobal() && !trace.SpanContextFromContext(ctx).IsValid() {
 		// No parent and nothing recording: the span would be invalid.
-		if t.metering {
+		if metered {
 			return ctx, t.endProcessMetrics
 		}
 		return ctx, noopProcessEnd
@@ -479,7 +498,7 @@ func (t *telemetry) processStart(ctx context.Context, queue string, env Envelope
 
 // processMetrics records the consume metrics for one settlement.
 func (t *telemetry) processMetrics(s Settlement) {
-	if !t.metering {
+	if !t.metered() {
 		return
 	}
 	ctx := context.Background()
@@ -510,7 +529,7 @@ func (t *telemetry) processMetrics(s Settlement) {
 }
 
 func (t *telemetry) fallback(f Fallback) {
-	if !t.metering {
+	if !t.metered() {
 		return
 	}
 	ctx := context.Background()
@@ -529,7 +548,7 @@ func (t *telemetry) fallback(f Fallback) {
 }
 
 func (t *telemetry) inFlight(queue string, delta int64) {
-	if !t.metering {
+	if !t.metered() {
 		return
 	}
 	o := t.opts(attrKey{kind: kindQueue, a: queue}, func() *attrOpts {
