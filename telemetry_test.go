@@ -494,8 +494,8 @@ func TestSpanAttributesAreCompleteAndSetOnce(t *testing.T) {
 		}
 		for k, v := range want {
 			got, ok := spanAttr(s, k)
-			if !ok || got.Emit() != v {
-				t.Errorf("%s: %s = %q (present %v), want %q", s.Name(), k, got.Emit(), ok, v)
+			if !ok || got.String() != v {
+				t.Errorf("%s: %s = %q (present %v), want %q", s.Name(), k, got.String(), ok, v)
 			}
 		}
 	}
