@@ -28,7 +28,7 @@ func TestManagementCloserSaysTheDrillsTimeRanOut(t *testing.T) {
 	defer m.stop()
 	ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
 	defer cancel()
-	err = m.close(ctx, "test")
+	err = m.close(ctx, "test", nil)
 	if !errors.Is(err, context.DeadlineExceeded) {
 		t.Fatalf("close after the drill's deadline = %v, want an error wrapping context.DeadlineExceeded", err)
 	}
@@ -65,7 +65,7 @@ func TestManagementCloserListsAgainWhenEveryListedConnectionIsGone(t *testing.T)
 		t.Fatal(err)
 	}
 	defer m.stop()
-	if err := m.close(context.Background(), "test"); err != nil {
+	if err := m.close(context.Background(), "test", nil); err != nil {
 		t.Fatalf("close with a ghost listed first: %v", err)
 	}
 	mu.Lock()
