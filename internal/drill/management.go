@@ -47,6 +47,9 @@ type mgmtCloser struct {
 	// broker's connection tracking (found by address) and through the
 	// statistics (found by client-provided name).
 	byAddress, byName int
+	// byNameAfter is how long close looks only by address, when given
+	// addresses, before it also looks by name (2 s).
+	byNameAfter time.Duration
 }
 
 // stop closes the closer's idle HTTP connections (and their goroutines).
@@ -58,7 +61,7 @@ func newMgmtCloser(base, prefix string, want int) (*mgmtCloser, error) {
 		return nil, fmt.Errorf("acemq: the management URL %q does not parse: %v", base, err)
 	}
 	return &mgmtCloser{base: u, prefix: prefix, want: want, closed: map[string]bool{},
-		client: &http.Client{Transport: &http.Transport{}}}, nil
+		byNameAfter: 2 * time.Second, client: &http.Client{Transport: &http.Transport{}}}, nil
 }
 
 func (m *mgmtCloser) do(ctx context.Context, method, path, reason string) ([]byte, error) {
@@ -116,7 +119,7 @@ func (m *mgmtCloser) close(parent context.Context, reason string, from func() []
 				last = refused
 			}
 		}
-		if from == nil || time.Since(started) > 2*time.Second {
+		if from == nil || time.Since(started) >= m.byNameAfter {
 			b, err := m.do(ctx, http.MethodGet, "/api/connections?columns=name,user_provided_name", "")
 			if err != nil {
 				return fmt.Errorf("acemq: cannot list the broker's connections through the management API: %w", err)
