@@ -98,7 +98,8 @@ line with its numbers ("drill NAME: PASS|FAIL name=value ..."), and exits non-ze
             RSS, fds, goroutines and the Go heap must stay flat
   hostile   malformed messages to a typed consumer: each lands where the contract says
 
-restart, alarm and soak control the broker with rabbitmqctl (--ctl).`,
+restart and alarm control the broker with rabbitmqctl (--ctl); the soak's server closes use
+the management API (--management) or else rabbitmqctl, and its cuts (--close cut) need neither.`,
 		Example: `  acemq drill crash --url amqp://guest:guest@localhost:5672/
   acemq drill restart --url amqp://guest:guest@localhost:5672/ --ctl "rabbitmqctl -n rabbit@host"
   make drills        # every drill, full length, on the project's private node`,

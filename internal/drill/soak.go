@@ -124,14 +124,16 @@ func growth(a, b float64) float64 {
 // Soak runs the soak drill: a steady publish/consume load while the drill's
 // Conn is forced to reconnect o.Reconnects times, at the pace o.Every, by a
 // server close, a cut of its TCP connections, or both in turn (o.Close).
-// The Conn reaches the broker through a small TCP proxy in the drill (which
-// cuts, and tells the management API's connection tracking which
-// connections are the drill's). A server close goes through the management
+// The Conn reaches the broker through a small TCP proxy in the drill, which
+// cuts, and which tells the management API's connection tracking which
+// connections are the drill's. A server close goes through the management
 // API when env.Management is set (the drill's own connection only), else
-// rabbitmqctl close_all_connections (every client's). The process is sampled at the start, after
-// o.WarmUp reconnects and at the end; the verdict is "flat" when the Go heap
-// after a forced GC and the RSS grew at most 10 % after the warm-up and
-// neither fds nor goroutines grew at all; nothing confirmed may be lost.
+// rabbitmqctl close_all_connections (every client's). The process is
+// sampled at the start, after o.WarmUp reconnects and at the end; the
+// verdict is "flat" when the Go heap after a forced GC and the RSS grew at
+// most 10 % after the warm-up and neither fds nor goroutines grew at all;
+// nothing confirmed may be lost. A bad URL or option fails the Result,
+// saying what was wrong.
 func Soak(ctx context.Context, env Env, o SoakOptions) *Result {
 	o.defaults()
 	res := newResult("soak")
