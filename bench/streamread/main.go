@@ -6,9 +6,15 @@
 //	           an ack per message, nothing decoded
 //	stream.Read AceMQ's reader over AMQP 0-9-1 (decode, handler, ack per
 //	           message, offsets), prefetch 10
-//	native     github.com/rabbitmq/rabbitmq-stream-go-client over the
-//	           rabbitmq_stream plugin's port, from first, default credits
-//	           (the client decodes each message's AMQP 1.0 sections)
+//	native     github.com/rabbitmq/rabbitmq-stream-go-client v1.8.3 over
+//	           the rabbitmq_stream plugin's port, from first, default
+//	           credits, kernel-sized socket buffers (the client decodes each
+//	           message's AMQP 1.0 sections; the handler does nothing)
+//	native+decode the same, with the per-message work a native reader
+//	           behind stream.Read's API would add: the contract envelope
+//	           read from the application properties (acemq.ReadEnvelope)
+//	           and the body decoded with the Conn's codec into the same
+//	           map[string]string stream.Read decodes into
 //
 // The stream is filled once beforehand (-n envelopes of -size bytes in
 // confirmed batches of 1000, as AceMQ's PublishRawBatch writes them), then
@@ -90,7 +96,25 @@ func main() {
 		{fmt.Sprintf("stream.Read over AMQP (prefetch %d)", *prefetch), func(round int) error {
 			return readAceMQ(c, name, fmt.Sprint("bench-", round), *n, *prefetch, *timeout)
 		}},
-		{"native stream client", func(int) error { return readNative(*surl, name, *n, *timeout) }},
+		{"native stream client", func(int) error { return readNative(*surl, name, *n, *timeout, nil) }},
+		{"native + envelope and decode", func(int) error {
+			return readNative(*surl, name, *n, *timeout, func(m *namqp.Message) error {
+				props := m.Properties
+				if props == nil {
+					return errors.New("a message without properties")
+				}
+				id, _ := props.MessageID.(string)
+				env := acemq.ReadEnvelope(m.ApplicationProperties, name, id, props.ReplyTo)
+				var v map[string]string
+				if err := c.Codec().Decode(props.ContentType, m.GetData(), &v); err != nil {
+					return err
+				}
+				if env.ID == "" || len(v) == 0 {
+					return errors.New("an empty envelope or payload")
+				}
+				return nil
+			})
+		}},
 	}
 	results := make([][]result, len(contenders))
 	for round := 0; round < *repeat; round++ {
@@ -225,15 +249,26 @@ func readAceMQ(c *acemq.Conn, name, reader string, n, prefetch int, timeout time
 
 // readNative reads n messages from first with the native stream client;
 // the environment (its locator connection) is made inside the measured call.
-func readNative(url, name string, n int, timeout time.Duration) error {
+// With work, each message also goes through work; its first error ends the read.
+func readNative(url, name string, n int, timeout time.Duration, work func(*namqp.Message) error) error {
 	env, err := native.NewEnvironment(native.NewEnvironmentOptions().SetUri(url).SetReadBuffer(0).SetWriteBuffer(0))
 	if err != nil {
 		return err
 	}
 	defer func() { _ = env.Close() }()
 	done := make(chan struct{})
+	failed := make(chan error, 1)
 	var count atomic.Int64
 	k, err := env.NewConsumer(name, func(_ native.ConsumerContext, m *namqp.Message) {
+		if work != nil {
+			if err := work(m); err != nil {
+				select {
+				case failed <- err:
+				default:
+				}
+				return
+			}
+		}
 		if count.Add(1) == int64(n) {
 			close(done)
 		}
@@ -245,6 +280,8 @@ func readNative(url, name string, n int, timeout time.Duration) error {
 	select {
 	case <-done:
 		return nil
+	case err := <-failed:
+		return err
 	case <-time.After(timeout):
 		return fmt.Errorf("read %d of %d in %v", count.Load(), n, timeout)
 	}
