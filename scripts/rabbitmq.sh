@@ -205,7 +205,7 @@ tls_conf() {
 stream_port() { cat "$(node_dir "$1")/stream_port" 2>/dev/null || true; }
 
 # stream_conf PORT: rabbitmq.conf lines for the rabbitmq_stream plugin (the
-# native stream protocol, used by the stream/native reader): a listener on
+# native stream protocol, read by bench/streamread): a listener on
 # 127.0.0.1:PORT only, advertised as such, since a stream client connects
 # to the host and port the broker advertises for the stream's leader.
 stream_conf() {
