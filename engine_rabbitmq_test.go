@@ -1257,7 +1257,9 @@ func TestRabbitCloseWhileBlockedReturns(t *testing.T) {
 	t.Cleanup(func() { testenv.RabbitCtl(t, "set_vm_memory_high_watermark", "0.4") })
 	from := log.mark()
 	testenv.RabbitCtl(t, "set_vm_memory_high_watermark", "0")
-	_, _ = c.Publish(ctx, "", q, item{1}) // written; RabbitMQ now blocks the connection
+	// RabbitMQ blocks the connection once it publishes during the alarm,
+	// which may be raised a moment after rabbitmqctl returns.
+	publishUntilBlocked(t, c, q)
 	log.wait(t, acemq.EventBlocked, from, 10*time.Second)
 
 	// Recovery while blocked: drop only the consuming connection.
