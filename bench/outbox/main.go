@@ -72,7 +72,7 @@ func main() {
 	repeat := flag.Int("repeat", 3, "runs per drain; the median is reported")
 	rate := flag.Int("rate", 1000, "records per second for the lag run")
 	lagFor := flag.Duration("for", time.Minute, "length of the lag run (0 skips it)")
-	only := flag.String("only", "", "run only the rows whose name contains this text")
+	only := flag.String("only", "", "run only the rows whose name contains one of these comma-separated texts (raw, pg, sqlite, lag)")
 	flag.DurationVar(&drainWait, "drain-wait", 3*time.Minute, "how long the lag run waits for the relay's backlog after the producers stop")
 	producers := flag.Int("producers", 32, "producer goroutines for the lag run (each record is one transaction)")
 	cpuprofile := flag.String("cpuprofile", "", "write a CPU profile of the whole run (bench process: relay, producers, raw client) to this file")
@@ -113,7 +113,17 @@ func main() {
 	}
 	defer lite.Close()
 
-	want := func(name string) bool { return *only == "" || strings.Contains(name, *only) }
+	want := func(name string) bool {
+		if *only == "" {
+			return true
+		}
+		for _, o := range strings.Split(*only, ",") {
+			if o != "" && strings.Contains(name, o) {
+				return true
+			}
+		}
+		return false
+	}
 	type row struct {
 		name  string
 		value string
