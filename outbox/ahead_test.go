@@ -61,7 +61,7 @@ func TestRunsSweepClaimsTheNextBatchAhead(t *testing.T) {
 			t.Fatalf("pending after the second sweep: %v (%v); want %v", recIDs(p), err, sent[2:])
 		}
 		if sw := r.sweep(ctx, true); sw.Err != nil || sw.Published != 3 || r.next.recs != nil || r.behind != nil {
-			t.Fatalf("third sweep %+v, claimed ahead %d, left %d (a batch that is not full claims nothing ahead, and the sweep deletes it)", sw, len(r.next.recs), len(r.behind))
+			t.Fatalf("third sweep %+v, claimed ahead %d, left %d (nothing is left to claim ahead, so the sweep deletes its own batch)", sw, len(r.next.recs), len(r.behind))
 		}
 		if p, err := s.Pending(ctx, 0); err != nil || len(p) != 0 {
 			t.Fatalf("pending after the last sweep: %v (%v)", recIDs(p), err)

@@ -93,8 +93,8 @@
 // the confirms outstanding together; writing stops as soon as a failure is
 // known; the confirmed prefix (the records before the first failure) is
 // deleted in one statement. A record that failed before is published
-// alone, confirmed, before anything after it is written. While a full
-// batch is on the wire, Run claims the next one (the first stored records
+// alone, confirmed, before anything after it is written. While a batch
+// is on the wire, Run claims the next one (the first stored records
 // but those on the wire) and publishes it once the batch before was
 // confirmed; the batch before is deleted while the next is on the wire,
 // before the claim after it, and a batch's records are deleted only after

@@ -386,10 +386,11 @@ type claimed struct {
 	delErr  error
 }
 
-// sweep is SweepOnce. With ahead (Run's sweeps), a sweep whose batch is
-// full claims the next batch, the first records but its own, while its
-// own batch is on the wire, and keeps it for the next sweep when its own
-// batch went through whole; the records of a batch that went through
+// sweep is SweepOnce. With ahead (Run's sweeps), a sweep claims the next
+// batch, the first records but its own, while its own batch is on the
+// wire (a batch that is not full too: records committed meanwhile go out
+// without a claim between batches), and keeps it for the next sweep when
+// its own batch went through whole; the records of a batch that went through
 // whole with a batch claimed after it are deleted by the next sweep, while
 // that batch is on the wire, before it claims the batch after (so that
 // claim never takes them again). Claim and delete cost no time between
@@ -432,7 +433,7 @@ func (r *Relay) sweep(ctx context.Context, ahead bool) Sweep {
 		return sw
 	}
 	var next chan claimed
-	if claimAhead := ahead && len(recs) == r.cfg.batch; claimAhead || len(behind) > 0 {
+	if ahead || len(behind) > 0 {
 		// The relay's session is used here alone until next is received:
 		// the publish below touches only the broker.
 		next = make(chan claimed, 1)
@@ -445,7 +446,7 @@ func (r *Relay) sweep(ctx context.Context, ahead bool) Sweep {
 			if len(behind) > 0 {
 				c.deleted, c.delErr = r.deletePrefix(ctx, behind)
 			}
-			if claimAhead && c.delErr == nil {
+			if ahead && c.delErr == nil {
 				c.at = time.Now()
 				c.recs, c.err = r.own.claim(ctx, r.cfg.batch, skip)
 			}
