@@ -4,7 +4,8 @@
 //	raw     raw amqp091-go, pipelined confirms on one channel (window
 //	        1000), mandatory, publishing the bytes and headers the relay
 //	        publishes: the broker's ceiling for the relay
-//	pg      one relay draining a filled outbox on PostgreSQL
+//	pg      one relay draining a filled outbox on PostgreSQL, with -batch
+//	        and again with -big-batch
 //	sqlite  one relay draining a filled outbox on SQLite
 //	lag     the acemq.outbox.lag distribution on PostgreSQL (with the
 //	        pgnotify wake-up) while -producers goroutines add a steady
@@ -69,6 +70,7 @@ func main() {
 	pg := flag.String("pg", os.Getenv("ACEMQ_TEST_POSTGRES_URL"), "PostgreSQL URL (pgx); empty skips the PostgreSQL rows")
 	n := flag.Int("n", 20000, "records per drain")
 	batch := flag.Int("batch", outbox.DefaultBatchSize, "relay batch size")
+	big := flag.Int("big-batch", 1000, "a second PostgreSQL drain with this batch size (the Conn's confirm window, 1000 by default; 0 skips it)")
 	repeat := flag.Int("repeat", 3, "runs per drain; the median is reported")
 	rate := flag.Int("rate", 1000, "records per second for the lag run")
 	lagFor := flag.Duration("for", time.Minute, "length of the lag run (0 skips it)")
@@ -143,11 +145,11 @@ func main() {
 		})
 		rows = append(rows, row{"raw amqp091-go pipelined, window 1000, same bytes", fmt.Sprintf("%.0f msg/s", rawRate)})
 	}
-	drain := func(name string, db *sql.DB, d sqlstore.Dialect) float64 {
+	drain := func(name string, db *sql.DB, d sqlstore.Dialect, batch int) float64 {
 		return median(*repeat, func() float64 {
 			store := freshStore(ctx, db, d)
 			fill(ctx, store, conn, queue, *n, d)
-			r := drainRate(ctx, conn, store, *n, *batch)
+			r := drainRate(ctx, conn, store, *n, batch)
 			_, _ = conn.PurgeQueue(ctx, queue)
 			fmt.Fprintf(os.Stderr, "%s: %.0f records/s\n", name, r)
 			return r
@@ -166,14 +168,21 @@ func main() {
 		defer pgdb.Close()
 	}
 	if pgdb != nil && want("pg") {
-		pgRate = drain("pg", pgdb, sqlstore.PostgreSQL)
+		pgRate = drain("pg", pgdb, sqlstore.PostgreSQL, *batch)
 		rows = append(rows, row{fmt.Sprintf("relay drain, PostgreSQL, batch %d", *batch), fmt.Sprintf("%.0f records/s", pgRate)})
 		if rawRate > 0 {
 			rows = append(rows, row{"ratio PostgreSQL relay / raw  target >= 0.5", fmt.Sprintf("%.2f", pgRate/rawRate)})
 		}
+		if *big > 0 {
+			r := drain(fmt.Sprintf("pg batch %d", *big), pgdb, sqlstore.PostgreSQL, *big)
+			rows = append(rows, row{fmt.Sprintf("relay drain, PostgreSQL, batch %d (outbox.WithBatchSize)", *big), fmt.Sprintf("%.0f records/s", r)})
+			if rawRate > 0 {
+				rows = append(rows, row{fmt.Sprintf("ratio PostgreSQL relay batch %d / raw", *big), fmt.Sprintf("%.2f", r/rawRate)})
+			}
+		}
 	}
 	if want("sqlite") {
-		r := drain("sqlite", lite, sqlstore.SQLite)
+		r := drain("sqlite", lite, sqlstore.SQLite, *batch)
 		rows = append(rows, row{fmt.Sprintf("relay drain, SQLite, batch %d", *batch), fmt.Sprintf("%.0f records/s", r)})
 		if rawRate > 0 {
 			rows = append(rows, row{"ratio SQLite relay / raw", fmt.Sprintf("%.2f", r/rawRate)})
