@@ -3,6 +3,7 @@ package outbox
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"slices"
@@ -34,27 +35,36 @@ func TestRunsSweepClaimsTheNextBatchAhead(t *testing.T) {
 			sent = append(sent, add(t, s, c, "", "orders", order{fmt.Sprint(i), i})...)
 		}
 		r := newRelay(t, c, s, WithBatchSize(2))
-		if sw := r.sweep(ctx, true); sw.Err != nil || sw.Published != 2 {
-			t.Fatalf("first sweep %+v", sw)
+		if sw := r.sweep(ctx, true); sw.Err != nil || sw.Published != 0 {
+			t.Fatalf("first sweep %+v; want its batch left for the next sweep to delete", sw)
 		}
 		if got := recIDs(r.next.recs); !slices.Equal(got, sent[2:4]) {
 			t.Fatalf("claimed ahead %v, want the next batch %v", got, sent[2:4])
+		}
+		if got := recIDs(r.behind); !slices.Equal(got, sent[:2]) {
+			t.Fatalf("left to delete %v, want the first batch %v", got, sent[:2])
 		}
 		p, err := s.Pending(ctx, 0)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if len(p) != 3 || p[0].LockedBy != r.ID() || p[1].LockedBy != r.ID() || p[2].LockedBy != "" {
-			t.Fatalf("pending after the first sweep: %+v; want the next batch locked by the relay and the last record free", p)
+		if len(p) != 5 || p[3].LockedBy != r.ID() || p[4].LockedBy != "" {
+			t.Fatalf("pending after the first sweep: %+v; want both batches locked by the relay and the last record free", p)
 		}
 		if sw := r.sweep(ctx, true); sw.Err != nil || sw.Claimed != 2 || sw.Published != 2 {
-			t.Fatalf("second sweep %+v", sw)
+			t.Fatalf("second sweep %+v; want the first batch deleted", sw)
 		}
 		if got := recIDs(r.next.recs); !slices.Equal(got, sent[4:]) {
 			t.Fatalf("claimed ahead %v, want %v", got, sent[4:])
 		}
-		if sw := r.sweep(ctx, true); sw.Err != nil || sw.Published != 1 || r.next.recs != nil {
-			t.Fatalf("third sweep %+v, claimed ahead %d (a batch that is not full claims nothing ahead)", sw, len(r.next.recs))
+		if p, err := s.Pending(ctx, 0); err != nil || !slices.Equal(recIDs(p), sent[2:]) {
+			t.Fatalf("pending after the second sweep: %v (%v); want %v", recIDs(p), err, sent[2:])
+		}
+		if sw := r.sweep(ctx, true); sw.Err != nil || sw.Published != 3 || r.next.recs != nil || r.behind != nil {
+			t.Fatalf("third sweep %+v, claimed ahead %d, left %d (nothing is left to claim ahead, so the sweep deletes its own batch)", sw, len(r.next.recs), len(r.behind))
+		}
+		if p, err := s.Pending(ctx, 0); err != nil || len(p) != 0 {
+			t.Fatalf("pending after the last sweep: %v (%v)", recIDs(p), err)
 		}
 		if got := ids(drain(t, c, "orders")); !slices.Equal(got, sent) {
 			t.Fatalf("queue %v, want %v", got, sent)
@@ -93,19 +103,70 @@ func TestFailedSweepDropsTheBatchClaimedAhead(t *testing.T) {
 		if err := c.Apply(ctx, top.Bind("orders", "shop", "k1")); err != nil {
 			t.Fatal(err)
 		}
-		for published := 1; published < len(sent); {
+		for published, sweeps := 1, 0; published < len(sent); sweeps++ {
 			sw := r.sweep(ctx, true)
 			if sw.Err != nil {
 				t.Fatalf("sweep %+v", sw)
 			}
-			if sw.Published == 0 {
-				t.Fatalf("a sweep published nothing with %d records left", len(sent)-published)
+			if sweeps > len(sent) {
+				t.Fatalf("%d sweeps published only %d of %d records", sweeps, published, len(sent))
 			}
 			published += sw.Published
 		}
 		got := ids(drain(t, c, "orders"))
 		if got[0] != sent[0] || !slices.Equal(lastCopies(got), sent) {
 			t.Fatalf("queue %v; want %s first and last copies in seq order %v", got, sent[0], sent)
+		}
+	})
+}
+
+// The next sweep deletes a batch that went through while its own batch is
+// on the wire. When that delete fails, the sweep deletes none of its own
+// batch either: both go out again, from the first, so last copies stay in
+// seq order.
+func TestFailedDeleteOfTheBatchBehindDeletesNothingAfterIt(t *testing.T) {
+	forEachBackend(t, func(t *testing.T, b backend) {
+		ctx := context.Background()
+		s := newStore(t, b)
+		c, _ := memConn(t, "orders")
+		var sent []string
+		for i := range 6 {
+			sent = append(sent, add(t, s, c, "", "orders", order{fmt.Sprint(i), i})...)
+		}
+		r := newRelay(t, c, s, WithBatchSize(2))
+		if sw := r.sweep(ctx, true); sw.Err != nil || sw.Published != 0 || len(r.behind) != 2 {
+			t.Fatalf("first sweep %+v, left %d to delete", sw, len(r.behind))
+		}
+		r.afterConfirm = func(string) error { return errors.New("the database went away") }
+		sw := r.sweep(ctx, true)
+		if sw.Err == nil || !strings.Contains(sw.Err.Error(), "were published but not marked") || sw.Published != 0 {
+			t.Fatalf("second sweep %+v; want the failed delete reported", sw)
+		}
+		if r.next.recs != nil || r.behind != nil {
+			t.Fatalf("after a failed delete the relay kept %d claimed ahead and %d to delete", len(r.next.recs), len(r.behind))
+		}
+		if p, err := s.Pending(ctx, 0); err != nil || !slices.Equal(recIDs(p), sent) {
+			t.Fatalf("pending %v (%v); want every record still stored %v", recIDs(p), err, sent)
+		}
+		r.afterConfirm = nil
+		for sweeps := 0; ; sweeps++ {
+			if sw := r.sweep(ctx, true); sw.Err != nil {
+				t.Fatalf("sweep %+v", sw)
+			}
+			p, err := s.Pending(ctx, 0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(p) == 0 {
+				break
+			}
+			if sweeps > 10 {
+				t.Fatalf("still pending after %d sweeps: %v", sweeps, recIDs(p))
+			}
+		}
+		got := ids(drain(t, c, "orders"))
+		if !slices.Equal(got[:4], sent[:4]) || !slices.Equal(lastCopies(got), sent) {
+			t.Fatalf("queue %v; want %v first, then last copies in seq order %v", got, sent[:4], sent)
 		}
 	})
 }
@@ -233,7 +294,7 @@ func TestBatchClaimedAheadTakesARecordThatCommittedLate(t *testing.T) {
 			sent = append(sent, add(t, s, c, "", "orders", order{fmt.Sprint(i), i})...)
 		}
 		r := newRelay(t, c, s, WithBatchSize(2))
-		if sw := r.sweep(ctx, true); sw.Err != nil || sw.Published != 2 {
+		if sw := r.sweep(ctx, true); sw.Err != nil || sw.Published != 0 || len(r.behind) != 2 {
 			t.Fatalf("first sweep %+v", sw)
 		}
 		if err := tx.Commit(); err != nil {

@@ -93,12 +93,15 @@
 // the confirms outstanding together; writing stops as soon as a failure is
 // known; the confirmed prefix (the records before the first failure) is
 // deleted in one statement. A record that failed before is published
-// alone, confirmed, before anything after it is written. While a full
-// batch is on the wire, Run claims the next one (the first stored records
+// alone, confirmed, before anything after it is written. While a batch
+// is on the wire, Run claims the next one (the first stored records
 // but those on the wire) and publishes it once the batch before was
-// confirmed and deleted; a sweep that failed drops it, and the next sweep
-// claims from the first stored record, so the rules below hold as for one
-// batch.
+// confirmed; the batch before is deleted while the next is on the wire,
+// before the claim after it, and a batch's records are deleted only after
+// every record before them was (when a delete fails, nothing after it is
+// deleted and both batches go out again, in order). A sweep that failed
+// drops the batch claimed ahead, and the next sweep claims from the first
+// stored record, so the rules below hold as for one batch.
 //
 // What a consumer of one queue can rely on (records committed one after
 // another, e.g. by one producer; records whose transactions overlap are in

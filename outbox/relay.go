@@ -117,7 +117,11 @@ type Sweep struct {
 	// Claimed is how many records the sweep claimed (0: nothing to do, or
 	// another relay holds the outbox).
 	Claimed int
-	// Published counts records confirmed and deleted.
+	// Published counts records confirmed and deleted by this sweep. Run
+	// deletes a batch that went through while it publishes the next one,
+	// so a Run sweep's count is the batch before's records (and its own,
+	// when nothing was claimed after it); the last batch's, deleted as Run
+	// stops, come in one last observer call with Published alone.
 	Published int
 	// Failed counts records that spent an attempt (0 or 1).
 	Failed int
@@ -162,9 +166,10 @@ type Relay struct {
 	lag    metric.Float64Histogram
 	tracer trace.Tracer
 
-	own  *owner
-	wake chan struct{}
-	next claimed // the batch claimed ahead by the last sweep (Run's goroutine only)
+	own    *owner
+	wake   chan struct{}
+	next   claimed  // the batch claimed ahead by the last sweep (Run's goroutine only)
+	behind []Record // the last sweep's confirmed batch, deleted by the next (Run's goroutine only)
 
 	mu      sync.Mutex
 	started bool
@@ -282,6 +287,14 @@ func (r *Relay) Run(ctx context.Context) error {
 		go func() { defer wg.Done(); r.listenLoop(ctx) }()
 	}
 	defer func() {
+		if len(r.behind) > 0 {
+			// The last batch confirmed: delete it before letting its locks go.
+			n, err := r.deletePrefix(ctx, r.behind)
+			r.behind = nil
+			if r.cfg.observer != nil {
+				r.cfg.observer(Sweep{Published: n, Err: err})
+			}
+		}
 		uctx, ucancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
 		defer ucancel()
 		if err := r.own.unlock(uctx); err != nil {
@@ -312,8 +325,8 @@ func (r *Relay) Run(ctx context.Context) error {
 			}
 		}
 		next := r.cfg.interval
-		if sw.Err == nil && sw.Published == r.cfg.batch {
-			next = 0 // a full batch: more may be waiting
+		if sw.Err == nil && (len(r.next.recs) > 0 || sw.Claimed == r.cfg.batch) {
+			next = 0 // a batch claimed ahead, or a full batch: more may be waiting
 		}
 		timer.Reset(next)
 	}
@@ -362,29 +375,52 @@ func (r *Relay) Close(ctx context.Context) error {
 func (r *Relay) SweepOnce(ctx context.Context) Sweep { return r.sweep(ctx, false) }
 
 // claimed is a batch claimed ahead, while the batch before it was being
-// published, and when its claim was made (its lease runs from then).
+// published, and when its claim was made (its lease runs from then); with
+// how many records of the batch before were deleted meanwhile, and why not
+// all of them.
 type claimed struct {
-	recs []Record
-	at   time.Time
-	err  error
+	recs    []Record
+	at      time.Time
+	err     error
+	deleted int
+	delErr  error
 }
 
-// sweep is SweepOnce. With ahead (Run's sweeps), a sweep whose batch is
-// full claims the next batch, the first records but its own, while its
-// own batch is on the wire, and keeps it for the next sweep when its own
-// batch went through whole: the next batch's claim costs no time between
-// batches. The next batch is written only after this one was confirmed
-// and deleted, on the same terms as any batch (its lease, read from when
-// it was claimed; stopping at the first failure), so the order rule is
-// unchanged. A sweep that failed drops the batch claimed ahead (its
-// records stay locked by this relay, which claims them again from the
-// start).
+// sweep is SweepOnce. With ahead (Run's sweeps), a sweep claims the next
+// batch, the first records but its own, while its own batch is on the
+// wire (a batch that is not full too: records committed meanwhile go out
+// without a claim between batches), and keeps it for the next sweep when
+// its own batch went through whole; the records of a batch that went through
+// whole with a batch claimed after it are deleted by the next sweep, while
+// that batch is on the wire, before it claims the batch after (so that
+// claim never takes them again). Claim and delete cost no time between
+// batches. The next batch is written only after this one was confirmed, on
+// the same terms as any batch (its lease, read from when it was claimed;
+// stopping at the first failure), and a batch's confirmed records are
+// deleted only once every record before them was: when the delete of the
+// batch before fails (or finds records taken over), nothing of this batch
+// is deleted, so its records go out again after the batch before's and
+// last copies stay in seq order. A sweep that failed drops the batch
+// claimed ahead (its records stay locked by this relay, which claims them
+// again from the start).
 func (r *Relay) sweep(ctx context.Context, ahead bool) Sweep {
 	var sw Sweep
 	start := time.Now()
 	recs, at := r.next.recs, r.next.at
-	r.next = claimed{}
+	behind := r.behind
+	r.next, r.behind = claimed{}, nil
 	if recs == nil || start.Sub(at) > r.cfg.lockTTL/4 {
+		if len(behind) > 0 {
+			// Nothing on the wire to hide the delete behind; and the claim
+			// below would take these records again.
+			n, err := r.deletePrefix(ctx, behind)
+			sw.Published += n
+			if err != nil {
+				sw.Err = err
+				return sw
+			}
+			behind = nil
+		}
 		var err error
 		at = start
 		if recs, err = r.own.claim(ctx, r.cfg.batch, nil); err != nil {
@@ -396,12 +432,8 @@ func (r *Relay) sweep(ctx context.Context, ahead bool) Sweep {
 	if len(recs) == 0 {
 		return sw
 	}
-	if err := ctx.Err(); err != nil {
-		sw.Err = err
-		return sw
-	}
 	var next chan claimed
-	if ahead && len(recs) == r.cfg.batch {
+	if ahead || len(behind) > 0 {
 		// The relay's session is used here alone until next is received:
 		// the publish below touches only the broker.
 		next = make(chan claimed, 1)
@@ -410,10 +442,23 @@ func (r *Relay) sweep(ctx context.Context, ahead bool) Sweep {
 			skip[i] = rec.Seq
 		}
 		go func() {
-			at := time.Now()
-			recs, err := r.own.claim(ctx, r.cfg.batch, skip)
-			next <- claimed{recs: recs, at: at, err: err}
+			var c claimed
+			if len(behind) > 0 {
+				c.deleted, c.delErr = r.deletePrefix(ctx, behind)
+			}
+			if ahead && c.delErr == nil {
+				c.at = time.Now()
+				c.recs, c.err = r.own.claim(ctx, r.cfg.batch, skip)
+			}
+			next <- c
 		}()
+	}
+	if err := ctx.Err(); err != nil {
+		if next != nil {
+			sw.Published += (<-next).deleted
+		}
+		sw.Err = err
+		return sw
 	}
 	msgs := make([]acemq.RawMessage, len(recs))
 	spans := make([]publishSpan, len(recs))
@@ -437,6 +482,7 @@ func (r *Relay) sweep(ctx context.Context, ahead bool) Sweep {
 	if next != nil {
 		following = <-next
 	}
+	sw.Published += following.deleted
 	first := len(recs)
 	for i, err := range errs {
 		if err != nil {
@@ -449,8 +495,24 @@ func (r *Relay) sweep(ctx context.Context, ahead bool) Sweep {
 			r.account(ctx, rec, spans[i], errs[i], confirmed)
 		}
 	}
+	if following.delErr != nil {
+		// The batch before is still stored (or partly another relay's):
+		// delete nothing after it.
+		if first < len(recs) {
+			r.failed(ctx, recs[first], spans[first], errs[first], &sw) //nolint:errcheck // the delete's failure is the sweep's
+		}
+		sw.Err = following.delErr
+		return sw
+	}
+	if first == len(recs) && len(following.recs) > 0 {
+		// The next sweep deletes this batch while the next is on the wire.
+		r.behind, r.next = recs, following
+		return sw
+	}
 	if first > 0 {
-		if err := r.deletePrefix(ctx, recs[:first], &sw); err != nil {
+		n, err := r.deletePrefix(ctx, recs[:first])
+		sw.Published += n
+		if err != nil {
 			sw.Err = err
 			return sw
 		}
@@ -459,12 +521,9 @@ func (r *Relay) sweep(ctx context.Context, ahead bool) Sweep {
 		sw.Err = r.failed(ctx, recs[first], spans[first], errs[first], &sw)
 		return sw
 	}
-	switch {
-	case following.err != nil:
+	if following.err != nil {
 		// The batch went through; the next sweep claims again.
 		r.stopped(ctx, following.err, "acemq: the outbox relay could not claim its next batch ahead; it claims it again at the next sweep")
-	case len(following.recs) > 0:
-		r.next = following
 	}
 	return sw
 }
@@ -534,9 +593,11 @@ func (r *Relay) count(ctx context.Context, rec Record, outcome string) {
 	r.total.Add(ctx, 1, metric.WithAttributes(attribute.String("exchange", rec.Exchange), attribute.String("routing.key", rec.RoutingKey), attribute.String("outcome", outcome)))
 }
 
-// deletePrefix deletes the confirmed records before the first failure in
-// one fenced statement.
-func (r *Relay) deletePrefix(ctx context.Context, recs []Record, sw *Sweep) error {
+// deletePrefix deletes confirmed records in one fenced statement and
+// returns how many it deleted; an error when it could not delete them all
+// (logged). It may run on a goroutine of its own, with the relay's
+// session to itself.
+func (r *Relay) deletePrefix(ctx context.Context, recs []Record) (int, error) {
 	ids := make([]any, len(recs))
 	for i, rec := range recs {
 		ids[i] = rec.ID
@@ -551,18 +612,17 @@ func (r *Relay) deletePrefix(ctx context.Context, recs []Record, sw *Sweep) erro
 		n, derr = r.own.published(dctx, ids)
 		dcancel()
 	}
-	sw.Published = int(n)
 	if derr != nil {
 		e := fmt.Errorf("acemq: %d outbox records from %s were published but not marked, so they will be sent again: %w", len(recs), recs[0].ID, derr)
 		r.log.Error(e.Error(), "relay", r.cfg.id, "id", recs[0].ID)
-		return e
+		return 0, e
 	}
 	if int(n) != len(recs) {
 		e := fmt.Errorf("acemq: the outbox relay lost its claim on %d of the %d records it published (another relay took them over after its lease ran out or its database session ended); it deleted only its own, and the other relay sends the rest again", len(recs)-int(n), len(recs))
 		r.log.Warn(e.Error(), "relay", r.cfg.id)
-		return e
+		return int(n), e
 	}
-	return nil
+	return int(n), nil
 }
 
 // failed handles the batch's first failed record: a failure about the
