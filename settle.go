@@ -57,21 +57,15 @@ type Fallback struct {
 }
 
 func (k *consumerCore) report(dv *delivery, s Settlement) {
-	k.c.stats.consumed.Add(1)
 	dv.end(s)
 	if s.Outcome != ConsumeAcked {
-		k.c.logger.Info("acemq: settled a message", "queue", s.Queue, "id", s.Envelope.ID, "outcome", s.Outcome, "target", s.Target, "reason", s.Reason)
+		k.env.logger.Info("acemq: settled a message", "queue", s.Queue, "id", s.Envelope.ID, "outcome", s.Outcome, "target", s.Target, "reason", s.Reason)
 	}
-	for _, h := range k.c.cfg.settlementHooks {
-		h(s)
-	}
+	k.host.settled(s)
 }
 
 func (k *consumerCore) fallback(f Fallback) {
-	k.c.tel.fallback(f)
-	for _, h := range k.c.cfg.fallbackHooks {
-		h(f)
-	}
+	k.host.fellBack(f)
 }
 
 // settle carries out a decision.
@@ -139,7 +133,7 @@ func (k *consumerCore) retry(dv *delivery, env Envelope, cause error, handled bo
 	k.report(dv, Settlement{Queue: q, Envelope: env, Outcome: ConsumeRetried, Target: target, RetryDelay: delay, InBroker: inBroker, Handled: handled, HandlerDuration: dur})
 	if inBroker {
 		ctx, cancel := hopContext()
-		err := k.c.hop(ctx, k.hopMessage(dv, next, target))
+		err := k.host.hop(ctx, k.hopMessage(dv, next, target))
 		cancel()
 		if err == nil {
 			k.ack(dv)
@@ -147,7 +141,7 @@ func (k *consumerCore) retry(dv *delivery, env Envelope, cause error, handled bo
 		}
 		if IsUnroutable(err) {
 			k.fallback(Fallback{Kind: "rung_missing", Queue: q, Target: target, Envelope: env, Err: err})
-			k.c.logger.Warn(fmt.Sprintf("acemq: %s is not on the broker, so %s will wait %s in this consumer instead; declare it (start the consumer with its retry policy, or Topology.Retries)", target, env.ID, delay), "queue", q)
+			k.env.logger.Warn(fmt.Sprintf("acemq: %s is not on the broker, so %s will wait %s in this consumer instead; declare it (start the consumer with its retry policy, or Topology.Retries)", target, env.ID, delay), "queue", q)
 		} else {
 			k.putBackFailed(dv, env, target, err)
 			return
@@ -155,7 +149,7 @@ func (k *consumerCore) retry(dv *delivery, env Envelope, cause error, handled bo
 	}
 	wait := p.ConsumerWait(delay, rand.Float64())
 	k.later(dv, wait, func(ctx context.Context) {
-		if err := k.c.hop(ctx, k.hopMessage(dv, next, q)); err != nil {
+		if err := k.host.hop(ctx, k.hopMessage(dv, next, q)); err != nil {
 			k.putBackFailed(dv, env, q, err)
 			return
 		}
@@ -165,13 +159,13 @@ func (k *consumerCore) retry(dv *delivery, env Envelope, cause error, handled bo
 
 // putBackFailed: the retry was counted; the delivery goes back to the broker.
 func (k *consumerCore) putBackFailed(dv *delivery, env Envelope, target string, err error) {
-	k.c.logger.Warn("acemq: a retry could not be republished; handing the message back to the broker", "queue", k.queue, "id", env.ID, "target", target, "error", err)
+	k.env.logger.Warn("acemq: a retry could not be republished; handing the message back to the broker", "queue", k.queue, "id", env.ID, "target", target, "error", err)
 	k.nack(dv, true)
 }
 
 func (k *consumerCore) putBackLater(dv *delivery, env Envelope, delay time.Duration) {
 	k.later(dv, delay, func(ctx context.Context) {
-		if err := k.c.hop(ctx, k.hopMessage(dv, env, k.queue)); err != nil {
+		if err := k.host.hop(ctx, k.hopMessage(dv, env, k.queue)); err != nil {
 			k.putBackFailed(dv, env, k.queue, err)
 			return
 		}
@@ -252,20 +246,20 @@ func (k *consumerCore) settleAside(dv *delivery, env Envelope, target, reason, o
 	cp := env
 	cp.Error = reason
 	ctx, cancel := hopContext()
-	err := k.c.hop(ctx, k.hopMessage(dv, cp, target))
+	err := k.host.hop(ctx, k.hopMessage(dv, cp, target))
 	cancel()
 	if err == nil {
 		k.ack(dv)
 		return
 	}
 	k.fallback(Fallback{Kind: "set_aside_failed", Queue: k.queue, Target: target, Envelope: env, Err: err})
-	k.c.logger.Error("acemq: a message could not be set aside", "queue", k.queue, "id", env.ID, "target", target, "error", err)
+	k.env.logger.Error("acemq: a message could not be set aside", "queue", k.queue, "id", env.ID, "target", target, "error", err)
 	switch {
 	case !dv.att.alive():
 		k.release(dv) // the broker redelivers
 	case k.isDraining():
 		k.nack(dv, true)
-	case k.c.declaredWithDeadLettering(k.queue) && !IsUnroutable(err):
+	case k.host.deadLettering(k.queue) && !IsUnroutable(err):
 		k.reject(dv) // the broker's own dead-lettering is the last resort
 	default:
 		k.later(dv, inProgressDelay, func(context.Context) { k.nack(dv, true) })

@@ -14,7 +14,6 @@ type Stats struct {
 	refused    atomic.Int64
 	unroutable atomic.Int64
 	consumed   atomic.Int64
-	rr         atomic.Uint64
 }
 
 // StatsSnapshot is a point-in-time copy of the counters.
@@ -58,22 +57,4 @@ type PublishReport struct {
 	Duration time.Duration
 	Envelope Envelope
 	Err      error
-}
-
-func (c *Conn) reportPublish(r PublishReport) {
-	switch r.Outcome {
-	case OutcomeConfirmed, OutcomePublished:
-		c.stats.confirmed.Add(1)
-	case OutcomeRefused:
-		c.stats.refused.Add(1)
-	case OutcomeUnroutable:
-		c.stats.unroutable.Add(1)
-		c.stats.failed.Add(1)
-	default:
-		c.stats.failed.Add(1)
-	}
-	c.tel.published(r)
-	for _, h := range c.cfg.publishHooks {
-		h(r)
-	}
 }

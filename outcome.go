@@ -1,0 +1,10 @@
+package acemq
+
+// Publish outcome words (contract §5.2).
+const (
+	OutcomeConfirmed  = "confirmed"
+	OutcomePublished  = "published"
+	OutcomeUnroutable = "unroutable"
+	OutcomeRefused    = "refused"
+	OutcomeFailed     = "failed"
+)
