@@ -13,7 +13,7 @@ type Sent struct {
 	RoutingKey  string
 	ContentType string
 	// Outcome is "confirmed", or "published" when confirms are off.
-	Outcome string
+	Outcome Outcome
 	// Mandatory is true when the publish was mandatory; it was then routed.
 	Mandatory bool
 }

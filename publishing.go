@@ -75,7 +75,7 @@ func blockedReason(reason string) string {
 	return s + ". Nothing was sent; back off and retry once the broker unblocks"
 }
 
-func newPubErr(msg *transport.Message, outcome string, reason string, sent bool, cause error) *PublishError {
+func newPubErr(msg *transport.Message, outcome Outcome, reason string, sent bool, cause error) *PublishError {
 	return &PublishError{
 		MessageID:  msg.MessageID,
 		Exchange:   msg.Exchange,

@@ -8,16 +8,6 @@ import (
 	"github.com/acemq-go/acemq/transport"
 )
 
-// Consume outcome words (contract §5.2).
-const (
-	ConsumeAcked        = "acked"
-	ConsumeRetried      = "retried"
-	ConsumeRejected     = "rejected"
-	ConsumeDeadLettered = "dead_lettered"
-	ConsumeParked       = "parked"
-	ConsumeInProgress   = "in_progress"
-)
-
 // Settlement is the engine's decision for one delivery, reported exactly
 // once per delivery to settlement hooks (and the counters that read them)
 // after the decision and before it is carried out. Counters follow the

@@ -53,7 +53,7 @@ type PublishReport struct {
 	RoutingKey  string
 	MessageType string
 	// Outcome is confirmed, published, unroutable, refused or failed.
-	Outcome  string
+	Outcome  Outcome
 	Duration time.Duration
 	Envelope Envelope
 	Err      error

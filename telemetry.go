@@ -299,9 +299,9 @@ func (t *telemetry) published(r PublishReport) {
 	if !t.metering {
 		return
 	}
-	o := t.opts(attrKey{kindPublish, r.Exchange, r.RoutingKey, r.MessageType, r.Outcome}, func() *attrOpts {
+	o := t.opts(attrKey{kindPublish, r.Exchange, r.RoutingKey, r.MessageType, string(r.Outcome)}, func() *attrOpts {
 		return newAttrOpts(tagExchange.String(r.Exchange), tagRouting.String(r.RoutingKey), tagType.String(r.MessageType),
-			tagTrans.String(t.transport), tagOutcome.String(r.Outcome))
+			tagTrans.String(t.transport), tagOutcome.String(string(r.Outcome)))
 	})
 	ctx := context.Background()
 	t.publishTotal.Add(ctx, 1, o.add...)
@@ -367,7 +367,7 @@ func (t *telemetry) startPublishSpan(ctx context.Context, exchange, routingKey s
 	}
 	t.prop.Inject(ctx, envCarrier{env})
 	if !span.IsRecording() {
-		return ctx, func(string, error) { span.End() }
+		return ctx, func(Outcome, error) { span.End() }
 	}
 	// One call, not two: the SDK grows its attribute slice per call.
 	kv := [7]attribute.KeyValue{
@@ -383,16 +383,16 @@ func (t *telemetry) startPublishSpan(ctx context.Context, exchange, routingKey s
 		kv[6], n = attrConversation.String(env.CorrelationID), 7
 	}
 	span.SetAttributes(kv[:n]...)
-	return ctx, func(outcome string, err error) {
-		span.SetAttributes(attrOutcome.String(outcome))
+	return ctx, func(outcome Outcome, err error) {
+		span.SetAttributes(attrOutcome.String(string(outcome)))
 		if outcome == OutcomeUnroutable {
 			var pe *PublishError
 			if errors.As(err, &pe) {
 				span.SetAttributes(attrReason.String(pe.Reason))
 			}
 		}
-		if semconv.IsError(outcome) {
-			desc := outcome
+		if semconv.IsError(string(outcome)) {
+			desc := string(outcome)
 			if err != nil {
 				desc = err.Error()
 				span.RecordError(err)
@@ -522,9 +522,9 @@ func (t *telemetry) inFlight(queue string, delta int64) {
 	t.consumeInFlight.Add(context.Background(), delta, o.add...)
 }
 
-type publishEnd func(outcome string, err error)
+type publishEnd func(outcome Outcome, err error)
 
 type processEnd func(s Settlement)
 
-func noopPublishEnd(string, error) {}
-func noopProcessEnd(Settlement)    {}
+func noopPublishEnd(Outcome, error) {}
+func noopProcessEnd(Settlement)     {}
