@@ -30,7 +30,7 @@ type Conn struct {
 	origin    string
 	logger    *slog.Logger
 	tel       *telemetry
-	stats     Stats
+	stats     counters
 	events    *events
 	links     *links
 	life      *lifecycle

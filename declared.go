@@ -103,7 +103,7 @@ func (r *declared) queueArg(q, name string) (any, bool) {
 // redeclarer declares a recovery's declarations again on the new
 // connection, on channels from open.
 type redeclarer struct {
-	open   ChannelOpener
+	open   channelOpener
 	report func(refusal error) // logs a refusal that is skipped
 }
 

@@ -23,7 +23,7 @@ type publishing struct {
 	origin string
 	logger *slog.Logger
 	tel    *telemetry
-	stats  *Stats
+	stats  *counters
 	life   *lifecycle
 	events *events
 

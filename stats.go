@@ -5,9 +5,9 @@ import (
 	"time"
 )
 
-// Stats are a Conn's cumulative counters, the ones the standing-load line
-// reports. Read them with Snapshot; they are safe for concurrent use.
-type Stats struct {
+// counters are a Conn's cumulative counters, the ones the standing-load
+// line reports (Conn.Stats). They are safe for concurrent use.
+type counters struct {
 	published  atomic.Int64
 	confirmed  atomic.Int64
 	failed     atomic.Int64
