@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -28,7 +29,7 @@ func benchStream(b *testing.B, c *acemq.Conn, n int) string {
 			_, _ = c.DeleteQueue(context.Background(), q)
 		}
 	})
-	body, _ := json.Marshal(map[string]string{"pad": string(make([]byte, 240))})
+	body, _ := json.Marshal(map[string]string{"pad": strings.Repeat("x", 240)})
 	for done := 0; done < n; {
 		batch := make([]acemq.RawMessage, 0, 1000)
 		for i := 0; i < 1000 && done+i < n; i++ {

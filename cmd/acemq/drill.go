@@ -93,11 +93,13 @@ line with its numbers ("drill NAME: PASS|FAIL name=value ..."), and exits non-ze
             beside a plain amqp091-go client's dial and confirmed publish
   alarm     a memory alarm under load: paused refusals with the broker's reason,
             Blocked(), health < 1ms and UP, publishing back within 1s of clearing
-  soak      hundreds of forced reconnects at a steady rate; RSS, fds, goroutines and
-            the Go heap must stay flat
+  soak      hundreds of forced reconnects at a steady rate (--every, the soak's pace),
+            broker-side closes and cuts of the TCP path in turn (--close);
+            RSS, fds, goroutines and the Go heap must stay flat
   hostile   malformed messages to a typed consumer: each lands where the contract says
 
-restart, alarm and soak control the broker with rabbitmqctl (--ctl).`,
+restart and alarm control the broker with rabbitmqctl (--ctl); the soak's server closes use
+the management API (--management) or else rabbitmqctl, and its cuts (--close cut) need neither.`,
 		Example: `  acemq drill crash --url amqp://guest:guest@localhost:5672/
   acemq drill restart --url amqp://guest:guest@localhost:5672/ --ctl "rabbitmqctl -n rabbit@host"
   make drills        # every drill, full length, on the project's private node`,
@@ -218,9 +220,10 @@ func newDrillSoak() *cobra.Command {
 	}
 	f.register(cmd, true, 15*time.Minute)
 	cmd.Flags().StringVar(&f.mgmt, "management", os.Getenv("ACEMQ_MANAGEMENT_URL"), "the broker's management API (http://user:pass@host:15672/); when given, connections are closed through it rather than with rabbitmqctl, which boots an Erlang VM per call (default $ACEMQ_MANAGEMENT_URL)")
-	cmd.Flags().IntVar(&o.Reconnects, "reconnects", 240, "forced reconnects (rabbitmqctl close_all_connections)")
+	cmd.Flags().IntVar(&o.Reconnects, "reconnects", 240, "forced reconnects")
+	cmd.Flags().StringVar(&o.Close, "close", drill.CloseMixed, "how a reconnect is forced: server (the broker closes the drill's connection: through --management, else rabbitmqctl close_all_connections, which closes every client's), cut (the drill's own TCP proxy ends the connections) or mixed (the two in turn)")
 	cmd.Flags().IntVar(&o.WarmUp, "warm-up", 0, "reconnects before the warm-up sample (default a tenth)")
-	cmd.Flags().DurationVar(&o.Every, "every", 1500*time.Millisecond, "the soak's pace: at least this between forced closes (the library's recovery interval is left as it is)")
+	cmd.Flags().DurationVar(&o.Every, "every", 1500*time.Millisecond, "the soak's pace: at least this between forced reconnects, and never before the Conn recovered and confirmed a publish (the library's 1s first recovery interval is left as it is)")
 	cmd.Flags().IntVar(&o.Rate, "rate", 200, "steady publish rate, messages per second")
 	return cmd
 }

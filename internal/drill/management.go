@@ -5,25 +5,29 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"net/url"
+	"slices"
 	"strings"
 	"time"
 )
 
-// forceReconnect closes the drill Conn's connections. Through the
-// management HTTP API when env.Management is set: only the connections
-// whose client-provided name starts with clientName, each a DELETE
+// forceReconnect closes one of the drill Conn's connections from the
+// broker's side (connection.close, what a user meets when an operator or a
+// policy closes it). Through the management HTTP API when env.Management is
+// set: only the drill's own connection, found by the address it comes from
+// (from, when given) or by its client-provided name, one DELETE
 // (milliseconds), which leaves everyone else's connections on a shared
 // broker alone. Else `rabbitmqctl close_all_connections`, which closes
 // every client's and boots an Erlang VM per call (about a second on an
 // idle machine, far more on a loaded one).
-func (e Env) forceReconnect(ctx context.Context, m *mgmtCloser, reason string) error {
+func (e Env) forceReconnect(ctx context.Context, m *mgmtCloser, from func() []net.Addr, reason string) error {
 	if e.Management == "" {
 		_, err := e.ctl(ctx, "close_all_connections", reason)
 		return err
 	}
-	return m.close(ctx, reason)
+	return m.close(ctx, reason, from)
 }
 
 // mgmtCloser closes one of a client's connections through the management
@@ -31,13 +35,21 @@ func (e Env) forceReconnect(ctx context.Context, m *mgmtCloser, reason string) e
 // The API lists a connection only once the broker has emitted statistics
 // for it (every collect_statistics_interval, 5 s by default), and lists a
 // closed one for a while after: it waits for want connections it has not
-// closed before.
+// closed before. Given the addresses the drill's connections come from, it
+// finds them at once in the broker's connection tracking instead (close).
 type mgmtCloser struct {
 	base   *url.URL
 	prefix string
 	want   int
 	closed map[string]bool
 	client *http.Client
+	// byAddress and byName count the connections closed through the
+	// broker's connection tracking (found by address) and through the
+	// statistics (found by client-provided name).
+	byAddress, byName int
+	// byNameAfter is how long close looks only by address, when given
+	// addresses, before it also looks by name (2 s).
+	byNameAfter time.Duration
 }
 
 // stop closes the closer's idle HTTP connections (and their goroutines).
@@ -49,7 +61,7 @@ func newMgmtCloser(base, prefix string, want int) (*mgmtCloser, error) {
 		return nil, fmt.Errorf("acemq: the management URL %q does not parse: %v", base, err)
 	}
 	return &mgmtCloser{base: u, prefix: prefix, want: want, closed: map[string]bool{},
-		client: &http.Client{Transport: &http.Transport{}}}, nil
+		byNameAfter: 2 * time.Second, client: &http.Client{Transport: &http.Transport{}}}, nil
 }
 
 func (m *mgmtCloser) do(ctx context.Context, method, path, reason string) ([]byte, error) {
@@ -78,44 +90,70 @@ func (m *mgmtCloser) do(ctx context.Context, method, path, reason string) ([]byt
 	return b, nil
 }
 
-func (m *mgmtCloser) close(parent context.Context, reason string) error {
+// close closes one of the drill's connections through the management API.
+// With from (the addresses the broker sees the drill's connections come
+// from, the soak's proxy's), it looks first in the broker's own connection
+// tracking (disable_stats=true), which lists a connection the moment the
+// broker accepts it; the statistics-based list, which names connections by
+// their client-provided name, lists a new one only with the next statistics
+// (about 5 s after it opened on RabbitMQ 3.10, whatever
+// collect_statistics_interval says). That list is used without from, and
+// after 2 s with it, for a broker that sees other addresses (a NAT between).
+func (m *mgmtCloser) close(parent context.Context, reason string, from func() []net.Addr) error {
 	ctx, cancel := context.WithTimeout(parent, 30*time.Second)
 	defer cancel()
+	started := time.Now()
 	var names []string
 	var last error // the last refused DELETE
 	for {
-		b, err := m.do(ctx, http.MethodGet, "/api/connections?columns=name,user_provided_name", "")
-		if err != nil {
-			return fmt.Errorf("acemq: cannot list the broker's connections through the management API: %w", err)
-		}
-		var conns []struct {
-			Name string `json:"name"`
-			User string `json:"user_provided_name"`
-		}
-		if err := json.Unmarshal(b, &conns); err != nil {
-			return fmt.Errorf("acemq: the management API's connection list does not parse: %w", err)
-		}
-		names = names[:0]
-		for _, c := range conns {
-			if strings.HasPrefix(c.User, m.prefix) && !m.closed[c.Name] {
-				names = append(names, c.Name)
+		if from != nil {
+			done, refused, err := m.closeTracked(ctx, from(), reason)
+			if err != nil {
+				return err
 			}
-		}
-		if len(names) >= m.want && len(names) > 0 {
-			// Close the first that the broker still has: the statistics can
-			// list a connection for a moment after it ended, and deleting
-			// that one fails (404, or 500 on RabbitMQ 3.10); when every one
-			// listed was such a ghost, list again.
-			for _, name := range names {
-				m.closed[name] = true
-				if _, err := m.do(ctx, http.MethodDelete, "/api/connections/"+url.PathEscape(name), reason); err != nil {
-					last = err
-					continue
-				}
+			if done {
+				m.byAddress++
 				return nil
 			}
+			if refused != nil {
+				last = refused
+			}
 		}
-		if err := sleepCtx(ctx, 50*time.Millisecond); err != nil {
+		if from == nil || time.Since(started) >= m.byNameAfter {
+			b, err := m.do(ctx, http.MethodGet, "/api/connections?columns=name,user_provided_name", "")
+			if err != nil {
+				return fmt.Errorf("acemq: cannot list the broker's connections through the management API: %w", err)
+			}
+			var conns []struct {
+				Name string `json:"name"`
+				User string `json:"user_provided_name"`
+			}
+			if err := json.Unmarshal(b, &conns); err != nil {
+				return fmt.Errorf("acemq: the management API's connection list does not parse: %w", err)
+			}
+			names = names[:0]
+			for _, c := range conns {
+				if strings.HasPrefix(c.User, m.prefix) && !m.closed[c.Name] {
+					names = append(names, c.Name)
+				}
+			}
+			if len(names) >= m.want && len(names) > 0 {
+				// Close the first that the broker still has: the statistics can
+				// list a connection for a moment after it ended, and deleting
+				// that one fails (404, or 500 on RabbitMQ 3.10); when every one
+				// listed was such a ghost, list again.
+				for _, name := range names {
+					m.closed[name] = true
+					if _, err := m.do(ctx, http.MethodDelete, "/api/connections/"+url.PathEscape(name), reason); err != nil {
+						last = err
+						continue
+					}
+					m.byName++
+					return nil
+				}
+			}
+		}
+		if err := sleepCtx(ctx, 20*time.Millisecond); err != nil {
 			if parent.Err() != nil {
 				// The drill's own time ran out while waiting: say that, so the
 				// drill can judge what ran instead of blaming the broker.
@@ -127,4 +165,39 @@ func (m *mgmtCloser) close(parent context.Context, reason string) error {
 			return fmt.Errorf("acemq: the management API listed %d of the drill's %d connections within 30s", len(names), m.want)
 		}
 	}
+}
+
+// closeTracked looks in the broker's connection tracking for a connection
+// from one of addrs and closes the first it can. It reports whether it
+// closed one, the last refused DELETE, and an error when the API cannot be
+// asked at all.
+func (m *mgmtCloser) closeTracked(ctx context.Context, addrs []net.Addr, reason string) (bool, error, error) {
+	if len(addrs) == 0 {
+		return false, nil, nil
+	}
+	b, err := m.do(ctx, http.MethodGet, "/api/connections?disable_stats=true", "")
+	if err != nil {
+		return false, nil, fmt.Errorf("acemq: cannot list the broker's tracked connections through the management API: %w", err)
+	}
+	var conns []struct {
+		Name string `json:"name"`
+	}
+	if err := json.Unmarshal(b, &conns); err != nil {
+		return false, nil, fmt.Errorf("acemq: the management API's tracked connection list does not parse: %w", err)
+	}
+	var refused error
+	for _, c := range conns {
+		if m.closed[c.Name] || !slices.ContainsFunc(addrs, func(a net.Addr) bool { return connectionFrom(c.Name, a) }) {
+			continue
+		}
+		m.closed[c.Name] = true
+		// disable_stats here too: without it the API looks the name up in
+		// the statistics, which do not list the connection yet (404).
+		if _, err := m.do(ctx, http.MethodDelete, "/api/connections/"+url.PathEscape(c.Name)+"?disable_stats=true", reason); err != nil {
+			refused = err
+			continue
+		}
+		return true, nil, nil
+	}
+	return false, refused, nil
 }

@@ -30,7 +30,20 @@ type SoakOptions struct {
 	Every time.Duration
 	// Rate is the steady publish rate in messages per second (default 200).
 	Rate int
+	// Close is how each reconnect is forced: CloseServer (the broker
+	// closes one of the Conn's connections: connection.close, through the
+	// management API or rabbitmqctl), CloseCut (the soak's own proxy ends
+	// both TCP connections, no connection.close) or CloseMixed (the two in
+	// turn, a server close first; the default).
+	Close string
 }
+
+// The soak's ways of forcing a reconnect (SoakOptions.Close).
+const (
+	CloseServer = "server"
+	CloseCut    = "cut"
+	CloseMixed  = "mixed"
+)
 
 func (o *SoakOptions) defaults() {
 	if o.Reconnects <= 0 {
@@ -44,6 +57,9 @@ func (o *SoakOptions) defaults() {
 	}
 	if o.Rate <= 0 {
 		o.Rate = 200
+	}
+	if o.Close == "" {
+		o.Close = CloseMixed
 	}
 }
 
@@ -105,13 +121,19 @@ func growth(a, b float64) float64 {
 	return (b - a) / a
 }
 
-// Soak runs the soak drill: a steady publish/consume load while every
-// connection is force-closed o.Reconnects times (the drill's own, through
-// the management API, when env.Management is set; else every client's, with
-// rabbitmqctl close_all_connections). The process is sampled at the start, after
-// o.WarmUp reconnects and at the end; the verdict is "flat" when the Go heap
-// after a forced GC and the RSS grew at most 10 % after the warm-up and
-// neither fds nor goroutines grew at all; nothing confirmed may be lost.
+// Soak runs the soak drill: a steady publish/consume load while the drill's
+// Conn is forced to reconnect o.Reconnects times, at the pace o.Every, by a
+// server close, a cut of its TCP connections, or both in turn (o.Close).
+// The Conn reaches the broker through a small TCP proxy in the drill, which
+// cuts, and which tells the management API's connection tracking which
+// connections are the drill's. A server close goes through the management
+// API when env.Management is set (the drill's own connection only), else
+// rabbitmqctl close_all_connections (every client's). The process is
+// sampled at the start, after o.WarmUp reconnects and at the end; the
+// verdict is "flat" when the Go heap after a forced GC and the RSS grew at
+// most 10 % after the warm-up and neither fds nor goroutines grew at all;
+// nothing confirmed may be lost. A bad URL or option fails the Result,
+// saying what was wrong.
 func Soak(ctx context.Context, env Env, o SoakOptions) *Result {
 	o.defaults()
 	res := newResult("soak")
@@ -124,7 +146,18 @@ func Soak(ctx context.Context, env Env, o SoakOptions) *Result {
 }
 
 func soak(ctx context.Context, env Env, o SoakOptions, res *Result) error {
+	switch o.Close {
+	case CloseServer, CloseCut, CloseMixed:
+	default:
+		return fmt.Errorf("acemq: the soak forces reconnects by %q, %q or %q, not %q", CloseServer, CloseCut, CloseMixed, o.Close)
+	}
 	first := TakeSample()
+	proxy, err := startProxy(&env)
+	if err != nil {
+		return err
+	}
+	// Stopped after the Conn is closed (defers run last-first).
+	defer proxy.stop()
 	recovered := make(chan acemq.Event, 16)
 	clientName := unique("acemq-soak")
 	c, err := env.connect(ctx, acemq.WithClientName(clientName), acemq.WithEventHandler(func(e acemq.Event) {
@@ -235,12 +268,21 @@ func soak(ctx context.Context, env Env, o SoakOptions, res *Result) error {
 		defer closer.stop()
 	}
 	var warm Sample
-	done := 0
+	done, serverCloses, cuts := 0, 0, 0
+	var cycleSum, cycleMax time.Duration
 	cycles := func() error {
 		for i := 1; i <= o.Reconnects; i++ {
 			closedAt := time.Now()
-			if err := env.forceReconnect(ctx, closer, "acemq soak drill"); err != nil {
-				return err
+			if o.Close == CloseCut || (o.Close == CloseMixed && i%2 == 0) {
+				if proxy.cut() == 0 {
+					return fmt.Errorf("reconnect %d: the soak's proxy had no connection to cut", i)
+				}
+				cuts++
+			} else {
+				if err := env.forceReconnect(ctx, closer, proxy.brokerSides, "acemq soak drill"); err != nil {
+					return err
+				}
+				serverCloses++
 			}
 			select {
 			case e := <-recovered:
@@ -275,6 +317,9 @@ func soak(ctx context.Context, env Env, o SoakOptions, res *Result) error {
 				return err
 			}
 			done = i
+			took := time.Since(closedAt)
+			cycleSum += took
+			cycleMax = max(cycleMax, took)
 		}
 		return nil
 	}
@@ -322,6 +367,14 @@ func soak(ctx context.Context, env Env, o SoakOptions, res *Result) error {
 	}
 	res.Set("reconnects", done)
 	res.Set("every", o.Every)
+	server := "rabbitmqctl"
+	if closer != nil {
+		server = fmt.Sprintf("management-api(%d-by-address,%d-by-name)", closer.byAddress, closer.byName)
+	}
+	res.Set("closes", fmt.Sprintf("server:%d/%s+cut:%d", serverCloses, server, cuts))
+	if done > 0 {
+		res.Set("cycle-mean/max", fmt.Sprintf("%s/%s", (cycleSum/time.Duration(done)).Round(time.Millisecond), cycleMax.Round(time.Millisecond)))
+	}
 	res.Set("rate", fmt.Sprintf("%d/s", o.Rate))
 	res.Set("memory", verdict)
 	res.Set("rss-MB", fmt.Sprintf("%.1f→%.1f→%.1f", float64(first.RSS)/1e6, float64(warm.RSS)/1e6, float64(end.RSS)/1e6))
@@ -344,6 +397,25 @@ func soak(ctx context.Context, env Env, o SoakOptions, res *Result) error {
 		res.Failf("%d publish errors of no known kind, the last: %v", other, lastOther)
 	}
 	return nil
+}
+
+// startProxy starts the soak's proxy to env's broker and points env.URL
+// at it.
+func startProxy(env *Env) (*cutProxy, error) {
+	// The proxy's address is not known until it listens; the target is.
+	_, target, err := throughProxy(env.URL, "127.0.0.1:0")
+	if err != nil {
+		return nil, err
+	}
+	p, err := newCutProxy(target)
+	if err != nil {
+		return nil, err
+	}
+	if env.URL, _, err = throughProxy(env.URL, p.addr()); err != nil {
+		p.stop()
+		return nil, err
+	}
+	return p, nil
 }
 
 // bits is a fixed set of small non-negative integers.
