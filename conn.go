@@ -26,17 +26,20 @@ import (
 //
 // A Conn is safe for concurrent use by any number of goroutines.
 type Conn struct {
-	cfg       config // read only once Connect returns
-	origin    string
-	logger    *slog.Logger
-	tel       *telemetry
-	stats     counters
-	events    *events
-	links     *links
-	life      *lifecycle
-	pub       *publishing
-	decls     *declared
-	consumers *consumerSet
+	cfg    config // read only once Connect returns
+	origin string
+	logger *slog.Logger
+	tel    *telemetry
+	stats  counters
+
+	// The parts, one file each, named after the type. Each owns its own
+	// state; they reach each other only through methods.
+	events    *events      // the event handler's queue and goroutine
+	links     *links       // the two broker connections and their generation
+	life      *lifecycle   // state, supervisor, recovery, Close
+	pub       *publishing  // channels, permits, admission, write, confirm
+	decls     *declared    // what to declare again after a recovery
+	consumers *consumerSet // the running consumers (consumer_host.go: what they may reach)
 }
 
 // Connect dials the broker named by rawURL (memory://name, amqp://…,

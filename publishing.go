@@ -154,7 +154,7 @@ func (p *publishing) onBlocked(active bool, reason string) {
 	p.life.broadcast()
 }
 
-// blockedReason reports whether the broker blocks publishing, and why.
+// isBlocked reports whether the broker blocks publishing, and why.
 func (p *publishing) isBlocked() (bool, string) {
 	if b := p.blocked.Load(); b != nil && b.active {
 		return true, b.reason
