@@ -11,7 +11,8 @@ import (
 // TestSendAllConfirmsArrivingWhileWriting: the broker may confirm the
 // first members of a batch before the last is written, so the count of
 // unanswered members touches zero mid-batch; that must not end (or
-// crash) the batch.
+// crash) the batch. Memory only: TestSendAllSurvivesConfirmsArrivingWhile
+// ItIsStillWriting says the same on both transports, on one channel.
 func TestSendAllConfirmsArrivingWhileWriting(t *testing.T) {
 	ctx := context.Background()
 	name := "batch-" + t.Name()

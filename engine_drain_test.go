@@ -13,6 +13,10 @@ import (
 	"github.com/acemq-go/acemq/internal/alarmtest"
 )
 
+// Memory only: the set-aside copy must be nacked while the broker's own
+// dead-lettering into the same dlq still works, and RabbitMQ cannot be
+// told to nack one chosen publish (a bounded reject-publish dlq would
+// refuse the broker's dead-lettered copy too).
 func TestSetAsideFailureRejectsToBrokerDeadLettering(t *testing.T) {
 	r := newRig(t)
 	r.queue("q", func(tp *acemq.Topology) { tp.DeadLetters("q") })
@@ -38,51 +42,53 @@ func TestSetAsideFailureRejectsToBrokerDeadLettering(t *testing.T) {
 }
 
 func TestSetAsideFailureKeepsTheMessageAndDrainRequeuesIt(t *testing.T) {
-	r := newRig(t)
-	r.queue("q")
-	var calls atomic.Int32
-	k := consume(r, "q", func(context.Context, *acemq.Message[order]) acemq.Decision {
-		calls.Add(1)
-		return acemq.Reject(errors.New("bad"))
-	}, acemq.WithoutDeadLetterDeclaration())
-	sent := r.send("q", order{ID: "s"})
-	r.nextSettlement()
-	f := r.nextFallback()
-	if f.Kind != "set_aside_failed" || f.Target != "q.dlq" || !acemq.IsUnroutable(f.Err) {
-		t.Fatalf("fallback %+v, want set_aside_failed for q.dlq, unroutable", f)
-	}
-	if k.InFlight() != 1 {
-		t.Fatalf("in flight %d during the 5s hold, want 1", k.InFlight())
-	}
-	// Draining cuts the hold short: nack-requeue at once.
-	start := time.Now()
-	if err := k.Close(context.Background()); err != nil {
-		t.Fatal(err)
-	}
-	if d := time.Since(start); d > 2*time.Second {
-		t.Fatalf("Close took %s: the 5s hold was not cut short", d)
-	}
-	r.waitReady("q", 1)
-	m := r.pull("q")
-	if m.Envelope.ID != sent.Envelope.ID || !m.Redelivered {
-		t.Fatalf("q holds %s (redelivered %v), want the original requeued", m.Envelope.ID, m.Redelivered)
-	}
-	if calls.Load() != 1 {
-		t.Fatalf("the handler ran %d times", calls.Load())
-	}
+	onEveryRig(t, func(t *testing.T, r *rig) {
+		q := r.named("q")
+		r.queue(q)
+		var calls atomic.Int32
+		k := consume(r, q, func(context.Context, *acemq.Message[order]) acemq.Decision {
+			calls.Add(1)
+			return acemq.Reject(errors.New("bad"))
+		}, acemq.WithoutDeadLetterDeclaration())
+		sent := r.send(q, order{ID: "s"})
+		r.nextSettlement()
+		f := r.nextFallback()
+		if f.Kind != "set_aside_failed" || f.Target != q+".dlq" || !acemq.IsUnroutable(f.Err) {
+			t.Fatalf("fallback %+v, want set_aside_failed for %s.dlq, unroutable", f, q)
+		}
+		if k.InFlight() != 1 {
+			t.Fatalf("in flight %d during the 5s hold, want 1", k.InFlight())
+		}
+		// Draining cuts the hold short: nack-requeue at once.
+		start := time.Now()
+		if err := k.Close(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		if d := time.Since(start); d > 2*time.Second {
+			t.Fatalf("Close took %s: the 5s hold was not cut short", d)
+		}
+		r.waitReady(q, 1)
+		m := r.pull(q)
+		if m.Envelope.ID != sent.Envelope.ID || !m.Redelivered {
+			t.Fatalf("%s holds %s (redelivered %v), want the original requeued", q, m.Envelope.ID, m.Redelivered)
+		}
+		if calls.Load() != 1 {
+			t.Fatalf("the handler ran %d times", calls.Load())
+		}
+	})
 }
 
-// stuckRig starts a consumer (prefetch 5, concurrency 1) whose handler
-// blocks on the first message until its ctx is cancelled and then until
-// release closes; it reports each start on started and each return on
-// returned.
-func stuckRig(t *testing.T, drain time.Duration) (r *rig, k *acemq.Consumer, started chan string, release, returned chan struct{}) {
-	r = newRig(t)
-	r.queue("q")
+// stuckRig starts a consumer on a queue of r (prefetch 5, concurrency 1)
+// whose handler blocks on the first message until its ctx is cancelled
+// and then until release closes; it reports each start on started and
+// each return on returned.
+func stuckRig(t *testing.T, r *rig, drain time.Duration) (q string, k *acemq.Consumer, started chan string, release, returned chan struct{}) {
+	q = r.named("q")
+	r.queue(q)
 	started = make(chan string, 10)
 	release = make(chan struct{})
 	returned = make(chan struct{}, 10)
-	k = consume(r, "q", func(ctx context.Context, m *acemq.Message[order]) acemq.Decision {
+	k = consume(r, q, func(ctx context.Context, m *acemq.Message[order]) acemq.Decision {
 		defer func() { returned <- struct{}{} }()
 		started <- m.Payload.ID
 		<-ctx.Done()
@@ -90,7 +96,7 @@ func stuckRig(t *testing.T, drain time.Duration) (r *rig, k *acemq.Consumer, sta
 		return acemq.Accept()
 	}, acemq.ConsumerPrefetch(5), acemq.ConsumerDrainTimeout(drain))
 	for i := range 5 {
-		r.send("q", order{ID: string(rune('a' + i))})
+		r.send(q, order{ID: string(rune('a' + i))})
 	}
 	if got := recv(t, started); got != "a" {
 		t.Fatalf("first handler call saw %q", got)
@@ -102,63 +108,76 @@ func stuckRig(t *testing.T, drain time.Duration) (r *rig, k *acemq.Consumer, sta
 		}
 		time.Sleep(time.Millisecond) // no event for prefetch arrival
 	}
-	return r, k, started, release, returned
+	return q, k, started, release, returned
 }
 
 func TestCloseWithAStuckHandlerReturnsDrainTimeoutError(t *testing.T) {
-	r, k, started, release, returned := stuckRig(t, 100*time.Millisecond)
-	defer close(release)
-	err := k.Close(context.Background())
-	var dte *acemq.DrainTimeoutError
-	if !errors.As(err, &dte) || !errors.Is(err, acemq.ErrDrainTimeout) {
-		t.Fatalf("Close = %v, want a *DrainTimeoutError", err)
-	}
-	const want = "acemq: the drain did not finish within 100ms: 1 delivery was left unsettled and will be redelivered — q (1)"
-	if err.Error() != want {
-		t.Fatalf("Close error\n got %q\nwant %q", err.Error(), want)
-	}
-	if dte.Stranded["q"] != 1 || len(dte.Stranded) != 1 {
-		t.Fatalf("stranded %v, want q: 1", dte.Stranded)
-	}
-	// The four prefetched, unstarted ones went back unrun, and the stuck
-	// one returned with the channel.
-	r.waitReady("q", 5)
-	if len(started) != 0 {
-		t.Fatalf("the handler started %d more deliveries while draining", len(started))
-	}
-	if k.InFlight() != 0 {
-		t.Fatalf("in flight %d after Close", k.InFlight())
-	}
-	_ = returned
+	onEveryRig(t, func(t *testing.T, r *rig) {
+		q, k, started, release, returned := stuckRig(t, r, 100*time.Millisecond)
+		defer close(release)
+		err := k.Close(context.Background())
+		var dte *acemq.DrainTimeoutError
+		if !errors.As(err, &dte) || !errors.Is(err, acemq.ErrDrainTimeout) {
+			t.Fatalf("Close = %v, want a *DrainTimeoutError", err)
+		}
+		want := "acemq: the drain did not finish within 100ms: 1 delivery was left unsettled and will be redelivered — " + q + " (1)"
+		if err.Error() != want {
+			t.Fatalf("Close error\n got %q\nwant %q", err.Error(), want)
+		}
+		if dte.Stranded[q] != 1 || len(dte.Stranded) != 1 {
+			t.Fatalf("stranded %v, want %s: 1", dte.Stranded, q)
+		}
+		// The four prefetched, unstarted ones went back unrun, and the stuck
+		// one returned with the channel.
+		r.waitReady(q, 5)
+		if len(started) != 0 {
+			t.Fatalf("the handler started %d more deliveries while draining", len(started))
+		}
+		if k.InFlight() != 0 {
+			t.Fatalf("in flight %d after Close", k.InFlight())
+		}
+		_ = returned
+	})
 }
 
 func TestCloseIsIdempotent(t *testing.T) {
-	_, k, _, release, _ := stuckRig(t, 50*time.Millisecond)
-	defer close(release)
-	first := k.Close(context.Background())
-	if !errors.Is(first, acemq.ErrDrainTimeout) {
-		t.Fatalf("first Close = %v", first)
-	}
-	second := k.Close(context.Background())
-	if second == nil || second.Error() != first.Error() {
-		t.Fatalf("second Close = %v, want the first result %v", second, first)
-	}
+	onEveryRig(t, func(t *testing.T, r *rig) {
+		_, k, _, release, _ := stuckRig(t, r, 50*time.Millisecond)
+		defer close(release)
+		first := k.Close(context.Background())
+		if !errors.Is(first, acemq.ErrDrainTimeout) {
+			t.Fatalf("first Close = %v", first)
+		}
+		second := k.Close(context.Background())
+		if second == nil || second.Error() != first.Error() {
+			t.Fatalf("second Close = %v, want the first result %v", second, first)
+		}
+	})
 }
 
 func TestHandlerReturningAfterItsChannelIsGoneHasItsDecisionDiscarded(t *testing.T) {
-	r, k, _, release, returned := stuckRig(t, 50*time.Millisecond)
-	if err := k.Close(context.Background()); !errors.Is(err, acemq.ErrDrainTimeout) {
-		t.Fatalf("Close = %v", err)
-	}
-	r.waitReady("q", 5)
-	close(release) // the stuck handler now answers Accept
-	recv(t, returned)
-	r.noMoreSettlements(100 * time.Millisecond)
-	if got := r.ready("q"); got != 5 {
-		t.Fatalf("q holds %d, want 5: a discarded decision acked or copied something", got)
-	}
+	onEveryRig(t, func(t *testing.T, r *rig) {
+		q, k, _, release, returned := stuckRig(t, r, 50*time.Millisecond)
+		if err := k.Close(context.Background()); !errors.Is(err, acemq.ErrDrainTimeout) {
+			t.Fatalf("Close = %v", err)
+		}
+		r.waitReady(q, 5)
+		close(release) // the stuck handler now answers Accept
+		recv(t, returned)
+		r.noMoreSettlements(100 * time.Millisecond)
+		if got := r.ready(q); got != 5 {
+			t.Fatalf("%s holds %d, want 5: a discarded decision acked or copied something", q, got)
+		}
+	})
 }
 
+// Memory only for now: on RabbitMQ the put-back copy sometimes comes back
+// redelivered (about 1 run in 5), because the drain cuts the wait short
+// before it cancels the subscription (drain.go closes drainCh before
+// basic.cancel; behaviour §3.11 orders the cancel first), so the broker
+// delivers the copy to the draining consumer, which requeues it. Reported
+// to the lead; the version over both transports is in the commit that
+// says it fails.
 func TestCloseCutsAnInConsumerRetryWaitShort(t *testing.T) {
 	r := newRig(t)
 	r.queue("q")
@@ -198,56 +217,113 @@ func TestCloseCutsAnInConsumerRetryWaitShort(t *testing.T) {
 }
 
 func TestCloseReturnsPromptlyWithTheCallersCancellation(t *testing.T) {
-	_, k, _, release, _ := stuckRig(t, time.Hour)
-	defer close(release)
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- k.Close(ctx) }()
-	cancel()
-	select {
-	case err := <-done:
-		if !errors.Is(err, context.Canceled) {
-			t.Fatalf("Close = %v, want it to carry context.Canceled", err)
+	onEveryRig(t, func(t *testing.T, r *rig) {
+		_, k, _, release, _ := stuckRig(t, r, time.Hour)
+		defer close(release)
+		ctx, cancel := context.WithCancel(context.Background())
+		done := make(chan error, 1)
+		go func() { done <- k.Close(ctx) }()
+		cancel()
+		select {
+		case err := <-done:
+			if !errors.Is(err, context.Canceled) {
+				t.Fatalf("Close = %v, want it to carry context.Canceled", err)
+			}
+		case <-time.After(5 * time.Second):
+			t.Fatal("Close did not return after its ctx was cancelled")
 		}
-	case <-time.After(5 * time.Second):
-		t.Fatal("Close did not return after its ctx was cancelled")
-	}
+	})
 }
 
 func TestConnCloseDrainsEveryConsumerUnderOneDeadline(t *testing.T) {
-	r := newRig(t, acemq.WithDrainTimeout(200*time.Millisecond))
-	release := make(chan struct{})
-	defer close(release)
-	started := make(chan struct{}, 4)
-	stuck := func(ctx context.Context, m *acemq.Message[order]) acemq.Decision {
-		started <- struct{}{}
-		<-ctx.Done()
-		<-release
-		return acemq.Accept()
-	}
-	for _, q := range []string{"a", "b"} {
+	onEveryRig(t, func(t *testing.T, r *rig) {
+		release := make(chan struct{})
+		defer close(release)
+		started := make(chan struct{}, 4)
+		stuck := func(ctx context.Context, m *acemq.Message[order]) acemq.Decision {
+			started <- struct{}{}
+			<-ctx.Done()
+			<-release
+			return acemq.Accept()
+		}
+		a, b := r.named("a"), r.named("b") // a sorts before b on either broker
+		for _, q := range []string{a, b} {
+			r.queue(q)
+			if _, err := acemq.Consume(context.Background(), r.c, q, stuck); err != nil {
+				t.Fatal(err)
+			}
+			r.send(q, order{ID: q})
+		}
+		recv(t, started)
+		recv(t, started)
+		start := time.Now()
+		err := r.c.Close(context.Background())
+		took := time.Since(start)
+		want := "acemq: the drain did not finish within 200ms: 2 deliveries were left unsettled and will be redelivered — " + a + " (1), " + b + " (1)"
+		if err == nil || err.Error() != want {
+			t.Fatalf("Conn.Close\n got %v\nwant %q", err, want)
+		}
+		// One deadline plus one grace, not one per consumer.
+		if took > 200*time.Millisecond+500*time.Millisecond+300*time.Millisecond {
+			t.Fatalf("Close took %s: the consumers were not drained under one deadline", took)
+		}
+		if again := r.c.Close(context.Background()); again == nil || again.Error() != want {
+			t.Fatalf("second Conn.Close = %v, want the first result", again)
+		}
+	}, acemq.WithDrainTimeout(200*time.Millisecond))
+}
+
+// A Conn.Close whose ctx ends before the drain does stops at that
+// deadline, names it, counts the running handler's delivery as stranded,
+// and hands every prefetched delivery back unrun.
+func TestConnCloseAtTheCallersDeadlineReturnsPrefetchedDeliveries(t *testing.T) {
+	onEveryRig(t, func(t *testing.T, r *rig) {
+		ctx := context.Background()
+		other := r.reconnect()
+		q := r.named("drain")
 		r.queue(q)
-		if _, err := acemq.Consume(context.Background(), r.c, q, stuck); err != nil {
+		for i := range 10 {
+			r.send(q, order{ID: itoa(int64(i))})
+		}
+		started := make(chan struct{}, 10)
+		release := make(chan struct{})
+		defer close(release)
+		k, err := acemq.Consume(ctx, r.c, q, func(ctx context.Context, m *acemq.Message[order]) acemq.Decision {
+			started <- struct{}{}
+			<-release // slow, and deaf to its context
+			return acemq.Accept()
+		}, acemq.ConsumerPrefetch(10))
+		if err != nil {
 			t.Fatal(err)
 		}
-		r.send(q, order{ID: q})
-	}
-	recv(t, started)
-	recv(t, started)
-	start := time.Now()
-	err := r.c.Close(context.Background())
-	took := time.Since(start)
-	const want = "acemq: the drain did not finish within 200ms: 2 deliveries were left unsettled and will be redelivered — a (1), b (1)"
-	if err == nil || err.Error() != want {
-		t.Fatalf("Conn.Close\n got %v\nwant %q", err, want)
-	}
-	// One deadline plus one grace, not one per consumer.
-	if took > 200*time.Millisecond+500*time.Millisecond+300*time.Millisecond {
-		t.Fatalf("Close took %s: the consumers were not drained under one deadline", took)
-	}
-	if again := r.c.Close(context.Background()); again == nil || again.Error() != want {
-		t.Fatalf("second Conn.Close = %v, want the first result", again)
-	}
+		recv(t, started)
+		eventually(t, 5*time.Second, "10 deliveries in flight", func() bool { return k.InFlight() == 10 })
+		if n := queueDepth(t, other, q); n != 0 {
+			t.Fatalf("%d ready with 10 prefetched", n)
+		}
+		cctx, cancel := context.WithTimeout(ctx, 300*time.Millisecond)
+		defer cancel()
+		start := time.Now()
+		err = r.c.Close(cctx)
+		took := time.Since(start)
+		var dte *acemq.DrainTimeoutError
+		if !errors.As(err, &dte) {
+			t.Fatalf("Close with a handler still running returned %v, want a *DrainTimeoutError", err)
+		}
+		if dte.Stranded[q] != 1 {
+			t.Fatalf("DrainTimeoutError counts %v stranded, want 1 on %s (the running handler)", dte.Stranded, q)
+		}
+		if took > 2*time.Second {
+			t.Fatalf("Close took %s with a 300ms deadline", took)
+		}
+		if dte.Timeout > 300*time.Millisecond {
+			t.Fatalf("DrainTimeoutError names %s, not the 300ms deadline the drain used: %v", dte.Timeout, err)
+		}
+		eventually(t, 5*time.Second, "all 10 messages back on the queue", func() bool { return queueDepth(t, other, q) == 10 })
+		if len(started) != 0 {
+			t.Fatalf("%d prefetched deliveries were run during the drain", len(started))
+		}
+	})
 }
 
 // laterGoroutines counts consumer goroutines holding a delivery for a
@@ -258,6 +334,10 @@ func laterGoroutines() int {
 	return strings.Count(string(buf[:n]), "acemq.(*consumerCore).later")
 }
 
+// Memory only: the hop must meet a publishing connection that stays
+// blocked past the drain's deadline; on RabbitMQ that takes a node-wide
+// memory alarm (seconds to raise and clear, and it blocks every
+// connection), so the blocked cases run on the memory broker's alarm.
 func TestConsumerCloseAtItsDeadlineLeavesNoDelayedHopBehind(t *testing.T) {
 	r := newRig(t)
 	r.queue("q")

@@ -2,6 +2,8 @@ package acemq_test
 
 import (
 	"context"
+	"log/slog"
+	"os"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -9,6 +11,8 @@ import (
 	"time"
 
 	"github.com/acemq-go/acemq"
+	"github.com/acemq-go/acemq/internal/testenv"
+	"github.com/acemq-go/acemq/transport"
 	"github.com/acemq-go/acemq/transport/memory"
 )
 
@@ -18,13 +22,23 @@ const waitLimit = 10 * time.Second
 
 var brokerSeq atomic.Int64
 
-// rig is one test's Conn on a memory broker of its own, with every
-// settlement and fallback recorded.
+// rig is one test's Conn, with every settlement and fallback recorded: on
+// a memory broker of its own (newRig), or on the RabbitMQ node of `make
+// test` (onEveryRig's "rabbitmq" subtest).
 type rig struct {
-	t      *testing.T
-	c      *acemq.Conn
+	t *testing.T
+	c *acemq.Conn
+	// broker is the memory broker; nil on RabbitMQ, so a test that uses
+	// it (a fault RabbitMQ cannot be told to make) runs on memory only.
 	broker *memory.Broker
-	name   string
+	// name is the memory broker's name.
+	name string
+	// url is the address the Conn dialled; rabbit says it is RabbitMQ.
+	url    string
+	rabbit bool
+	// made holds the queues this rig named on RabbitMQ, deleted at
+	// cleanup with their dead-letter halves and rungs.
+	made []string
 
 	mu          sync.Mutex
 	settlements []acemq.Settlement
@@ -37,7 +51,42 @@ func newRig(t *testing.T, opts ...acemq.Option) *rig {
 	t.Helper()
 	name := strings.NewReplacer("/", "-", "_", "-").Replace(t.Name()) + "-" + itoa(brokerSeq.Add(1))
 	name = strings.ToLower(name)
-	r := &rig{t: t, name: name, settled: make(chan acemq.Settlement, 1000), fallbacks: make(chan acemq.Fallback, 1000)}
+	r := &rig{t: t, name: name, url: "memory://" + name}
+	t.Cleanup(func() { memory.Delete(name) }) // after the Conn's Close
+	r.connect(opts)
+	r.broker = memory.Lookup(name)
+	return r
+}
+
+// newRabbitRig connects to the RabbitMQ node of `make test` (skipped, or
+// failed under ACEMQ_REQUIRE_SERVICES, when it is not running). The queues
+// the test names with r.named are deleted at cleanup.
+func newRabbitRig(t *testing.T, opts ...acemq.Option) *rig {
+	t.Helper()
+	r := &rig{t: t, url: testenv.AMQPURL(t), rabbit: true}
+	logger := acemq.DiscardLogger()
+	if os.Getenv("ACEMQ_TEST_LOG") == "1" {
+		logger = slog.New(slog.NewTextHandler(os.Stderr, nil))
+	}
+	// Registered before the Conn's own cleanup, so it runs after it.
+	t.Cleanup(func() {
+		var names []string
+		for _, q := range r.made {
+			names = append(names, q, q+".dlq", q+".parked", acemq.RetryQueue(q, time.Second))
+		}
+		if len(names) > 0 {
+			deleteQueues(t, names...)
+		}
+	})
+	r.connect(append([]acemq.Option{acemq.WithLogger(logger)}, opts...))
+	return r
+}
+
+// connect dials r.url with the rig's hooks and closes the Conn at cleanup.
+func (r *rig) connect(opts []acemq.Option) {
+	r.t.Helper()
+	r.settled = make(chan acemq.Settlement, 1000)
+	r.fallbacks = make(chan acemq.Fallback, 1000)
 	all := append([]acemq.Option{
 		acemq.WithLogger(acemq.DiscardLogger()),
 		acemq.WithSettlementHook(func(s acemq.Settlement) {
@@ -48,19 +97,74 @@ func newRig(t *testing.T, opts ...acemq.Option) *rig {
 		}),
 		acemq.WithFallbackHook(func(f acemq.Fallback) { r.fallbacks <- f }),
 	}, opts...)
-	c, err := acemq.Connect(context.Background(), "memory://"+name, all...)
+	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
+	defer cancel()
+	c, err := acemq.Connect(ctx, r.url, all...)
 	if err != nil {
-		t.Fatal(err)
+		r.t.Fatal(err)
 	}
 	r.c = c
-	r.broker = memory.Lookup(name)
-	t.Cleanup(func() {
+	r.t.Cleanup(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), waitLimit)
 		defer cancel()
 		_ = c.Close(ctx)
-		memory.Delete(name)
 	})
-	return r
+}
+
+// onEveryRig runs fn with a rig on memory:// and with one on the RabbitMQ
+// node of `make test`: the engine's promises do not depend on the broker,
+// and memory:// is no kinder than RabbitMQ (as watermill's shared pub/sub
+// tests show for every Pub/Sub).
+func onEveryRig(t *testing.T, fn func(t *testing.T, r *rig), opts ...acemq.Option) {
+	t.Run("memory", func(t *testing.T) { fn(t, newRig(t, opts...)) })
+	t.Run("rabbitmq", func(t *testing.T) { fn(t, newRabbitRig(t, opts...)) })
+}
+
+// named returns a queue name for prefix no other test uses: prefix itself
+// on a memory broker of the test's own, a unique name on RabbitMQ (deleted
+// at cleanup with its dead-letter half and its 1s rung).
+func (r *rig) named(prefix string) string {
+	if !r.rabbit {
+		return prefix
+	}
+	q := testenv.Unique(prefix)
+	r.made = append(r.made, q)
+	return q
+}
+
+// reconnect opens a second Conn to the rig's broker (without the rig's
+// hooks), closed at cleanup.
+func (r *rig) reconnect(opts ...acemq.Option) *acemq.Conn {
+	r.t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
+	defer cancel()
+	c, err := acemq.Connect(ctx, r.url, append([]acemq.Option{acemq.WithLogger(acemq.DiscardLogger())}, opts...)...)
+	if err != nil {
+		r.t.Fatal(err)
+	}
+	r.t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), waitLimit)
+		defer cancel()
+		_ = c.Close(ctx)
+	})
+	return c
+}
+
+// nackingQueue declares a classic queue q on which, of the next total
+// publishes, nacked are refused by the broker with a nack: on memory the
+// first nacked (the broker's fault injection), on RabbitMQ the last nacked
+// (a reject-publish queue bounded at total-nacked messages).
+func (r *rig) nackingQueue(q string, total, nacked int) {
+	r.t.Helper()
+	if !r.rabbit {
+		r.queue(q)
+		r.broker.NackNext(nacked)
+		return
+	}
+	args := map[string]any{"x-max-length": int64(total - nacked), "x-overflow": "reject-publish"}
+	if err := r.c.Apply(context.Background(), acemq.NewTopology().Queue(q, acemq.AsClassic(), acemq.WithArgs(args))); err != nil {
+		r.t.Fatal(err)
+	}
 }
 
 func itoa(n int64) string {
@@ -176,11 +280,29 @@ func (r *rig) pull(q string) *acemq.Pulled {
 // ready returns how many messages are ready in q.
 func (r *rig) ready(q string) int {
 	r.t.Helper()
-	info, ok := r.broker.QueueInfo(q)
+	info, ok := r.info(q)
 	if !ok {
 		r.t.Fatalf("queue %s does not exist", q)
 	}
 	return info.Messages
+}
+
+// info reports q's ready messages and consumers; ok is false when q does
+// not exist. On RabbitMQ it asks with a passive declaration on r.c (so not
+// after r.c is closed), and any refusal but 404 fails the test.
+func (r *rig) info(q string) (transport.QueueInfo, bool) {
+	r.t.Helper()
+	if !r.rabbit {
+		return r.broker.QueueInfo(q)
+	}
+	info, err := r.c.QueueInfo(context.Background(), q)
+	if err != nil {
+		if strings.Contains(err.Error(), "404") {
+			return info, false
+		}
+		r.t.Fatal(err)
+	}
+	return info, true
 }
 
 // waitReady waits until q holds exactly n ready messages.
@@ -199,7 +321,8 @@ func (r *rig) waitReady(q string, n int) {
 
 // exists reports whether queue q exists on the broker.
 func (r *rig) exists(q string) bool {
-	_, ok := r.broker.QueueInfo(q)
+	r.t.Helper()
+	_, ok := r.info(q)
 	return ok
 }
 

@@ -22,6 +22,9 @@ type engine struct {
 	unique func(prefix string) string
 	// drop closes every connection from the broker's side.
 	drop func()
+	// another opens a second Conn to the same broker, with an event log of
+	// its own, closed at cleanup.
+	another func(t *testing.T, opts ...acemq.Option) (*acemq.Conn, *eventLog)
 }
 
 // onEveryTransport runs fn on memory:// and on the RabbitMQ node of `make
@@ -43,13 +46,28 @@ func onEveryTransport(t *testing.T, fn func(t *testing.T, e *engine), opts ...ac
 			memory.Delete(name)
 		})
 		b := memory.Lookup(name)
-		fn(t, &engine{c: c, log: log, name: "memory", unique: func(p string) string { return p }, drop: b.DropConnections})
+		another := func(t *testing.T, opts ...acemq.Option) (*acemq.Conn, *eventLog) {
+			t.Helper()
+			log := newEventLog()
+			all := append([]acemq.Option{acemq.WithLogger(acemq.DiscardLogger()), acemq.WithEventHandler(log.add)}, opts...)
+			c, err := acemq.Connect(context.Background(), "memory://"+name, all...)
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() {
+				ctx, cancel := context.WithTimeout(context.Background(), waitLimit)
+				defer cancel()
+				_ = c.Close(ctx)
+			})
+			return c, log
+		}
+		fn(t, &engine{c: c, log: log, name: "memory", unique: func(p string) string { return p }, drop: b.DropConnections, another: another})
 	})
 	t.Run("rabbitmq", func(t *testing.T) {
 		c, log := rabbit(t, opts...)
 		fn(t, &engine{c: c, log: log, name: "rabbitmq", unique: testenv.Unique, drop: func() {
 			testenv.RabbitCtl(t, "close_all_connections", "test")
-		}})
+		}, another: rabbit})
 	})
 }
 
@@ -142,4 +160,54 @@ func TestRecoveryReattachesAConsumerOnlyAfterItsQueueIsRedeclared(t *testing.T) 
 			t.Fatal("the consumer did not read after the recovery")
 		}
 	})
+}
+
+// The broker cancels a consumer whose queue is deleted; a recovery while
+// the queue is missing does not fail because of it, and the consumer reads
+// again once the queue is back.
+func TestConsumerOfADeletedQueueResumesAfterARecoveryWithoutIt(t *testing.T) {
+	onEveryTransport(t, func(t *testing.T, e *engine) {
+		admin, adminLog := e.another(t, acemq.WithRecoveryInterval(100*time.Millisecond, 400*time.Millisecond))
+		ctx := context.Background()
+		q := e.unique("engine.deleted")
+		if err := admin.Apply(ctx, acemq.NewTopology().Queue(q, acemq.AsClassic())); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() {
+			if e.name == "rabbitmq" {
+				deleteQueues(t, q, q+".dlq", q+".parked")
+			}
+		})
+		got := make(chan string, 10)
+		if _, err := acemq.Consume(ctx, e.c, q, func(ctx context.Context, m *acemq.Message[item]) acemq.Decision {
+			got <- m.Envelope.ID
+			return acemq.Accept()
+		}); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := admin.DeleteQueue(ctx, q); err != nil {
+			t.Fatal(err)
+		}
+		from, adminFrom := e.log.mark(), adminLog.mark()
+		e.drop()
+		rec := e.log.wait(t, acemq.EventRecovered, from, 30*time.Second)
+		adminLog.wait(t, acemq.EventRecovered, adminFrom, 30*time.Second)
+		t.Logf("recovered with the queue missing (attempt %d)", rec.Attempt)
+		if err := admin.Apply(ctx, acemq.NewTopology().Queue(q, acemq.AsClassic())); err != nil {
+			t.Fatal(err)
+		}
+		var sent acemq.Sent
+		eventually(t, 15*time.Second, "the consumer reading the re-created queue", func() bool {
+			var err error
+			if sent, err = admin.Publish(ctx, "", q, item{1}); err != nil {
+				return false
+			}
+			select {
+			case id := <-got:
+				return id == sent.Envelope.ID
+			case <-time.After(500 * time.Millisecond):
+				return false
+			}
+		})
+	}, acemq.WithRecoveryInterval(100*time.Millisecond, 400*time.Millisecond))
 }

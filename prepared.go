@@ -219,7 +219,7 @@ func (p *publishing) finish(pr *prepared, start time.Time, err error) (Sent, err
 			r.Outcome = OutcomeFailed
 		}
 	}
-	pr.end(r.Outcome, err)
+	pr.end(string(r.Outcome), err)
 	p.report(r)
 	if err != nil {
 		return Sent{}, err

@@ -158,6 +158,9 @@ type telemetry struct {
 	// provider as it is before any SetTracerProvider: it records nothing
 	// and only passes a parent's span context on. See unsetGlobal.
 	globalDefault bool
+	// meterGlobalDefault is the same for mp: until SetMeterProvider its
+	// instruments drop every measurement. See metered.
+	meterGlobalDefault bool
 
 	publishTotal    metric.Int64Counter
 	publishDuration metric.Float64Histogram
@@ -215,6 +218,7 @@ func newTelemetry(cfg *config, transportName string) *telemetry {
 	case metricnoop.MeterProvider, *metricnoop.MeterProvider:
 	default:
 		t.metering = t.instruments(mp.Meter(InstrumentationScope), cfg)
+		t.meterGlobalDefault = tc.meterProvider == nil && fmt.Sprintf("%T", mp) == globalDefaultMeterProvider
 	}
 	t.endProcessMetrics = t.processMetrics
 	return t
@@ -296,7 +300,7 @@ func (t *telemetry) spanName(kind uint8, dest, suffix string) string {
 
 // published records the publish metrics for one application publish.
 func (t *telemetry) published(r PublishReport) {
-	if !t.metering {
+	if !t.metered() {
 		return
 	}
 	o := t.opts(attrKey{kindPublish, r.Exchange, r.RoutingKey, r.MessageType, string(r.Outcome)}, func() *attrOpts {
@@ -333,6 +337,20 @@ func (c envCarrier) Keys() []string { return nil }
 // is not importable, so the name is compared, once per Conn).
 const globalDefaultTracerProvider = "*global.tracerProvider"
 
+// globalDefaultMeterProvider is the type name of OpenTelemetry's global
+// meter provider before SetMeterProvider is called.
+const globalDefaultMeterProvider = "*global.meterProvider"
+
+// metered reports whether a measurement made now is recorded anywhere.
+// When the Conn meters through the global default provider and no SDK has
+// been set since, the global instruments drop every measurement, so the
+// call points skip building attribute sets for them; once an application
+// calls otel.SetMeterProvider, the global instruments forward to it and
+// metered is true from then on.
+func (t *telemetry) metered() bool {
+	return t.metering && !(t.meterGlobalDefault && otel.GetMeterProvider() == t.mp)
+}
+
 // unsetGlobal reports whether the Conn traces through the global default
 // provider and no SDK has been set since: its tracer starts a span that
 // records nothing and only carries the parent's span context on, so with
@@ -367,32 +385,40 @@ func (t *telemetry) startPublishSpan(ctx context.Context, exchange, routingKey s
 	}
 	t.prop.Inject(ctx, envCarrier{env})
 	if !span.IsRecording() {
-		return ctx, func(Outcome, error) { span.End() }
+		return ctx, func(string, error) { span.End() }
 	}
-	// One call, not two: the SDK grows its attribute slice per call.
-	kv := [7]attribute.KeyValue{
-		attrSystem.String(semconv.System),
-		attrDestination.String(dest),
-		attrOperation.String("publish"),
-		attrMessageID.String(env.ID),
-		attrRoutingKey.String(routingKey),
-		attrMessageType.String(env.Type),
-	}
-	n := 6
-	if env.CorrelationID != "" {
-		kv[6], n = attrConversation.String(env.CorrelationID), 7
-	}
-	span.SetAttributes(kv[:n]...)
-	return ctx, func(outcome Outcome, err error) {
-		span.SetAttributes(attrOutcome.String(string(outcome)))
-		if outcome == OutcomeUnroutable {
+	// Every attribute is set in one call as the span ends, not some at
+	// the start and the outcome later: the SDK grows its attribute slice
+	// per call, and a second call doubles a full one (an allocation of
+	// twice the size and a copy). So a recording span costs one attribute
+	// slice of its own and this one. Span processors' OnStart therefore
+	// sees no attributes; exporters see them all.
+	id, typ, corr := env.ID, env.Type, env.CorrelationID
+	return ctx, func(outcome string, err error) {
+		kv := [9]attribute.KeyValue{
+			attrSystem.String(semconv.System),
+			attrDestination.String(dest),
+			attrOperation.String("publish"),
+			attrMessageID.String(id),
+			attrRoutingKey.String(routingKey),
+			attrMessageType.String(typ),
+			attrOutcome.String(outcome),
+		}
+		n := 7
+		if corr != "" {
+			kv[n] = attrConversation.String(corr)
+			n++
+		}
+		if Outcome(outcome) == OutcomeUnroutable {
 			var pe *PublishError
 			if errors.As(err, &pe) {
-				span.SetAttributes(attrReason.String(pe.Reason))
+				kv[n] = attrReason.String(pe.Reason)
+				n++
 			}
 		}
-		if semconv.IsError(string(outcome)) {
-			desc := string(outcome)
+		span.SetAttributes(kv[:n]...)
+		if semconv.IsError(outcome) {
+			desc := outcome
 			if err != nil {
 				desc = err.Error()
 				span.RecordError(err)
@@ -404,7 +430,8 @@ func (t *telemetry) startPublishSpan(ctx context.Context, exchange, routingKey s
 }
 
 func (t *telemetry) processStart(ctx context.Context, queue string, env Envelope, d *transport.Delivery) (context.Context, processEnd) {
-	if t.metering {
+	metered := t.metered()
+	if metered {
 		o := t.opts(attrKey{kind: kindConsumeType, a: queue, b: env.Type}, func() *attrOpts {
 			return newAttrOpts(tagQueue.String(queue), tagType.String(env.Type), tagTrans.String(t.transport))
 		})
@@ -415,7 +442,7 @@ func (t *telemetry) processStart(ctx context.Context, queue string, env Envelope
 		t.consumeAttempts.Record(context.Background(), int64(attempt), o.rec...)
 	}
 	if !t.tracing {
-		if t.metering {
+		if metered {
 			return ctx, t.endProcessMetrics
 		}
 		return ctx, noopProcessEnd
@@ -423,39 +450,47 @@ func (t *telemetry) processStart(ctx context.Context, queue string, env Envelope
 	ctx = t.prop.Extract(ctx, semconv.HeaderCarrier(d.Headers))
 	if t.unsetGlobal() && !trace.SpanContextFromContext(ctx).IsValid() {
 		// No parent and nothing recording: the span would be invalid.
-		if t.metering {
+		if metered {
 			return ctx, t.endProcessMetrics
 		}
 		return ctx, noopProcessEnd
 	}
 	ctx, span := t.tracer.Start(ctx, t.spanName(kindConsume, queue, " process"), semconv.Consumer)
-	if span.IsRecording() {
-		span.SetAttributes(
+	if !span.IsRecording() {
+		return ctx, func(s Settlement) {
+			t.processMetrics(s)
+			span.End()
+		}
+	}
+	// As for publish: every attribute in one call as the span ends.
+	id, typ, corr, attempt := env.ID, env.Type, env.CorrelationID, env.Attempt
+	return ctx, func(s Settlement) {
+		t.processMetrics(s)
+		kv := [9]attribute.KeyValue{
 			attrSystem.String(semconv.System),
 			attrDestination.String(queue),
 			attrOperation.String("process"),
-			attrMessageID.String(env.ID),
-			attrMessageType.String(env.Type),
-			attrAttempt.Int(env.Attempt),
-		)
-		if env.CorrelationID != "" {
-			span.SetAttributes(attrConversation.String(env.CorrelationID))
+			attrMessageID.String(id),
+			attrMessageType.String(typ),
+			attrAttempt.Int(attempt),
+			attrOutcome.String(s.Outcome),
 		}
-	}
-	return ctx, func(s Settlement) {
-		t.processMetrics(s)
-		if span.IsRecording() {
-			span.SetAttributes(attrOutcome.String(s.Outcome))
-			switch s.Outcome {
-			case ConsumeRetried:
-				span.AddEvent("message.retried", trace.WithAttributes(attrRetryDelayMs.Int64(s.RetryDelay.Milliseconds())))
-			case ConsumeDeadLettered, ConsumeRejected, ConsumeParked:
-				span.SetAttributes(attrReason.String(s.Reason))
-				span.AddEvent("message.dead_lettered", trace.WithAttributes(attrReason.String(s.Reason), attrOutcome.String(s.Outcome)))
-			}
-			if semconv.IsError(s.Outcome) {
-				span.SetStatus(codes.Error, s.Reason)
-			}
+		n := 7
+		if corr != "" {
+			kv[n] = attrConversation.String(corr)
+			n++
+		}
+		switch s.Outcome {
+		case ConsumeRetried:
+			span.AddEvent("message.retried", trace.WithAttributes(attrRetryDelayMs.Int64(s.RetryDelay.Milliseconds())))
+		case ConsumeDeadLettered, ConsumeRejected, ConsumeParked:
+			kv[n] = attrReason.String(s.Reason)
+			n++
+			span.AddEvent("message.dead_lettered", trace.WithAttributes(attrReason.String(s.Reason), attrOutcome.String(s.Outcome)))
+		}
+		span.SetAttributes(kv[:n]...)
+		if semconv.IsError(s.Outcome) {
+			span.SetStatus(codes.Error, s.Reason)
 		}
 		span.End()
 	}
@@ -463,7 +498,7 @@ func (t *telemetry) processStart(ctx context.Context, queue string, env Envelope
 
 // processMetrics records the consume metrics for one settlement.
 func (t *telemetry) processMetrics(s Settlement) {
-	if !t.metering {
+	if !t.metered() {
 		return
 	}
 	ctx := context.Background()
@@ -494,7 +529,7 @@ func (t *telemetry) processMetrics(s Settlement) {
 }
 
 func (t *telemetry) fallback(f Fallback) {
-	if !t.metering {
+	if !t.metered() {
 		return
 	}
 	ctx := context.Background()
@@ -513,7 +548,7 @@ func (t *telemetry) fallback(f Fallback) {
 }
 
 func (t *telemetry) inFlight(queue string, delta int64) {
-	if !t.metering {
+	if !t.metered() {
 		return
 	}
 	o := t.opts(attrKey{kind: kindQueue, a: queue}, func() *attrOpts {
@@ -522,9 +557,9 @@ func (t *telemetry) inFlight(queue string, delta int64) {
 	t.consumeInFlight.Add(context.Background(), delta, o.add...)
 }
 
-type publishEnd func(outcome Outcome, err error)
+type publishEnd func(outcome string, err error)
 
 type processEnd func(s Settlement)
 
-func noopPublishEnd(Outcome, error) {}
-func noopProcessEnd(Settlement)     {}
+func noopPublishEnd(string, error) {}
+func noopProcessEnd(Settlement)    {}

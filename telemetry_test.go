@@ -466,3 +466,47 @@ func TestNilProvidersAreConfigurationErrors(t *testing.T) {
 		}
 	}
 }
+
+// TestSpanAttributesAreCompleteAndSetOnce pins what the one-call attribute
+// recording (issue 16) must keep: every contract §5.4 attribute on the
+// publish and process spans of a round trip, each key exactly once.
+func TestSpanAttributesAreCompleteAndSetOnce(t *testing.T) {
+	o := observe(t, "memory://tel-attrs")
+	roundTrip(t, o, "orders")
+	pub, proc := spansNamed(o, "orders publish"), spansNamed(o, "orders process")
+	if len(pub) != 1 || len(proc) != 1 {
+		t.Fatalf("%d publish and %d process spans, want 1 and 1", len(pub), len(proc))
+	}
+	id, _ := spanAttr(pub[0], "messaging.message.id")
+	if id.AsString() == "" {
+		t.Fatalf("the publish span has no message id")
+	}
+	check := func(s sdktrace.ReadOnlySpan, want map[string]string) {
+		t.Helper()
+		seen := map[string]int{}
+		for _, kv := range s.Attributes() {
+			seen[string(kv.Key)]++
+		}
+		for k, n := range seen {
+			if n != 1 {
+				t.Errorf("%s: attribute %s recorded %d times", s.Name(), k, n)
+			}
+		}
+		for k, v := range want {
+			got, ok := spanAttr(s, k)
+			if !ok || got.String() != v {
+				t.Errorf("%s: %s = %q (present %v), want %q", s.Name(), k, got.String(), ok, v)
+			}
+		}
+	}
+	check(pub[0], map[string]string{
+		"messaging.system": "rabbitmq", "messaging.destination.name": "orders", "messaging.operation": "publish",
+		"messaging.rabbitmq.destination.routing_key": "orders", "messaging.acemq.outcome": "confirmed",
+		"messaging.acemq.message_type": "orders",
+	})
+	check(proc[0], map[string]string{
+		"messaging.system": "rabbitmq", "messaging.destination.name": "orders", "messaging.operation": "process",
+		"messaging.message.id": id.AsString(), "messaging.acemq.attempt": "1", "messaging.acemq.outcome": "acked",
+		"messaging.acemq.message_type": "orders",
+	})
+}

@@ -84,7 +84,9 @@ func (p *publisher) Close() error {
 // an unroutable mandatory message; or Lost when the channel ends first.
 // Publishing to a missing exchange closes the channel with 404; that
 // publish and every pending one end Lost, and the 404 is returned.
-// Publishing on an ended channel returns an error wrapping ErrNotWritten.
+// Publishing on an ended channel returns an error wrapping ErrNotWritten;
+// a header value AMQP 0-9-1 cannot carry, one wrapping ErrNotWritten and
+// ErrUnencodable.
 // While the broker is blocked the publish is accepted but held, neither
 // routed nor confirmed, until Unblock; the first such publish on a
 // connection calls its OnBlocked(true, reason) before Publish returns.
@@ -94,6 +96,13 @@ func (p *publisher) Publish(ctx context.Context, msg *transport.Message, done tr
 	}
 	if err := ctx.Err(); err != nil {
 		return fmt.Errorf("%w: %w", transport.ErrNotWritten, err)
+	}
+	if len(msg.Headers) > 0 {
+		// RabbitMQ's client refuses what AMQP 0-9-1 cannot carry before
+		// writing; so does the in-process broker.
+		if err := transport.CheckHeaders(msg.Headers); err != nil {
+			return fmt.Errorf("memory: cannot encode the message headers: %w: %w: %w", transport.ErrNotWritten, transport.ErrUnencodable, err)
+		}
 	}
 	p.mu.Lock()
 	m := newMessage(msg, &p.slab)

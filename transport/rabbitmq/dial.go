@@ -189,7 +189,7 @@ func dialOne(ctx context.Context, base amqp.URI, addr string, cfg transport.Conf
 			}
 			conn = tc
 		}
-		guard = newGuardedConn(conn)
+		guard = newGuardedConn(newCoalescingConn(conn))
 		return guard, nil
 	}
 	ac, err := amqp.DialConfig(uri.String(), config)

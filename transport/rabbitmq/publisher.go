@@ -153,9 +153,10 @@ func (p *publisher) finish(e *amqp.Error) {
 // dispatcher goroutine, with Acked, Nacked, Returned (mandatory and
 // unroutable) or Lost (the channel ended first). An error wrapping
 // transport.ErrNotWritten means nothing was written and done will not be
-// called; any other error means bytes may have gone, done will be called
-// (Lost) and the channel is closed. On a non-confirming publisher done must
-// be nil. Publish is safe for concurrent use and never waits for the broker.
+// called (with transport.ErrUnencodable too when a header value has no AMQP
+// field type: sending it again will not help); any other error means
+// bytes may have gone, done will be called (Lost) and the channel is
+// closed. On a non-confirming publisher done must be nil. Publish is safe for concurrent use and never waits for the broker.
 func (p *publisher) Publish(ctx context.Context, msg *transport.Message, done transport.ConfirmFunc) error {
 	if err := ctx.Err(); err != nil {
 		return fmt.Errorf("rabbitmq: publish not attempted: %w: %w", transport.ErrNotWritten, err)
@@ -166,7 +167,7 @@ func (p *publisher) Publish(ctx context.Context, msg *transport.Message, done tr
 	headers := toAMQPTable(msg.Headers)
 	if headers != nil {
 		if err := headers.Validate(); err != nil {
-			return fmt.Errorf("rabbitmq: cannot encode the message headers: %w: %w", transport.ErrNotWritten, err)
+			return fmt.Errorf("rabbitmq: cannot encode the message headers: %w: %w: %w", transport.ErrNotWritten, transport.ErrUnencodable, err)
 		}
 	}
 	pub := amqp.Publishing{

@@ -27,7 +27,10 @@ func toAMQPTable(t transport.Table) amqp.Table {
 
 func needsOutbound(v any) bool {
 	switch v := v.(type) {
-	case transport.Table:
+	case transport.Table, map[string]any:
+		// amqp091-go writes only its own Table type as a field table; a
+		// plain map (what a caller building headers by hand, or decoding
+		// JSON, has) is the same thing under another name.
 		return true
 	case amqp.Table:
 		for _, e := range v {
@@ -49,6 +52,8 @@ func outboundValue(v any) any {
 	switch v := v.(type) {
 	case transport.Table:
 		return toAMQPTable(v)
+	case map[string]any:
+		return toAMQPTable(transport.Table(v))
 	case amqp.Table:
 		return toAMQPTable(transport.Table(v))
 	case []any:

@@ -1,0 +1,211 @@
+package rabbitmq
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"io"
+	"net"
+	neturl "net/url"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/acemq-go/acemq/internal/testenv"
+	"github.com/acemq-go/acemq/transport"
+)
+
+// Everything written arrives, in order, whatever the interleaving with
+// the flusher.
+func TestCoalescingConnWritesEverythingInOrder(t *testing.T) {
+	client, server := net.Pipe()
+	c := newCoalescingConn(client)
+	var want bytes.Buffer
+	got := make(chan []byte)
+	go func() {
+		b, _ := io.ReadAll(server)
+		got <- b
+	}()
+	for i := 0; i < 5000; i++ {
+		p := bytes.Repeat([]byte{byte(i)}, 1+i%300)
+		want.Write(p)
+		if n, err := c.Write(p); err != nil || n != len(p) {
+			t.Fatalf("write %d: %d, %v", i, n, err)
+		}
+	}
+	// Every Write has returned, so the flusher running now (if any)
+	// writes all that is queued before it returns; then close.
+	c.mu.Lock()
+	for c.flushing {
+		c.room.Wait()
+	}
+	c.mu.Unlock()
+	_ = c.Close()
+	if b := <-got; !bytes.Equal(b, want.Bytes()) {
+		t.Fatalf("the reader got %d bytes, want %d in order", len(b), want.Len())
+	}
+}
+
+// failingConn fails every write after the first ok of them.
+type failingConn struct {
+	net.Conn
+	ok     atomic.Int32
+	closed atomic.Bool
+}
+
+var errBroken = errors.New("broken pipe (test)")
+
+func (f *failingConn) Write(p []byte) (int, error) {
+	if f.ok.Add(-1) < 0 {
+		return 0, errBroken
+	}
+	return len(p), nil
+}
+
+func (f *failingConn) Close() error { f.closed.Store(true); return nil }
+
+// A failed write is kept: the socket is closed (so the client's reader
+// fails and the connection ends) and every later Write returns the error.
+func TestCoalescingConnKeepsTheFirstWriteError(t *testing.T) {
+	f := &failingConn{}
+	f.ok.Store(1)
+	c := newCoalescingConn(f)
+	deadline := time.Now().Add(wait)
+	var err error
+	for err == nil && time.Now().Before(deadline) {
+		_, err = c.Write([]byte("frame"))
+	}
+	if !errors.Is(err, errBroken) {
+		t.Fatalf("Write returned %v, want the socket's error", err)
+	}
+	if !f.closed.Load() {
+		t.Errorf("the socket was not closed after the write error")
+	}
+	if _, err := c.Write([]byte("again")); !errors.Is(err, errBroken) {
+		t.Errorf("a later Write returned %v, want the kept error", err)
+	}
+	_ = c.Close()
+}
+
+// A socket that breaks while confirmed publishes are in flight fails those
+// publishes: each one either returns an error from Publish or is answered
+// Lost (none is left unanswered, none is answered Acked after the break
+// without the broker), and publishing after the break returns an error.
+func TestBrokenSocketFailsThePublishesItConcerns(t *testing.T) {
+	url := testenv.AMQPURL(t)
+	u, err := neturl.Parse(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	px := startBreakableProxy(t, u.Host)
+	via := *u
+	via.Host = px.ln.Addr().String()
+	direct := dial(t, transport.Config{URL: url})
+	q := tempQueue(t, direct, "coalesce-break", nil)
+	c := dial(t, transport.Config{URL: via.String()})
+	p := openPublisher(t, c)
+
+	var mu sync.Mutex
+	answers := map[transport.Outcome]int{}
+	var answered sync.WaitGroup
+	msg := &transport.Message{RoutingKey: q, Body: make([]byte, 256)}
+	ctx := context.Background()
+	written, acked := 0, atomic.Int32{}
+	var pubErr error
+	deadline := time.Now().Add(wait)
+	for time.Now().Before(deadline) {
+		if acked.Load() >= 200 {
+			px.kill() // break the socket with publishes in flight
+		}
+		answered.Add(1)
+		err := p.Publish(ctx, msg, func(cf transport.Confirmation) {
+			mu.Lock()
+			answers[cf.Outcome]++
+			mu.Unlock()
+			if cf.Outcome == transport.Acked {
+				acked.Add(1)
+			}
+			answered.Done()
+		})
+		if err != nil {
+			pubErr = err
+			if errors.Is(err, transport.ErrNotWritten) {
+				answered.Done() // nothing written: done is not called
+			} else {
+				written++ // bytes may have gone: done is called, Lost
+			}
+			break
+		}
+		written++
+	}
+	if pubErr == nil {
+		t.Fatalf("publishing went on for %v after the socket broke without an error", wait)
+	}
+	done := make(chan struct{})
+	go func() { answered.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(wait):
+		t.Fatalf("some of %d written publishes were never answered: %v", written, answers)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if answers[transport.Acked]+answers[transport.Lost] != written || answers[transport.Lost] == 0 {
+		t.Fatalf("%d written publishes answered %v; want each Acked or Lost, some Lost", written, answers)
+	}
+}
+
+// breakableProxy forwards TCP connections to target until killed.
+type breakableProxy struct {
+	ln    net.Listener
+	mu    sync.Mutex
+	conns []net.Conn
+	wg    sync.WaitGroup
+	once  sync.Once
+}
+
+func startBreakableProxy(t *testing.T, target string) *breakableProxy {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := &breakableProxy{ln: ln}
+	p.wg.Add(1)
+	go func() {
+		defer p.wg.Done()
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			u, err := net.Dial("tcp", target)
+			if err != nil {
+				_ = c.Close()
+				continue
+			}
+			p.mu.Lock()
+			p.conns = append(p.conns, c, u)
+			p.mu.Unlock()
+			p.wg.Add(2)
+			go func() { defer p.wg.Done(); _, _ = io.Copy(u, c); _ = u.Close() }()
+			go func() { defer p.wg.Done(); _, _ = io.Copy(c, u); _ = c.Close() }()
+		}
+	}()
+	t.Cleanup(p.kill)
+	return p
+}
+
+// kill closes the listener and every forwarded connection, once.
+func (p *breakableProxy) kill() {
+	p.once.Do(func() {
+		_ = p.ln.Close()
+		p.mu.Lock()
+		for _, c := range p.conns {
+			_ = c.Close()
+		}
+		p.mu.Unlock()
+	})
+	p.wg.Wait()
+}
