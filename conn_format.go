@@ -9,10 +9,10 @@ import (
 // password masked (amqp://app:***@host) and its state. No fmt verb, slog
 // handler or JSON encoding of a Conn shows a password.
 func (c *Conn) String() string {
-	if c == nil || c.driver == nil {
+	if c == nil || c.links == nil {
 		return "acemq.Conn(not connected)"
 	}
-	return fmt.Sprintf("acemq.Conn(%s %s, %s)", c.driver.Name(), c.redacted, c.State())
+	return fmt.Sprintf("acemq.Conn(%s %s, %s)", c.links.driver.Name(), c.links.redacted, c.State())
 }
 
 // Format makes every fmt verb (%v, %+v, %#v, %s) print String, so a Conn

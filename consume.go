@@ -295,11 +295,11 @@ func Consume[T any](ctx context.Context, c *Conn, queue string, h Handler[T], op
 		drainTimeout = *cfg.drain
 	}
 	icpt := append(append([]ConsumeInterceptor(nil), c.cfg.consumeIcpt...), cfg.interceptors...)
-	k := newConsumerCore(c, queue, tag, cfg.prefetch, cfg.concurrency, policy, cfg.args, drainTimeout, cfg.orderKey)
+	k := newConsumerCore(c, c.consumerEnv(), queue, tag, cfg.prefetch, cfg.concurrency, policy, cfg.args, drainTimeout, cfg.orderKey)
 	// A queue this Conn declared as a stream is read as one even without
 	// ConsumerOnStream: RabbitMQ answers a nack on a stream (a drain hands
 	// back what it never started) by closing the whole connection (540).
-	k.argsAt, k.stream = cfg.argsAt, cfg.stream || c.declaredAsStream(queue)
+	k.argsAt, k.stream = cfg.argsAt, cfg.stream || c.decls.asStream(queue)
 	k.process = func(dv *delivery) {
 		k.handle(dv, icpt, func(ctx context.Context, env Envelope) (Decision, bool, time.Duration) {
 			var m Message[T]
@@ -334,15 +334,11 @@ func Consume[T any](ctx context.Context, c *Conn, queue string, h Handler[T], op
 			k.stopWorkers()
 			return nil, fmt.Errorf("acemq: cannot start consumer on %q: declaring its dead-letter queues failed: %w", queue, err)
 		}
-		c.record(decls)
+		c.decls.record(decls)
 	}
-	c.mu.Lock()
-	c.consumers[k] = struct{}{}
-	c.mu.Unlock()
+	c.consumers.add(k)
 	if err := k.attach(ctx); err != nil {
-		c.mu.Lock()
-		delete(c.consumers, k)
-		c.mu.Unlock()
+		c.consumers.remove(k)
 		k.stopWorkers()
 		return nil, fmt.Errorf("acemq: cannot start consumer on %q: %w", queue, err)
 	}

@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"log/slog"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -52,8 +53,40 @@ func (a *attachment) alive() bool {
 	}
 }
 
+// consumerHost is everything a consumer needs from its Conn, and all it
+// may reach of it. The Conn implements it; a test may give a fake.
+type consumerHost interface {
+	// channel opens a channel on the consuming connection.
+	channel(ctx context.Context) (transport.Channel, error)
+	// hop publishes a library hop (a retry, a put-back, a set-aside copy):
+	// mandatory, confirmed, waiting out a block or a recovery within ctx.
+	hop(ctx context.Context, msg *transport.Message) error
+	// connection numbers the current broker connection and reports
+	// whether the Conn is open on it.
+	connection() (gen uint64, open bool)
+	// settled reports a delivery's settlement (counters, settlement hooks).
+	settled(s Settlement)
+	// fellBack reports a hop that could not be made (telemetry, hooks).
+	fellBack(f Fallback)
+	// deadLettering reports whether queue was declared with broker
+	// dead-lettering (the set-aside's last resort).
+	deadLettering(queue string) bool
+	// left tells the Conn the consumer's drain began: recovery no longer
+	// re-attaches it and Close no longer drains it.
+	left(k *consumerCore)
+}
+
+// consumerEnv is the Conn's configuration a consumer needs, copied in at
+// creation.
+type consumerEnv struct {
+	logger                        *slog.Logger
+	tel                           *telemetry
+	recoveryInterval, recoveryMax time.Duration
+}
+
 type consumerCore struct {
-	c            *Conn
+	host         consumerHost
+	env          consumerEnv
 	queue, tag   string
 	prefetch     int
 	concurrency  int
@@ -98,10 +131,10 @@ type consumerCore struct {
 	zeroCh      chan struct{}
 }
 
-func newConsumerCore(c *Conn, queue, tag string, prefetch, concurrency int, policy RetryPolicy, args transport.Table, drainTimeout time.Duration, orderKey func(Inbound) string) *consumerCore {
+func newConsumerCore(host consumerHost, env consumerEnv, queue, tag string, prefetch, concurrency int, policy RetryPolicy, args transport.Table, drainTimeout time.Duration, orderKey func(Inbound) string) *consumerCore {
 	base, hardStop := context.WithCancel(context.Background())
 	k := &consumerCore{
-		c: c, queue: queue, tag: tag, prefetch: prefetch, concurrency: concurrency,
+		host: host, env: env, queue: queue, tag: tag, prefetch: prefetch, concurrency: concurrency,
 		policy: policy, args: args, drainTimeout: drainTimeout,
 		base: base, hardStop: hardStop,
 		work:    make(chan *delivery, prefetch),
@@ -148,7 +181,7 @@ func (k *consumerCore) handOff(dv *delivery) chan *delivery {
 func (k *consumerCore) keyOf(d *transport.Delivery) (key string) {
 	defer func() {
 		if r := recover(); r != nil {
-			k.c.logger.Error("acemq: the ConsumerKeyOrder key function panicked; the delivery runs unordered", "queue", k.queue, "id", d.MessageID, "panic", r)
+			k.env.logger.Error("acemq: the ConsumerKeyOrder key function panicked; the delivery runs unordered", "queue", k.queue, "id", d.MessageID, "panic", r)
 			key = ""
 		}
 	}()
@@ -224,7 +257,7 @@ func (k *consumerCore) stopWorkers() {
 
 // checkQueue verifies the source queue exists, on a throwaway channel.
 func (k *consumerCore) checkQueue(ctx context.Context) error {
-	ch, err := k.c.channel(ctx)
+	ch, err := k.host.channel(ctx)
 	if err != nil {
 		return fmt.Errorf("acemq: cannot start consumer on %q: %w", k.queue, err)
 	}
@@ -252,7 +285,7 @@ func (k *consumerCore) attach(ctx context.Context) error {
 func (k *consumerCore) attachOn(ctx context.Context, gen uint64) (bool, error) {
 	k.attachMu.Lock()
 	defer k.attachMu.Unlock()
-	if k.c.State() != StateOpen || k.c.generation() != gen {
+	if g, open := k.host.connection(); !open || g != gen {
 		return false, nil
 	}
 	return true, k.attachLocked(ctx)
@@ -272,7 +305,7 @@ func (k *consumerCore) attachLocked(ctx context.Context) error {
 // openChannel opens a channel with the consumer's prefetch set, ready for
 // attachChannel. Recovery opens them while it re-declares.
 func (k *consumerCore) openChannel(ctx context.Context) (transport.Channel, error) {
-	ch, err := k.c.channel(ctx)
+	ch, err := k.host.channel(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -362,13 +395,13 @@ func (k *consumerCore) release(dv *delivery) {
 		return
 	}
 	if !dv.att.alive() {
-		k.c.tel.deliveryLostOnDrop(k.queue)
+		k.env.tel.deliveryLostOnDrop(k.queue)
 	}
 	if dv.att.held.Add(-1) == 0 && dv.att.retired.Load() {
 		dv.att.closeOnce.Do(func() { _ = dv.att.ch.Close() })
 	}
 	k.inFlight.Add(-1)
-	k.c.tel.inFlight(k.queue, -1)
+	k.env.tel.inFlight(k.queue, -1)
 	k.omu.Lock()
 	k.outstanding--
 	delete(k.held, dv)
@@ -409,10 +442,15 @@ func (k *consumerCore) isDraining() bool {
 // it sends every delivery straight back, unrun.
 func (k *consumerCore) read(att *attachment, next func() (transport.Delivery, bool)) {
 	defer k.readers.Done()
+	// The watcher ends the attachment's context when its channel ends. It
+	// is one of the readers the drain waits for; the drain's hard stop
+	// (which ends base, and with it the attachment's context) ends it too.
+	k.readers.Add(1)
 	go func() {
+		defer k.readers.Done()
 		select {
 		case <-att.ch.Done():
-		case <-k.closed:
+		case <-k.base.Done():
 		}
 		att.cancel()
 	}()
@@ -420,7 +458,7 @@ func (k *consumerCore) read(att *attachment, next func() (transport.Delivery, bo
 		dv := &delivery{d: d, att: att, received: time.Now(), end: noopProcessEnd}
 		k.hold(dv)
 		k.inFlight.Add(1)
-		k.c.tel.inFlight(k.queue, 1)
+		k.env.tel.inFlight(k.queue, 1)
 		to := k.handOff(dv) // outside k.mu: it may call the key function
 		// The draining check and a hand-off that finds room happen under
 		// k.mu, so a drain that starts meanwhile finds the delivery in a
@@ -511,7 +549,7 @@ func (k *consumerCore) run(dv *delivery) {
 // (RabbitMQ on stop_app and many forced closes) thus leaves the job to the
 // recovery, and the re-subscriber ends without a word.
 func (k *consumerCore) markStalled(cause error) {
-	gen := k.c.generation()
+	gen, _ := k.host.connection()
 	k.mu.Lock()
 	k.stalled = cause
 	k.stallGen = gen
@@ -544,7 +582,7 @@ func (k *consumerCore) resubscribe() {
 		}
 		return false, k.stallGen
 	}
-	delay := k.c.cfg.recoveryInterval
+	delay := k.env.recoveryInterval
 	warned := false
 	for {
 		t := time.NewTimer(delay)
@@ -559,26 +597,26 @@ func (k *consumerCore) resubscribe() {
 		if over {
 			return
 		}
-		if k.c.State() != StateOpen || k.c.generation() != gen {
+		if g, open := k.host.connection(); !open || g != gen {
 			continue // the connection went: its recovery re-attaches
 		}
 		if !warned {
-			k.c.logger.Warn("acemq: a consumer stopped reading; re-subscribing with back-off", "queue", k.queue, "cause", k.stalledErr())
+			k.env.logger.Warn("acemq: a consumer stopped reading; re-subscribing with back-off", "queue", k.queue, "cause", k.stalledErr())
 			warned = true
 		}
 		if attached, err := k.attachOn(k.base, gen); err == nil {
 			if attached {
-				k.c.logger.Info("acemq: the consumer is reading again", "queue", k.queue)
+				k.env.logger.Info("acemq: the consumer is reading again", "queue", k.queue)
 			}
-			delay = k.c.cfg.recoveryInterval
+			delay = k.env.recoveryInterval
 			if over, _ := done(); over {
 				return
 			}
 			continue // it stalled again already, or the connection changed
 		}
 		delay *= 2
-		if delay > k.c.cfg.recoveryMax {
-			delay = k.c.cfg.recoveryMax
+		if delay > k.env.recoveryMax {
+			delay = k.env.recoveryMax
 		}
 	}
 }
@@ -593,7 +631,7 @@ func (k *consumerCore) stalledErr() error {
 func (k *consumerCore) ack(dv *delivery) {
 	if dv.att.alive() {
 		if err := dv.att.ch.Ack(dv.d.DeliveryTag); err != nil {
-			k.c.logger.Debug("acemq: an ack did not reach the broker; it will redeliver", "queue", k.queue, "error", err)
+			k.env.logger.Debug("acemq: an ack did not reach the broker; it will redeliver", "queue", k.queue, "error", err)
 		}
 	}
 	k.release(dv)
@@ -625,7 +663,7 @@ func (k *consumerCore) reject(dv *delivery) {
 // handler (inside run), then settles it.
 func (k *consumerCore) handle(dv *delivery, icpt []ConsumeInterceptor, run func(ctx context.Context, env Envelope) (Decision, bool, time.Duration)) {
 	env := readEnvelope(dv.d.Headers, dv.d.RoutingKey, dv.d.MessageID, dv.d.ReplyTo)
-	ctx, end := k.c.tel.processStart(dv.att.ctx, k.queue, env, &dv.d)
+	ctx, end := k.env.tel.processStart(dv.att.ctx, k.queue, env, &dv.d)
 	dv.end = end
 	if k.setAsideUnreadable(dv, env) {
 		return

@@ -15,7 +15,7 @@ import (
 // each instead of three (open, declare, close). Not safe for concurrent
 // use: give each goroutine its own.
 type declarer struct {
-	open ChannelOpener
+	open channelOpener
 	ch   transport.Channel
 }
 

@@ -53,9 +53,7 @@ func (k *consumerCore) drain(ctx context.Context, deadline time.Time) int {
 	// Prefetched deliveries no worker has started go back unrun now, not
 	// when a worker frees up: a stuck handler must not strand them.
 	k.requeueUnstarted()
-	k.c.mu.Lock()
-	delete(k.c.consumers, k)
-	k.c.mu.Unlock()
+	k.host.left(k)
 
 	// Stop new deliveries; the channel stays open for the acks to come.
 	if att != nil && att.alive() {

@@ -43,7 +43,7 @@ type PublishError struct {
 	ReplyCode int
 	// Outcome is the metric word for this failure: "unroutable", "refused"
 	// or "failed".
-	Outcome string
+	Outcome Outcome
 	// Err is the cause, if any.
 	Err error
 }

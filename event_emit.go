@@ -10,4 +10,4 @@ const EventPipelineRunFinished EventKind = "pipeline.run_finished"
 // and does nothing when no handler is set or the Conn is closed; a zero
 // At becomes now. It lets packages built over the Conn (pipeline) raise
 // their events through the one handler. Safe for concurrent use.
-func (c *Conn) Emit(e Event) { c.emit(e) }
+func (c *Conn) Emit(e Event) { c.events.emit(e) }

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"sort"
 	"strings"
 	"time"
 )
@@ -97,16 +96,7 @@ func (c *Conn) Health(ctx context.Context) HealthReport {
 		Blocked:       c.Blocked(),
 		BlockedReason: c.BlockedReason(),
 	}
-	c.mu.Lock()
-	for k := range c.consumers {
-		r.Consumers++
-		r.InFlight += k.inFlight.Load()
-		if k.stalledErr() != nil {
-			r.Stalled = append(r.Stalled, k.queue)
-		}
-	}
-	c.mu.Unlock()
-	sort.Strings(r.Stalled)
+	r.Consumers, r.InFlight, r.Stalled = c.consumers.summary()
 
 	switch c.State() {
 	case StateClosing:
@@ -114,8 +104,7 @@ func (c *Conn) Health(ctx context.Context) HealthReport {
 		return r
 	case StateClosed:
 		r.Status, r.Detail = StatusDown, "the connection has been closed"
-		if p := c.gaveUpErr.Load(); p != nil && *p != nil {
-			cause := *p
+		if cause := c.life.gaveUpErr(); cause != nil {
 			if u := errors.Unwrap(cause); u != nil {
 				cause = u
 			}

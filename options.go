@@ -210,8 +210,9 @@ func WithoutPublisherConfirms() Option { return func(c *config) { c.confirms = f
 
 // WithWaitForRecovery makes publishes during a recovery wait for it,
 // bounded by their context (or the confirm timeout when the context has no
-// deadline), instead of being refused at once. A Send whose write meets
-// the loss before the Conn has noticed it (nothing written) waits too.
+// deadline), instead of being refused at once. A Send, or a SendAll
+// member, whose write meets the loss before the Conn has noticed it
+// (nothing written) waits too.
 func WithWaitForRecovery() Option { return func(c *config) { c.waitForRecovery = true } }
 
 // WithRetryPolicy sets the default retry policy consumers inherit (NoRetry).

@@ -47,14 +47,7 @@ type RawMessage struct {
 // error is a *PublishError as for Send. Patterns (outbox relay, replay,
 // replies) publish through it; it does not count in acemq.publish.total.
 func (c *Conn) PublishRaw(ctx context.Context, m RawMessage) error {
-	msg := m.message()
-	if err := headerRefusal(msg); err != nil {
-		return err
-	}
-	if err := c.awaitPublishable(ctx, msg, true); err != nil {
-		return err
-	}
-	return c.publishConfirmed(ctx, msg)
+	return c.pub.hop(ctx, m.message())
 }
 
 // Pulled is one message taken with basic.get and not yet settled. Settle it

@@ -36,6 +36,11 @@ const reasonBatchStopped = "an earlier message of the batch failed, or the batch
 // batch. Waiting for confirms is bounded by ctx and the confirm timeout.
 // Safe for concurrent use.
 func (c *Conn) PublishRawBatch(ctx context.Context, ms []RawMessage) []error {
+	return c.pub.rawBatch(ctx, ms)
+}
+
+// rawBatch is PublishRawBatch.
+func (p *publishing) rawBatch(ctx context.Context, ms []RawMessage) []error {
 	errs := make([]error, len(ms))
 	if len(ms) == 0 {
 		return errs
@@ -51,62 +56,46 @@ func (c *Conn) PublishRawBatch(ctx context.Context, ms []RawMessage) []error {
 		}
 		return errs
 	}
-	if err := c.awaitPublishable(ctx, msgs[0], true); err != nil {
+	if err := p.awaitPublishable(ctx, msgs[0], true); err != nil {
 		return stopAt(0, err)
 	}
 	b := &rawBatch{cfs: make([]transport.Confirmation, len(msgs)), answered: make([]bool, len(msgs)), allDone: make(chan struct{})}
-	var p transport.Publisher
+	var pub transport.Publisher
 	written := 0
 	for i, msg := range msgs {
 		if b.failed() || pastDeadline(ctx) {
-			return b.wait(c, ctx, msgs[:written], stopAt(i, newPubErr(msg, OutcomeRefused, reasonBatchStopped, false, ctx.Err())))
+			return b.wait(p, ctx, msgs[:written], stopAt(i, newPubErr(msg, OutcomeRefused, reasonBatchStopped, false, ctx.Err())))
 		}
 		if err := headerRefusal(msg); err != nil {
-			return b.wait(c, ctx, msgs[:written], stopAt(i, err))
+			return b.wait(p, ctx, msgs[:written], stopAt(i, err))
 		}
-		if err := c.acquire(ctx, msg); err != nil {
-			return b.wait(c, ctx, msgs[:written], stopAt(i, err))
+		if err := p.acquire(ctx, msg); err != nil {
+			return b.wait(p, ctx, msgs[:written], stopAt(i, err))
 		}
-		if err := c.refusal(msg); err != nil {
-			c.permits.release()
-			return b.wait(c, ctx, msgs[:written], stopAt(i, err))
+		if err := p.refusal(msg); err != nil {
+			p.permits.release()
+			return b.wait(p, ctx, msgs[:written], stopAt(i, err))
 		}
 		b.add()
 		var err error
-		if p == nil {
-			p, err = c.firstWrite(ctx, msg, b.confirmFunc(c, i))
+		if pub == nil {
+			pub, err = p.writeConfirmed(ctx, msg, b.confirmFunc(p, i))
 		} else {
-			err = p.Publish(ctx, msg, b.confirmFunc(c, i))
+			err = pub.Publish(ctx, msg, b.confirmFunc(p, i))
 		}
 		if err != nil && errors.Is(err, transport.ErrNotWritten) {
-			c.permits.release()
+			p.permits.release()
 			b.unadd()
-			if rerr := c.refusal(msg); rerr != nil {
+			if rerr := p.refusal(msg); rerr != nil {
 				err = rerr
 			} else {
 				err = newPubErr(msg, OutcomeFailed, "its publishing channel closed before it was written; nothing was sent", false, err)
 			}
-			return b.wait(c, ctx, msgs[:written], stopAt(i, err))
+			return b.wait(p, ctx, msgs[:written], stopAt(i, err))
 		}
 		written = i + 1
 	}
-	return b.wait(c, ctx, msgs, errs)
-}
-
-// firstWrite writes a batch's first message as writeConfirmed does
-// (replacing a channel the broker closed) and returns the publisher the
-// rest of the batch goes on.
-func (c *Conn) firstWrite(ctx context.Context, msg *transport.Message, done transport.ConfirmFunc) (transport.Publisher, error) {
-	for try := 0; ; try++ {
-		set, p := c.pickPublisher()
-		err := p.Publish(ctx, msg, done)
-		if err == nil || !errors.Is(err, transport.ErrNotWritten) {
-			return p, err
-		}
-		if try >= 3 || ctx.Err() != nil || c.refusal(msg) != nil || !c.repairPublisher(ctx, set, p) {
-			return p, err
-		}
-	}
+	return b.wait(p, ctx, msgs, errs)
 }
 
 func pastDeadline(ctx context.Context) bool {
@@ -133,9 +122,9 @@ func (b *rawBatch) unadd() { b.mu.Lock(); b.pending--; b.mu.Unlock() }
 
 func (b *rawBatch) failed() bool { b.mu.Lock(); defer b.mu.Unlock(); return b.bad }
 
-func (b *rawBatch) confirmFunc(c *Conn, i int) transport.ConfirmFunc {
+func (b *rawBatch) confirmFunc(p *publishing, i int) transport.ConfirmFunc {
 	return func(cf transport.Confirmation) {
-		c.permits.release()
+		p.permits.release()
 		b.mu.Lock()
 		defer b.mu.Unlock()
 		b.cfs[i], b.answered[i] = cf, true
@@ -151,14 +140,14 @@ func (b *rawBatch) confirmFunc(c *Conn, i int) transport.ConfirmFunc {
 
 // wait waits for the confirms of the written messages and fills their
 // errors in errs.
-func (b *rawBatch) wait(c *Conn, ctx context.Context, written []*transport.Message, errs []error) []error {
+func (b *rawBatch) wait(p *publishing, ctx context.Context, written []*transport.Message, errs []error) []error {
 	b.mu.Lock()
 	b.sealed = true
 	if b.pending == 0 {
 		close(b.allDone)
 	}
 	b.mu.Unlock()
-	t := time.NewTimer(c.cfg.confirmTimeout)
+	t := time.NewTimer(p.cfg.confirmTimeout)
 	defer t.Stop()
 	var waitErr error
 	timedOut := false
@@ -180,9 +169,9 @@ func (b *rawBatch) wait(c *Conn, ctx context.Context, written []*transport.Messa
 		case b.answered[i]:
 			errs[i] = classify(msg, b.cfs[i])
 		case timedOut:
-			errs[i] = newPubErr(msg, OutcomeFailed, fmt.Sprintf("the broker did not confirm it within %s, so it may have arrived; publish it again only if a duplicate is acceptable", c.cfg.confirmTimeout), true, nil)
+			errs[i] = newPubErr(msg, OutcomeFailed, fmt.Sprintf(reasonNotConfirmed, p.cfg.confirmTimeout), true, nil)
 		default:
-			errs[i] = newPubErr(msg, OutcomeFailed, fmt.Sprintf("the caller stopped waiting before the broker confirmed it (%v), so it may have arrived", waitErr), true, waitErr)
+			errs[i] = newPubErr(msg, OutcomeFailed, fmt.Sprintf(reasonStoppedWait, waitErr), true, waitErr)
 		}
 	}
 	return errs

@@ -6,10 +6,6 @@ import "time"
 // in consume.go so the hook stays in this file.
 const decRelease decisionKind = 200
 
-// ConsumeReleased is the outcome word of a Release decision: the message
-// went back to the broker unsettled, neither handled nor set aside.
-const ConsumeReleased = "released"
-
 // Release hands the message back to the broker (basic.nack with requeue)
 // without handling it, retrying it or setting it aside: the broker
 // delivers it again, to this or another consumer, with the same attempt

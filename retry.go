@@ -1,8 +1,10 @@
 package acemq
 
 import (
+	"context"
 	"fmt"
 	"math"
+	"math/rand/v2"
 	"strconv"
 	"strings"
 	"time"
@@ -334,4 +336,117 @@ func (p RetryPolicy) String() string {
 		fmt.Fprintf(&b, ".waitInBrokerFrom(%v)", p.threshold)
 	}
 	return b.String()
+}
+
+// The consumer side of a retry: the decision Retry (and InProgress) is
+// carried out here, by republishing through the Conn's hop.
+
+func (k *consumerCore) age(env Envelope) (time.Duration, bool) {
+	if env.FirstSeen.IsZero() {
+		return 0, false
+	}
+	return time.Since(env.FirstSeen), true
+}
+
+func (k *consumerCore) retry(dv *delivery, env Envelope, cause error, handled bool, dur time.Duration) {
+	q := k.queue
+	p := k.policy
+	age, known := k.age(env)
+	if !p.Retries(env.Attempt, age, known) {
+		var reason string
+		if env.Attempt >= p.MaxAttempts() {
+			n := p.MaxAttempts()
+			word := "attempts"
+			if n == 1 {
+				word = "attempt"
+			}
+			reason = fmt.Sprintf("exhausted %d %s: %s", n, word, errText(cause))
+		} else {
+			reason = fmt.Sprintf("exceeded the maximum message age of %s: %s", p.MaxAge(), errText(cause))
+		}
+		k.settleAside(dv, env, DeadLetterQueue(q), reason, ConsumeDeadLettered, handled, dur)
+		return
+	}
+	delay, inBroker := p.Delay(env.Attempt)
+	next := env.NextAttempt()
+	if next.FirstSeen.IsZero() {
+		next.FirstSeen = dv.received.Truncate(time.Millisecond)
+	}
+	target := q
+	if inBroker {
+		target = RetryQueue(q, delay)
+	}
+	k.report(dv, Settlement{Queue: q, Envelope: env, Outcome: ConsumeRetried, Target: target, RetryDelay: delay, InBroker: inBroker, Handled: handled, HandlerDuration: dur})
+	if inBroker {
+		ctx, cancel := hopContext()
+		err := k.host.hop(ctx, k.hopMessage(dv, next, target))
+		cancel()
+		if err == nil {
+			k.ack(dv)
+			return
+		}
+		if IsUnroutable(err) {
+			k.fallback(Fallback{Kind: "rung_missing", Queue: q, Target: target, Envelope: env, Err: err})
+			k.env.logger.Warn(fmt.Sprintf("acemq: %s is not on the broker, so %s will wait %s in this consumer instead; declare it (start the consumer with its retry policy, or Topology.Retries)", target, env.ID, delay), "queue", q)
+		} else {
+			k.putBackFailed(dv, env, target, err)
+			return
+		}
+	}
+	wait := p.ConsumerWait(delay, rand.Float64())
+	k.later(dv, wait, func(ctx context.Context) {
+		if err := k.host.hop(ctx, k.hopMessage(dv, next, q)); err != nil {
+			k.putBackFailed(dv, env, q, err)
+			return
+		}
+		k.ack(dv)
+	})
+}
+
+// putBackFailed: the retry was counted; the delivery goes back to the broker.
+func (k *consumerCore) putBackFailed(dv *delivery, env Envelope, target string, err error) {
+	k.env.logger.Warn("acemq: a retry could not be republished; handing the message back to the broker", "queue", k.queue, "id", env.ID, "target", target, "error", err)
+	k.nack(dv, true)
+}
+
+func (k *consumerCore) putBackLater(dv *delivery, env Envelope, delay time.Duration) {
+	k.later(dv, delay, func(ctx context.Context) {
+		if err := k.host.hop(ctx, k.hopMessage(dv, env, k.queue)); err != nil {
+			k.putBackFailed(dv, env, k.queue, err)
+			return
+		}
+		k.ack(dv)
+	})
+}
+
+// later runs fn after d, holding the delivery (and its prefetch slot) but
+// not a handler goroutine. A drain cuts the wait short; a lost channel
+// abandons it (the broker redelivers). The goroutine belongs to the
+// consumer: fn's context (bounded by setAsideBound) ends when the drain
+// reaches its deadline, and the drain waits for the goroutine, so no hop is
+// made after Close returned while the broker redelivers the original.
+func (k *consumerCore) later(dv *delivery, d time.Duration, fn func(ctx context.Context)) {
+	if !k.goBackground(func() {
+		t := time.NewTimer(d)
+		select {
+		case <-t.C:
+		case <-k.drainCh:
+			t.Stop()
+		case <-dv.att.ch.Done():
+			t.Stop()
+			k.release(dv)
+			return
+		}
+		ctx, cancel := context.WithTimeout(k.base, setAsideBound)
+		defer cancel()
+		fn(ctx)
+	}) {
+		// The drain is over and its channel released: the broker has the
+		// delivery back.
+		k.release(dv)
+	}
+}
+
+func hopContext() (context.Context, context.CancelFunc) {
+	return context.WithTimeout(context.WithoutCancel(context.Background()), setAsideBound)
 }

@@ -5,16 +5,15 @@ import (
 	"time"
 )
 
-// Stats are a Conn's cumulative counters, the ones the standing-load line
-// reports. Read them with Snapshot; they are safe for concurrent use.
-type Stats struct {
+// counters are a Conn's cumulative counters, the ones the standing-load
+// line reports (Conn.Stats). They are safe for concurrent use.
+type counters struct {
 	published  atomic.Int64
 	confirmed  atomic.Int64
 	failed     atomic.Int64
 	refused    atomic.Int64
 	unroutable atomic.Int64
 	consumed   atomic.Int64
-	rr         atomic.Uint64
 }
 
 // StatsSnapshot is a point-in-time copy of the counters.
@@ -54,26 +53,8 @@ type PublishReport struct {
 	RoutingKey  string
 	MessageType string
 	// Outcome is confirmed, published, unroutable, refused or failed.
-	Outcome  string
+	Outcome  Outcome
 	Duration time.Duration
 	Envelope Envelope
 	Err      error
-}
-
-func (c *Conn) reportPublish(r PublishReport) {
-	switch r.Outcome {
-	case OutcomeConfirmed, OutcomePublished:
-		c.stats.confirmed.Add(1)
-	case OutcomeRefused:
-		c.stats.refused.Add(1)
-	case OutcomeUnroutable:
-		c.stats.unroutable.Add(1)
-		c.stats.failed.Add(1)
-	default:
-		c.stats.failed.Add(1)
-	}
-	c.tel.published(r)
-	for _, h := range c.cfg.publishHooks {
-		h(r)
-	}
 }

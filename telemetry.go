@@ -303,9 +303,9 @@ func (t *telemetry) published(r PublishReport) {
 	if !t.metered() {
 		return
 	}
-	o := t.opts(attrKey{kindPublish, r.Exchange, r.RoutingKey, r.MessageType, r.Outcome}, func() *attrOpts {
+	o := t.opts(attrKey{kindPublish, r.Exchange, r.RoutingKey, r.MessageType, string(r.Outcome)}, func() *attrOpts {
 		return newAttrOpts(tagExchange.String(r.Exchange), tagRouting.String(r.RoutingKey), tagType.String(r.MessageType),
-			tagTrans.String(t.transport), tagOutcome.String(r.Outcome))
+			tagTrans.String(t.transport), tagOutcome.String(string(r.Outcome)))
 	})
 	ctx := context.Background()
 	t.publishTotal.Add(ctx, 1, o.add...)
@@ -409,7 +409,7 @@ func (t *telemetry) startPublishSpan(ctx context.Context, exchange, routingKey s
 			kv[n] = attrConversation.String(corr)
 			n++
 		}
-		if outcome == OutcomeUnroutable {
+		if Outcome(outcome) == OutcomeUnroutable {
 			var pe *PublishError
 			if errors.As(err, &pe) {
 				kv[n] = attrReason.String(pe.Reason)

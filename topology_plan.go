@@ -15,7 +15,7 @@ const bindingsUnknown = "AMQP cannot report bindings; apply declares it (idempot
 // declareOnce declares d (passively when passive is set) on a fresh
 // channel and closes the channel afterwards, since a refused declaration
 // closes the channel it was made on.
-func declareOnce(ctx context.Context, open ChannelOpener, d Declaration, passive bool) error {
+func declareOnce(ctx context.Context, open channelOpener, d Declaration, passive bool) error {
 	dc := declarer{open: open}
 	defer dc.close()
 	return dc.declare(ctx, d, passive)
@@ -47,8 +47,8 @@ func (p Plan) String() string {
 	return b.String()
 }
 
-// ChannelOpener opens a fresh throwaway channel.
-type ChannelOpener func(ctx context.Context) (transport.Channel, error)
+// channelOpener opens a fresh throwaway channel.
+type channelOpener func(ctx context.Context) (transport.Channel, error)
 
 // PlanStatus is the result of comparing one declaration with the broker.
 type PlanStatus string
@@ -81,7 +81,7 @@ type Plan struct {
 // planDeclarations compares each declaration with the broker: passive check
 // → would create; identical re-declare on a throwaway channel → matches,
 // 406 → differs. Bindings are unknown.
-func planDeclarations(ctx context.Context, open ChannelOpener, decls []Declaration) (Plan, error) {
+func planDeclarations(ctx context.Context, open channelOpener, decls []Declaration) (Plan, error) {
 	plan := Plan{Items: make([]PlanItem, 0, len(decls))}
 	for _, d := range decls {
 		if err := ctx.Err(); err != nil {
@@ -119,7 +119,7 @@ func planDeclarations(ctx context.Context, open ChannelOpener, decls []Declarati
 // bindings) on one short-lived channel, a fresh one after a refusal,
 // stopping at the first refusal with an error naming the entity and
 // the broker's text.
-func applyDeclarations(ctx context.Context, open ChannelOpener, decls []Declaration) error {
+func applyDeclarations(ctx context.Context, open channelOpener, decls []Declaration) error {
 	if problems := entityProblems(decls); len(problems) > 0 {
 		return &TopologyError{Problems: problems}
 	}

@@ -20,7 +20,7 @@ import (
 const (
 	outcomePublished = "published"
 	outcomeFailed    = "failed"
-	outcomeRefused   = acemq.OutcomeRefused
+	outcomeRefused   = string(acemq.OutcomeRefused)
 )
 
 // eventPublishFailed is the span event of a relay publish that failed

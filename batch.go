@@ -1,0 +1,280 @@
+package acemq
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/acemq-go/acemq/transport"
+)
+
+// publishAll is the one write-and-confirm path: Send (a batch of one),
+// SendAll and library hops all take it. For every member of prs whose
+// errs entry is still nil it admits the member, takes a permit and writes
+// it; once all are written it waits, within one confirm timeout and ctx,
+// for the broker's answers. errs[i] ends as member i's result, and
+// prs[i].sent.Outcome says how it went out.
+//
+// An application member (hop false) is admitted as Send admits: refused at
+// once, or with WithWaitForRecovery waiting out a recovery within ctx (or
+// the confirm timeout). One whose write meets a loss the Conn had not
+// noticed yet (nothing written) is, with WithWaitForRecovery, admitted
+// again once the Conn's state changes, so it too waits out the recovery.
+// Hop members were admitted by the caller and are always confirmed.
+// When no permit comes free in time, the members after it fail the same
+// way without waiting again.
+func (p *publishing) publishAll(ctx context.Context, prs []prepared, errs []error, hop bool) {
+	b := p.getBatch(len(prs))
+	wctx := ctx
+	if !hop {
+		var cancel context.CancelFunc
+		wctx, cancel = p.admissionContext(ctx)
+		defer cancel()
+	}
+	var stop *PublishError // no permit came free: the rest fail alike
+	for i := range prs {
+		if errs[i] != nil {
+			continue
+		}
+		if stop != nil {
+			errs[i] = newPubErr(&prs[i].msg, OutcomeFailed, stop.Reason, false, stop.Err)
+			continue
+		}
+		for {
+			var changed <-chan struct{} // only WithWaitForRecovery waits on it
+			if !hop && p.cfg.waitForRecovery {
+				changed = p.life.changes()
+			}
+			err, noPermit := p.write(ctx, wctx, &prs[i], b, i, hop)
+			if noPermit {
+				stop = err.(*PublishError) // write says so only for acquire's *PublishError
+			}
+			if err == nil || hop || noPermit || !p.awaitNoticedLoss(wctx, err, changed) {
+				errs[i] = err
+				break
+			}
+		}
+	}
+	waitErr := b.wait(ctx, p.cfg.confirmTimeout)
+	slots, reusable := b.finalize()
+	for i := range prs {
+		if errs[i] != nil || !slots[i].written {
+			continue
+		}
+		msg := &prs[i].msg
+		switch {
+		case slots[i].done:
+			errs[i] = classify(msg, slots[i].cf)
+		case waitErr == context.DeadlineExceeded:
+			errs[i] = newPubErr(msg, OutcomeFailed, fmt.Sprintf(reasonNotConfirmed, p.cfg.confirmTimeout), true, nil)
+		default:
+			errs[i] = newPubErr(msg, OutcomeFailed, fmt.Sprintf(reasonStoppedWait, waitErr), true, waitErr)
+		}
+	}
+	if reusable {
+		p.putBatch(b) // after the slots were read
+	}
+}
+
+// write admits and writes one member. noPermit reports that err is
+// acquire's: no permit came free within the confirm timeout or ctx.
+func (p *publishing) write(ctx, wctx context.Context, pr *prepared, b *batch, i int, hop bool) (err error, noPermit bool) {
+	msg := &pr.msg
+	if !hop {
+		if err := p.admit(wctx, msg); err != nil {
+			return err, false
+		}
+		if !p.cfg.confirms && !msg.Mandatory {
+			pr.sent.Outcome = OutcomePublished
+			return p.publishUnconfirmed(pr.ctx, msg), false
+		}
+	}
+	pr.sent.Outcome = OutcomeConfirmed
+	if pe := p.acquire(ctx, msg); pe != nil {
+		return pe, true
+	}
+	// Recovery may have begun while this publish waited for a permit.
+	if err := p.refusal(msg); err != nil {
+		p.permits.release()
+		return err, false
+	}
+	b.expect(i)
+	if _, err := p.writeConfirmed(pr.ctx, msg, b.dones[i]); err != nil && errors.Is(err, transport.ErrNotWritten) {
+		// Not written: the callback will never be called.
+		p.permits.release()
+		b.unexpect(i)
+		if rerr := p.refusal(msg); rerr != nil {
+			return rerr, false
+		}
+		return newPaused(msg, reasonLostWaiting, ""), false
+	}
+	// Written, or perhaps written: the transport answers either way.
+	return nil, false
+}
+
+// batchSlot is one member's answer, written by its confirm callback.
+type batchSlot struct {
+	cf      transport.Confirmation
+	written bool
+	done    bool
+}
+
+// batch collects the confirmations of one publishAll. Batches are reused
+// with their slots, their per-slot callbacks (dones[i] is bound to slot i
+// once, not per message), their signal channel and their timer. Owner
+// rule: a batch is reused only when every written member has been
+// answered, because the transport calls each callback exactly once and
+// never after that; a batch left with answers outstanding (a timeout, a
+// cancelled ctx) is left to the garbage collector.
+type batch struct {
+	mu        sync.Mutex
+	slots     []batchSlot
+	dones     []transport.ConfirmFunc
+	pending   int
+	sealed    bool // every member has been written; allDone may be signalled
+	finalized bool
+	allDone   chan struct{} // capacity 1: signalled once nothing is pending after sealing
+	timer     *time.Timer
+	p         *publishing
+}
+
+// batchPool keeps batches for concurrent publishes beside the pipeline's
+// one spare (see publishing.spare).
+var batchPool sync.Pool
+
+// getBatch returns an empty batch of n slots: the spare one, a pooled one
+// or a new one.
+func (p *publishing) getBatch(n int) *batch {
+	b := p.spare.Swap(nil)
+	if b == nil {
+		b, _ = batchPool.Get().(*batch)
+	}
+	if b == nil {
+		b = &batch{allDone: make(chan struct{}, 1), timer: time.NewTimer(time.Hour)}
+		b.timer.Stop()
+	}
+	if cap(b.slots) < n {
+		b.slots = make([]batchSlot, n)
+	}
+	b.slots = b.slots[:n]
+	for i := len(b.dones); i < n; i++ {
+		b.dones = append(b.dones, b.confirmFunc(i))
+	}
+	b.p = p
+	return b
+}
+
+// putBatch keeps b for the next publish; the caller has checked that
+// nothing is pending and has read the slots. A batch of more than one
+// slot becomes the spare; a single one goes to the pool.
+func (p *publishing) putBatch(b *batch) {
+	clear(b.slots)
+	b.pending, b.sealed, b.finalized, b.p = 0, false, false, nil
+	select {
+	case <-b.allDone: // a signal no waiter took (it had timed out)
+	default:
+	}
+	if cap(b.slots) > 1 {
+		if old := p.spare.Swap(b); old != nil {
+			batchPool.Put(old)
+		}
+		return
+	}
+	batchPool.Put(b)
+}
+
+func (b *batch) confirmFunc(i int) transport.ConfirmFunc {
+	return func(cf transport.Confirmation) {
+		b.p.permits.release()
+		b.mu.Lock()
+		defer b.mu.Unlock()
+		if b.finalized {
+			return
+		}
+		b.slots[i].cf, b.slots[i].done = cf, true
+		b.pending--
+		if b.pending == 0 && b.sealed {
+			b.signal()
+		}
+	}
+}
+
+func (b *batch) signal() {
+	select {
+	case b.allDone <- struct{}{}:
+	default:
+	}
+}
+
+// expect marks member i as about to be written.
+func (b *batch) expect(i int) {
+	b.mu.Lock()
+	b.pending++
+	b.slots[i].written = true
+	b.mu.Unlock()
+}
+
+// unexpect undoes expect for a member that was not written.
+func (b *batch) unexpect(i int) {
+	b.mu.Lock()
+	b.pending--
+	b.slots[i].written = false
+	b.mu.Unlock()
+}
+
+// wait seals the batch and waits for every written member's answer, at
+// most d and until ctx ends. It returns nil, context.DeadlineExceeded for
+// d, or ctx's error.
+func (b *batch) wait(ctx context.Context, d time.Duration) error {
+	b.mu.Lock()
+	b.sealed = true
+	if b.pending == 0 {
+		b.signal()
+	}
+	b.mu.Unlock()
+	select {
+	case <-b.allDone:
+		return nil
+	default:
+	}
+	// The pooled timer is stopped (Go 1.23 timers: no stale tick).
+	b.timer.Reset(d)
+	defer b.timer.Stop()
+	select {
+	case <-b.allDone:
+		return nil
+	case <-b.timer.C:
+		return context.DeadlineExceeded
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// finalize stops the callbacks writing and returns the slots, and whether
+// the batch may be reused (no callback can come any more).
+func (b *batch) finalize() ([]batchSlot, bool) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.finalized = true
+	return b.slots, b.pending == 0
+}
+
+// one holds a batch of one: Send's member and a hop's, pooled.
+type one struct {
+	prs  [1]prepared
+	errs [1]error
+}
+
+var onePool = sync.Pool{New: func() any { return new(one) }}
+
+func getOne() *one { return onePool.Get().(*one) }
+
+// putOne returns o to the pool. The transport reads a member's message
+// only during Publish (it copies or writes what it keeps), and nothing
+// returned points into o.
+func putOne(o *one) {
+	*o = one{}
+	onePool.Put(o)
+}

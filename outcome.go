@@ -1,0 +1,44 @@
+package acemq
+
+// Outcome is how one publish ended, in the contract's spelling (§5.2). Its text is what logs, metric labels (the outcome
+// label of acemq.publish.total and acemq.consume.total) and span
+// attributes carry, byte for byte; compare with the constants below, not
+// with text.
+type Outcome string
+
+// String is the outcome's contract spelling.
+func (o Outcome) String() string { return string(o) }
+
+// Publish outcomes (contract §5.2): Sent.Outcome, PublishError.Outcome,
+// PublishReport.Outcome.
+const (
+	// OutcomeConfirmed: the broker confirmed the message.
+	OutcomeConfirmed Outcome = "confirmed"
+	// OutcomePublished: written with publisher confirms off
+	// (WithoutPublisherConfirms); nothing says the broker has it.
+	OutcomePublished Outcome = "published"
+	// OutcomeUnroutable: a mandatory message reached no queue.
+	OutcomeUnroutable Outcome = "unroutable"
+	// OutcomeRefused: declined before anything was written (paused,
+	// blocked, closed, or a header over the limits); safe to retry.
+	OutcomeRefused Outcome = "refused"
+	// OutcomeFailed: anything else; see PublishError.Sent for whether it
+	// may have arrived.
+	OutcomeFailed Outcome = "failed"
+)
+
+// Consume outcomes (contract §5.2): Settlement.Outcome, what the engine
+// did with a delivery (never the handler's answer: a retry on the last
+// attempt is dead_lettered). They are untyped, so they compare with
+// Settlement.Outcome (a string) and convert to Outcome alike.
+const (
+	ConsumeAcked        = "acked"
+	ConsumeRetried      = "retried"
+	ConsumeRejected     = "rejected"
+	ConsumeDeadLettered = "dead_lettered"
+	ConsumeParked       = "parked"
+	ConsumeInProgress   = "in_progress"
+	// ConsumeReleased is the outcome of a Release decision: the message
+	// went back to the broker unsettled, neither handled nor set aside.
+	ConsumeReleased = "released"
+)

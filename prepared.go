@@ -1,0 +1,339 @@
+package acemq
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/acemq-go/acemq/transport"
+)
+
+type prepared struct {
+	msg  transport.Message
+	sent Sent
+	err  error
+	typ  string
+	end  publishEnd
+	ctx  context.Context
+}
+
+func (p *publishing) buildEnvelope(o *sendOptions, given *Envelope, routingKey string) (Envelope, error) {
+	var env Envelope
+	if given != nil {
+		env = *given
+		if env.ID == "" {
+			env.ID = NewEnvelope().ID
+		}
+		if env.Version == 0 {
+			env.Version = 1
+		}
+		if env.Attempt == 0 {
+			env.Attempt = 1
+		}
+		if env.FirstSeen.IsZero() {
+			env.FirstSeen = time.Now().Truncate(time.Millisecond)
+		}
+	} else {
+		env = NewEnvelope()
+		if o.version != 0 {
+			env.Version = o.version
+		}
+		env.Type = o.typ
+		if o.corr != "" {
+			env.CorrelationID = o.corr
+		}
+		env.CausationID = o.cause
+		env.ReplyTo = o.replyTo
+		if len(o.headers) > 0 {
+			env = env.WithHeaders(o.headers)
+		}
+	}
+	if env.CorrelationID == "" {
+		env.CorrelationID = env.ID
+	}
+	if env.Type == "" {
+		env.Type = routingKey
+		if env.Type == "" {
+			env.Type = "message"
+		}
+	}
+	if env.Origin == "" {
+		env.Origin = p.origin
+	}
+	return env, env.Validate()
+}
+
+// prepare builds one message: envelope, interceptors, encoding. It never
+// touches the broker.
+func (p *publishing) prepare(ctx context.Context, exchange, routingKey string, pc *publisherConfig, o *sendOptions, given *Envelope, payload any) (pr prepared) {
+	key := routingKey
+	if o.key != nil {
+		key = *o.key
+	}
+	pr.msg.Exchange, pr.msg.RoutingKey = exchange, key
+	pr.end, pr.ctx = noopPublishEnd, ctx
+	fail := func(reason string, err error) prepared {
+		pr.err = newPubErr(&pr.msg, OutcomeFailed, reason, false, err)
+		return pr
+	}
+	if given != nil && len(o.fieldsSet) > 0 {
+		return fail(fmt.Sprintf("both an envelope and envelope fields (%v) were given; pass one or the other, because the two answers differ", o.fieldsSet), nil)
+	}
+	env, err := p.buildEnvelope(o, given, key)
+	pr.msg.MessageID = env.ID
+	pr.typ = env.Type
+	if len(o.headerErrs) > 0 {
+		// After the envelope, so the error names the message's id.
+		err := errors.Join(o.headerErrs...)
+		return fail(err.Error(), err) // the §8.6 sentence, verbatim
+	}
+	if err != nil {
+		return fail("the envelope is not valid: "+withoutPrefix(err), err)
+	}
+	pctx := PublishContext{
+		Exchange:   exchange,
+		RoutingKey: key,
+		Envelope:   env,
+		Payload:    payload,
+		Persistent: !pc.transient,
+		Mandatory:  pc.mandatory,
+	}
+	if o.persistent != nil {
+		pctx.Persistent = *o.persistent
+	}
+	if o.mandatory != nil {
+		pctx.Mandatory = *o.mandatory
+	}
+	pctx, err = p.runPublishInterceptors(ctx, pctx)
+	if err != nil {
+		return fail("an interceptor refused it: "+err.Error(), err)
+	}
+	env = pctx.Envelope
+	if env.ID == "" || env.Validate() != nil {
+		return fail("an interceptor left an envelope that cannot be sent", env.Validate())
+	}
+	pr.msg.Exchange, pr.msg.RoutingKey, pr.msg.MessageID = pctx.Exchange, pctx.RoutingKey, env.ID
+	pr.typ = env.Type
+	pr.ctx, pr.end, env = p.tel.publishStart(ctx, pctx.Exchange, pctx.RoutingKey, env)
+	codec := p.cfg.codec
+	if pc.codec != nil {
+		codec = pc.codec
+	}
+	if o.codec != nil {
+		codec = o.codec
+	}
+	body, err := encodeForPublish(codec, pctx.Payload)
+	if err != nil {
+		return fail("the payload could not be encoded: "+withoutPrefix(err), err)
+	}
+	mode := uint8(2)
+	if !pctx.Persistent {
+		mode = 1
+	}
+	pr.msg.Mandatory = pctx.Mandatory
+	pr.msg.Properties = transport.Properties{
+		ContentType:  codec.ContentType(),
+		MessageID:    env.ID,
+		ReplyTo:      env.ReplyTo,
+		DeliveryMode: mode,
+		Priority:     o.priority,
+		Headers:      env.render(),
+	}
+	pr.msg.Body = body
+	pr.msg.HeadersOwned = true // render made it for this message alone
+	if err := headerRefusal(&pr.msg); err != nil {
+		pr.err = err
+		return pr
+	}
+	pr.sent = Sent{
+		Envelope:    env,
+		Exchange:    pctx.Exchange,
+		RoutingKey:  pctx.RoutingKey,
+		ContentType: codec.ContentType(),
+		Mandatory:   pctx.Mandatory,
+	}
+	return pr
+}
+
+// encodeForPublish encodes payload with codec. The built-in bytes codec
+// copies its input so that an encoded body never aliases the caller's
+// slice; on the publish path that copy protects nothing, because every
+// transport copies or writes the body before Publish returns and the body
+// is not kept afterwards, so a []byte is sent as it is.
+func encodeForPublish(codec Codec, payload any) ([]byte, error) {
+	if _, ok := codec.(bytesCodec); ok {
+		if b, ok := payload.([]byte); ok {
+			return b, nil
+		}
+	}
+	return codec.Encode(payload)
+}
+
+// runPublishInterceptors runs the interceptors on a copy of pc and
+// returns what they left. Taking pc by value keeps it off the heap when
+// there are none.
+func (p *publishing) runPublishInterceptors(ctx context.Context, pc PublishContext) (PublishContext, error) {
+	if len(p.cfg.publishIcpt) == 0 {
+		return pc, nil
+	}
+	pp := new(PublishContext)
+	*pp = pc
+	err := p.callPublishInterceptors(ctx, pp)
+	return *pp, err
+}
+
+func (p *publishing) callPublishInterceptors(ctx context.Context, pctx *PublishContext) (err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("acemq: a publish interceptor panicked: %v", r)
+		}
+	}()
+	for _, ic := range p.cfg.publishIcpt {
+		if err := ic(ctx, pctx); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// finish reports a member's result (span, counters, hooks) and returns
+// what Send returns for it.
+func (p *publishing) finish(pr *prepared, start time.Time, err error) (Sent, error) {
+	r := PublishReport{
+		Exchange:    pr.msg.Exchange,
+		RoutingKey:  pr.msg.RoutingKey,
+		MessageType: pr.typ,
+		Duration:    time.Since(start),
+		Envelope:    pr.sent.Envelope,
+		Err:         err,
+	}
+	if err == nil {
+		r.Outcome = pr.sent.Outcome
+	} else {
+		var pe *PublishError
+		if errors.As(err, &pe) {
+			r.Outcome = pe.Outcome
+		} else {
+			r.Outcome = OutcomeFailed
+		}
+	}
+	pr.end(string(r.Outcome), err)
+	p.report(r)
+	if err != nil {
+		return Sent{}, err
+	}
+	return pr.sent, nil
+}
+
+// applySendOptions returns the options opts set. The options run on a
+// heap copy (they are unknown functions), so a send without options
+// allocates nothing for them.
+func applySendOptions(opts []SendOption) sendOptions {
+	if len(opts) == 0 {
+		return sendOptions{}
+	}
+	o := new(sendOptions)
+	for _, f := range opts {
+		f(o)
+	}
+	return *o
+}
+
+// withoutPrefix renders err for embedding in a sentence that already starts
+// "acemq: ", so the prefix is not doubled.
+func withoutPrefix(err error) string {
+	return strings.TrimPrefix(err.Error(), "acemq: ")
+}
+
+// send publishes one payload: a batch of one on the path SendAll takes.
+func (p *publishing) send(ctx context.Context, exchange, routingKey string, pc *publisherConfig, payload any, opts []SendOption) (Sent, error) {
+	start := time.Now()
+	p.stats.published.Add(1)
+	o := applySendOptions(opts)
+	one := getOne()
+	defer putOne(one)
+	pr := &one.prs[0]
+	*pr = p.prepare(ctx, exchange, routingKey, pc, &o, o.env, payload)
+	one.errs[0] = pr.err
+	if pr.err == nil {
+		p.publishAll(ctx, one.prs[:], one.errs[:], false)
+	}
+	return p.finish(pr, start, one.errs[0])
+}
+
+// sendAll publishes payloads pipelined on the one publish path.
+func (p *publishing) sendAll(ctx context.Context, exchange, routingKey string, pc *publisherConfig, payloads []any, opts []SendOption) ([]Sent, error) {
+	start := time.Now()
+	o := applySendOptions(opts)
+	n := len(payloads)
+	if o.envs != nil && len(o.envs) != n {
+		return nil, fmt.Errorf("acemq: SendAll was given %d payloads and %d envelopes; give one envelope per payload", n, len(o.envs))
+	}
+	p.stats.published.Add(int64(n))
+	prs := make([]prepared, n)
+	errs := make([]error, n)
+	for i := range payloads {
+		given := o.env
+		if o.envs != nil {
+			given = &o.envs[i]
+		}
+		prs[i] = p.prepare(ctx, exchange, routingKey, pc, &o, given, payloads[i])
+		errs[i] = prs[i].err
+	}
+	p.publishAll(ctx, prs, errs, false)
+
+	sents := make([]Sent, n)
+	be := &BatchPublishError{Total: n, AllPaused: true, AllUnroutable: true}
+	for i := range prs {
+		s, err := p.finish(&prs[i], start, errs[i])
+		sents[i] = s
+		errs[i] = err
+		if err != nil {
+			be.Failed++
+			if be.First == nil {
+				be.First = err
+			}
+			if !IsPaused(err) {
+				be.AllPaused = false
+			}
+			if !IsUnroutable(err) {
+				be.AllUnroutable = false
+			}
+		}
+	}
+	if be.Failed == 0 {
+		return sents, nil
+	}
+	be.Confirmed = n - be.Failed
+	// Built only when something failed: a batch's results are as large
+	// as its Sents, and zeroing them was a measurable share of SendAll.
+	results := make([]Result, n)
+	for i := range results {
+		results[i] = Result{Sent: sents[i], Err: errs[i]}
+	}
+	be.Results = results
+	return sents, be
+}
+
+// report counts an application publish's outcome and hands it to the
+// telemetry and the publish hooks.
+func (p *publishing) report(r PublishReport) {
+	s := p.stats
+	switch r.Outcome {
+	case OutcomeConfirmed, OutcomePublished:
+		s.confirmed.Add(1)
+	case OutcomeRefused:
+		s.refused.Add(1)
+	case OutcomeUnroutable:
+		s.unroutable.Add(1)
+		s.failed.Add(1)
+	default:
+		s.failed.Add(1)
+	}
+	p.tel.published(r)
+	for _, h := range p.cfg.publishHooks {
+		h(r)
+	}
+}
