@@ -105,6 +105,9 @@ func (p *publishing) write(ctx, wctx context.Context, pr *prepared, b *batch, i 
 		// Not written: the callback will never be called.
 		p.permits.release()
 		b.unexpect(i)
+		if uerr := unencodable(msg, err); uerr != nil {
+			return uerr, false
+		}
 		if rerr := p.refusal(msg); rerr != nil {
 			return rerr, false
 		}

@@ -43,7 +43,10 @@ func headerRefusal(msg *transport.Message) error {
 }
 
 func asHeaderTable(v any) (map[string]any, bool) {
-	if t, ok := v.(transport.Table); ok {
+	switch t := v.(type) {
+	case transport.Table:
+		return t, true
+	case map[string]any:
 		return t, true
 	}
 	return nil, false

@@ -87,6 +87,17 @@ func newPubErr(msg *transport.Message, outcome Outcome, reason string, sent bool
 	}
 }
 
+// unencodable is the refusal of a publish the transport could not encode
+// (a header value AMQP 0-9-1 has no field type for), or nil when err says
+// something else. It is bad input, not a lost connection: nothing was
+// written, and sending the same message again cannot help.
+func unencodable(msg *transport.Message, err error) error {
+	if !errors.Is(err, transport.ErrUnencodable) {
+		return nil
+	}
+	return newPubErr(msg, OutcomeRefused, fmt.Sprintf("a header cannot be written (%v); nothing was sent. Change the header's value to a string, number, bool, []byte, time.Time, table or list", err), false, err)
+}
+
 func newPaused(msg *transport.Message, reason, brokerReason string) error {
 	return &PublishingPausedError{
 		PublishError: *newPubErr(msg, OutcomeRefused, reason, false, nil),
@@ -329,7 +340,7 @@ func (p *publishing) writeConfirmed(ctx context.Context, msg *transport.Message,
 	for try := 0; ; try++ {
 		set, pub := p.pickPublisher()
 		err := pub.Publish(ctx, msg, done)
-		if err == nil || !errors.Is(err, transport.ErrNotWritten) {
+		if err == nil || !errors.Is(err, transport.ErrNotWritten) || errors.Is(err, transport.ErrUnencodable) {
 			return pub, err
 		}
 		if try >= 3 || ctx.Err() != nil || p.refusal(msg) != nil || !p.repairPublisher(ctx, set, pub) {
@@ -400,6 +411,9 @@ func (p *publishing) publishUnconfirmed(ctx context.Context, msg *transport.Mess
 	}
 	if err != nil {
 		if errors.Is(err, transport.ErrNotWritten) {
+			if uerr := unencodable(msg, err); uerr != nil {
+				return uerr
+			}
 			if rerr := p.refusal(msg); rerr != nil {
 				return rerr
 			}

@@ -86,7 +86,9 @@ func (p *publishing) rawBatch(ctx context.Context, ms []RawMessage) []error {
 		if err != nil && errors.Is(err, transport.ErrNotWritten) {
 			p.permits.release()
 			b.unadd()
-			if rerr := p.refusal(msg); rerr != nil {
+			if uerr := unencodable(msg, err); uerr != nil {
+				err = uerr
+			} else if rerr := p.refusal(msg); rerr != nil {
 				err = rerr
 			} else {
 				err = newPubErr(msg, OutcomeFailed, "its publishing channel closed before it was written; nothing was sent", false, err)
