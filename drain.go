@@ -47,7 +47,6 @@ func (k *consumerCore) drain(ctx context.Context, deadline time.Time) int {
 	defer close(k.closed)
 	k.mu.Lock()
 	k.draining = true
-	close(k.drainCh)
 	att := k.att
 	k.mu.Unlock()
 	// Prefetched deliveries no worker has started go back unrun now, not
@@ -55,12 +54,19 @@ func (k *consumerCore) drain(ctx context.Context, deadline time.Time) int {
 	k.requeueUnstarted()
 	k.host.left(k)
 
-	// Stop new deliveries; the channel stays open for the acks to come.
+	// Stop new deliveries first (§3.11: cancel, then wind down); the
+	// channel stays open for the acks to come.
 	if att != nil && att.alive() {
 		cctx, cancel := context.WithDeadline(context.Background(), deadline)
 		_ = att.ch.Cancel(cctx, k.tag)
 		cancel()
 	}
+	// Only then cut the in-consumer retry waits short: the copies they put
+	// back must not be delivered to this consumer, which would hand them
+	// back to the broker marked redelivered.
+	k.mu.Lock()
+	close(k.drainCh)
+	k.mu.Unlock()
 	// Prefetched deliveries no worker has started go back now, unrun: a
 	// worker busy in a slow handler would reach them only after it returns,
 	// and they would be counted stranded.

@@ -171,49 +171,45 @@ func TestHandlerReturningAfterItsChannelIsGoneHasItsDecisionDiscarded(t *testing
 	})
 }
 
-// Memory only for now: on RabbitMQ the put-back copy sometimes comes back
-// redelivered (about 1 run in 5), because the drain cuts the wait short
-// before it cancels the subscription (drain.go closes drainCh before
-// basic.cancel; behaviour §3.11 orders the cancel first), so the broker
-// delivers the copy to the draining consumer, which requeues it. Reported
-// to the lead; the version over both transports is in the commit that
-// says it fails.
+// On both transports. FAILS on RabbitMQ about 1 run in 5 (the put-back
+// copy comes back redelivered): the drain cuts the wait short before it
+// cancels the subscription (drain.go closes drainCh before basic.cancel;
+// behaviour §3.11 orders the cancel first), so the broker delivers the
+// copy to the draining consumer, which requeues it.
 func TestCloseCutsAnInConsumerRetryWaitShort(t *testing.T) {
-	r := newRig(t)
-	r.queue("q")
-	seen := failing(r, "q", acemq.ConsumerRetry(acemq.Fixed(3, time.Hour).WaitInBrokerFrom(0)))
-	sent := r.send("q", order{ID: "w"})
-	if s := r.nextSettlement(); s.Outcome != acemq.ConsumeRetried || s.RetryDelay != time.Hour {
-		t.Fatalf("settlement %+v", s)
-	}
-	recv(t, seen)
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancel()
-	if err := r.c.Close(ctx); err != nil {
-		t.Fatalf("Conn.Close = %v", err)
-	}
-	info, _ := r.broker.QueueInfo("q")
-	if info.Messages != 1 {
-		t.Fatalf("q holds %d after Close, want the retry put back", info.Messages)
-	}
-	// Read it on a fresh Conn: attempt 2, republished (not requeued).
-	c2, err := acemq.Connect(context.Background(), "memory://"+r.name, acemq.WithLogger(acemq.DiscardLogger()))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c2.Close(context.Background())
-	p, err := c2.NewPuller(context.Background())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer p.Close()
-	m, ok, err := p.Pull(context.Background(), "q")
-	if err != nil || !ok {
-		t.Fatalf("pull: ok %v err %v", ok, err)
-	}
-	if m.Envelope.ID != sent.Envelope.ID || m.Envelope.Attempt != 2 || m.Redelivered {
-		t.Fatalf("put-back copy: id %s attempt %d redelivered %v; want attempt 2 republished", m.Envelope.ID, m.Envelope.Attempt, m.Redelivered)
-	}
+	onEveryRig(t, func(t *testing.T, r *rig) {
+		q := r.named("q")
+		r.queue(q)
+		seen := failing(r, q, acemq.ConsumerRetry(acemq.Fixed(3, time.Hour).WaitInBrokerFrom(0)))
+		sent := r.send(q, order{ID: "w"})
+		if s := r.nextSettlement(); s.Outcome != acemq.ConsumeRetried || s.RetryDelay != time.Hour {
+			t.Fatalf("settlement %+v", s)
+		}
+		recv(t, seen)
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		if err := r.c.Close(ctx); err != nil {
+			t.Fatalf("Conn.Close = %v", err)
+		}
+		// Read it on a fresh Conn: attempt 2, republished (not requeued).
+		c2 := r.reconnect()
+		info, err := c2.QueueInfo(context.Background(), q)
+		if err != nil || info.Messages != 1 {
+			t.Fatalf("%s holds %d after Close (%v), want the retry put back", q, info.Messages, err)
+		}
+		p, err := c2.NewPuller(context.Background())
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer p.Close()
+		m, ok, err := p.Pull(context.Background(), q)
+		if err != nil || !ok {
+			t.Fatalf("pull: ok %v err %v", ok, err)
+		}
+		if m.Envelope.ID != sent.Envelope.ID || m.Envelope.Attempt != 2 || m.Redelivered {
+			t.Fatalf("put-back copy: id %s attempt %d redelivered %v; want attempt 2 republished", m.Envelope.ID, m.Envelope.Attempt, m.Redelivered)
+		}
+	})
 }
 
 func TestCloseReturnsPromptlyWithTheCallersCancellation(t *testing.T) {
