@@ -26,7 +26,7 @@ func decide(r *rig, q string, d func(m *acemq.Message[order]) acemq.Decision, op
 
 // assertOne checks the next settlement's outcome, target and reason, and
 // that it is the only one for the delivery.
-func assertOne(t *testing.T, r *rig, id, outcome, target, reason string) acemq.Settlement {
+func assertOne(t *testing.T, r *rig, id string, outcome acemq.Outcome, target, reason string) acemq.Settlement {
 	t.Helper()
 	s := r.nextSettlement()
 	if s.Envelope.ID != id || s.Outcome != outcome || s.Target != target || s.Reason != reason {

@@ -1,9 +1,9 @@
 package acemq
 
-// Outcome is how one publish ended, in the contract's spelling (§5.2). Its text is what logs, metric labels (the outcome
-// label of acemq.publish.total and acemq.consume.total) and span
-// attributes carry, byte for byte; compare with the constants below, not
-// with text.
+// Outcome is how one publish or one delivery ended, in the contract's
+// spelling (§5.2). Its text is what logs, metric labels (the outcome label
+// of acemq.publish.total and acemq.consume.total) and span attributes
+// carry, byte for byte; compare with the constants below, not with text.
 type Outcome string
 
 // String is the outcome's contract spelling.
@@ -29,16 +29,24 @@ const (
 
 // Consume outcomes (contract §5.2): Settlement.Outcome, what the engine
 // did with a delivery (never the handler's answer: a retry on the last
-// attempt is dead_lettered). They are untyped, so they compare with
-// Settlement.Outcome (a string) and convert to Outcome alike.
+// attempt is dead_lettered).
 const (
-	ConsumeAcked        = "acked"
-	ConsumeRetried      = "retried"
-	ConsumeRejected     = "rejected"
-	ConsumeDeadLettered = "dead_lettered"
-	ConsumeParked       = "parked"
-	ConsumeInProgress   = "in_progress"
+	// ConsumeAcked: handled and acknowledged.
+	ConsumeAcked Outcome = "acked"
+	// ConsumeRetried: a retry was scheduled (in the consumer or in the
+	// broker's retry queue) and the delivery settled.
+	ConsumeRetried Outcome = "retried"
+	// ConsumeRejected: rejected to the queue's dead-letter queue.
+	ConsumeRejected Outcome = "rejected"
+	// ConsumeDeadLettered: its retries ran out; it is in the dead-letter
+	// queue with the reason.
+	ConsumeDeadLettered Outcome = "dead_lettered"
+	// ConsumeParked: set aside in the parked queue with the reason.
+	ConsumeParked Outcome = "parked"
+	// ConsumeInProgress: the handler asked for more time; the delivery
+	// goes back after the in-progress delay.
+	ConsumeInProgress Outcome = "in_progress"
 	// ConsumeReleased is the outcome of a Release decision: the message
 	// went back to the broker unsettled, neither handled nor set aside.
-	ConsumeReleased = "released"
+	ConsumeReleased Outcome = "released"
 )

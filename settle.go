@@ -16,8 +16,10 @@ import (
 type Settlement struct {
 	Queue    string
 	Envelope Envelope
-	// Outcome is acked, retried, rejected, dead_lettered, parked or in_progress.
-	Outcome string
+	// Outcome is ConsumeAcked, ConsumeRetried, ConsumeRejected,
+	// ConsumeDeadLettered, ConsumeParked, ConsumeInProgress or
+	// ConsumeReleased.
+	Outcome Outcome
 	// Target is where the message goes: {q}.dlq, {q}.parked, a rung, or
 	// the source queue for a put-back; empty for an ack.
 	Target string
@@ -119,7 +121,7 @@ func (k *consumerCore) hopMessage(dv *delivery, env Envelope, target string) *tr
 // settleAside reports the outcome, then copies the message into target
 // with the reason and acks the original. If the copy cannot be made, the
 // documented fallback keeps the message: never unsettled, never dropped.
-func (k *consumerCore) settleAside(dv *delivery, env Envelope, target, reason, outcome string, handled bool, dur time.Duration) {
+func (k *consumerCore) settleAside(dv *delivery, env Envelope, target, reason string, outcome Outcome, handled bool, dur time.Duration) {
 	k.report(dv, Settlement{Queue: k.queue, Envelope: env, Outcome: outcome, Target: target, Reason: reason, Handled: handled, HandlerDuration: dur})
 	cp := env
 	cp.Error = reason

@@ -473,7 +473,7 @@ func (t *telemetry) processStart(ctx context.Context, queue string, env Envelope
 			attrMessageID.String(id),
 			attrMessageType.String(typ),
 			attrAttempt.Int(attempt),
-			attrOutcome.String(s.Outcome),
+			attrOutcome.String(string(s.Outcome)),
 		}
 		n := 7
 		if corr != "" {
@@ -486,10 +486,10 @@ func (t *telemetry) processStart(ctx context.Context, queue string, env Envelope
 		case ConsumeDeadLettered, ConsumeRejected, ConsumeParked:
 			kv[n] = attrReason.String(s.Reason)
 			n++
-			span.AddEvent("message.dead_lettered", trace.WithAttributes(attrReason.String(s.Reason), attrOutcome.String(s.Outcome)))
+			span.AddEvent("message.dead_lettered", trace.WithAttributes(attrReason.String(s.Reason), attrOutcome.String(string(s.Outcome))))
 		}
 		span.SetAttributes(kv[:n]...)
-		if semconv.IsError(s.Outcome) {
+		if semconv.IsError(string(s.Outcome)) {
 			span.SetStatus(codes.Error, s.Reason)
 		}
 		span.End()
@@ -503,8 +503,8 @@ func (t *telemetry) processMetrics(s Settlement) {
 	}
 	ctx := context.Background()
 	typ := s.Envelope.Type
-	o := t.opts(attrKey{kind: kindConsume, a: s.Queue, b: typ, c: s.Outcome}, func() *attrOpts {
-		return newAttrOpts(tagQueue.String(s.Queue), tagType.String(typ), tagTrans.String(t.transport), tagOutcome.String(s.Outcome))
+	o := t.opts(attrKey{kind: kindConsume, a: s.Queue, b: typ, c: string(s.Outcome)}, func() *attrOpts {
+		return newAttrOpts(tagQueue.String(s.Queue), tagType.String(typ), tagTrans.String(t.transport), tagOutcome.String(string(s.Outcome)))
 	})
 	t.consumeTotal.Add(ctx, 1, o.add...)
 	if s.Handled {
@@ -521,8 +521,8 @@ func (t *telemetry) processMetrics(s Settlement) {
 		if s.Outcome == ConsumeParked {
 			dest = ConsumeParked
 		}
-		d := t.opts(attrKey{kind: kindDead, a: s.Queue, b: typ, c: dest}, func() *attrOpts {
-			return newAttrOpts(tagQueue.String(s.Queue), tagType.String(typ), tagTrans.String(t.transport), tagOutcome.String(dest))
+		d := t.opts(attrKey{kind: kindDead, a: s.Queue, b: typ, c: string(dest)}, func() *attrOpts {
+			return newAttrOpts(tagQueue.String(s.Queue), tagType.String(typ), tagTrans.String(t.transport), tagOutcome.String(string(dest)))
 		})
 		t.deadTotal.Add(ctx, 1, d.add...)
 	}

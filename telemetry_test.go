@@ -175,30 +175,30 @@ func TestSettlementCountersTagsAndSpanStatusAgree(t *testing.T) {
 		policy   acemq.RetryPolicy
 		raw      []byte // published raw instead of a payload: undecodable
 		handler  func(attempt int) acemq.Decision
-		outcomes []string
+		outcomes []acemq.Outcome
 		retried  int64
 		dead     map[string]int64 // dead.lettered.total by outcome
 		errorEnd bool             // the last process span is ERROR
 		event    string           // an event on the last span
 	}{
-		{name: "accept", handler: func(int) acemq.Decision { return acemq.Accept() }, outcomes: []string{"acked"}},
+		{name: "accept", handler: func(int) acemq.Decision { return acemq.Accept() }, outcomes: []acemq.Outcome{"acked"}},
 		{name: "retry then accept", handler: func(a int) acemq.Decision {
 			if a == 1 {
 				return acemq.Retry(errors.New("not yet"))
 			}
 			return acemq.Accept()
-		}, outcomes: []string{"retried", "acked"}, retried: 1},
+		}, outcomes: []acemq.Outcome{"retried", "acked"}, retried: 1},
 		{name: "exhausted is dead_lettered", handler: func(int) acemq.Decision { return acemq.Retry(errors.New("boom")) },
-			outcomes: []string{"retried", "dead_lettered"}, retried: 1, dead: map[string]int64{"dead_lettered": 1}, errorEnd: true, event: "message.dead_lettered"},
+			outcomes: []acemq.Outcome{"retried", "dead_lettered"}, retried: 1, dead: map[string]int64{"dead_lettered": 1}, errorEnd: true, event: "message.dead_lettered"},
 		{name: "reject is rejected", handler: func(int) acemq.Decision { return acemq.Reject(errors.New("bad")) },
-			outcomes: []string{"rejected"}, dead: map[string]int64{"dead_lettered": 1}, event: "message.dead_lettered"},
+			outcomes: []acemq.Outcome{"rejected"}, dead: map[string]int64{"dead_lettered": 1}, event: "message.dead_lettered"},
 		{name: "park is parked", handler: func(int) acemq.Decision { return acemq.Park(errors.New("later")) },
-			outcomes: []string{"parked"}, dead: map[string]int64{"parked": 1}, event: "message.dead_lettered"},
+			outcomes: []acemq.Outcome{"parked"}, dead: map[string]int64{"parked": 1}, event: "message.dead_lettered"},
 		{name: "undecodable is parked", raw: []byte("{not json"), handler: func(int) acemq.Decision { return acemq.Accept() },
-			outcomes: []string{"parked"}, dead: map[string]int64{"parked": 1}},
+			outcomes: []acemq.Outcome{"parked"}, dead: map[string]int64{"parked": 1}},
 		{name: "in progress then accept", handler: func(a int) acemq.Decision {
 			return acemq.Accept()
-		}, outcomes: []string{"in_progress", "acked"}},
+		}, outcomes: []acemq.Outcome{"in_progress", "acked"}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -241,7 +241,7 @@ func TestSettlementCountersTagsAndSpanStatusAgree(t *testing.T) {
 			rm := o.collect(t)
 			per := map[string]int64{}
 			for _, w := range tc.outcomes {
-				per[w]++
+				per[string(w)]++
 			}
 			for w, n := range per {
 				tags := map[string]string{"queue": "orders", "outcome": w, "transport": "memory", "message.type": "order"}
@@ -279,7 +279,7 @@ func TestSettlementCountersTagsAndSpanStatusAgree(t *testing.T) {
 				if s.SpanKind() != trace.SpanKindConsumer {
 					t.Errorf("span kind %v", s.SpanKind())
 				}
-				if v, _ := spanAttr(s, "messaging.acemq.outcome"); v.AsString() != tc.outcomes[i] {
+				if v, _ := spanAttr(s, "messaging.acemq.outcome"); v.AsString() != string(tc.outcomes[i]) {
 					t.Errorf("span %d outcome %q, want %q", i, v.AsString(), tc.outcomes[i])
 				}
 				if v, _ := spanAttr(s, "messaging.system"); v.AsString() != "rabbitmq" {

@@ -98,14 +98,14 @@ nothing installed: the in-process broker (memory://demo) and SQLite.`,
 // demoCounts are the settlements the consumers reported, by queue and outcome.
 type demoCounts struct {
 	mu      sync.Mutex
-	byQueue map[string]map[string]int
+	byQueue map[string]map[acemq.Outcome]int
 	changed chan struct{}
 }
 
-func (d *demoCounts) add(queue, outcome string) {
+func (d *demoCounts) add(queue string, outcome acemq.Outcome) {
 	d.mu.Lock()
 	if d.byQueue[queue] == nil {
-		d.byQueue[queue] = map[string]int{}
+		d.byQueue[queue] = map[acemq.Outcome]int{}
 	}
 	d.byQueue[queue][outcome]++
 	d.mu.Unlock()
@@ -115,7 +115,7 @@ func (d *demoCounts) add(queue, outcome string) {
 	}
 }
 
-func (d *demoCounts) get(queue string, outcomes ...string) int {
+func (d *demoCounts) get(queue string, outcomes ...acemq.Outcome) int {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	n := 0
@@ -178,7 +178,7 @@ func runDemo(ctx context.Context, out io.Writer, url, dbURL string, then func(*a
 	defer db.close()
 	say("database: %s (%s); tables orders, payments, reservations, acemq_outbox, acemq_idempotency", db.kind, db.where)
 
-	counts := &demoCounts{byQueue: map[string]map[string]int{}, changed: make(chan struct{}, 1)}
+	counts := &demoCounts{byQueue: map[string]map[acemq.Outcome]int{}, changed: make(chan struct{}, 1)}
 	hook := func(s acemq.Settlement) {
 		counts.add(s.Queue, s.Outcome)
 		switch s.Outcome {

@@ -109,7 +109,7 @@ func run(url string) error {
 		return err
 	}
 	// 2 retries + 1 accept, 2 retries + 1 dead letter, 1 dead letter, 1 park.
-	final := map[string]int{}
+	final := map[acemq.Outcome]int{}
 	for seen := 0; seen < 8; seen++ {
 		select {
 		case s := <-settled:
