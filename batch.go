@@ -67,7 +67,7 @@ func (p *publishing) publishAll(ctx context.Context, prs []prepared, errs []erro
 		switch {
 		case slots[i].done:
 			errs[i] = classify(msg, slots[i].cf)
-		case waitErr == context.DeadlineExceeded:
+		case waitErr == errConfirmTimeout:
 			errs[i] = newPubErr(msg, OutcomeFailed, fmt.Sprintf(reasonNotConfirmed, p.cfg.confirmTimeout), true, nil)
 		default:
 			errs[i] = newPubErr(msg, OutcomeFailed, fmt.Sprintf(reasonStoppedWait, waitErr), true, waitErr)
@@ -227,9 +227,14 @@ func (b *batch) unexpect(i int) {
 	b.mu.Unlock()
 }
 
+// errConfirmTimeout is wait's answer when the confirm timeout passed; it
+// is not context.DeadlineExceeded, which is what a caller's ctx whose
+// deadline passed answers (a different outcome for the caller).
+var errConfirmTimeout = errors.New("acemq: confirm timeout")
+
 // wait seals the batch and waits for every written member's answer, at
-// most d and until ctx ends. It returns nil, context.DeadlineExceeded for
-// d, or ctx's error.
+// most d and until ctx ends. It returns nil, errConfirmTimeout for d, or
+// ctx's error.
 func (b *batch) wait(ctx context.Context, d time.Duration) error {
 	b.mu.Lock()
 	b.sealed = true
@@ -249,7 +254,7 @@ func (b *batch) wait(ctx context.Context, d time.Duration) error {
 	case <-b.allDone:
 		return nil
 	case <-b.timer.C:
-		return context.DeadlineExceeded
+		return errConfirmTimeout
 	case <-ctx.Done():
 		return ctx.Err()
 	}

@@ -425,3 +425,41 @@ func TestPublishErrorSaysNackedAndTheReplyCodeWithoutReadingText(t *testing.T) {
 		}
 	})
 }
+
+// A Send whose caller's ctx ends while the confirm is outstanding says the
+// caller stopped waiting and wraps the ctx's error, for a deadline as for a
+// cancel; only the Conn's own confirm timeout says "did not confirm
+// within". Memory only: the broker must withhold confirms. (The batch of
+// one once took a ctx deadline for the confirm timeout; the alarm drill
+// counted those Sends as errors of no known kind.)
+func TestSendWhoseDeadlinePassesBeforeTheConfirmSaysTheCallerStoppedWaiting(t *testing.T) {
+	r := newRig(t, acemq.WithConfirmTimeout(time.Minute))
+	r.queue("q")
+	r.broker.StopConfirming()
+	defer r.broker.ResumeConfirming()
+	pub := acemq.NewPublisher[order](r.c, "", "q")
+	for _, c := range []struct {
+		name string
+		ctx  func() (context.Context, context.CancelFunc)
+		want error
+	}{
+		{"deadline", func() (context.Context, context.CancelFunc) {
+			return context.WithTimeout(context.Background(), 50*time.Millisecond)
+		}, context.DeadlineExceeded},
+		{"cancel", func() (context.Context, context.CancelFunc) {
+			ctx, cancel := context.WithCancel(context.Background())
+			time.AfterFunc(50*time.Millisecond, cancel)
+			return ctx, cancel
+		}, context.Canceled},
+	} {
+		ctx, cancel := c.ctx()
+		_, err := pub.Send(ctx, order{ID: c.name})
+		cancel()
+		if !errors.Is(err, c.want) {
+			t.Fatalf("%s: Send = %v, want an error wrapping %v", c.name, err, c.want)
+		}
+		if strings.Contains(err.Error(), "did not confirm it within") {
+			t.Fatalf("%s: %v reads as the confirm timeout; the caller stopped waiting", c.name, err)
+		}
+	}
+}
