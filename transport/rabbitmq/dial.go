@@ -189,7 +189,8 @@ func dialOne(ctx context.Context, base amqp.URI, addr string, cfg transport.Conf
 			}
 			conn = tc
 		}
-		guard = newGuardedConn(newCoalescingConn(conn))
+		// No write coalescing (coalesce.go) here: see its comment.
+		guard = newGuardedConn(conn)
 		return guard, nil
 	}
 	ac, err := amqp.DialConfig(uri.String(), config)
