@@ -189,7 +189,9 @@ func dialOne(ctx context.Context, base amqp.URI, addr string, cfg transport.Conf
 			}
 			conn = tc
 		}
-		// No write coalescing (coalesce.go) here: see its comment.
+		// Written directly, not through a coalescing buffer: a frozen
+		// process must not send late what its caller believed written
+		// (see the README's "Coalesced writes").
 		guard = newGuardedConn(conn)
 		return guard, nil
 	}

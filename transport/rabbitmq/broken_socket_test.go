@@ -1,7 +1,6 @@
 package rabbitmq
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"io"
@@ -15,78 +14,6 @@ import (
 	"github.com/acemq-go/acemq/internal/testenv"
 	"github.com/acemq-go/acemq/transport"
 )
-
-// Everything written arrives, in order, whatever the interleaving with
-// the flusher.
-func TestCoalescingConnWritesEverythingInOrder(t *testing.T) {
-	client, server := net.Pipe()
-	c := newCoalescingConn(client)
-	var want bytes.Buffer
-	got := make(chan []byte)
-	go func() {
-		b, _ := io.ReadAll(server)
-		got <- b
-	}()
-	for i := 0; i < 5000; i++ {
-		p := bytes.Repeat([]byte{byte(i)}, 1+i%300)
-		want.Write(p)
-		if n, err := c.Write(p); err != nil || n != len(p) {
-			t.Fatalf("write %d: %d, %v", i, n, err)
-		}
-	}
-	// Every Write has returned, so the flusher running now (if any)
-	// writes all that is queued before it returns; then close.
-	c.mu.Lock()
-	for c.flushing {
-		c.room.Wait()
-	}
-	c.mu.Unlock()
-	_ = c.Close()
-	if b := <-got; !bytes.Equal(b, want.Bytes()) {
-		t.Fatalf("the reader got %d bytes, want %d in order", len(b), want.Len())
-	}
-}
-
-// failingConn fails every write after the first ok of them.
-type failingConn struct {
-	net.Conn
-	ok     atomic.Int32
-	closed atomic.Bool
-}
-
-var errBroken = errors.New("broken pipe (test)")
-
-func (f *failingConn) Write(p []byte) (int, error) {
-	if f.ok.Add(-1) < 0 {
-		return 0, errBroken
-	}
-	return len(p), nil
-}
-
-func (f *failingConn) Close() error { f.closed.Store(true); return nil }
-
-// A failed write is kept: the socket is closed (so the client's reader
-// fails and the connection ends) and every later Write returns the error.
-func TestCoalescingConnKeepsTheFirstWriteError(t *testing.T) {
-	f := &failingConn{}
-	f.ok.Store(1)
-	c := newCoalescingConn(f)
-	deadline := time.Now().Add(wait)
-	var err error
-	for err == nil && time.Now().Before(deadline) {
-		_, err = c.Write([]byte("frame"))
-	}
-	if !errors.Is(err, errBroken) {
-		t.Fatalf("Write returned %v, want the socket's error", err)
-	}
-	if !f.closed.Load() {
-		t.Errorf("the socket was not closed after the write error")
-	}
-	if _, err := c.Write([]byte("again")); !errors.Is(err, errBroken) {
-		t.Errorf("a later Write returned %v, want the kept error", err)
-	}
-	_ = c.Close()
-}
 
 // A socket that breaks while confirmed publishes are in flight fails those
 // publishes: each one either returns an error from Publish or is answered
