@@ -459,8 +459,8 @@ func TestFixtureTopology(t *testing.T) {
 		t.Errorf("rungs %v, fixture %v", got, fx.PolicyRungDelaysMillis)
 	}
 	top := NewTopology().
-		Exchange("orders", Topic).
-		Queue(q).
+		Exchange("orders", Topic, ExchangeOptions{}).
+		Queue(q, QueueOptions{}).
 		DeadLetters(q).
 		Bind(q, "orders", "order.*")
 	if err := top.Validate(); err != nil {
@@ -566,13 +566,13 @@ func TestFixtureQueueTypeDefaults(t *testing.T) {
 		queue string
 		want  string
 	}{
-		{"sourceQueue", NewTopology().Queue("s"), "s", f.SourceQueue},
-		{"sourceQueueWithDeadLetter", NewTopology().Queue("s").DeadLetters("s"), "s", f.SourceQueueWithDeadLetter},
-		{"explicitClassicQueue", NewTopology().Queue("s", AsClassic()), "s", f.ExplicitClassicQueue},
-		{"explicitClassicQueueWithDeadLetter", NewTopology().Queue("s", AsClassic()).DeadLetters("s"), "s", f.ExplicitClassicQueueWithDeadLetter},
-		{"deadLetterQueue", NewTopology().Queue("s").DeadLetters("s"), "s.dlq", f.DeadLetterQueue},
-		{"parkedQueue", NewTopology().Queue("s").DeadLetters("s"), "s.parked", f.ParkedQueue},
-		{"retryRung", NewTopology().Queue("s").Retries("s", Fixed(2, time.Minute)), "s.retry.1m", f.RetryRung},
+		{"sourceQueue", NewTopology().Queue("s", QueueOptions{}), "s", f.SourceQueue},
+		{"sourceQueueWithDeadLetter", NewTopology().Queue("s", QueueOptions{}).DeadLetters("s"), "s", f.SourceQueueWithDeadLetter},
+		{"explicitClassicQueue", NewTopology().Queue("s", QueueOptions{Type: Classic}), "s", f.ExplicitClassicQueue},
+		{"explicitClassicQueueWithDeadLetter", NewTopology().Queue("s", QueueOptions{Type: Classic}).DeadLetters("s"), "s", f.ExplicitClassicQueueWithDeadLetter},
+		{"deadLetterQueue", NewTopology().Queue("s", QueueOptions{}).DeadLetters("s"), "s.dlq", f.DeadLetterQueue},
+		{"parkedQueue", NewTopology().Queue("s", QueueOptions{}).DeadLetters("s"), "s.parked", f.ParkedQueue},
+		{"retryRung", NewTopology().Queue("s", QueueOptions{}).Retries("s", Fixed(2, time.Minute)), "s.retry.1m", f.RetryRung},
 	}
 	for _, c := range cases {
 		typ, durable := typeOf(c.top, c.queue)

@@ -66,10 +66,10 @@ func TestHeaderPrefixTestIsCaseSensitiveAndAcemqDashIsNotReserved(t *testing.T) 
 	for _, name := range []string{"acemq-replayed-from", "X-AceMQ-Tenant", "x-acemq", "x-tenant"} {
 		e, err := NewEnvelope().WithHeader(name, "v")
 		if err != nil {
-			t.Errorf("WithHeader(%q) refused: %v", name, err)
+			t.Errorf("SendOptions{Headers: %q} refused: %v", name, err)
 		}
 		if v, ok := e.Header(name); !ok || v != "v" {
-			t.Errorf("WithHeader(%q) did not set it", name)
+			t.Errorf("SendOptions{Headers: %q} did not set it", name)
 		}
 	}
 }
@@ -112,7 +112,7 @@ func TestEnvelopeWithMethodsNeverChangeTheOriginal(t *testing.T) {
 		t.Errorf("original changed: %+v headers %v", orig, orig.Headers())
 	}
 	if _, ok := hdr.Header("x-b"); !ok {
-		t.Error("WithHeader lost its header")
+		t.Error("SendOptions.Headers lost its header")
 	}
 	if _, ok := bulk.Header("x-c"); !ok {
 		t.Error("WithHeaders lost its header")

@@ -3,6 +3,7 @@ package acemq_test
 import (
 	"context"
 	"errors"
+	"log/slog"
 	"testing"
 	"time"
 
@@ -17,17 +18,17 @@ func TestSetAsideCopyPreservesAnAbsentOrigin(t *testing.T) {
 	ctx := context.Background()
 	name := "hop-origin-" + t.Name()
 	defer memory.Delete(name)
-	c, err := acemq.Connect(ctx, "memory://"+name, acemq.WithLogger(acemq.DiscardLogger()), acemq.WithClientName("consumer-service"))
+	c, err := acemq.Connect(ctx, "memory://"+name, acemq.Config{Logger: slog.New(slog.DiscardHandler), ClientName: "consumer-service"})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer c.Close(ctx)
-	if err := c.Apply(ctx, acemq.NewTopology().Queue("q", acemq.AsClassic())); err != nil {
+	if err := c.Apply(ctx, acemq.NewTopology().Queue("q", acemq.QueueOptions{Type: acemq.Classic})); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := acemq.Consume(ctx, c, "q", func(ctx context.Context, m *acemq.Message[[]byte]) acemq.Decision {
 		return acemq.Reject(errors.New("no"))
-	}, acemq.ConsumerCodec(acemq.Bytes())); err != nil {
+	}, acemq.ConsumerConfig{Codec: acemq.Bytes()}); err != nil {
 		t.Fatal(err)
 	}
 	// A foreign publisher: no x-acemq-* headers at all.

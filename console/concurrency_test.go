@@ -128,7 +128,7 @@ func TestReplayWhileAConsumerDeadLettersCountsEveryMessageOnce(t *testing.T) {
 			}
 			rejected.Add(1)
 			return acemq.Reject(errors.New("not yet"))
-		})
+		}, acemq.ConsumerConfig{})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -138,7 +138,7 @@ func TestReplayWhileAConsumerDeadLettersCountsEveryMessageOnce(t *testing.T) {
 		go func() {
 			defer close(done)
 			for i := range total {
-				s, err := worker.Publish(ctx, "", q, work{N: i})
+				s, err := worker.Publish(ctx, "", q, work{N: i}, acemq.SendOptions{})
 				if err != nil {
 					t.Error(err)
 					return

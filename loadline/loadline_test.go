@@ -5,12 +5,14 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"github.com/acemq-go/acemq/internal/alarmtest"
+	"log/slog"
 	"regexp"
 	"strings"
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/acemq-go/acemq/internal/alarmtest"
 
 	"go.uber.org/goleak"
 
@@ -111,7 +113,7 @@ func (w *syncBuf) Write(p []byte) (int, error) {
 
 func TestRunWritesPerIntervalAndAFinalLineFromAConn(t *testing.T) {
 	ctx := context.Background()
-	c, err := acemq.Connect(ctx, "memory://loadline", acemq.WithLogger(acemq.DiscardLogger()))
+	c, err := acemq.Connect(ctx, "memory://loadline", acemq.Config{Logger: slog.New(slog.DiscardHandler)})
 	if err != nil {
 		t.Fatal(err)
 	}

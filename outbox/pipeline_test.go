@@ -26,7 +26,7 @@ func TestMidBatchFailureOrderRule(t *testing.T) {
 		ctx := context.Background()
 		s := newStore(t, b)
 		c, _ := memConn(t)
-		top := acemq.NewTopology().Exchange("shop", acemq.Direct).Queue("orders", acemq.AsClassic()).Bind("orders", "shop", "k")
+		top := acemq.NewTopology().Exchange("shop", acemq.Direct, acemq.ExchangeOptions{}).Queue("orders", acemq.QueueOptions{Type: acemq.Classic}).Bind("orders", "shop", "k")
 		if err := c.Apply(ctx, top); err != nil {
 			t.Fatal(err)
 		}
@@ -46,7 +46,7 @@ func TestMidBatchFailureOrderRule(t *testing.T) {
 		if p, _ := s.Pending(ctx, 0); len(p) != 5 || p[0].ID != sent[3] || p[0].Attempts != 1 {
 			t.Fatalf("after the first sweep %d records pending; want the failed one and the 4 after it", len(p))
 		}
-		if err := c.Apply(ctx, acemq.NewTopology().Exchange("shop", acemq.Direct).Queue("orders", acemq.AsClassic()).Bind("orders", "shop", "k3")); err != nil {
+		if err := c.Apply(ctx, acemq.NewTopology().Exchange("shop", acemq.Direct, acemq.ExchangeOptions{}).Queue("orders", acemq.QueueOptions{Type: acemq.Classic}).Bind("orders", "shop", "k3")); err != nil {
 			t.Fatal(err)
 		}
 		if sw := r.SweepOnce(ctx); sw.Err != nil || sw.Published != 5 {

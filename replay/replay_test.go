@@ -4,12 +4,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/acemq-go/acemq"
+	"github.com/acemq-go/acemq/internal/brokertest"
 	"github.com/acemq-go/acemq/internal/testenv"
 	"github.com/acemq-go/acemq/replay"
 	"github.com/acemq-go/acemq/transport/memory"
@@ -38,11 +40,11 @@ func forEachBroker(t *testing.T, body func(t *testing.T, url string)) {
 	}
 }
 
-func connect(t *testing.T, url string, opts ...acemq.Option) *acemq.Conn {
+func connect(t *testing.T, url string, opts ...acemq.Config) *acemq.Conn {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	c, err := acemq.Connect(ctx, url, append([]acemq.Option{acemq.WithLogger(acemq.DiscardLogger())}, opts...)...)
+	c, err := acemq.Connect(ctx, url, brokertest.Overlay(acemq.Config{Logger: slog.New(slog.DiscardHandler)}, opts...))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -56,7 +58,7 @@ func setup(t *testing.T, c *acemq.Conn, n int) (string, []string) {
 	t.Helper()
 	ctx := context.Background()
 	q := testenv.Unique("replay.jobs")
-	if err := c.Apply(ctx, acemq.NewTopology().Queue(q, acemq.AsClassic()).DeadLetters(q)); err != nil {
+	if err := c.Apply(ctx, acemq.NewTopology().Queue(q, acemq.QueueOptions{Type: acemq.Classic}).DeadLetters(q)); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() {
@@ -71,7 +73,7 @@ func setup(t *testing.T, c *acemq.Conn, n int) (string, []string) {
 		env.Error = "exhausted 3 attempts: boom"
 		env.FirstSeen = env.FirstSeen.Add(-time.Hour)
 		env, _ = env.WithHeader("x-test-keep", "yes")
-		if _, err := c.Publish(ctx, "", acemq.DeadLetterQueue(q), job{N: i}, acemq.WithEnvelope(env)); err != nil {
+		if _, err := c.Publish(ctx, "", acemq.DeadLetterQueue(q), job{N: i}, acemq.SendOptions{Envelope: &env}); err != nil {
 			t.Fatal(err)
 		}
 		ids[i] = env.ID
@@ -181,7 +183,7 @@ func TestReplayKeepAttemptsLeavesAttemptAndError(t *testing.T) {
 func TestReplayFromParkedGoesToTheSourceQueue(t *testing.T) {
 	c := connect(t, "memory://"+memName(t))
 	q, _ := setup(t, c, 0)
-	if _, err := c.Publish(context.Background(), "", acemq.ParkedQueue(q), job{N: 7}); err != nil {
+	if _, err := c.Publish(context.Background(), "", acemq.ParkedQueue(q), job{N: 7}, acemq.SendOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	rep, err := replay.Queue(context.Background(), c, acemq.ParkedQueue(q))
@@ -317,7 +319,7 @@ func TestCancelledReplayLosesNothing(t *testing.T) {
 
 func TestReplayInterruptedByAConnectionDropLosesNothing(t *testing.T) {
 	name := memName(t)
-	c := connect(t, "memory://"+name, acemq.WithRecoveryInterval(5*time.Millisecond, 50*time.Millisecond))
+	c := connect(t, "memory://"+name, acemq.Config{RecoveryInterval: 5 * time.Millisecond, RecoveryIntervalMax: 50 * time.Millisecond})
 	q, ids := setup(t, c, 10)
 	var once sync.Once
 	seen := 0

@@ -100,7 +100,7 @@ func NewRequester(ctx context.Context, conn *acemq.Conn, opts ...Option) (*Reque
 		tracer:  cfg.tp.Tracer(acemq.InstrumentationScope),
 		pending: map[string]chan reply{},
 	}
-	topo := acemq.NewTopology().Queue(r.queue, acemq.AsClassic(), acemq.Exclusive(), acemq.AutoDelete(), acemq.NonDurable())
+	topo := acemq.NewTopology().Queue(r.queue, acemq.QueueOptions{Type: acemq.Classic, Exclusive: true, AutoDelete: true, Transient: true})
 	r.topo = topo
 	// On failure the reply queue is forgotten, so no later recovery
 	// declares a queue nobody will consume.
@@ -108,8 +108,7 @@ func NewRequester(ctx context.Context, conn *acemq.Conn, opts ...Option) (*Reque
 		conn.Forget(topo)
 		return nil, fmt.Errorf("acemq: cannot declare the reply queue %s: %w", r.queue, err)
 	}
-	r.consumer, err = acemq.Consume(ctx, conn, r.queue, r.onReply,
-		acemq.WithoutDeadLetterDeclaration(), acemq.ConsumerCodec(rawCodec{}))
+	r.consumer, err = acemq.Consume(ctx, conn, r.queue, r.onReply, acemq.ConsumerConfig{NoDeadLetterDeclaration: true, Codec: rawCodec{}})
 	if err != nil {
 		conn.Forget(topo)
 		return nil, fmt.Errorf("acemq: cannot consume the reply queue %s: %w", r.queue, err)
@@ -204,7 +203,7 @@ type RequestOption func(*requestConfig)
 type requestConfig struct {
 	timeout time.Duration
 	env     *acemq.Envelope
-	send    []acemq.SendOption
+	send    acemq.SendOptions
 }
 
 // Timeout sets this request's timeout instead of the requester's.
@@ -218,10 +217,10 @@ func WithEnvelope(e acemq.Envelope) RequestOption {
 
 // WithSendOptions passes publish options (type, headers, priority, codec…)
 // to the request's publish. A correlation id or reply address given here is
-// overridden. Use WithEnvelope, not acemq.WithEnvelope, to give a whole
+// overridden. Use WithEnvelope, not acemq.SendOptions.Envelope, to give a whole
 // envelope.
-func WithSendOptions(opts ...acemq.SendOption) RequestOption {
-	return func(c *requestConfig) { c.send = append(c.send, opts...) }
+func WithSendOptions(o acemq.SendOptions) RequestOption {
+	return func(c *requestConfig) { c.send = o }
 }
 
 // Request publishes req to exchange with routingKey and waits for the
@@ -295,16 +294,16 @@ func Request[Req, Resp any](ctx context.Context, r *Requester, exchange, routing
 		wait = time.Until(d).Round(time.Millisecond)
 	}
 
-	send := append([]acemq.SendOption(nil), rc.send...)
+	send := rc.send
 	if rc.env != nil {
 		e := *rc.env
 		e.CorrelationID = corr
 		e.ReplyTo = r.queue
-		send = append(send, acemq.WithEnvelope(e))
+		send.Envelope = &e
 	} else {
-		send = append(send, acemq.WithCorrelationID(corr), acemq.WithReplyTo(r.queue))
+		send.CorrelationID, send.ReplyTo = corr, r.queue
 	}
-	sent, err := r.conn.Publish(wctx, exchange, routingKey, req, send...)
+	sent, err := r.conn.Publish(wctx, exchange, routingKey, req, send)
 	if err != nil {
 		mayHaveArrived := false
 		if sent.Envelope.ID != "" {

@@ -165,7 +165,7 @@ func hostile(ctx context.Context, env Env, res *Result) error {
 	defer c.Close(context.Background())
 	q := unique("drill.hostile")
 	dlq, parked := acemq.DeadLetterQueue(q), acemq.ParkedQueue(q)
-	if err := c.Apply(ctx, acemq.NewTopology().Queue(q, acemq.AsClassic())); err != nil {
+	if err := c.Apply(ctx, acemq.NewTopology().Queue(q, acemq.QueueOptions{Type: acemq.Classic})); err != nil {
 		return err
 	}
 	defer func() {
@@ -193,7 +193,7 @@ func hostile(ctx context.Context, env Env, res *Result) error {
 			return acemq.Retry(acemq.Fatal(fmt.Errorf("the drill's handler cannot ever handle this order")))
 		}
 		return acemq.Accept()
-	}, acemq.ConsumerConcurrency(4))
+	}, acemq.ConsumerConfig{Concurrency: 4})
 	if err != nil {
 		return err
 	}
