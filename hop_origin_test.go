@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/acemq-go/acemq"
+	"github.com/acemq-go/acemq/header"
 	"github.com/acemq-go/acemq/transport/memory"
 )
 
@@ -53,8 +54,8 @@ func TestSetAsideCopyPreservesAnAbsentOrigin(t *testing.T) {
 			if m.Envelope.Origin != "" {
 				t.Fatalf("the set-aside copy gained origin %q; a hop preserves the envelope", m.Envelope.Origin)
 			}
-			if _, has := m.Headers[acemq.HeaderOrigin]; has {
-				t.Fatalf("the set-aside copy carries %s", acemq.HeaderOrigin)
+			if _, has := m.Headers[header.Origin]; has {
+				t.Fatalf("the set-aside copy carries %s", header.Origin)
 			}
 			return
 		}

@@ -2,6 +2,8 @@ package acemq
 
 import (
 	"context"
+
+	"github.com/acemq-go/acemq/header"
 )
 
 // Sent is what actually went on the wire: the envelope after interceptors,
@@ -109,7 +111,7 @@ func (o *SendOptions) envelopeFields() []string {
 func (o *SendOptions) headerErrs() []error {
 	var errs []error
 	for name := range o.Headers {
-		if len(name) >= len(ReservedPrefix) && name[:len(ReservedPrefix)] == ReservedPrefix {
+		if len(name) >= len(header.ReservedPrefix) && name[:len(header.ReservedPrefix)] == header.ReservedPrefix {
 			errs = append(errs, reservedHeaderError(name))
 		}
 	}

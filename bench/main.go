@@ -59,6 +59,7 @@ import (
 	amqp "github.com/rabbitmq/amqp091-go"
 
 	"github.com/acemq-go/acemq"
+	"github.com/acemq-go/acemq/header"
 )
 
 // settle is the pause before each timed run: deleting the previous run's
@@ -381,8 +382,8 @@ func acemqHeaders(q string) amqp.Table {
 	for k, v := range acemq.NewEnvelope().WireHeaders() {
 		h[k] = v
 	}
-	h[acemq.HeaderType] = q
-	h[acemq.HeaderOrigin] = "bench@localhost"
+	h[header.Type] = q
+	h[header.Origin] = "bench@localhost"
 	return h
 }
 

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/acemq-go/acemq"
+	"github.com/acemq-go/acemq/header"
 	"github.com/acemq-go/acemq/internal/dbtest"
 	"github.com/acemq-go/acemq/sqlstore"
 )
@@ -276,7 +277,7 @@ func hasIndex(t *testing.T, s *Store, name string) bool {
 }
 
 // A record whose headers Go consumers could not read (over
-// acemq.MaxHeaderDepth) is refused before anything is written, and that is
+// header.MaxDepth) is refused before anything is written, and that is
 // about the record: it spends an attempt (and is retired after
 // MaxAttempts) instead of stopping every sweep for good.
 func TestRecordWithUnreadableHeadersSpendsAnAttempt(t *testing.T) {
@@ -284,7 +285,7 @@ func TestRecordWithUnreadableHeadersSpendsAnAttempt(t *testing.T) {
 	s := newStore(t, backend{Name: "sqlite", Open: dbtest.SQLite})
 	c, _ := memConn(t, "orders")
 	deep := map[string]any{"leaf": "x"}
-	for range acemq.MaxHeaderDepth + 1 {
+	for range header.MaxDepth + 1 {
 		deep = map[string]any{"next": deep}
 	}
 	tx, err := s.DB().BeginTx(ctx, nil)

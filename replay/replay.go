@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/acemq-go/acemq"
+	"github.com/acemq-go/acemq/header"
 )
 
 // Reason says why a pass stopped.
@@ -286,11 +287,11 @@ func (p *pass) move(ctx context.Context, m *acemq.Pulled) bool {
 
 // stamp writes the replay headers onto h, a copy of the message's headers.
 func stamp(h map[string]any, env acemq.Envelope, source string, now time.Time, keep bool) {
-	h[acemq.HeaderReplayedFrom] = source
-	h[acemq.HeaderReplayedAt] = acemq.FormatReplayedAt(now)
-	h[acemq.HeaderReplayCount] = int32(acemq.ReplayCount(env) + 1)
+	h[header.ReplayedFrom] = source
+	h[header.ReplayedAt] = acemq.FormatReplayedAt(now)
+	h[header.ReplayCount] = int32(acemq.ReplayCount(env) + 1)
 	if !keep {
-		h[acemq.HeaderAttempt] = int32(1)
-		delete(h, acemq.HeaderError)
+		h[header.Attempt] = int32(1)
+		delete(h, header.Error)
 	}
 }

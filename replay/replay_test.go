@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/acemq-go/acemq"
+	"github.com/acemq-go/acemq/header"
 	"github.com/acemq-go/acemq/internal/brokertest"
 	"github.com/acemq-go/acemq/internal/testenv"
 	"github.com/acemq-go/acemq/replay"
@@ -136,7 +137,7 @@ func TestReplayResetsAttemptsClearsTheErrorAndStamps(t *testing.T) {
 			if e.ID != ids[i] || e.Attempt != 1 || e.Error != "" || string(m.Body) != fmt.Sprintf(`{"n":%d}`, i) {
 				t.Fatalf("message %d: %+v %s", i, e, m.Body)
 			}
-			if _, ok := m.Headers[acemq.HeaderError]; ok {
+			if _, ok := m.Headers[header.Error]; ok {
 				t.Fatal("x-acemq-error still written")
 			}
 			if e.FirstSeen.IsZero() || time.Since(e.FirstSeen) < time.Hour {
@@ -145,12 +146,12 @@ func TestReplayResetsAttemptsClearsTheErrorAndStamps(t *testing.T) {
 			if v, _ := e.Header("x-test-keep"); v != "yes" {
 				t.Fatalf("application header lost: %v", v)
 			}
-			if m.Headers[acemq.HeaderReplayedFrom] != acemq.DeadLetterQueue(q) || acemq.ReplayCount(e) != 1 {
+			if m.Headers[header.ReplayedFrom] != acemq.DeadLetterQueue(q) || acemq.ReplayCount(e) != 1 {
 				t.Fatalf("stamps %v", m.Headers)
 			}
 			at, ok := acemq.ReplayedAt(e)
 			if !ok || at.Before(before) || at.After(time.Now().Add(time.Second)) {
-				t.Fatalf("replayed-at %v (%v) from %v", at, ok, m.Headers[acemq.HeaderReplayedAt])
+				t.Fatalf("replayed-at %v (%v) from %v", at, ok, m.Headers[header.ReplayedAt])
 			}
 		}
 		// Set one aside again and replay it a second time: the count goes on.
@@ -163,7 +164,7 @@ func TestReplayResetsAttemptsClearsTheErrorAndStamps(t *testing.T) {
 		}
 		again := drain(t, c, q)
 		if len(again) != 1 || acemq.ReplayCount(again[0].Envelope) != 2 {
-			t.Fatalf("second replay gave %d messages, count %v", len(again), again[0].Headers[acemq.HeaderReplayCount])
+			t.Fatalf("second replay gave %d messages, count %v", len(again), again[0].Headers[header.ReplayCount])
 		}
 	})
 }

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/acemq-go/acemq"
+	"github.com/acemq-go/acemq/header"
 	"go.opentelemetry.io/otel/metric"
 	"go.opentelemetry.io/otel/trace"
 )
@@ -150,7 +151,7 @@ func (r *Requester) Close(ctx context.Context) error {
 func (r *Requester) onReply(_ context.Context, m *acemq.Message[reply]) acemq.Decision {
 	rep := m.Payload
 	rep.contentType = m.ContentType
-	if v, ok := m.Envelope.Header(acemq.HeaderReplyError); ok {
+	if v, ok := m.Envelope.Header(header.ReplyError); ok {
 		rep.isErr = true
 		rep.errText = headerText(v)
 	}

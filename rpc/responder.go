@@ -6,6 +6,7 @@ import (
 	"fmt"
 
 	"github.com/acemq-go/acemq"
+	"github.com/acemq-go/acemq/header"
 )
 
 // HandlerFunc answers one request. A nil error publishes resp as the reply;
@@ -52,7 +53,7 @@ func answer[Req, Resp any](ctx context.Context, conn *acemq.Conn, h HandlerFunc[
 	if herr != nil {
 		text := herr.Error()
 		payload = text
-		opts.Headers = map[string]any{acemq.HeaderReplyError: text}
+		opts.Headers = map[string]any{header.ReplyError: text}
 	}
 	if _, err := conn.Publish(ctx, "", addr, payload, opts); err != nil {
 		return acemq.Retry(fmt.Errorf("acemq: cannot publish the reply to request %s to %s: %w", env.ID, addr, errors.Join(err, herr)))

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/acemq-go/acemq"
+	"github.com/acemq-go/acemq/header"
 	"github.com/acemq-go/acemq/internal/brokertest"
 	"github.com/acemq-go/acemq/rpc"
 	"github.com/acemq-go/acemq/transport/memory"
@@ -96,8 +97,8 @@ func TestRequestWritesBothReplyAddresses(t *testing.T) {
 	if err != nil || !ok {
 		t.Fatalf("pull: %v %v", ok, err)
 	}
-	if m.ReplyTo != r.ReplyQueue() || m.Headers[acemq.HeaderReplyTo] != r.ReplyQueue() {
-		t.Fatalf("reply-to property %q, header %v, want %q", m.ReplyTo, m.Headers[acemq.HeaderReplyTo], r.ReplyQueue())
+	if m.ReplyTo != r.ReplyQueue() || m.Headers[header.ReplyTo] != r.ReplyQueue() {
+		t.Fatalf("reply-to property %q, header %v, want %q", m.ReplyTo, m.Headers[header.ReplyTo], r.ReplyQueue())
 	}
 }
 
@@ -348,7 +349,7 @@ func TestHeaderReplyAddressWinsOverTheProperty(t *testing.T) {
 	got := watch(t, c, right)
 	err := c.PublishRaw(context.Background(), acemq.RawMessage{
 		RoutingKey: q, ContentType: "application/json", MessageID: "m-1", ReplyTo: wrong,
-		Headers: map[string]any{acemq.HeaderReplyTo: right, acemq.HeaderCorrelation: "c-1"},
+		Headers: map[string]any{header.ReplyTo: right, header.Correlation: "c-1"},
 		Body:    []byte(`{"sku":"h","n":2}`),
 	})
 	if err != nil {

@@ -20,6 +20,7 @@ import (
 	"time"
 
 	"github.com/acemq-go/acemq"
+	"github.com/acemq-go/acemq/header"
 	"github.com/acemq-go/acemq/internal/testenv"
 )
 
@@ -396,7 +397,7 @@ func TestDLQListShowReplayPurgeOnRabbitMQ(t *testing.T) {
 	if err != nil || !ok {
 		t.Fatalf("pull replayed message: ok=%v err=%v", ok, err)
 	}
-	if m.Envelope.ID != ids[0] || m.Envelope.Attempt != 1 || m.Envelope.Error != "" || m.Headers[acemq.HeaderReplayedFrom] != q+".dlq" || headerInt(m.Headers[acemq.HeaderReplayCount]) != 1 {
+	if m.Envelope.ID != ids[0] || m.Envelope.Attempt != 1 || m.Envelope.Error != "" || m.Headers[header.ReplayedFrom] != q+".dlq" || headerInt(m.Headers[header.ReplayCount]) != 1 {
 		t.Fatalf("replayed message: id %s attempt %d error %q headers %v", m.Envelope.ID, m.Envelope.Attempt, m.Envelope.Error, m.Headers)
 	}
 	_ = m.Ack()

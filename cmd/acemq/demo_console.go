@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/acemq-go/acemq"
+	"github.com/acemq-go/acemq/header"
 )
 
 // demoShipment is what the demo's shipping service handles.
@@ -33,7 +34,7 @@ func demoConsole(ctx context.Context, out, errOut io.Writer, c *acemq.Conn, brok
 		acemq.Fatal(errors.New("unknown carrier \"<script>alert(1)</script>\"")),
 	}
 	k, err := acemq.Consume(ctx, c, q, func(_ context.Context, m *acemq.Message[demoShipment]) acemq.Decision {
-		if _, replayed := m.Envelope.Header(acemq.HeaderReplayedFrom); replayed {
+		if _, replayed := m.Envelope.Header(header.ReplayedFrom); replayed {
 			return acemq.Accept() // "fixed": a replayed shipment goes through
 		}
 		switch {
