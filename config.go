@@ -337,3 +337,64 @@ func (cfg Config) internal() config {
 	c.telemetry = telemetryConfig{meterProvider: cfg.MeterProvider, tracerProvider: cfg.TracerProvider, propagator: cfg.Propagator}
 	return c
 }
+
+// Config returns the Conn's effective configuration: what Connect was
+// given, with every default filled in (the codec, the origin, the logger,
+// the telemetry providers, the timeouts). The pattern packages (rpc,
+// outbox, schedule, pipeline …) read it to inherit the Conn's settings,
+// so one Config instruments and configures everything built on the Conn.
+// The slices, hooks and TLS config are the Conn's own: do not modify them.
+// Safe for concurrent use.
+func (c *Conn) Config() Config {
+	k := &c.cfg
+	cfg := Config{
+		ClientName:                       k.clientName,
+		Origin:                           c.origin,
+		Codec:                            k.codec,
+		Prefetch:                         k.prefetch,
+		MaxOutstandingPublishes:          k.maxOutstanding,
+		ConfirmTimeout:                   k.confirmTimeout,
+		DrainTimeout:                     k.drainTimeout,
+		RecoveryInterval:                 k.recoveryInterval,
+		RecoveryIntervalMax:              k.recoveryMax,
+		RecoveryAttempts:                 k.recoveryAttempts,
+		ConnectionTimeout:                k.connectTimeout,
+		Heartbeat:                        k.heartbeat,
+		NoPublisherConfirms:              !k.confirms,
+		WaitForRecovery:                  k.waitForRecovery,
+		Retry:                            k.retry,
+		Logger:                           c.logger,
+		PublishInterceptors:              k.publishIcpt,
+		ConsumeInterceptors:              k.consumeIcpt,
+		TLS:                              k.tls,
+		InsecureSkipVerifyForDevelopment: k.insecureDev,
+		Credentials:                      k.credentials,
+		TLSMode:                          k.sec.settings.Mode,
+		DevelopmentCertificates:          k.sec.settings.AllowDevelopmentCertificates,
+		ClientCertificate:                k.sec.clientCert,
+		ExternalAuth:                     k.sec.settings.External,
+		CredentialsProvider:              k.sec.settings.Provider,
+		Addresses:                        k.addresses,
+		PublishChannels:                  k.publishChannels,
+		OnEvent:                          k.onEvent,
+		MeterProvider:                    c.tel.mp,
+		TracerProvider:                   c.tel.tp,
+		Propagator:                       c.tel.prop,
+	}
+	if cfg.DrainTimeout == 0 {
+		cfg.DrainTimeout = -1 // the sentinel for "do not wait"
+	}
+	if cfg.Heartbeat == 0 {
+		cfg.Heartbeat = -1 // the sentinel for "no heartbeats"
+	}
+	if len(k.settlementHooks) > 0 {
+		cfg.OnSettlement = k.settlementHooks[0]
+	}
+	if len(k.publishHooks) > 0 {
+		cfg.OnPublish = k.publishHooks[0]
+	}
+	if len(k.fallbackHooks) > 0 {
+		cfg.OnFallback = k.fallbackHooks[0]
+	}
+	return cfg
+}

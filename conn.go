@@ -10,7 +10,6 @@ import (
 	"os"
 	"runtime/debug"
 	"strings"
-	"time"
 
 	"github.com/acemq-go/acemq/transport"
 	_ "github.com/acemq-go/acemq/transport/memory"   // registers memory://
@@ -219,23 +218,11 @@ func (c *Conn) BlockedReason() string {
 // answer now. Pinned at the ceiling means the broker stopped answering.
 func (c *Conn) Outstanding() int { return c.pub.permits.outstanding() }
 
-// Origin is the origin stamped on envelopes this Conn publishes.
-func (c *Conn) Origin() string { return c.origin }
-
 // Transport names the broker kind: "rabbitmq" or "memory".
 func (c *Conn) Transport() string { return c.links.driver.Name() }
 
 // Capabilities lists what the broker supports, in the contract's spelling.
 func (c *Conn) Capabilities() []string { return c.links.driver.Capabilities() }
-
-// Codec is the Conn's default codec.
-func (c *Conn) Codec() Codec { return c.cfg.codec }
-
-// Logger is the Conn's logger.
-func (c *Conn) Logger() *slog.Logger { return c.logger }
-
-// ConfirmTimeout is the configured confirm timeout.
-func (c *Conn) ConfirmTimeout() time.Duration { return c.cfg.confirmTimeout }
 
 // channel opens a throwaway channel on the consuming connection.
 func (c *Conn) channel(ctx context.Context) (transport.Channel, error) { return c.life.channel(ctx) }

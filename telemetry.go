@@ -31,22 +31,6 @@ type telemetryConfig struct {
 	propagator     propagation.TextMapPropagator
 }
 
-// TracerProvider is the provider this Conn's spans go to: the one given in
-// Config.TracerProvider, else the OpenTelemetry global one at Connect. The
-// pattern packages (rpc, outbox) use it unless given their own, so one
-// option instruments everything built on this Conn.
-func (c *Conn) TracerProvider() trace.TracerProvider { return c.tel.tp }
-
-// MeterProvider is the provider this Conn's metrics go to: the one given
-// in Config.MeterProvider, else the OpenTelemetry global one at Connect. The
-// pattern packages (rpc, outbox) use it unless given their own.
-func (c *Conn) MeterProvider() metric.MeterProvider { return c.tel.mp }
-
-// Propagator is the text-map propagator this Conn writes and reads trace
-// context with (W3C Trace Context unless Config.Propagator said otherwise).
-// The outbox uses it to store the caller's trace with a record.
-func (c *Conn) Propagator() propagation.TextMapPropagator { return c.tel.prop }
-
 // Attribute keys (contract §5.4) and metric tag keys (contract §5.1).
 const (
 	attrSystem       = semconv.MessagingSystem

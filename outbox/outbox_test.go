@@ -78,7 +78,7 @@ func TestAddRunsOnTheCallersTransactionAndIsIdempotentByID(t *testing.T) {
 		if r.ID != env.ID || r.Exchange != "" || r.RoutingKey != "orders" || r.ContentType != "application/json" || string(r.Body) != `{"id":"1","amount":0}` {
 			t.Fatalf("record %+v", r)
 		}
-		if r.Headers[header.Type] != "orders" || r.Headers[header.Origin] != c.Origin() || r.Headers["x-tenant"] != "t1" {
+		if r.Headers[header.Type] != "orders" || r.Headers[header.Origin] != c.Config().Origin || r.Headers["x-tenant"] != "t1" {
 			t.Fatalf("headers %v", r.Headers)
 		}
 		if v, ok := r.Headers[header.Version].(int32); !ok || v != 1 {
@@ -87,7 +87,7 @@ func TestAddRunsOnTheCallersTransactionAndIsIdempotentByID(t *testing.T) {
 		if !reflect.DeepEqual(r.Headers, env.WithHeaders(map[string]any{"x-tenant": "t1"}).WireHeaders()) {
 			// Origin and type are filled by Add; compare the stored set to a re-render.
 			want := env
-			want.Type, want.Origin = "orders", c.Origin()
+			want.Type, want.Origin = "orders", c.Config().Origin
 			if !reflect.DeepEqual(r.Headers, want.WithHeaders(map[string]any{"x-tenant": "t1"}).WireHeaders()) {
 				t.Fatalf("stored headers %v differ from the rendered envelope", r.Headers)
 			}

@@ -274,7 +274,7 @@ func (p *Pipeline) after(ctx context.Context, c *acemq.Conn, i int, in acemq.Env
 	}
 	next := p.steps[pos+1]
 	env := in.CausedBy(in)
-	env.Origin = c.Origin()
+	env.Origin = c.Config().Origin
 	env.Type = ""
 	for name := range env.Headers() {
 		if brokerOwned(name) {
@@ -322,7 +322,7 @@ type instruments struct {
 }
 
 func meters(c *acemq.Conn) instruments {
-	m := c.MeterProvider().Meter(acemq.InstrumentationScope)
+	m := c.Config().MeterProvider.Meter(acemq.InstrumentationScope)
 	// The API returns a working no-op instrument alongside any error.
 	total, _ := m.Int64Counter("acemq.pipeline.run.total", metric.WithUnit("{run}"), metric.WithDescription("Pipeline runs finished, by outcome."))
 	duration, _ := m.Float64Histogram("acemq.pipeline.run.duration", metric.WithUnit("s"), metric.WithDescription("Age of a pipeline run's envelope when the run finished."))

@@ -26,7 +26,7 @@ func Then[In, Out any](c *acemq.Conn, exchange, routingKey string, f func(ctx co
 			return acemq.Accept()
 		}
 		env := m.Envelope.CausedBy(m.Envelope)
-		env.Origin = c.Origin()
+		env.Origin = c.Config().Origin
 		env.Type = ""
 		for name := range env.Headers() {
 			if brokerOwned(name) {

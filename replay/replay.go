@@ -133,7 +133,7 @@ func KeepAttempts() Option { return func(c *config) { c.keep = true } }
 // error. Every declined message is back in the source when Queue returns
 // (or, if the connection was lost, the broker returns it).
 func Queue(ctx context.Context, conn *acemq.Conn, source string, opts ...Option) (Report, error) {
-	cfg := config{now: time.Now, hopBudget: conn.ConfirmTimeout()}
+	cfg := config{now: time.Now, hopBudget: conn.Config().ConfirmTimeout}
 	for _, o := range opts {
 		o(&cfg)
 	}

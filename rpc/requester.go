@@ -84,10 +84,10 @@ func NewRequester(ctx context.Context, conn *acemq.Conn, opts ...Option) (*Reque
 		return nil, &acemq.ConfigurationError{Option: "rpc.WithTimeout", Reason: fmt.Sprintf("timeout %s is not positive; a request must be able to wait", cfg.timeout)}
 	}
 	if cfg.mp == nil {
-		cfg.mp = conn.MeterProvider()
+		cfg.mp = conn.Config().MeterProvider
 	}
 	if cfg.tp == nil {
-		cfg.tp = conn.TracerProvider()
+		cfg.tp = conn.Config().TracerProvider
 	}
 	m, err := newMetrics(cfg.mp, conn.Transport())
 	if err != nil {
@@ -164,7 +164,7 @@ func (r *Requester) onReply(_ context.Context, m *acemq.Message[reply]) acemq.De
 	r.mu.Unlock()
 	if !ok {
 		r.unmatched.Add(1)
-		r.conn.Logger().Debug("acemq: dropped a reply that no request is waiting for", "queue", r.queue, "correlation", corr, "id", m.Envelope.ID)
+		r.conn.Config().Logger.Debug("acemq: dropped a reply that no request is waiting for", "queue", r.queue, "correlation", corr, "id", m.Envelope.ID)
 		return acemq.Accept()
 	}
 	ch <- rep // buffered: never blocks
@@ -370,7 +370,7 @@ func settle[Resp any](r *Requester, rep reply, id, corr string, finish func(outc
 		return finish(OutcomeFailed, &ResponderError{ID: id, CorrelationID: corr, Text: rep.errText})
 	}
 	var resp Resp
-	if err := r.conn.Codec().Decode(rep.contentType, rep.body, &resp); err != nil {
+	if err := r.conn.Config().Codec.Decode(rep.contentType, rep.body, &resp); err != nil {
 		return finish(OutcomeFailed, fmt.Errorf("acemq: the reply to request %s could not be decoded into %T: %w", id, resp, err))
 	}
 	_, _ = finish(OutcomeAnswered, nil)

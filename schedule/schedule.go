@@ -127,7 +127,7 @@ func After(ctx context.Context, c *acemq.Conn, exchange, routingKey string, payl
 // encode error; nothing was scheduled unless the error says the message
 // may have arrived.
 func At(ctx context.Context, c *acemq.Conn, exchange, routingKey string, payload any, due time.Time, opts ...Option) error {
-	o := options{codec: c.Codec(), now: time.Now}
+	o := options{codec: c.Config().Codec, now: time.Now}
 	for _, opt := range opts {
 		opt(&o)
 	}
@@ -166,7 +166,7 @@ func (it item) forward(ctx context.Context, c *acemq.Conn, env acemq.Envelope, n
 		return false, c.PublishRaw(ctx, it.delivery(c))
 	}
 	env.Type = MessageType
-	env.Origin = c.Origin()
+	env.Origin = c.Config().Origin
 	h := env.WireHeaders()
 	h[HeaderExchange] = it.exchange
 	h[HeaderRoutingKey] = it.routingKey
@@ -184,7 +184,7 @@ func (it item) forward(ctx context.Context, c *acemq.Conn, env acemq.Envelope, n
 func (it item) delivery(c *acemq.Conn) acemq.RawMessage {
 	env := acemq.NewEnvelope()
 	env.Type = MessageType
-	env.Origin = c.Origin()
+	env.Origin = c.Config().Origin
 	ct := it.contentType
 	if ct == "" {
 		ct = "application/json"

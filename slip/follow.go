@@ -84,7 +84,7 @@ func describe(m acemq.RawMessage) string {
 // run ends here.
 func nextHop(c *acemq.Conn, in acemq.Envelope, exchange, contentType string, body []byte, form Form, s Slip, now time.Time) (acemq.RawMessage, bool, error) {
 	env := in.CausedBy(in)
-	env.Origin = c.Origin()
+	env.Origin = c.Config().Origin
 	// Application headers go on, less the broker's own and the slip
 	// (rewritten below).
 	for name := range env.Headers() {

@@ -107,7 +107,7 @@ func main() {
 				id, _ := props.MessageID.(string)
 				env := acemq.ReadEnvelope(m.ApplicationProperties, name, id, props.ReplyTo)
 				var v map[string]string
-				if err := c.Codec().Decode(props.ContentType, m.GetData(), &v); err != nil {
+				if err := c.Config().Codec.Decode(props.ContentType, m.GetData(), &v); err != nil {
 					return err
 				}
 				if env.ID == "" || len(v) == 0 {
