@@ -115,7 +115,7 @@ func TestTopologyRetriesAddsLadder(t *testing.T) {
 	for _, d := range top.Declarations() {
 		names = append(names, d.String())
 	}
-	// Rung names come from RenderDelay: 40s, 80s, 160s.
+	// Rung names come from renderDelay: 40s, 80s, 160s.
 	for _, rung := range []string{"q.retry.40s", "q.retry.80s", "q.retry.160s"} {
 		d := findQueue(t, top, rung)
 		if d.QueueType != Classic || len(d.Queue.Args) != 3 {
