@@ -476,21 +476,27 @@ func (r *Relay) sweep(ctx context.Context, ahead bool) Sweep {
 		// The relay's session is used here alone until next is received:
 		// the publish below touches only the broker.
 		next = make(chan claimed, 1)
-		skip := make([]int64, len(recs))
-		for i, rec := range recs {
-			skip[i] = rec.Seq
+		skip := make([]int64, 0, len(behind)+len(recs))
+		for _, rec := range behind {
+			skip = append(skip, rec.Seq)
+		}
+		for _, rec := range recs {
+			skip = append(skip, rec.Seq)
 		}
 		go func() {
+			// Claim and write first, so the next batch goes on the wire as
+			// soon as it can; the claim passes over the batch behind, which
+			// the delete after it removes.
 			var c claimed
-			if len(behind) > 0 {
-				c.deleted, c.delErr = r.deletePrefix(ctx, behind)
-			}
-			if ahead && c.delErr == nil {
+			if ahead {
 				c.at = time.Now()
 				c.recs, c.err = r.own.claim(ctx, r.cfg.batch, skip)
 				if c.err == nil && len(c.recs) > 0 && out != nil && !out.batch.Failed() {
 					c.out = r.write(ctx, c.recs, c.at, c.at, out.batch)
 				}
+			}
+			if len(behind) > 0 {
+				c.deleted, c.delErr = r.deletePrefix(ctx, behind)
 			}
 			next <- c
 		}()
@@ -539,7 +545,11 @@ func (r *Relay) sweep(ctx context.Context, ahead bool) Sweep {
 	}
 	if following.delErr != nil {
 		// The batch before is still stored (or partly another relay's):
-		// delete nothing after it.
+		// delete nothing after it, and publish the batch claimed after it
+		// again from the first record.
+		if following.out != nil {
+			r.settle(ctx, following)
+		}
 		if first < len(recs) {
 			r.failed(ctx, recs[first], spans[first], errs[first], &sw) //nolint:errcheck // the delete's failure is the sweep's
 		}
