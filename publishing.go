@@ -337,11 +337,24 @@ func classify(msg *transport.Message, cf transport.Confirmation) error {
 // again, so one bad publish never leaves a dead channel in the round robin
 // refusing every Nth publish.
 func (p *publishing) writeConfirmed(ctx context.Context, msg *transport.Message, done transport.ConfirmFunc) (transport.Publisher, error) {
+	return p.writeHeld(ctx, msg, done, nil)
+}
+
+// writeHeld is writeConfirmed under hd (nil: no hold): the publishing
+// connection is held for the write and let go before a repair, which
+// waits for the broker.
+func (p *publishing) writeHeld(ctx context.Context, msg *transport.Message, done transport.ConfirmFunc, hd *holding) (transport.Publisher, error) {
 	for try := 0; ; try++ {
 		set, pub := p.pickPublisher()
+		if hd != nil {
+			hd.on(set)
+		}
 		err := pub.Publish(ctx, msg, done)
 		if err == nil || !errors.Is(err, transport.ErrNotWritten) || errors.Is(err, transport.ErrUnencodable) {
 			return pub, err
+		}
+		if hd != nil {
+			hd.release()
 		}
 		if try >= 3 || ctx.Err() != nil || p.refusal(msg) != nil || !p.repairPublisher(ctx, set, pub) {
 			return pub, err
