@@ -106,11 +106,8 @@ func (p *publishing) write(ctx, wctx context.Context, pr *prepared, b *batch, i 
 		}
 	}
 	pr.sent.Outcome = OutcomeConfirmed
-	if !p.permits.tryAcquire() {
-		hd.release()
-		if pe := p.acquire(ctx, msg); pe != nil {
-			return pe, true
-		}
+	if pe := p.acquireHeld(ctx, msg, hd); pe != nil {
+		return pe, true
 	}
 	// Recovery may have begun while this publish waited for a permit.
 	if err := p.refusal(msg); err != nil {
@@ -140,7 +137,8 @@ func (p *publishing) write(ctx, wctx context.Context, pr *prepared, b *batch, i 
 // waits for anything. The zero value holds nothing.
 type holding struct {
 	h        transport.Holder
-	deadline time.Time // the latest its bytes may go out; zero for none
+	last     transport.Holder // the one held before, for resume
+	deadline time.Time        // the latest its bytes may go out; zero for none
 }
 
 // on makes sure the connection of set is held, letting go of another one
@@ -152,7 +150,16 @@ func (hd *holding) on(set *pubSet) {
 	}
 	hd.release()
 	h.Hold(hd.deadline)
-	hd.h = h
+	hd.h, hd.last = h, h
+}
+
+// resume holds again the connection held last, after a release (the
+// writer goes on writing on the same publisher).
+func (hd *holding) resume() {
+	if hd.h == nil && hd.last != nil {
+		hd.last.Hold(hd.deadline)
+		hd.h = hd.last
+	}
 }
 
 // release lets go of the hold; when it was the last, the kept bytes are

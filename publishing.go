@@ -287,6 +287,16 @@ func (p *publishing) acquire(ctx context.Context, msg *transport.Message) *Publi
 	}
 }
 
+// acquireHeld is acquire for a writer under hd: the hold is released
+// before the slow path, which may wait.
+func (p *publishing) acquireHeld(ctx context.Context, msg *transport.Message, hd *holding) *PublishError {
+	if p.permits.tryAcquire() {
+		return nil
+	}
+	hd.release()
+	return p.acquire(ctx, msg)
+}
+
 func (p *publishing) ceilingReason() string {
 	return fmt.Sprintf("%d publishes are already waiting for a confirm and none completed within %s. The broker is not keeping up; publish more slowly rather than buffering more.",
 		p.cfg.maxOutstanding, p.cfg.confirmTimeout)
