@@ -218,3 +218,92 @@ func TestTheCoalesceURLParameter(t *testing.T) {
 		t.Errorf("coalesce=maybe: %v; want an error saying what to write", err)
 	}
 }
+
+// Several goroutines publish in held runs while a consumer on the same
+// connection acks what they publish: the acks are written through the
+// same held socket (kept while any run is open, written by the last
+// holder out). Every publish is Acked and every message delivered and
+// acked (the prefetch of 50 stops deliveries if acks stay behind), so
+// the queue is empty once the consuming channel closes. Run with -race.
+func TestHeldRunsAndConsumerAcksShareOneConnection(t *testing.T) {
+	c := dial(t, transport.Config{})
+	h := c.(transport.Holder)
+	q := tempQueue(t, c, "hold-share", nil)
+	ch := openChannel(t, c)
+	if err := ch.Qos(50); err != nil {
+		t.Fatal(err)
+	}
+	in, err := ch.Consume(context.Background(), transport.ConsumeSpec{Queue: q, Tag: testenv.Unique("hold-share")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	const writers, runs, perRun = 4, 10, 20
+	const total = writers * runs * perRun
+	consumed := make(chan error, 1)
+	go func() {
+		for n := 0; n < total; n++ {
+			select {
+			case d, ok := <-in:
+				if !ok {
+					consumed <- errors.New("the delivery channel closed")
+					return
+				}
+				if err := ch.Ack(d.DeliveryTag); err != nil {
+					consumed <- err
+					return
+				}
+			case <-time.After(wait):
+				consumed <- errors.New("no delivery within the wait")
+				return
+			}
+		}
+		consumed <- nil
+	}()
+	answers := make(chan transport.Outcome, total)
+	var wg sync.WaitGroup
+	for w := 0; w < writers; w++ {
+		p := openPublisher(t, c)
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			msg := &transport.Message{RoutingKey: q, Body: make([]byte, 128)}
+			for r := 0; r < runs; r++ {
+				h.Hold(time.Time{})
+				for i := 0; i < perRun; i++ {
+					if err := p.Publish(context.Background(), msg, func(cf transport.Confirmation) { answers <- cf.Outcome }); err != nil {
+						answers <- 0
+					}
+				}
+				if err := h.Release(); err != nil {
+					t.Errorf("Release: %v", err)
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	for i := 0; i < total; i++ {
+		select {
+		case o := <-answers:
+			if o != transport.Acked {
+				t.Fatalf("publish answered %v; want Acked", o)
+			}
+		case <-time.After(wait):
+			t.Fatalf("%d of %d publishes unanswered", total-i, total)
+		}
+	}
+	if err := <-consumed; err != nil {
+		t.Fatal(err)
+	}
+	// Closing the consuming channel requeues anything whose ack did not
+	// reach the broker.
+	if err := ch.Close(); err != nil {
+		t.Fatal(err)
+	}
+	info, err := openChannel(t, c).DeclareQueue(context.Background(), transport.QueueSpec{Name: q, Passive: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if info.Messages != 0 {
+		t.Fatalf("%d messages back on the queue after every delivery was acked", info.Messages)
+	}
+}
