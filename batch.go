@@ -93,11 +93,15 @@ func (p *publishing) publishAll(ctx context.Context, prs []prepared, errs []erro
 func (p *publishing) write(ctx, wctx context.Context, pr *prepared, b *batch, i int, hop bool, hd *holding) (err error, noPermit bool) {
 	msg := &pr.msg
 	if !hop {
-		if p.cfg.waitForRecovery {
+		// refusal is admit when nothing need be waited out; only a wait
+		// lets go of the hold.
+		aerr := p.refusal(msg)
+		if aerr != nil && p.cfg.waitForRecovery {
 			hd.release()
+			aerr = p.admit(wctx, msg)
 		}
-		if err := p.admit(wctx, msg); err != nil {
-			return err, false
+		if aerr != nil {
+			return aerr, false
 		}
 		if !p.cfg.confirms && !msg.Mandatory {
 			hd.release()
