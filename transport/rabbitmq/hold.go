@@ -3,6 +3,7 @@ package rabbitmq
 import (
 	"errors"
 	"net"
+	"runtime"
 	"sync"
 	"time"
 )
@@ -59,6 +60,15 @@ func (c *heldConn) Hold(deadline time.Time) {
 // Release ends one hold; the last one out writes what is kept.
 func (c *heldConn) Release() error {
 	c.mu.Lock()
+	if c.holders == 1 && len(c.buf) > 0 {
+		// The last one out yields once, still holding, so goroutines made
+		// runnable with it (one batch of confirms wakes many Sends) add
+		// their publishes to this write. It waits for nothing: the
+		// scheduler runs it again after the goroutines already runnable.
+		c.mu.Unlock()
+		runtime.Gosched()
+		c.mu.Lock()
+	}
 	defer c.mu.Unlock()
 	c.holders--
 	if c.holders > 0 {
