@@ -340,19 +340,14 @@ func classify(msg *transport.Message, cf transport.Confirmation) error {
 	}
 }
 
-// writeConfirmed writes msg on a confirm channel with done as its callback
+// writeHeld writes msg on a confirm channel with done as its callback
 // and returns the publisher it went on and the transport's answer. A
 // channel the broker closed while the connection stayed up (a publish to a
 // missing exchange closes it with 404) is replaced and the write tried
 // again, so one bad publish never leaves a dead channel in the round robin
-// refusing every Nth publish.
-func (p *publishing) writeConfirmed(ctx context.Context, msg *transport.Message, done transport.ConfirmFunc) (transport.Publisher, error) {
-	return p.writeHeld(ctx, msg, done, nil)
-}
-
-// writeHeld is writeConfirmed under hd (nil: no hold): the publishing
-// connection is held for the write and let go before a repair, which
-// waits for the broker.
+// refusing every Nth publish. The publishing connection is held under hd
+// (nil: no hold) for the write and let go before a repair, which waits
+// for the broker.
 func (p *publishing) writeHeld(ctx context.Context, msg *transport.Message, done transport.ConfirmFunc, hd *holding) (transport.Publisher, error) {
 	for try := 0; ; try++ {
 		set, pub := p.pickPublisher()
