@@ -18,8 +18,12 @@ import (
 // what a writer believed written: bytes are kept only while a writer is
 // still inside its run, and the writer that leaves last writes them.
 //
-// Kept bytes are bounded by maxHeld; a Write that would pass it writes the
-// kept bytes and its own at once. A holder may give a deadline: kept
+// Kept bytes are bounded by maxHeld and by maxHeldAge; a Write that would
+// pass the first, or that finds the kept bytes older than the second,
+// writes the kept bytes and its own at once. The age bound matters when
+// holds overlap without a break (many goroutines publishing, or a holder
+// descheduled mid-run): another writer's acks and publishes then leave
+// within about maxHeldAge instead of waiting for the last holder. A holder may give a deadline: kept
 // bytes that find the earliest such deadline passed when they would be
 // written are dropped and the socket closed instead (see errHeldTooLong).
 //
@@ -34,18 +38,25 @@ type heldConn struct {
 	holders int
 	buf     []byte    // kept bytes, not yet written
 	dl      time.Time // earliest holder deadline since the connection was last idle
+	since   time.Time // when the oldest kept byte was kept
 	err     error     // the first write failure; every later Write returns it
+
+	now func() time.Time // the clock (time.Now; tests replace it)
 }
 
 // maxHeld bounds the bytes kept: past it a Write goes to the socket with
 // everything kept before it.
 const maxHeld = 64 << 10
 
+// maxHeldAge bounds how long a byte is kept: a Write that finds the kept
+// bytes older writes them and its own at once.
+const maxHeldAge = time.Millisecond
+
 // errHeldTooLong is the failure when kept bytes outlived a holder's
 // deadline (the process was frozen while they were kept).
 var errHeldTooLong = errors.New("rabbitmq: bytes kept for one write outlived their writer's deadline (was the process frozen?); they were not sent and the connection is closed")
 
-func newHeldConn(c net.Conn) *heldConn { return &heldConn{Conn: c} }
+func newHeldConn(c net.Conn) *heldConn { return &heldConn{Conn: c, now: time.Now} }
 
 // Hold makes Writes keep their bytes until the last holder releases.
 func (c *heldConn) Hold(deadline time.Time) {
@@ -88,8 +99,15 @@ func (c *heldConn) Write(p []byte) (int, error) {
 		return 0, c.err
 	}
 	if c.holders > 0 && len(c.buf)+len(p) <= maxHeld {
-		c.buf = append(c.buf, p...)
-		return len(p), nil
+		if len(c.buf) == 0 {
+			c.since = c.now()
+			c.buf = append(c.buf, p...)
+			return len(p), nil
+		}
+		if c.now().Sub(c.since) < maxHeldAge {
+			c.buf = append(c.buf, p...)
+			return len(p), nil
+		}
 	}
 	if err := c.flushLocked(p); err != nil {
 		return 0, err
@@ -113,7 +131,7 @@ func (c *heldConn) flushLocked(p []byte) error {
 		}
 		return nil
 	}
-	if !c.dl.IsZero() && !time.Now().Before(c.dl) {
+	if !c.dl.IsZero() && !c.now().Before(c.dl) {
 		c.fail(errHeldTooLong)
 		return c.err
 	}

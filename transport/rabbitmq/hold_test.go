@@ -108,6 +108,45 @@ func TestHeldWritesPastTheCapGoThroughInOrder(t *testing.T) {
 	}
 }
 
+func TestHeldBytesOlderThanTheAgeBoundGoOutWithTheNextWrite(t *testing.T) {
+	rc := &recordingConn{}
+	c := newHeldConn(rc)
+	now := time.Unix(1000, 0)
+	c.now = func() time.Time { return now }
+	c.Hold(time.Time{}) // a holder that does not release (descheduled mid-run)
+	if _, err := c.Write([]byte("ack-1")); err != nil {
+		t.Fatal(err)
+	}
+	now = now.Add(maxHeldAge / 2)
+	if _, err := c.Write([]byte("ack-2")); err != nil {
+		t.Fatal(err)
+	}
+	if w, _ := rc.record(); len(w) != 0 {
+		t.Fatalf("bytes younger than %s were written under a hold: %q", maxHeldAge, w)
+	}
+	now = now.Add(maxHeldAge)
+	if _, err := c.Write([]byte("ack-3")); err != nil {
+		t.Fatal(err)
+	}
+	w, _ := rc.record()
+	if got := string(bytes.Join(w, nil)); got != "ack-1ack-2ack-3" || len(w) != 1 {
+		t.Fatalf("kept bytes older than %s did not leave, in order and in one write, with the next: %q", maxHeldAge, w)
+	}
+	// The next kept byte starts a new age.
+	if _, err := c.Write([]byte("ack-4")); err != nil {
+		t.Fatal(err)
+	}
+	if w, _ := rc.record(); len(w) != 1 {
+		t.Fatalf("a byte kept after the write-through left at once: %q", w)
+	}
+	if err := c.Release(); err != nil {
+		t.Fatal(err)
+	}
+	if w, _ := rc.record(); len(w) != 2 || string(w[1]) != "ack-4" {
+		t.Fatalf("the last release did not write what was kept: %q", w)
+	}
+}
+
 func TestAFailedHeldWriteIsReportedClosesTheSocketAndFailsLaterWrites(t *testing.T) {
 	boom := errors.New("broken pipe")
 	rc := &recordingConn{}
