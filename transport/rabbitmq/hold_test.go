@@ -217,6 +217,14 @@ func TestABrokenSocketUnderAHoldFailsEveryPublishOfTheRun(t *testing.T) {
 		t.Fatalf("the publish before the run: %v", cf.Outcome)
 	}
 
+	// A stopped clock: the run's bytes stay kept however long its 50
+	// writes take on a loaded machine (the age bound would write them).
+	hc := c.(*connection).held
+	hc.mu.Lock()
+	stopped := time.Now()
+	hc.now = func() time.Time { return stopped }
+	hc.mu.Unlock()
+
 	const run = 50
 	answers := make(chan transport.Confirmation, run)
 	h.Hold(time.Time{})
