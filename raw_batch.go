@@ -60,27 +60,36 @@ func (p *publishing) rawBatch(ctx context.Context, ms []RawMessage) []error {
 		return stopAt(0, err)
 	}
 	b := &rawBatch{cfs: make([]transport.Confirmation, len(msgs)), answered: make([]bool, len(msgs)), allDone: make(chan struct{})}
+	// The writes are held (batch.go) and written at the latest before the
+	// confirms are awaited; bytes kept past ctx's deadline are dropped.
+	var hd holding
+	hd.deadline, _ = ctx.Deadline()
+	wait := func(written []*transport.Message, errs []error) []error {
+		hd.release()
+		return b.wait(p, ctx, written, errs)
+	}
 	var pub transport.Publisher
 	written := 0
 	for i, msg := range msgs {
 		if b.failed() || pastDeadline(ctx) {
-			return b.wait(p, ctx, msgs[:written], stopAt(i, newPubErr(msg, OutcomeRefused, reasonBatchStopped, false, ctx.Err())))
+			return wait(msgs[:written], stopAt(i, newPubErr(msg, OutcomeRefused, reasonBatchStopped, false, ctx.Err())))
 		}
 		if err := headerRefusal(msg); err != nil {
-			return b.wait(p, ctx, msgs[:written], stopAt(i, err))
+			return wait(msgs[:written], stopAt(i, err))
 		}
-		if err := p.acquire(ctx, msg); err != nil {
-			return b.wait(p, ctx, msgs[:written], stopAt(i, err))
+		if err := p.acquireHeld(ctx, msg, &hd); err != nil {
+			return wait(msgs[:written], stopAt(i, err))
 		}
 		if err := p.refusal(msg); err != nil {
 			p.permits.release()
-			return b.wait(p, ctx, msgs[:written], stopAt(i, err))
+			return wait(msgs[:written], stopAt(i, err))
 		}
 		b.add()
 		var err error
 		if pub == nil {
-			pub, err = p.writeConfirmed(ctx, msg, b.confirmFunc(p, i))
+			pub, err = p.writeHeld(ctx, msg, b.confirmFunc(p, i), &hd)
 		} else {
+			hd.resume()
 			err = pub.Publish(ctx, msg, b.confirmFunc(p, i))
 		}
 		if err != nil && errors.Is(err, transport.ErrNotWritten) {
@@ -93,11 +102,11 @@ func (p *publishing) rawBatch(ctx context.Context, ms []RawMessage) []error {
 			} else {
 				err = newPubErr(msg, OutcomeFailed, "its publishing channel closed before it was written; nothing was sent", false, err)
 			}
-			return b.wait(p, ctx, msgs[:written], stopAt(i, err))
+			return wait(msgs[:written], stopAt(i, err))
 		}
 		written = i + 1
 	}
-	return b.wait(p, ctx, msgs, errs)
+	return wait(msgs, errs)
 }
 
 func pastDeadline(ctx context.Context) bool {
