@@ -80,6 +80,12 @@ func (rp *rawPipe) Write(ctx context.Context, ms []rawpipe.Message, after rawpip
 		return pb
 	}
 	p := rp.p
+	// The batch's writes are held (batch.go) and leave in one socket write
+	// when Write returns, before its caller waits for anything; bytes kept
+	// past ctx's deadline are dropped.
+	var hd holding
+	hd.deadline, _ = ctx.Deadline()
+	defer hd.release()
 	if !chained {
 		rp.pub = nil
 		if err := p.awaitPublishable(ctx, msgs[0], true); err != nil {
@@ -93,7 +99,7 @@ func (rp *rawPipe) Write(ctx context.Context, ms []rawpipe.Message, after rawpip
 		if err := headerRefusal(msg); err != nil {
 			return stopAt(i, err)
 		}
-		if err := p.acquire(ctx, msg); err != nil {
+		if err := p.acquireHeld(ctx, msg, &hd); err != nil {
 			return stopAt(i, err)
 		}
 		if err := p.refusal(msg); err != nil {
@@ -103,8 +109,12 @@ func (rp *rawPipe) Write(ctx context.Context, ms []rawpipe.Message, after rawpip
 		pb.b.add()
 		var err error
 		if rp.pub == nil {
-			rp.pub, err = p.writeConfirmed(ctx, msg, pb.b.confirmFunc(p, i))
+			rp.pub, err = p.writeHeld(ctx, msg, pb.b.confirmFunc(p, i), &hd)
 		} else {
+			if hd.last == nil {
+				hd.on(p.pubs.Load()) // the pinned channel's connection: the current set's, or a lost one's (then it refuses)
+			}
+			hd.resume()
 			err = rp.pub.Publish(ctx, msg, pb.b.confirmFunc(p, i))
 		}
 		if err != nil && errors.Is(err, transport.ErrNotWritten) {
