@@ -65,14 +65,20 @@ func (rp *rawPipe) Write(ctx context.Context, ms []rawpipe.Message, after rawpip
 	for i, m := range ms {
 		msgs[i] = RawMessage{Exchange: m.Exchange, RoutingKey: m.RoutingKey, ContentType: m.ContentType, MessageID: m.MessageID, Headers: m.Headers, Body: m.Body}.message()
 	}
+	prev, _ := after.(*pipeBatch)
+	return rp.write(ctx, msgs, prev)
+}
+
+// write writes msgs behind prev (nil: behind nothing, on a channel picked
+// afresh). It returns once they are written, or writing stopped.
+func (rp *rawPipe) write(ctx context.Context, msgs []*transport.Message, prev *pipeBatch) *pipeBatch {
 	pb := &pipeBatch{p: rp.p, msgs: msgs, errs: make([]error, len(msgs)),
 		b: &rawBatch{cfs: make([]transport.Confirmation, len(msgs)), answered: make([]bool, len(msgs)), allDone: make(chan struct{})}}
 	if len(msgs) == 0 {
 		return pb
 	}
-	prev, _ := after.(*pipeBatch)
 	chained := prev != nil && prev.outstanding()
-	stopAt := func(i int, err error) rawpipe.Batch {
+	stopAt := func(i int, err error) *pipeBatch {
 		pb.errs[i] = err
 		for j := i + 1; j < len(msgs); j++ {
 			pb.errs[j] = newPubErr(msgs[j], OutcomeRefused, reasonBatchStopped, false, nil)
