@@ -34,6 +34,7 @@ func (p *publishing) publishAll(ctx context.Context, prs []prepared, errs []erro
 		defer cancel()
 	}
 	var stop *PublishError // no permit came free: the rest fail alike
+	var hd holding         // released before anything below can wait
 	for i := range prs {
 		if errs[i] != nil {
 			continue
@@ -47,16 +48,22 @@ func (p *publishing) publishAll(ctx context.Context, prs []prepared, errs []erro
 			if !hop && p.cfg.waitForRecovery {
 				changed = p.life.changes()
 			}
-			err, noPermit := p.write(ctx, wctx, &prs[i], b, i, hop)
+			err, noPermit := p.write(ctx, wctx, &prs[i], b, i, hop, &hd)
 			if noPermit {
 				stop = err.(*PublishError) // write says so only for acquire's *PublishError
 			}
-			if err == nil || hop || noPermit || !p.awaitNoticedLoss(wctx, err, changed) {
+			if err == nil || hop || noPermit {
+				errs[i] = err
+				break
+			}
+			hd.release()
+			if !p.awaitNoticedLoss(wctx, err, changed) {
 				errs[i] = err
 				break
 			}
 		}
 	}
+	hd.release() // the batch's bytes go out before its confirms are awaited
 	waitErr := b.wait(ctx, p.cfg.confirmTimeout)
 	slots, reusable := b.finalize()
 	for i := range prs {
@@ -80,19 +87,30 @@ func (p *publishing) publishAll(ctx context.Context, prs []prepared, errs []erro
 
 // write admits and writes one member. noPermit reports that err is
 // acquire's: no permit came free within the confirm timeout or ctx.
-func (p *publishing) write(ctx, wctx context.Context, pr *prepared, b *batch, i int, hop bool) (err error, noPermit bool) {
+// It releases hd before anything that can wait (admission waiting out a
+// recovery, the permit slow path, a channel repair) and before an
+// unconfirmed write, whose failure a confirm could not report.
+func (p *publishing) write(ctx, wctx context.Context, pr *prepared, b *batch, i int, hop bool, hd *holding) (err error, noPermit bool) {
 	msg := &pr.msg
 	if !hop {
-		if err := p.admit(wctx, msg); err != nil {
-			return err, false
+		// refusal is admit when nothing need be waited out; only a wait
+		// lets go of the hold.
+		aerr := p.refusal(msg)
+		if aerr != nil && p.cfg.waitForRecovery {
+			hd.release()
+			aerr = p.admit(wctx, msg)
+		}
+		if aerr != nil {
+			return aerr, false
 		}
 		if !p.cfg.confirms && !msg.Mandatory {
+			hd.release()
 			pr.sent.Outcome = OutcomePublished
 			return p.publishUnconfirmed(pr.ctx, msg), false
 		}
 	}
 	pr.sent.Outcome = OutcomeConfirmed
-	if pe := p.acquire(ctx, msg); pe != nil {
+	if pe := p.acquireHeld(ctx, msg, hd); pe != nil {
 		return pe, true
 	}
 	// Recovery may have begun while this publish waited for a permit.
@@ -101,7 +119,7 @@ func (p *publishing) write(ctx, wctx context.Context, pr *prepared, b *batch, i 
 		return err, false
 	}
 	b.expect(i)
-	if _, err := p.writeConfirmed(pr.ctx, msg, b.dones[i]); err != nil && errors.Is(err, transport.ErrNotWritten) {
+	if _, err := p.writeHeld(pr.ctx, msg, b.dones[i], hd); err != nil && errors.Is(err, transport.ErrNotWritten) {
 		// Not written: the callback will never be called.
 		p.permits.release()
 		b.unexpect(i)
@@ -115,6 +133,48 @@ func (p *publishing) write(ctx, wctx context.Context, pr *prepared, b *batch, i 
 	}
 	// Written, or perhaps written: the transport answers either way.
 	return nil, false
+}
+
+// holding is one writer's hold on its publishing connection's writes
+// (transport.Holder): taken before the first write of a run, so the run's
+// publishes leave in one socket write, and released before the writer
+// waits for anything. The zero value holds nothing.
+type holding struct {
+	h        transport.Holder
+	last     transport.Holder // the one held before, for resume
+	deadline time.Time        // the latest its bytes may go out; zero for none
+}
+
+// on makes sure the connection of set is held, letting go of another one
+// held before (a recovery installed a new set mid-run).
+func (hd *holding) on(set *pubSet) {
+	h, ok := set.conn.(transport.Holder)
+	if !ok || h == hd.h {
+		return
+	}
+	hd.release()
+	h.Hold(hd.deadline)
+	hd.h, hd.last = h, h
+}
+
+// resume holds again the connection held last, after a release (the
+// writer goes on writing on the same publisher).
+func (hd *holding) resume() {
+	if hd.h == nil && hd.last != nil {
+		hd.last.Hold(hd.deadline)
+		hd.h = hd.last
+	}
+}
+
+// release lets go of the hold; when it was the last, the kept bytes are
+// written now. A failed write closes the connection, and the publishes it
+// concerns are answered Lost by their confirm callbacks, so the error
+// needs no other route.
+func (hd *holding) release() {
+	if hd.h != nil {
+		_ = hd.h.Release()
+		hd.h = nil
+	}
 }
 
 // batchSlot is one member's answer, written by its confirm callback.

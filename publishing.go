@@ -287,6 +287,16 @@ func (p *publishing) acquire(ctx context.Context, msg *transport.Message) *Publi
 	}
 }
 
+// acquireHeld is acquire for a writer under hd: the hold is released
+// before the slow path, which may wait.
+func (p *publishing) acquireHeld(ctx context.Context, msg *transport.Message, hd *holding) *PublishError {
+	if p.permits.tryAcquire() {
+		return nil
+	}
+	hd.release()
+	return p.acquire(ctx, msg)
+}
+
 func (p *publishing) ceilingReason() string {
 	return fmt.Sprintf("%d publishes are already waiting for a confirm and none completed within %s. The broker is not keeping up; publish more slowly rather than buffering more.",
 		p.cfg.maxOutstanding, p.cfg.confirmTimeout)
@@ -330,18 +340,26 @@ func classify(msg *transport.Message, cf transport.Confirmation) error {
 	}
 }
 
-// writeConfirmed writes msg on a confirm channel with done as its callback
+// writeHeld writes msg on a confirm channel with done as its callback
 // and returns the publisher it went on and the transport's answer. A
 // channel the broker closed while the connection stayed up (a publish to a
 // missing exchange closes it with 404) is replaced and the write tried
 // again, so one bad publish never leaves a dead channel in the round robin
-// refusing every Nth publish.
-func (p *publishing) writeConfirmed(ctx context.Context, msg *transport.Message, done transport.ConfirmFunc) (transport.Publisher, error) {
+// refusing every Nth publish. The publishing connection is held under hd
+// (nil: no hold) for the write and let go before a repair, which waits
+// for the broker.
+func (p *publishing) writeHeld(ctx context.Context, msg *transport.Message, done transport.ConfirmFunc, hd *holding) (transport.Publisher, error) {
 	for try := 0; ; try++ {
 		set, pub := p.pickPublisher()
+		if hd != nil {
+			hd.on(set)
+		}
 		err := pub.Publish(ctx, msg, done)
 		if err == nil || !errors.Is(err, transport.ErrNotWritten) || errors.Is(err, transport.ErrUnencodable) {
 			return pub, err
+		}
+		if hd != nil {
+			hd.release()
 		}
 		if try >= 3 || ctx.Err() != nil || p.refusal(msg) != nil || !p.repairPublisher(ctx, set, pub) {
 			return pub, err

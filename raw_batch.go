@@ -2,7 +2,6 @@ package acemq
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"sync"
 	"time"
@@ -39,65 +38,15 @@ func (c *Conn) PublishRawBatch(ctx context.Context, ms []RawMessage) []error {
 	return c.pub.rawBatch(ctx, ms)
 }
 
-// rawBatch is PublishRawBatch.
+// rawBatch is PublishRawBatch: one batch written by a rawPipe of its own
+// (raw_pipe.go), its confirms awaited at once.
 func (p *publishing) rawBatch(ctx context.Context, ms []RawMessage) []error {
-	errs := make([]error, len(ms))
-	if len(ms) == 0 {
-		return errs
-	}
 	msgs := make([]*transport.Message, len(ms))
 	for i := range ms {
 		msgs[i] = ms[i].message()
 	}
-	stopAt := func(i int, err error) []error {
-		errs[i] = err
-		for j := i + 1; j < len(msgs); j++ {
-			errs[j] = newPubErr(msgs[j], OutcomeRefused, reasonBatchStopped, false, nil)
-		}
-		return errs
-	}
-	if err := p.awaitPublishable(ctx, msgs[0], true); err != nil {
-		return stopAt(0, err)
-	}
-	b := &rawBatch{cfs: make([]transport.Confirmation, len(msgs)), answered: make([]bool, len(msgs)), allDone: make(chan struct{})}
-	var pub transport.Publisher
-	written := 0
-	for i, msg := range msgs {
-		if b.failed() || pastDeadline(ctx) {
-			return b.wait(p, ctx, msgs[:written], stopAt(i, newPubErr(msg, OutcomeRefused, reasonBatchStopped, false, ctx.Err())))
-		}
-		if err := headerRefusal(msg); err != nil {
-			return b.wait(p, ctx, msgs[:written], stopAt(i, err))
-		}
-		if err := p.acquire(ctx, msg); err != nil {
-			return b.wait(p, ctx, msgs[:written], stopAt(i, err))
-		}
-		if err := p.refusal(msg); err != nil {
-			p.permits.release()
-			return b.wait(p, ctx, msgs[:written], stopAt(i, err))
-		}
-		b.add()
-		var err error
-		if pub == nil {
-			pub, err = p.writeConfirmed(ctx, msg, b.confirmFunc(p, i))
-		} else {
-			err = pub.Publish(ctx, msg, b.confirmFunc(p, i))
-		}
-		if err != nil && errors.Is(err, transport.ErrNotWritten) {
-			p.permits.release()
-			b.unadd()
-			if uerr := unencodable(msg, err); uerr != nil {
-				err = uerr
-			} else if rerr := p.refusal(msg); rerr != nil {
-				err = rerr
-			} else {
-				err = newPubErr(msg, OutcomeFailed, "its publishing channel closed before it was written; nothing was sent", false, err)
-			}
-			return b.wait(p, ctx, msgs[:written], stopAt(i, err))
-		}
-		written = i + 1
-	}
-	return b.wait(p, ctx, msgs, errs)
+	rp := rawPipe{p: p}
+	return rp.write(ctx, msgs, nil).Wait(ctx)
 }
 
 func pastDeadline(ctx context.Context) bool {

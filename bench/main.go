@@ -122,10 +122,27 @@ func scenarios(ctx context.Context, o options, body []byte) []*scenario {
 	add("(e) AceMQ SendAll, 1 goroutine", o.n, nil, func(q string, c int) (time.Duration, error) {
 		return acemqSendAll(ctx, url, q, body, c, o.channels)
 	})
+	// The same two with every write straight to the socket (the RabbitMQ
+	// transport's ?coalesce=off), so one run shows what holding saves.
+	off := withQuery(url, "coalesce=off")
+	add("(d-off) as (d), coalesce=off", o.n, nil, func(q string, c int) (time.Duration, error) {
+		return acemqSend(ctx, off, q, body, c, o.goroutines, o.channels)
+	})
+	add("(e-off) as (e), coalesce=off", o.n, nil, func(q string, c int) (time.Duration, error) {
+		return acemqSendAll(ctx, off, q, body, c, o.channels)
+	})
 	fillQ := func(q string, c int) error { return fill(url, q, body, c) }
 	add("consume raw amqp091-go, prefetch 250", o.n, fillQ, func(q string, c int) (time.Duration, error) { return rawConsume(url, q, c) })
 	add("consume AceMQ, prefetch 250", o.n, fillQ, func(q string, c int) (time.Duration, error) { return acemqConsume(ctx, url, q, c) })
 	return list
+}
+
+// withQuery adds a query parameter to a URL.
+func withQuery(url, param string) string {
+	if strings.Contains(url, "?") {
+		return url + "&" + param
+	}
+	return url + "?" + param
 }
 
 // measure runs f and reports its time and the process's CPU and
@@ -298,6 +315,9 @@ func main() {
 		})
 		ratio("ratio (d)/(c)  CPU per message, target <= 0.5", func(g func(string) *scenario) float64 { return g("(d)").cpu / g("(c)").cpu })
 		ratio("ratio (e)/(b+h)  CPU per message, target <= 1.25", func(g func(string) *scenario) float64 { return g("(e)").cpu / g("(b+h)").cpu })
+		ratio("ratio (d-off)/(c)  CPU per message, coalesce=off", func(g func(string) *scenario) float64 { return g("(d-off)").cpu / g("(c)").cpu })
+		ratio("ratio (e-off)/(b+h)  CPU per message, coalesce=off", func(g func(string) *scenario) float64 { return g("(e-off)").cpu / g("(b+h)").cpu })
+		ratio("ratio (e-off)/(b+h)  msg/s, coalesce=off", func(g func(string) *scenario) float64 { return g("(e-off)").rate / g("(b+h)").rate })
 		ratio("ratio consume AceMQ/raw  CPU per message", func(g func(string) *scenario) float64 {
 			return g("consume AceMQ, prefetch 250").cpu / g("consume raw amqp091-go, prefetch 250").cpu
 		})

@@ -5,9 +5,12 @@ import (
 	"context"
 	"database/sql"
 	"database/sql/driver"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"slices"
+	"strconv"
+	"strings"
 	"time"
 	"unicode/utf8"
 
@@ -184,43 +187,60 @@ func (s *Store) exec(ctx context.Context, q querier, query string, args ...any) 
 // holdersSQL lists the other relays holding unexpired locks (MySQL).
 const holdersSQL = `SELECT DISTINCT locked_by FROM acemq_outbox WHERE locked_by IS NOT NULL AND locked_by <> ? AND locked_until > ?`
 
-// pgClaimSQL claims the first batch of unretired records for $1 unless a
-// live relay holds unexpired locks, and returns them. A holder is live
-// while its session holds its relay key: pg_try_advisory_xact_lock gets
-// the key only when that session is gone (and lets it go at commit).
+// pgClaimUpdate locks the first batch of unretired records for relay %[1]s
+// (until %[2]s) unless a live relay holds unexpired locks (%[3]s:
+// MaxAttempts, %[4]s: the batch size, %[5]s: now, %[6]s: the seqs to pass
+// over). A holder is live while its session holds its relay key:
+// pg_try_advisory_xact_lock gets the key only when that session is gone
+// (and lets it go at commit).
 //
 // The batch is chosen as seq = ANY(ARRAY(subquery)): with seq IN
 // (subquery) PostgreSQL joined the subquery to a scan of the whole table
 // (a hash semi-join: 19 ms a claim on 20,000 records, growing with the
 // backlog); the array makes it look the batch up in the seq index (1 ms).
-// The holder test is written "locked_by < $1 OR locked_by > $1" for the
-// reason claimSQL gives.
-var pgClaimSQL = `UPDATE acemq_outbox SET locked_by = $1, locked_until = $2
-WHERE seq = ANY(ARRAY(SELECT seq FROM acemq_outbox WHERE attempts < $3 AND seq <> ALL($6) ORDER BY seq LIMIT $4))
-AND NOT EXISTS (SELECT 1 FROM acemq_outbox o WHERE (o.locked_by < $1 OR o.locked_by > $1) AND o.locked_until > $5
-  AND CASE WHEN o.locked_until > $5 THEN NOT pg_try_advisory_xact_lock(` + fmt.Sprintf(pgRelayKey, "o.locked_by") + `) ELSE false END)
-RETURNING ` + recordColumns
+// The holder test is written "locked_by < relay OR locked_by > relay" for
+// the reason claimSQL gives.
+var pgClaimUpdate = `UPDATE acemq_outbox SET locked_by = %[1]s, locked_until = %[2]s
+WHERE seq = ANY(ARRAY(SELECT seq FROM acemq_outbox WHERE attempts < %[3]s AND seq <> ALL(%[6]s) ORDER BY seq LIMIT %[4]s))
+AND NOT EXISTS (SELECT 1 FROM acemq_outbox o WHERE (o.locked_by < %[1]s OR o.locked_by > %[1]s) AND o.locked_until > %[5]s
+  AND CASE WHEN o.locked_until > %[5]s THEN NOT pg_try_advisory_xact_lock(` + fmt.Sprintf(pgRelayKey, "o.locked_by") + `) ELSE false END)`
 
-// claimPostgres runs pgClaimSQL after a transaction-scoped advisory lock:
-// under READ COMMITTED the UPDATE's snapshot, taken after the lock, sees
-// every claim committed before, so two relays never both find the outbox
-// free. A relay frozen inside this transaction loses its session after
-// the lease (idle_in_transaction_session_timeout, set when the session
-// opened), so it cannot hold the claim lock longer.
+// pgClaimSQL is pgClaimUpdate with parameters $1 to $6 (EXPLAIN in tests).
+var pgClaimSQL = fmt.Sprintf(pgClaimUpdate, "$1", "$2", "$3", "$4", "$5", "$6")
+
+// claimPostgres claims in one round trip and reads the batch in a second.
+// The claim is one simple-protocol query string of two statements, the
+// claim lock (a transaction-scoped advisory lock) then pgClaimUpdate, which
+// PostgreSQL runs as one transaction; under READ COMMITTED the UPDATE's
+// snapshot, taken after the lock, sees every claim committed before, so two
+// relays never both find the outbox free. A query string with several
+// statements takes no parameters, so every value is written as a literal:
+// numbers, and the relay's name as hex digits (decode(…, 'hex')), so no
+// name can break out of its literal. The transaction never waits on the
+// client, so a frozen relay cannot hold the claim lock. The batch is then
+// read by the relay's lock: the records the UPDATE took are the first
+// unretired ones but skip, so the first of those locked by the relay are
+// exactly them (none when the UPDATE took none: another live relay holds
+// the outbox, and the relay's own expired locks must not be read).
 func (o *owner) claimPostgres(ctx context.Context, batch int, skip []int64, now time.Time) ([]Record, error) {
-	tx, err := o.conn.BeginTx(ctx, nil)
+	seqs := make([]string, len(skip))
+	for i, v := range skip {
+		seqs[i] = strconv.FormatInt(v, 10)
+	}
+	relay := "convert_from(decode('" + hex.EncodeToString([]byte(o.relay)) + "', 'hex'), 'UTF8')"
+	claim := fmt.Sprintf(`SELECT pg_advisory_xact_lock(%d); `, advisoryKey) + fmt.Sprintf(pgClaimUpdate,
+		relay, strconv.FormatInt(now.Add(o.ttl).UnixMilli(), 10), strconv.Itoa(MaxAttempts), strconv.Itoa(batch),
+		strconv.FormatInt(now.UnixMilli(), 10), "ARRAY["+strings.Join(seqs, ",")+"]::bigint[]")
+	res, err := o.conn.ExecContext(ctx, claim)
 	if err != nil {
 		return nil, err
 	}
-	defer tx.Rollback() //nolint:errcheck // after Commit it is a no-op
-	if _, err := tx.ExecContext(ctx, `SELECT pg_advisory_xact_lock($1)`, advisoryKey); err != nil {
+	n, err := res.RowsAffected()
+	if err != nil || n == 0 {
 		return nil, err
 	}
-	recs, err := o.s.query(ctx, tx, pgClaimSQL, o.relay, now.Add(o.ttl).UnixMilli(), MaxAttempts, batch, now.UnixMilli(), skip)
-	if err != nil {
-		return nil, err
-	}
-	return recs, tx.Commit()
+	return o.s.query(ctx, o.conn, `SELECT `+recordColumns+` FROM acemq_outbox WHERE locked_by = $1 AND attempts < $2 AND seq <> ALL($3) ORDER BY seq LIMIT $4`,
+		o.relay, MaxAttempts, skip, batch)
 }
 
 // mysqlLockName is the GET_LOCK name that serialises claims: one per

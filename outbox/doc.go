@@ -94,14 +94,18 @@
 // known; the confirmed prefix (the records before the first failure) is
 // deleted in one statement. A record that failed before is published
 // alone, confirmed, before anything after it is written. While a batch
-// is on the wire, Run claims the next one (the first stored records
-// but those on the wire) and publishes it once the batch before was
-// confirmed; the batch before is deleted while the next is on the wire,
-// before the claim after it, and a batch's records are deleted only after
+// is on the wire, Run claims the next one (the first stored records but
+// those on the wire or waiting to be deleted) and writes it on the same
+// channel right behind it, with the first batch's confirms still
+// outstanding, so the broker routes both in seq order; it then deletes the
+// batch before, while both are on the wire. The next batch is written only
+// while no failure of the batch before is known, and neither batch holds a
+// record that failed before. A batch's records are deleted only after
 // every record before them was (when a delete fails, nothing after it is
-// deleted and both batches go out again, in order). A sweep that failed
-// drops the batch claimed ahead, and the next sweep claims from the first
-// stored record, so the rules below hold as for one batch.
+// deleted and the batches after it go out again, in order). A sweep that
+// failed waits for the confirms of the batch written behind its own and
+// drops it (its records stay stored), and the next sweep claims from the
+// first stored record.
 //
 // What a consumer of one queue can rely on (records committed one after
 // another, e.g. by one producer; records whose transactions overlap are in
@@ -114,7 +118,10 @@
 //   - When record k fails (unroutable, nacked, a missing exchange, a
 //     timeout, a lost connection), the records before it arrived in order,
 //     and records after it that were already on the wire before the
-//     failure was known may arrive once ahead of k. All of them stay
+//     failure was known may arrive once ahead of k: the rest of k's batch
+//     and, for a running relay (Run), the next batch, never a record
+//     further on (at most 2 × WithBatchSize − 1 records after k; SweepOnce
+//     writes one batch at a time, so only the rest of k's). All of them stay
 //     stored and are sent again after k is published (or retired). Once k
 //     has spent an attempt it goes out alone, so a failure about the
 //     record causes this once; an outage can cause it again. A consumer that keeps the last copy of each id sees seq

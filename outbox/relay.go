@@ -17,6 +17,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/acemq-go/acemq"
+	"github.com/acemq-go/acemq/internal/rawpipe"
 )
 
 // Relay defaults (spec §7.1).
@@ -167,6 +168,7 @@ type Relay struct {
 	tracer trace.Tracer
 
 	own    *owner
+	pipe   rawpipe.Pipe // Run's batches go out on it, one after another on one channel
 	wake   chan struct{}
 	next   claimed  // the batch claimed ahead by the last sweep (Run's goroutine only)
 	behind []Record // the last sweep's confirmed batch, deleted by the next (Run's goroutine only)
@@ -231,7 +233,7 @@ func NewRelay(conn *acemq.Conn, store *Store, opts ...RelayOption) (*Relay, erro
 	}
 	return &Relay{
 		conn: conn, store: store, cfg: cfg, log: log, total: total, lag: lag, tracer: cfg.tracer.Tracer(acemq.InstrumentationScope),
-		own: store.owner(cfg.id, cfg.lockTTL), wake: make(chan struct{}, 1),
+		own: store.owner(cfg.id, cfg.lockTTL), pipe: rawpipe.Open(conn), wake: make(chan struct{}, 1),
 		stop: make(chan struct{}), done: make(chan struct{}),
 	}, nil
 }
@@ -287,6 +289,14 @@ func (r *Relay) Run(ctx context.Context) error {
 		go func() { defer wg.Done(); r.listenLoop(ctx) }()
 	}
 	defer func() {
+		if len(r.next.recs) > 0 && r.next.out != nil {
+			// The batch after is on the wire: wait for its confirms, and
+			// delete it after the batch before when it went through whole.
+			if r.settle(ctx, r.next) {
+				r.behind = append(r.behind, r.next.recs...)
+			}
+			r.next = claimed{}
+		}
 		if len(r.behind) > 0 {
 			// The last batch confirmed: delete it before letting its locks go.
 			n, err := r.deletePrefix(ctx, r.behind)
@@ -377,39 +387,55 @@ func (r *Relay) SweepOnce(ctx context.Context) Sweep { return r.sweep(ctx, false
 // claimed is a batch claimed ahead, while the batch before it was being
 // published, and when its claim was made (its lease runs from then); with
 // how many records of the batch before were deleted meanwhile, and why not
-// all of them.
+// all of them; and, when it was written already (Run's pipeline), its
+// publish in flight.
 type claimed struct {
 	recs    []Record
 	at      time.Time
 	err     error
 	deleted int
 	delErr  error
+	out     *inFlight
+}
+
+// inFlight is a batch written on the relay's pipe, its confirms
+// outstanding.
+type inFlight struct {
+	batch  rawpipe.Batch
+	spans  []publishSpan
+	ctx    context.Context // the batch's deadline: its lease and the publish timeout
+	cancel context.CancelFunc
 }
 
 // sweep is SweepOnce. With ahead (Run's sweeps), a sweep claims the next
 // batch, the first records but its own, while its own batch is on the
 // wire (a batch that is not full too: records committed meanwhile go out
-// without a claim between batches), and keeps it for the next sweep when
-// its own batch went through whole; the records of a batch that went through
-// whole with a batch claimed after it are deleted by the next sweep, while
-// that batch is on the wire, before it claims the batch after (so that
-// claim never takes them again). Claim and delete cost no time between
-// batches. The next batch is written only after this one was confirmed, on
-// the same terms as any batch (its lease, read from when it was claimed;
-// stopping at the first failure), and a batch's confirmed records are
-// deleted only once every record before them was: when the delete of the
-// batch before fails (or finds records taken over), nothing of this batch
-// is deleted, so its records go out again after the batch before's and
-// last copies stay in seq order. A sweep that failed drops the batch
-// claimed ahead (its records stay locked by this relay, which claims them
-// again from the start).
+// without a claim between batches), and writes it on the same channel
+// right after its own (the relay's pipe), so batch N+1 is on the wire while
+// batch N's confirms are outstanding and the broker routes them in seq
+// order; the next sweep waits for those confirms. A batch that went
+// through whole with a batch claimed after it is deleted by the next
+// sweep, while that batch is on the wire, before it claims the batch after
+// (so that claim never takes them again). Claim, write and delete cost no
+// time between batches. The next batch is written only while no failure
+// of this one is known, on the same terms as any batch (its lease, read
+// from when it was claimed; stopping at the first failure), and not at
+// all when a record of either batch failed before (attempts > 0: such a
+// batch is published as publishRuns does, with nothing after it on the
+// wire). A batch's confirmed records are deleted only once every record
+// before them was: when the delete of the batch before fails (or finds
+// records taken over), nothing of this batch is deleted, so its records
+// go out again after the batch before's and last copies stay in seq order.
+// A sweep that failed waits for the confirms of the batch written after
+// its own and drops it (its records stay locked by this relay, which
+// claims them again from the start).
 func (r *Relay) sweep(ctx context.Context, ahead bool) Sweep {
 	var sw Sweep
 	start := time.Now()
-	recs, at := r.next.recs, r.next.at
+	recs, at, out := r.next.recs, r.next.at, r.next.out
 	behind := r.behind
 	r.next, r.behind = claimed{}, nil
-	if recs == nil || start.Sub(at) > r.cfg.lockTTL/4 {
+	if out == nil && (recs == nil || start.Sub(at) > r.cfg.lockTTL/4) {
 		if len(behind) > 0 {
 			// Nothing on the wire to hide the delete behind; and the claim
 			// below would take these records again.
@@ -432,51 +458,73 @@ func (r *Relay) sweep(ctx context.Context, ahead bool) Sweep {
 	if len(recs) == 0 {
 		return sw
 	}
+	if out == nil {
+		if err := ctx.Err(); err != nil {
+			if len(behind) > 0 {
+				n, _ := r.deletePrefix(ctx, behind)
+				sw.Published += n
+			}
+			sw.Err = err
+			return sw
+		}
+		if ahead {
+			out = r.write(ctx, recs, at, start, nil)
+		}
+	}
 	var next chan claimed
 	if ahead || len(behind) > 0 {
 		// The relay's session is used here alone until next is received:
 		// the publish below touches only the broker.
 		next = make(chan claimed, 1)
-		skip := make([]int64, len(recs))
-		for i, rec := range recs {
-			skip[i] = rec.Seq
+		skip := make([]int64, 0, len(behind)+len(recs))
+		for _, rec := range behind {
+			skip = append(skip, rec.Seq)
+		}
+		for _, rec := range recs {
+			skip = append(skip, rec.Seq)
 		}
 		go func() {
+			// Claim and write first, so the next batch goes on the wire as
+			// soon as it can; the claim passes over the batch behind, which
+			// the delete after it removes.
 			var c claimed
-			if len(behind) > 0 {
-				c.deleted, c.delErr = r.deletePrefix(ctx, behind)
-			}
-			if ahead && c.delErr == nil {
+			if ahead {
 				c.at = time.Now()
 				c.recs, c.err = r.own.claim(ctx, r.cfg.batch, skip)
+				if c.err == nil && len(c.recs) > 0 && out != nil && !out.batch.Failed() {
+					c.out = r.write(ctx, c.recs, c.at, c.at, out.batch)
+				}
+			}
+			if len(behind) > 0 {
+				c.deleted, c.delErr = r.deletePrefix(ctx, behind)
 			}
 			next <- c
 		}()
 	}
-	if err := ctx.Err(); err != nil {
-		if next != nil {
-			sw.Published += (<-next).deleted
+	var errs []error
+	var spans []publishSpan
+	if out != nil {
+		errs = out.batch.Wait(out.ctx)
+		out.cancel()
+		spans = out.spans
+	} else {
+		msgs := make([]acemq.RawMessage, len(recs))
+		spans = make([]publishSpan, len(recs))
+		for i, rec := range recs {
+			spans[i] = r.startSpan(ctx, rec)
+			msgs[i] = acemq.RawMessage{
+				Exchange:    rec.Exchange,
+				RoutingKey:  rec.RoutingKey,
+				ContentType: rec.ContentType,
+				MessageID:   rec.ID,
+				Headers:     rec.Headers,
+				Body:        rec.Body,
+			}
 		}
-		sw.Err = err
-		return sw
+		pctx, cancel := context.WithDeadline(ctx, earliest(at.Add(r.cfg.lockTTL*3/4), start.Add(r.cfg.publishTimeout)))
+		errs = r.publishRuns(pctx, recs, msgs)
+		cancel()
 	}
-	msgs := make([]acemq.RawMessage, len(recs))
-	spans := make([]publishSpan, len(recs))
-	for i, rec := range recs {
-		spans[i] = r.startSpan(ctx, rec)
-		msgs[i] = acemq.RawMessage{
-			Exchange:    rec.Exchange,
-			RoutingKey:  rec.RoutingKey,
-			ContentType: rec.ContentType,
-			MessageID:   rec.ID,
-			Headers:     rec.Headers,
-			Body:        rec.Body,
-		}
-	}
-	lease := at.Add(r.cfg.lockTTL * 3 / 4)
-	pctx, cancel := context.WithDeadline(ctx, earliest(lease, start.Add(r.cfg.publishTimeout)))
-	errs := r.publishRuns(pctx, recs, msgs)
-	cancel()
 	confirmed := r.store.now()
 	var following claimed
 	if next != nil {
@@ -497,7 +545,11 @@ func (r *Relay) sweep(ctx context.Context, ahead bool) Sweep {
 	}
 	if following.delErr != nil {
 		// The batch before is still stored (or partly another relay's):
-		// delete nothing after it.
+		// delete nothing after it, and publish the batch claimed after it
+		// again from the first record.
+		if following.out != nil {
+			r.settle(ctx, following)
+		}
 		if first < len(recs) {
 			r.failed(ctx, recs[first], spans[first], errs[first], &sw) //nolint:errcheck // the delete's failure is the sweep's
 		}
@@ -508,6 +560,12 @@ func (r *Relay) sweep(ctx context.Context, ahead bool) Sweep {
 		// The next sweep deletes this batch while the next is on the wire.
 		r.behind, r.next = recs, following
 		return sw
+	}
+	if following.out != nil {
+		// Written after this batch, whose failure was not known yet: its
+		// records may be on the queue ahead of the failed one, and all of
+		// them go out again after it.
+		r.settle(ctx, following)
 	}
 	if first > 0 {
 		n, err := r.deletePrefix(ctx, recs[:first])
@@ -526,6 +584,61 @@ func (r *Relay) sweep(ctx context.Context, ahead bool) Sweep {
 		r.stopped(ctx, following.err, "acemq: the outbox relay could not claim its next batch ahead; it claims it again at the next sweep")
 	}
 	return sw
+}
+
+// write writes recs on the relay's pipe after the batch after (nil: none
+// outstanding) and returns it in flight; nil when the relay has no pipe or
+// a record of recs failed before (those batches go out by publishRuns,
+// with nothing written after them until they are confirmed). The writes
+// stop at the claim's lease (three quarters of WithLockTTL from at) and
+// at start plus the publish timeout, and the wait for the confirms too.
+func (r *Relay) write(ctx context.Context, recs []Record, at, start time.Time, after rawpipe.Batch) *inFlight {
+	if r.pipe == nil {
+		return nil
+	}
+	for _, rec := range recs {
+		if rec.Attempts > 0 {
+			return nil
+		}
+	}
+	msgs := make([]rawpipe.Message, len(recs))
+	spans := make([]publishSpan, len(recs))
+	for i, rec := range recs {
+		spans[i] = r.startSpan(ctx, rec)
+		msgs[i] = rawpipe.Message{
+			Exchange:    rec.Exchange,
+			RoutingKey:  rec.RoutingKey,
+			ContentType: rec.ContentType,
+			MessageID:   rec.ID,
+			Headers:     rec.Headers,
+			Body:        rec.Body,
+		}
+	}
+	pctx, cancel := context.WithDeadline(ctx, earliest(at.Add(r.cfg.lockTTL*3/4), start.Add(r.cfg.publishTimeout)))
+	return &inFlight{batch: r.pipe.Write(pctx, msgs, after), spans: spans, ctx: pctx, cancel: cancel}
+}
+
+// settle waits for the confirms of a batch in flight that will not be
+// deleted by a sweep (the sweep before it failed, or Run is stopping),
+// counts and ends its spans, and reports whether every record of it was
+// confirmed. It waits within the batch's own deadline, or up to 5s more
+// once ctx ended (Run stopping), so that its spans and counts are right.
+func (r *Relay) settle(ctx context.Context, c claimed) bool {
+	wctx := c.out.ctx
+	if ctx.Err() != nil {
+		var cancel context.CancelFunc
+		wctx, cancel = context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+		defer cancel()
+	}
+	errs := c.out.batch.Wait(wctx)
+	c.out.cancel()
+	confirmed := r.store.now()
+	all := true
+	for i, rec := range c.recs {
+		r.account(ctx, rec, c.out.spans[i], errs[i], confirmed)
+		all = all && errs[i] == nil
+	}
+	return all
 }
 
 // stopped returns err, or ctx's error when ctx ended (the relay is

@@ -47,3 +47,28 @@ func CloseWithin(conn Connection, d time.Duration) error {
 	}
 	return conn.Close()
 }
+
+// Holder is implemented by connections that can gather the bytes of
+// several writes into one socket write. A publishing goroutine calls Hold
+// before a run of publishes and Release after it, before it waits for
+// anything: while any writer holds the connection, everything written on
+// it (publishes, acks, heartbeats, other channels) is kept in the process;
+// the last writer to Release writes it all in one call, synchronously, on
+// its own goroutine. A bounded amount is kept (a driver's cap); more is
+// written through at once. Bytes are therefore never left behind a writer
+// that has gone on to wait: they are on the socket, or in the hands of a
+// writer still inside its run.
+//
+// deadline, when not zero, is the latest time the holder's bytes may go
+// out: a write of kept bytes that finds it passed (the process was frozen
+// in between) writes nothing and closes the connection instead, so its
+// publishes end as lost, never as sent late.
+//
+// Release reports a failed write of the kept bytes; the connection is then
+// closed, and every publish whose bytes were kept ends as lost (its
+// confirm callback says so), never as confirmed. Hold and Release are safe
+// for concurrent use; every Hold must be matched by one Release.
+type Holder interface {
+	Hold(deadline time.Time)
+	Release() error
+}

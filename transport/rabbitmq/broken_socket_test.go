@@ -39,11 +39,19 @@ func TestBrokenSocketFailsThePublishesItConcerns(t *testing.T) {
 	msg := &transport.Message{RoutingKey: q, Body: make([]byte, 256)}
 	ctx := context.Background()
 	written, acked := 0, atomic.Int32{}
+	afterMute := 0
 	var pubErr error
 	deadline := time.Now().Add(wait)
 	for time.Now().Before(deadline) {
-		if acked.Load() >= 200 {
-			px.kill() // break the socket with publishes in flight
+		// Break the socket with publishes in flight: from 200 confirms on,
+		// the broker's answers are dropped, so the next 20 publishes can
+		// only end Lost (on a loaded machine each publish may otherwise be
+		// confirmed before the next), then the socket breaks.
+		if acked.Load() >= 200 && px.mute() {
+			afterMute++
+			if afterMute > 20 {
+				px.kill()
+			}
 		}
 		answered.Add(1)
 		err := p.Publish(ctx, msg, func(cf transport.Confirmation) {
@@ -90,6 +98,23 @@ type breakableProxy struct {
 	conns []net.Conn
 	wg    sync.WaitGroup
 	once  sync.Once
+	muted atomic.Bool // the broker's bytes are dropped, not forwarded
+}
+
+// mute drops everything the broker sends from now on; it reports true.
+func (p *breakableProxy) mute() bool { p.muted.Store(true); return true }
+
+// mutable forwards writes unless muted, when it drops them.
+type mutable struct {
+	w     io.Writer
+	muted *atomic.Bool
+}
+
+func (m mutable) Write(b []byte) (int, error) {
+	if m.muted.Load() {
+		return len(b), nil
+	}
+	return m.w.Write(b)
 }
 
 func startBreakableProxy(t *testing.T, target string) *breakableProxy {
@@ -117,7 +142,7 @@ func startBreakableProxy(t *testing.T, target string) *breakableProxy {
 			p.mu.Unlock()
 			p.wg.Add(2)
 			go func() { defer p.wg.Done(); _, _ = io.Copy(u, c); _ = u.Close() }()
-			go func() { defer p.wg.Done(); _, _ = io.Copy(c, u); _ = c.Close() }()
+			go func() { defer p.wg.Done(); _, _ = io.Copy(mutable{c, &p.muted}, u); _ = c.Close() }()
 		}
 	}()
 	t.Cleanup(p.kill)

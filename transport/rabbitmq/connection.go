@@ -24,6 +24,8 @@ type connection struct {
 
 	mu  sync.Mutex
 	err error
+
+	held *heldConn // nil when writes go straight to the socket (coalesce=off)
 }
 
 func newConnection(ac *amqp.Connection, onBlocked func(bool, string)) *connection {
@@ -110,6 +112,27 @@ func (c *connection) cause(err error) error {
 		}
 	}
 	return err
+}
+
+// Hold makes the connection keep what is written on it until the last
+// holder releases it (transport.Holder). Safe for concurrent use.
+func (c *connection) Hold(deadline time.Time) {
+	if c.held != nil {
+		c.held.Hold(deadline)
+	}
+}
+
+// Release ends a Hold; the last holder out writes everything kept, in one
+// call, before it returns. A failed write closes the connection: the
+// publishes whose bytes were kept end Lost.
+func (c *connection) Release() error {
+	if c.held == nil {
+		return nil
+	}
+	if err := c.held.Release(); err != nil {
+		return convertError(err)
+	}
+	return nil
 }
 
 // Done is closed as soon as the connection has ended, lost or closed.

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	neturl "net/url"
 	"os"
 	"strconv"
 	"strings"
@@ -171,6 +172,11 @@ func dialOne(ctx context.Context, base amqp.URI, addr string, cfg transport.Conf
 	// while the handshake is still running.
 	var stop func() bool
 	var guard *guardedConn
+	var held *heldConn
+	coalesce, err := coalesceSetting(cfg.URL)
+	if err != nil {
+		return nil, shown, err
+	}
 	config.Dial = func(network, address string) (net.Conn, error) {
 		var d net.Dialer
 		conn, err := d.DialContext(actx, network, address)
@@ -189,11 +195,15 @@ func dialOne(ctx context.Context, base amqp.URI, addr string, cfg transport.Conf
 			}
 			conn = tc
 		}
-		// Written directly, not through a coalescing buffer: a frozen
-		// process must not send late what its caller believed written
-		// (see the README's "Coalesced writes").
 		guard = newGuardedConn(conn)
-		return guard, nil
+		if !coalesce {
+			return guard, nil
+		}
+		// Writes gather only while a publishing goroutine holds the
+		// connection, and that goroutine writes them (hold.go): nothing
+		// kept is ever written late by a goroutine of ours.
+		held = newHeldConn(guard)
+		return held, nil
 	}
 	ac, err := amqp.DialConfig(uri.String(), config)
 	interrupted := stop != nil && !stop()
@@ -208,10 +218,29 @@ func dialOne(ctx context.Context, base amqp.URI, addr string, cfg transport.Conf
 		guard.maxFrame.Store(uint32(ac.Config.FrameSize))
 	}
 	c := newConnection(ac, cfg.OnBlocked)
+	c.held = held
 	if sec.Provider != nil && !creds.ExpiresAt.IsZero() {
 		c.refreshSecret(sec.Provider, creds.ExpiresAt)
 	}
 	return c, shown, nil
+}
+
+// coalesceSetting reads the URL's coalesce query parameter: on (the
+// default) or off, which makes every write go straight to the socket (for
+// measuring what gathering writes saves).
+func coalesceSetting(rawURL string) (bool, error) {
+	u, err := neturl.Parse(rawURL)
+	if err != nil {
+		return true, nil // ParseURI has accepted it; nothing to read
+	}
+	switch v := u.Query().Get("coalesce"); v {
+	case "", "on":
+		return true, nil
+	case "off":
+		return false, nil
+	default:
+		return false, fmt.Errorf("the URL's coalesce parameter is %q; write coalesce=on (the default) or coalesce=off", v)
+	}
 }
 
 // tlsFor makes the TLS configuration amqp091-go would have made for uri:
