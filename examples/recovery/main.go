@@ -108,7 +108,7 @@ func run(brokerURL, mgmt string) error {
 				return err
 			}
 		}
-		_, err := pub.Send(ctx, i) // waits out the recovery (WithWaitForRecovery)
+		_, err := pub.Send(ctx, i) // waits out the recovery (Config.WaitForRecovery)
 		var perr *acemq.PublishError
 		switch {
 		case err == nil:
