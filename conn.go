@@ -201,17 +201,12 @@ func (c *Conn) State() State { return c.life.current() }
 func (c *Conn) Done() <-chan struct{} { return c.life.done }
 
 // Blocked reports, without a round trip, whether the broker has blocked
-// the publishing connection (RabbitMQ's memory or disk alarm).
+// the publishing connection (RabbitMQ's memory or disk alarm). The
+// broker's reason ("low on memory") is in Health's BlockedReason and on
+// the EventBlocked event.
 func (c *Conn) Blocked() bool {
 	b, _ := c.pub.isBlocked()
 	return b
-}
-
-// BlockedReason is the broker's reason for the current block ("low on
-// memory"), or "" when not blocked.
-func (c *Conn) BlockedReason() string {
-	_, r := c.pub.isBlocked()
-	return r
 }
 
 // Outstanding is how many confirmed publishes are waiting for the broker's

@@ -240,8 +240,8 @@ func TestPublishWhileBlockedIsRefusedAsPausedWithTheReason(t *testing.T) {
 	if err := recv(t, held); err != nil {
 		t.Fatalf("the publish held during the alarm, after unblock: %v", err)
 	}
-	if r.c.Blocked() || r.c.BlockedReason() != "" {
-		t.Fatalf("after unblock: blocked %v reason %q", r.c.Blocked(), r.c.BlockedReason())
+	if r.c.Blocked() || r.c.Health(context.Background()).BlockedReason != "" {
+		t.Fatalf("after unblock: blocked %v reason %q", r.c.Blocked(), r.c.Health(context.Background()).BlockedReason)
 	}
 	if _, err := pub.Send(context.Background(), order{}); err != nil {
 		t.Fatalf("Send after unblock: %v", err)

@@ -615,8 +615,8 @@ func TestRabbitMemoryAlarmPausesPublishingButNotConsuming(t *testing.T) {
 		return err != nil
 	})
 	ev := log.wait(t, acemq.EventBlocked, from, 10*time.Second)
-	if !c.Blocked() || c.BlockedReason() != "low on memory" || ev.Reason != "low on memory" {
-		t.Fatalf("Blocked()=%v BlockedReason()=%q event reason %q", c.Blocked(), c.BlockedReason(), ev.Reason)
+	if !c.Blocked() || c.Health(context.Background()).BlockedReason != "low on memory" || ev.Reason != "low on memory" {
+		t.Fatalf("Blocked()=%v BlockedReason()=%q event reason %q", c.Blocked(), c.Health(context.Background()).BlockedReason, ev.Reason)
 	}
 	start := time.Now()
 	_, err = pub.Send(ctx, item{3})
@@ -666,8 +666,8 @@ func TestRabbitMemoryAlarmPausesPublishingButNotConsuming(t *testing.T) {
 	from = log.mark()
 	testenv.RabbitCtl(t, "set_vm_memory_high_watermark", "0.4")
 	log.wait(t, acemq.EventUnblocked, from, 10*time.Second)
-	if c.Blocked() || c.BlockedReason() != "" {
-		t.Fatalf("after unblock Blocked()=%v reason %q", c.Blocked(), c.BlockedReason())
+	if c.Blocked() || c.Health(context.Background()).BlockedReason != "" {
+		t.Fatalf("after unblock Blocked()=%v reason %q", c.Blocked(), c.Health(context.Background()).BlockedReason)
 	}
 	if _, err := pub.Send(ctx, item{4}); err != nil {
 		t.Fatalf("publishing after the alarm cleared: %v", err)
@@ -1311,8 +1311,8 @@ func TestRabbitReconnectClearsBlocked(t *testing.T) {
 	from = log.mark()
 	testenv.RabbitCtl(t, "close_all_connections", "test")
 	log.wait(t, acemq.EventRecovered, from, 30*time.Second)
-	if c.Blocked() || c.BlockedReason() != "" {
-		t.Fatalf("after reconnecting Blocked()=%v reason %q; the new connection has not been told anything", c.Blocked(), c.BlockedReason())
+	if c.Blocked() || c.Health(context.Background()).BlockedReason != "" {
+		t.Fatalf("after reconnecting Blocked()=%v reason %q; the new connection has not been told anything", c.Blocked(), c.Health(context.Background()).BlockedReason)
 	}
 	publishUntilBlocked(t, c, q)
 	log.wait(t, acemq.EventBlocked, from, 10*time.Second)

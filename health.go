@@ -91,11 +91,10 @@ type HealthReport struct {
 // concurrent use.
 func (c *Conn) Health(ctx context.Context) HealthReport {
 	r := HealthReport{
-		CheckedAt:     time.Now(),
-		Transport:     c.Transport(),
-		Blocked:       c.Blocked(),
-		BlockedReason: c.BlockedReason(),
+		CheckedAt: time.Now(),
+		Transport: c.Transport(),
 	}
+	r.Blocked, r.BlockedReason = c.pub.isBlocked()
 	r.Consumers, r.InFlight, r.Stalled = c.consumers.summary()
 
 	switch c.State() {

@@ -55,7 +55,9 @@ type fake struct {
 
 func (f *fake) Stats() acemq.StatsSnapshot { s := f.st; s.At = time.Now(); return s }
 func (f *fake) Blocked() bool              { return f.blocked }
-func (f *fake) BlockedReason() string      { return f.reason }
+func (f *fake) Health(context.Context) acemq.HealthReport {
+	return acemq.HealthReport{Blocked: f.blocked, BlockedReason: f.reason}
+}
 
 var atRE = regexp.MustCompile(`^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$`)
 

@@ -177,7 +177,7 @@ func alarm(ctx context.Context, env Env, o AlarmOptions, res *Result) error {
 		}
 		_ = sleepCtx(ctx, time.Millisecond) // Blocked has no change event of its own here
 	}
-	res.Set("blocked-reason", fmt.Sprintf("%q", c.BlockedReason()))
+	res.Set("blocked-reason", fmt.Sprintf("%q", c.Health(ctx).BlockedReason))
 
 	// Health under the alarm: local state only, so fast, and UP.
 	var slowest time.Duration
