@@ -2,6 +2,7 @@ package acemq_test
 
 import (
 	"context"
+	"log/slog"
 	"runtime"
 	"sync/atomic"
 	"testing"
@@ -21,15 +22,15 @@ func allocRig(t *testing.T, name string) (*acemq.Conn, *acemq.Publisher[[]byte])
 		t.Skip("allocation counts are checked without -race (make test runs them so)")
 	}
 	ctx := context.Background()
-	c, err := acemq.Connect(ctx, "memory://"+name, acemq.WithLogger(acemq.DiscardLogger()))
+	c, err := acemq.Connect(ctx, "memory://"+name, acemq.Config{Logger: slog.New(slog.DiscardHandler)})
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = c.Close(ctx) })
-	if err := c.Apply(ctx, acemq.NewTopology().Queue("q", acemq.AsClassic())); err != nil {
+	if err := c.Apply(ctx, acemq.NewTopology().Queue("q", acemq.QueueOptions{Type: acemq.Classic})); err != nil {
 		t.Fatal(err)
 	}
-	return c, acemq.NewPublisher[[]byte](c, "", "q", acemq.PublisherCodec(acemq.Bytes()))
+	return c, acemq.NewPublisher[[]byte](c, "", "q", acemq.PublisherConfig{Codec: acemq.Bytes()})
 }
 
 func TestAllocsPerSend(t *testing.T) {
@@ -91,7 +92,7 @@ func TestAllocsPerDelivery(t *testing.T) {
 			close(done)
 		}
 		return acemq.Accept()
-	}, acemq.ConsumerCodec(acemq.Bytes()), acemq.ConsumerPrefetch(250))
+	}, acemq.ConsumerConfig{Codec: acemq.Bytes(), Prefetch: 250})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -18,9 +18,9 @@ import (
 // prs[i].sent.Outcome says how it went out.
 //
 // An application member (hop false) is admitted as Send admits: refused at
-// once, or with WithWaitForRecovery waiting out a recovery within ctx (or
+// once, or with Config.WaitForRecovery waiting out a recovery within ctx (or
 // the confirm timeout). One whose write meets a loss the Conn had not
-// noticed yet (nothing written) is, with WithWaitForRecovery, admitted
+// noticed yet (nothing written) is, with Config.WaitForRecovery, admitted
 // again once the Conn's state changes, so it too waits out the recovery.
 // Hop members were admitted by the caller and are always confirmed.
 // When no permit comes free in time, the members after it fail the same
@@ -44,7 +44,7 @@ func (p *publishing) publishAll(ctx context.Context, prs []prepared, errs []erro
 			continue
 		}
 		for {
-			var changed <-chan struct{} // only WithWaitForRecovery waits on it
+			var changed <-chan struct{} // only Config.WaitForRecovery waits on it
 			if !hop && p.cfg.waitForRecovery {
 				changed = p.life.changes()
 			}

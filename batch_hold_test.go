@@ -45,9 +45,9 @@ func TestConcurrentSendsSendAllsAndRetryHopsAllArriveUnderHeldWrites(t *testing.
 				}
 			}
 			return acemq.Accept()
-		}, acemq.ConsumerRetry(acemq.Exponential(3, time.Millisecond, 0)))
+		}, acemq.ConsumerConfig{Retry: acemq.Exponential(3, time.Millisecond, 0)})
 
-		pub := acemq.NewPublisher[order](r.c, "", q)
+		pub := acemq.NewPublisher[order](r.c, "", q, acemq.PublisherConfig{})
 		ctx, cancel := context.WithTimeout(context.Background(), waitLimit)
 		defer cancel()
 		errs := make(chan error, senders+batchers)

@@ -3,32 +3,34 @@ package acemq_test
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"sync/atomic"
 	"testing"
 
 	"github.com/acemq-go/acemq"
+	"github.com/acemq-go/acemq/internal/brokertest"
 )
 
 // BenchmarkSend measures the client's cost of one confirmed Send on
 // memory://, from parallel goroutines: envelope, headers, encoding, permit,
 // write, confirm.
 func BenchmarkSend(b *testing.B) {
-	benchSend(b, "bench-send", make([]byte, 256), acemq.PublisherCodec(acemq.Bytes()))
+	benchSend(b, "bench-send", make([]byte, 256), acemq.PublisherConfig{Codec: acemq.Bytes()})
 }
 
 // benchSend sends v from 8 goroutines per core through a publisher made
 // with opts, on a fresh memory:// broker whose queue keeps 1000 messages.
-func benchSend[T any](b *testing.B, broker string, v T, opts ...acemq.PublisherOption) {
+func benchSend[T any](b *testing.B, broker string, v T, opts ...acemq.PublisherConfig) {
 	ctx := context.Background()
-	c, err := acemq.Connect(ctx, fmt.Sprintf("memory://%s-%d", broker, b.N), acemq.WithLogger(acemq.DiscardLogger()))
+	c, err := acemq.Connect(ctx, fmt.Sprintf("memory://%s-%d", broker, b.N), acemq.Config{Logger: slog.New(slog.DiscardHandler)})
 	if err != nil {
 		b.Fatal(err)
 	}
 	defer c.Close(ctx)
-	if err := c.Apply(ctx, acemq.NewTopology().Queue("bench", acemq.AsClassic(), acemq.WithArgs(map[string]any{"x-max-length": int64(1000)}))); err != nil {
+	if err := c.Apply(ctx, acemq.NewTopology().Queue("bench", acemq.QueueOptions{Type: acemq.Classic, Args: map[string]any{"x-max-length": int64(1000)}})); err != nil {
 		b.Fatal(err)
 	}
-	pub := acemq.NewPublisher[T](c, "", "bench", opts...)
+	pub := acemq.NewPublisher[T](c, "", "bench", brokertest.First(opts))
 	b.ReportAllocs()
 	b.SetParallelism(8)
 	b.ResetTimer()
@@ -45,15 +47,15 @@ func benchSend[T any](b *testing.B, broker string, v T, opts ...acemq.PublisherO
 // BenchmarkSendAll measures one goroutine's SendAll of 1000 messages.
 func BenchmarkSendAll(b *testing.B) {
 	ctx := context.Background()
-	c, err := acemq.Connect(ctx, fmt.Sprintf("memory://bench-sendall-%d", b.N), acemq.WithLogger(acemq.DiscardLogger()))
+	c, err := acemq.Connect(ctx, fmt.Sprintf("memory://bench-sendall-%d", b.N), acemq.Config{Logger: slog.New(slog.DiscardHandler)})
 	if err != nil {
 		b.Fatal(err)
 	}
 	defer c.Close(ctx)
-	if err := c.Apply(ctx, acemq.NewTopology().Queue("bench", acemq.AsClassic(), acemq.WithArgs(map[string]any{"x-max-length": int64(1000)}))); err != nil {
+	if err := c.Apply(ctx, acemq.NewTopology().Queue("bench", acemq.QueueOptions{Type: acemq.Classic, Args: map[string]any{"x-max-length": int64(1000)}})); err != nil {
 		b.Fatal(err)
 	}
-	pub := acemq.NewPublisher[[]byte](c, "", "bench", acemq.PublisherCodec(acemq.Bytes()))
+	pub := acemq.NewPublisher[[]byte](c, "", "bench", acemq.PublisherConfig{Codec: acemq.Bytes()})
 	batch := make([][]byte, 1000)
 	for i := range batch {
 		batch[i] = make([]byte, 256)
@@ -73,24 +75,24 @@ func BenchmarkSendAll(b *testing.B) {
 // BenchmarkConsume measures the client's cost per delivery on memory://:
 // envelope read, decode, handler, settlement and ack.
 func BenchmarkConsume(b *testing.B) {
-	benchConsume(b, "bench-consume", func(int) []byte { return make([]byte, 256) },
-		[]acemq.PublisherOption{acemq.PublisherCodec(acemq.Bytes())}, acemq.ConsumerCodec(acemq.Bytes()))
+	benchConsume(b, "bench-consume", func(int) []byte { return make([]byte, 256) }, acemq.PublisherConfig{Codec: acemq.Bytes()}, acemq.ConsumerConfig{Codec: acemq.Bytes()})
 }
 
 // benchConsume fills a fresh memory:// queue with at least b.N messages
 // made by item (in batches of 1000), then times one consumer (prefetch
 // 250, made with copts) taking and acking all of them.
-func benchConsume[T any](b *testing.B, broker string, item func(i int) T, popts []acemq.PublisherOption, copts ...acemq.ConsumerOption) {
+func benchConsume[T any](b *testing.B, broker string, item func(i int) T, popts acemq.PublisherConfig, copts acemq.ConsumerConfig) {
+	copts.Prefetch = 250
 	ctx := context.Background()
-	c, err := acemq.Connect(ctx, fmt.Sprintf("memory://%s-%d", broker, b.N), acemq.WithLogger(acemq.DiscardLogger()))
+	c, err := acemq.Connect(ctx, fmt.Sprintf("memory://%s-%d", broker, b.N), acemq.Config{Logger: slog.New(slog.DiscardHandler)})
 	if err != nil {
 		b.Fatal(err)
 	}
 	defer c.Close(ctx)
-	if err := c.Apply(ctx, acemq.NewTopology().Queue("bench", acemq.AsClassic())); err != nil {
+	if err := c.Apply(ctx, acemq.NewTopology().Queue("bench", acemq.QueueOptions{Type: acemq.Classic})); err != nil {
 		b.Fatal(err)
 	}
-	pub := acemq.NewPublisher[T](c, "", "bench", popts...)
+	pub := acemq.NewPublisher[T](c, "", "bench", popts)
 	batch := make([]T, 1000)
 	for i := range batch {
 		batch[i] = item(i)
@@ -110,7 +112,7 @@ func benchConsume[T any](b *testing.B, broker string, item func(i int) T, popts 
 			close(done)
 		}
 		return acemq.Accept()
-	}, append([]acemq.ConsumerOption{acemq.ConsumerPrefetch(250)}, copts...)...)
+	}, copts)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -136,5 +138,5 @@ func BenchmarkSendJSON(b *testing.B) {
 // BenchmarkConsumeJSON is BenchmarkConsume with the JSON codec and a
 // small struct.
 func BenchmarkConsumeJSON(b *testing.B) {
-	benchConsume(b, "bench-consume-json", func(i int) benchItem { return benchItem{ID: "item-1", Qty: i, Price: 1299} }, nil)
+	benchConsume(b, "bench-consume-json", func(i int) benchItem { return benchItem{ID: "item-1", Qty: i, Price: 1299} }, acemq.PublisherConfig{}, acemq.ConsumerConfig{})
 }

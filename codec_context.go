@@ -11,7 +11,7 @@ import (
 // something outside the process: a claim-check store, a schema registry, a
 // key service. The consumer prefers DecodeContext to Decode and gives it a
 // context that ends at the consumer's decode deadline (see
-// ConsumerDecodeTimeout) or when the delivery can no longer be settled.
+// ConsumerConfig.DecodeTimeout) or when the delivery can no longer be settled.
 //
 // DecodeContext must return once ctx is done, with an error that wraps
 // ctx.Err() or is marked Retryable; the consumer then takes the retry path
@@ -42,26 +42,15 @@ func (c compositeCodec) DecodeContext(ctx context.Context, contentType string, d
 	return DecodeContext(ctx, m, contentType, data, v)
 }
 
-// DefaultDecodeTimeout is how long a consumer lets a ContextDecoder read
+// defaultDecodeTimeout is how long a consumer lets a ContextDecoder read
 // one body before giving up and retrying the message, unless
-// ConsumerDecodeTimeout says otherwise.
-const DefaultDecodeTimeout = 30 * time.Second
-
-// ConsumerDecodeTimeout sets how long decoding one delivery may take
-// (default DefaultDecodeTimeout; 0 means no deadline of its own, only the
-// delivery's). The deadline reaches codecs that implement ContextDecoder,
-// such as a claim-check codec reading its store; a decode that runs out of
-// time is retryable (the retry path, never parked), because the store or
-// registry may answer next time. A negative value is refused by Consume
-// with a ConfigurationError.
-func ConsumerDecodeTimeout(d time.Duration) ConsumerOption {
-	return func(c *consumerConfig) { c.decodeTimeout = &d }
-}
+// ConsumerConfig.DecodeTimeout says otherwise.
+const defaultDecodeTimeout = 30 * time.Second
 
 // decodeDeadline resolves the configured decode deadline.
 func (c *consumerConfig) decodeDeadline() time.Duration {
 	if c.decodeTimeout == nil {
-		return DefaultDecodeTimeout
+		return defaultDecodeTimeout
 	}
 	return *c.decodeTimeout
 }
@@ -69,7 +58,7 @@ func (c *consumerConfig) decodeDeadline() time.Duration {
 // checkDecodeTimeout refuses a negative decode timeout.
 func (c *consumerConfig) checkDecodeTimeout() error {
 	if d := c.decodeDeadline(); d < 0 {
-		return configErr("ConsumerDecodeTimeout", "the decode timeout %s is negative; use 0 for no deadline of its own or a positive duration", d)
+		return configErr("ConsumerConfig.DecodeTimeout", "the decode timeout %s is negative; use 0 for no deadline of its own or a positive duration", d)
 	}
 	return nil
 }
@@ -93,7 +82,7 @@ func decodeDelivery(ctx context.Context, codec Codec, timeout time.Duration, con
 	}
 	if dctx.Err() != nil || errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled) {
 		if ctx.Err() == nil && timeout > 0 {
-			return Retryable(fmt.Errorf("acemq: decoding the body took longer than the decode timeout (%s), so the message will be retried: %w; raise ConsumerDecodeTimeout if the store or registry is slow but healthy", timeout, err))
+			return Retryable(fmt.Errorf("acemq: decoding the body took longer than the decode timeout (%s), so the message will be retried: %w; raise ConsumerConfig.DecodeTimeout if the store or registry is slow but healthy", timeout, err))
 		}
 		return Retryable(fmt.Errorf("acemq: decoding the body was interrupted because the delivery ended: %w", err))
 	}

@@ -32,10 +32,7 @@ func TestDecodeThatOutlivesTheDecodeTimeoutIsRetriedNotParked(t *testing.T) {
 	r := newRig(t)
 	r.queue("q")
 	calls := &atomic.Int64{}
-	seen := decide(r, "q", func(*acemq.Message[order]) acemq.Decision { return acemq.Accept() },
-		acemq.ConsumerCodec(hangingCodec{Codec: acemq.JSON(), hangs: 1, calls: calls}),
-		acemq.ConsumerDecodeTimeout(20*time.Millisecond),
-		acemq.ConsumerRetry(acemq.Fixed(2, time.Millisecond)))
+	seen := decide(r, "q", func(*acemq.Message[order]) acemq.Decision { return acemq.Accept() }, acemq.ConsumerConfig{Codec: hangingCodec{Codec: acemq.JSON(), hangs: 1, calls: calls}, DecodeTimeout: 20 * time.Millisecond, Retry: acemq.Fixed(2, time.Millisecond)})
 	sent := r.send("q", order{ID: "slow"})
 
 	first := r.nextSettlement()
@@ -58,9 +55,7 @@ func TestDecodeTimeoutOnTheLastAttemptDeadLettersWithTheTimeoutReason(t *testing
 	r := newRig(t)
 	r.queue("q")
 	calls := &atomic.Int64{}
-	decide(r, "q", func(*acemq.Message[order]) acemq.Decision { return acemq.Accept() },
-		acemq.ConsumerCodec(hangingCodec{Codec: acemq.JSON(), hangs: 1, calls: calls}),
-		acemq.ConsumerDecodeTimeout(20*time.Millisecond))
+	decide(r, "q", func(*acemq.Message[order]) acemq.Decision { return acemq.Accept() }, acemq.ConsumerConfig{Codec: hangingCodec{Codec: acemq.JSON(), hangs: 1, calls: calls}, DecodeTimeout: 20 * time.Millisecond})
 	r.send("q", order{ID: "slow"})
 	s := r.nextSettlement()
 	const want = "exhausted 1 attempt: acemq: decoding the body took longer than the decode timeout (20ms)"
@@ -92,13 +87,12 @@ func TestCompositeHandsTheDecodeDeadlineToItsMember(t *testing.T) {
 	}
 }
 
-func TestNegativeDecodeTimeoutIsAConfigurationError(t *testing.T) {
+// A negative DecodeTimeout is the documented "no deadline of its own"
+// (the zero value means the 30s default), so Consume accepts it.
+func TestNegativeDecodeTimeoutMeansNoDeadlineOfItsOwn(t *testing.T) {
 	r := newRig(t)
 	r.queue("q")
-	_, err := acemq.Consume(context.Background(), r.c, "q", func(context.Context, *acemq.Message[order]) acemq.Decision { return acemq.Accept() },
-		acemq.ConsumerDecodeTimeout(-time.Second))
-	var ce *acemq.ConfigurationError
-	if !errors.As(err, &ce) || ce.Option != "ConsumerDecodeTimeout" {
-		t.Fatalf("err = %v, want a ConfigurationError naming ConsumerDecodeTimeout", err)
+	if _, err := acemq.Consume(context.Background(), r.c, "q", func(context.Context, *acemq.Message[order]) acemq.Decision { return acemq.Accept() }, acemq.ConsumerConfig{DecodeTimeout: -time.Second}); err != nil {
+		t.Fatalf("Consume with a negative DecodeTimeout: %v", err)
 	}
 }

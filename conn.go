@@ -10,7 +10,6 @@ import (
 	"os"
 	"runtime/debug"
 	"strings"
-	"time"
 
 	"github.com/acemq-go/acemq/transport"
 	_ "github.com/acemq-go/acemq/transport/memory"   // registers memory://
@@ -43,15 +42,12 @@ type Conn struct {
 }
 
 // Connect dials the broker named by rawURL (memory://name, amqp://…,
-// amqps://…) and returns an open Conn. Options are validated before any
-// dial. With several addresses (WithAddresses) each is tried once, in
-// order, within the connection timeout and ctx; the error lists every
-// address's cause.
-func Connect(ctx context.Context, rawURL string, opts ...Option) (*Conn, error) {
-	cfg := defaultConfig()
-	for _, o := range opts {
-		o(&cfg)
-	}
+// amqps://…) and returns an open Conn. The zero Config works; the Config
+// is validated before any dial. With several addresses (Config.Addresses)
+// each is tried once, in order, within the connection timeout and ctx; the
+// error lists every address's cause.
+func Connect(ctx context.Context, rawURL string, config Config) (*Conn, error) {
+	cfg := config.internal()
 	u, err := url.Parse(rawURL)
 	if err != nil {
 		var ue *url.Error
@@ -75,17 +71,17 @@ func Connect(ctx context.Context, rawURL string, opts ...Option) (*Conn, error) 
 		}
 	}
 	if cfg.tls != nil && scheme == "amqp" {
-		cfg.problem("WithTLS", "TLS settings were given with an amqp:// URL, which is plaintext; use amqps://")
+		cfg.problem("Config.TLS", "TLS settings were given with an amqp:// URL, which is plaintext; use amqps://")
 	}
 	if cfg.insecureDev && scheme == "amqp" {
-		cfg.problem("WithInsecureSkipVerifyForDevelopment", "it was given with an amqp:// URL, which is plaintext and has no certificate to verify; use amqps:// or drop the option")
+		cfg.problem("Config.InsecureSkipVerifyForDevelopment", "it was given with an amqp:// URL, which is plaintext and has no certificate to verify; use amqps:// or drop the field")
 	}
 	if scheme == "amqps" {
 		cfg.tls = checkTLS(&cfg)
 	}
 	checkSecurity(&cfg, scheme, redactURL(rawURL), u.User != nil)
 	if cfg.credentials != nil && u.User != nil {
-		cfg.problem("WithCredentials", "the URL carries user information and a credentials provider was given; use one source of credentials")
+		cfg.problem("Config.Credentials", "the URL carries user information and a credentials provider was given; use one source of credentials")
 	}
 	if len(cfg.problems) > 0 {
 		return nil, errors.Join(cfg.problems...)
@@ -131,7 +127,7 @@ func Connect(ctx context.Context, rawURL string, opts ...Option) (*Conn, error) 
 		},
 	}
 	if scheme == "amqps" && cfg.insecureDev {
-		c.logger.Warn("acemq: amqps:// without verifying the broker's certificate (WithInsecureSkipVerifyForDevelopment); anyone on the network path can impersonate the broker, never use this in production", "url", c.links.redacted)
+		c.logger.Warn("acemq: amqps:// without verifying the broker's certificate (Config.InsecureSkipVerifyForDevelopment); anyone on the network path can impersonate the broker, never use this in production", "url", c.links.redacted)
 	}
 	if scheme == "amqp" && u.Hostname() != "" && !isLoopback(u.Hostname()) {
 		c.logger.Warn("acemq: plaintext amqp:// to a host that is not loopback; credentials and messages cross the network unencrypted, use amqps://", "url", c.links.redacted)
@@ -205,40 +201,23 @@ func (c *Conn) State() State { return c.life.current() }
 func (c *Conn) Done() <-chan struct{} { return c.life.done }
 
 // Blocked reports, without a round trip, whether the broker has blocked
-// the publishing connection (RabbitMQ's memory or disk alarm).
+// the publishing connection (RabbitMQ's memory or disk alarm). The
+// broker's reason ("low on memory") is in Health's BlockedReason and on
+// the EventBlocked event.
 func (c *Conn) Blocked() bool {
 	b, _ := c.pub.isBlocked()
 	return b
-}
-
-// BlockedReason is the broker's reason for the current block ("low on
-// memory"), or "" when not blocked.
-func (c *Conn) BlockedReason() string {
-	_, r := c.pub.isBlocked()
-	return r
 }
 
 // Outstanding is how many confirmed publishes are waiting for the broker's
 // answer now. Pinned at the ceiling means the broker stopped answering.
 func (c *Conn) Outstanding() int { return c.pub.permits.outstanding() }
 
-// Origin is the origin stamped on envelopes this Conn publishes.
-func (c *Conn) Origin() string { return c.origin }
-
 // Transport names the broker kind: "rabbitmq" or "memory".
 func (c *Conn) Transport() string { return c.links.driver.Name() }
 
 // Capabilities lists what the broker supports, in the contract's spelling.
 func (c *Conn) Capabilities() []string { return c.links.driver.Capabilities() }
-
-// Codec is the Conn's default codec.
-func (c *Conn) Codec() Codec { return c.cfg.codec }
-
-// Logger is the Conn's logger.
-func (c *Conn) Logger() *slog.Logger { return c.logger }
-
-// ConfirmTimeout is the configured confirm timeout.
-func (c *Conn) ConfirmTimeout() time.Duration { return c.cfg.confirmTimeout }
 
 // channel opens a throwaway channel on the consuming connection.
 func (c *Conn) channel(ctx context.Context) (transport.Channel, error) { return c.life.channel(ctx) }
@@ -273,10 +252,10 @@ func (c *Conn) Plan(ctx context.Context, t *Topology) (Plan, error) {
 	return planDeclarations(ctx, c.channel, t.Declarations())
 }
 
-// checkTLS applies the amqps:// rules (spec §1.1) to a copy of the WithTLS
+// checkTLS applies the amqps:// rules (spec §1.1) to a copy of the Config.TLS
 // config and records a problem for a config that breaks them: TLS 1.2 or
 // later (a lower MinVersion is raised; a MaxVersion below 1.2 is refused),
-// and verification off only with WithInsecureSkipVerifyForDevelopment. It
+// and verification off only with Config.InsecureSkipVerifyForDevelopment. It
 // returns nil when the transport's default (the system store) applies.
 func checkTLS(cfg *config) *tls.Config {
 	if cfg.tls == nil && !cfg.insecureDev {
@@ -287,13 +266,13 @@ func checkTLS(cfg *config) *tls.Config {
 		t = cfg.tls.Clone()
 	}
 	if t.MaxVersion != 0 && t.MaxVersion < tls.VersionTLS12 {
-		cfg.problem("WithTLS", "the TLS config allows at most %s; amqps:// needs TLS 1.2 or later, so leave MaxVersion unset or set it to tls.VersionTLS12 or above", tls.VersionName(t.MaxVersion))
+		cfg.problem("Config.TLS", "the TLS config allows at most %s; amqps:// needs TLS 1.2 or later, so leave MaxVersion unset or set it to tls.VersionTLS12 or above", tls.VersionName(t.MaxVersion))
 	}
 	if t.MinVersion < tls.VersionTLS12 {
 		t.MinVersion = tls.VersionTLS12
 	}
 	if t.InsecureSkipVerify && !cfg.insecureDev {
-		cfg.problem("WithTLS", "the TLS config has InsecureSkipVerify set; amqps:// always verifies the broker, so give the broker's CA in RootCAs, or for development only add acemq.WithInsecureSkipVerifyForDevelopment()")
+		cfg.problem("Config.TLS", "the TLS config has InsecureSkipVerify set; amqps:// always verifies the broker, so give the broker's CA in RootCAs, or for development only set Config.InsecureSkipVerifyForDevelopment")
 	}
 	if cfg.insecureDev {
 		t.InsecureSkipVerify = true

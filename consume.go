@@ -125,8 +125,73 @@ type Inbound struct {
 // retry path instead.
 type ConsumeInterceptor func(ctx context.Context, in *Inbound) error
 
-// ConsumerOption configures a consumer.
-type ConsumerOption func(*consumerConfig)
+// ConsumerConfig configures one consumer. The zero ConsumerConfig works:
+// a zero field takes the Conn's setting (Config's field of the same name)
+// or the default its comment gives.
+type ConsumerConfig struct {
+	// Prefetch is the consumer's basic.qos window (0: the Conn's, 20).
+	// Unlimited prefetch is refused: a negative value is a
+	// ConfigurationError.
+	Prefetch int
+	// Concurrency is how many handlers really run at once (0 means 1);
+	// 1 ≤ Concurrency ≤ Prefetch. Ordering between messages is not kept
+	// when it is above 1.
+	Concurrency int
+	// Retry is the consumer's retry policy (the zero policy: the Conn's;
+	// give NoRetry() to override a Conn policy with none).
+	Retry RetryPolicy
+	// Codec decodes bodies (nil: the Conn's). A Composite picks a member
+	// by content type.
+	Codec Codec
+	// KeyOrder makes deliveries that share a key run one at a time, in
+	// the order they arrived, while deliveries with different keys run in
+	// parallel on the consumer's Concurrency workers (behaviour §7.10, the
+	// in-process per-key wrapper; package ordered builds on it). It is
+	// called once per delivery on the consumer's reading goroutine, before
+	// any interceptor, and must be fast and goroutine-safe; a delivery
+	// whose key is "" is unordered and goes to any free worker. Each key
+	// is bound to one worker (FNV-1a of the key modulo the concurrency),
+	// so a slow message also holds back the other keys bound to its
+	// worker, and the order holds within one consumer only: a redelivery
+	// after a recovery or a retry through the broker comes back later,
+	// behind newer messages. nil leaves the consumer unordered.
+	KeyOrder func(in Inbound) string
+	// Tag is the consumer tag (default acemq-{queue}-{8 hex}, generated
+	// once and kept across recoveries).
+	Tag string
+	// Args are basic.consume arguments.
+	Args transport.Table
+	// ArgsAt computes basic.consume arguments afresh on every subscribe:
+	// the first one and each one after a recovery. A stream reader uses
+	// it to resume at its own position (x-stream-offset) rather than where
+	// it first started. It runs on the goroutine that subscribes, never
+	// concurrently with itself, and must not block; it overrides Args.
+	ArgsAt func() transport.Table
+	// OnStream marks the consumer as reading a stream, where RabbitMQ has
+	// no nack or reject (it closes the connection with 540): wherever the
+	// engine would hand a delivery back (a drain, a set-aside that failed)
+	// it acks instead, which on a stream only returns credit. The reader
+	// keeps its own position, so nothing is lost; the stream package sets
+	// this, and a consumer of a queue its Conn declared as a stream
+	// (QueueOptions{Type: Stream}) gets it without asking.
+	OnStream bool
+	// ConsumeInterceptors run for this consumer, after the Conn's.
+	ConsumeInterceptors []ConsumeInterceptor
+	// DrainTimeout is the deadline this consumer's Close spends draining
+	// (0: the Conn's; a negative value means do not wait).
+	DrainTimeout time.Duration
+	// DecodeTimeout is how long decoding one delivery may take (0 means
+	// 30s; a negative value means no deadline of its own, only the
+	// delivery's). The deadline reaches codecs that implement
+	// ContextDecoder, such as a claim-check codec reading its store; a
+	// decode that runs out of time is retryable (the retry path, never
+	// parked), because the store or registry may answer next time.
+	DecodeTimeout time.Duration
+	// NoDeadLetterDeclaration stops the consumer declaring its dead-letter
+	// half and retry ladder at start, for topologies an operator owns.
+	// The queues must then exist, or set-asides fail.
+	NoDeadLetterDeclaration bool
+}
 
 type consumerConfig struct {
 	prefetch     int
@@ -145,64 +210,34 @@ type consumerConfig struct {
 	decodeTimeout *time.Duration
 }
 
-// ConsumerPrefetch sets the consumer's basic.qos window (default: the
-// Conn's, 20). It must be ≥ 1.
-func ConsumerPrefetch(n int) ConsumerOption { return func(c *consumerConfig) { c.prefetch = n } }
-
-// ConsumerConcurrency sets how many handlers really run at once (default
-// 1); 1 ≤ concurrency ≤ prefetch. Ordering between messages is not kept
-// when it is above 1.
-func ConsumerConcurrency(n int) ConsumerOption { return func(c *consumerConfig) { c.concurrency = n } }
-
-// ConsumerRetry sets the consumer's retry policy (default: the Conn's).
-func ConsumerRetry(p RetryPolicy) ConsumerOption { return func(c *consumerConfig) { c.policy = &p } }
-
-// ConsumerCodec sets the codec that decodes bodies (default: the Conn's).
-// A Composite picks a member by content type.
-func ConsumerCodec(codec Codec) ConsumerOption { return func(c *consumerConfig) { c.codec = codec } }
-
-// ConsumerKeyOrder makes deliveries that share a key run one at a time,
-// in the order they arrived, while deliveries with different keys run in
-// parallel on the consumer's ConsumerConcurrency workers (behaviour §7.10,
-// the in-process per-key wrapper; package ordered builds on it). key is
-// called once per delivery on the consumer's reading goroutine, before
-// any interceptor, and must be fast and goroutine-safe; a delivery whose
-// key is "" is unordered and goes to any free worker. Each key is bound
-// to one worker (FNV-1a of the key modulo the concurrency), so a slow
-// message also holds back the other keys bound to its worker, and the
-// order holds within one consumer only: a redelivery after a recovery
-// or a retry through the broker comes back later, behind newer messages.
-// A nil key leaves the consumer unordered.
-func ConsumerKeyOrder(key func(in Inbound) string) ConsumerOption {
-	return func(c *consumerConfig) { c.orderKey = key }
-}
-
-// ConsumerTag sets the consumer tag (default acemq-{queue}-{8 hex},
-// generated once and kept across recoveries).
-func ConsumerTag(tag string) ConsumerOption { return func(c *consumerConfig) { c.tag = tag } }
-
-// ConsumerArgs sets basic.consume arguments.
-func ConsumerArgs(args transport.Table) ConsumerOption {
-	return func(c *consumerConfig) { c.args = args }
-}
-
-// ConsumerInterceptors adds consume interceptors for this consumer, after
-// the Conn's.
-func ConsumerInterceptors(ics ...ConsumeInterceptor) ConsumerOption {
-	return func(c *consumerConfig) { c.interceptors = append(c.interceptors, ics...) }
-}
-
-// ConsumerDrainTimeout sets the deadline this consumer's Close spends
-// draining (default: the Conn's drain timeout).
-func ConsumerDrainTimeout(d time.Duration) ConsumerOption {
-	return func(c *consumerConfig) { c.drain = &d }
-}
-
-// WithoutDeadLetterDeclaration stops the consumer declaring its dead-letter
-// half and retry ladder at start, for topologies an operator owns. The
-// queues must then exist, or set-asides fail.
-func WithoutDeadLetterDeclaration() ConsumerOption {
-	return func(c *consumerConfig) { c.skipDecl = true }
+// internal lays cfg over the Conn's settings.
+func (cfg ConsumerConfig) internal(c *Conn) consumerConfig {
+	k := consumerConfig{prefetch: c.cfg.prefetch, concurrency: 1, codec: cfg.Codec, tag: cfg.Tag, args: cfg.Args, argsAt: cfg.ArgsAt, orderKey: cfg.KeyOrder, stream: cfg.OnStream, skipDecl: cfg.NoDeadLetterDeclaration, interceptors: cfg.ConsumeInterceptors}
+	if cfg.Prefetch != 0 {
+		k.prefetch = cfg.Prefetch
+	}
+	if cfg.Concurrency != 0 {
+		k.concurrency = cfg.Concurrency
+	}
+	if cfg.Retry != (RetryPolicy{}) {
+		p := cfg.Retry
+		k.policy = &p
+	}
+	switch {
+	case cfg.DrainTimeout < 0:
+		d := time.Duration(0)
+		k.drain = &d
+	case cfg.DrainTimeout > 0:
+		k.drain = &cfg.DrainTimeout
+	}
+	switch {
+	case cfg.DecodeTimeout < 0:
+		d := time.Duration(0)
+		k.decodeTimeout = &d
+	case cfg.DecodeTimeout > 0:
+		k.decodeTimeout = &cfg.DecodeTimeout
+	}
+	return k
 }
 
 // Consumer is a running subscription. Close drains it.
@@ -251,11 +286,8 @@ func (k *Consumer) Close(ctx context.Context) error {
 // {q}.parked, acemq.dlx and the bindings) and, when its retry policy waits
 // in the broker, the retry ladder. Every delivery is settled by the engine
 // from h's Decision; see Decision for what each one does.
-func Consume[T any](ctx context.Context, c *Conn, queue string, h Handler[T], opts ...ConsumerOption) (*Consumer, error) {
-	cfg := consumerConfig{prefetch: c.cfg.prefetch, concurrency: 1}
-	for _, o := range opts {
-		o(&cfg)
-	}
+func Consume[T any](ctx context.Context, c *Conn, queue string, h Handler[T], config ConsumerConfig) (*Consumer, error) {
+	cfg := config.internal(c)
 	policy := c.cfg.retry
 	if cfg.policy != nil {
 		policy = *cfg.policy
@@ -270,9 +302,9 @@ func Consume[T any](ctx context.Context, c *Conn, queue string, h Handler[T], op
 	case queue == "":
 		return nil, configErr("queue", "the queue name is empty")
 	case cfg.prefetch < 1:
-		return nil, configErr("ConsumerPrefetch", "prefetch %d is below 1; unlimited prefetch is refused", cfg.prefetch)
+		return nil, configErr("ConsumerConfig.Prefetch", "prefetch %d is below 1; unlimited prefetch is refused", cfg.prefetch)
 	case cfg.concurrency < 1 || cfg.concurrency > cfg.prefetch:
-		return nil, configErr("ConsumerConcurrency", "concurrency %d must be between 1 and the prefetch (%d)", cfg.concurrency, cfg.prefetch)
+		return nil, configErr("ConsumerConfig.Concurrency", "concurrency %d must be between 1 and the prefetch (%d)", cfg.concurrency, cfg.prefetch)
 	}
 	if err := cfg.checkDecodeTimeout(); err != nil {
 		return nil, err
@@ -297,7 +329,7 @@ func Consume[T any](ctx context.Context, c *Conn, queue string, h Handler[T], op
 	icpt := append(append([]ConsumeInterceptor(nil), c.cfg.consumeIcpt...), cfg.interceptors...)
 	k := newConsumerCore(c, c.consumerEnv(), queue, tag, cfg.prefetch, cfg.concurrency, policy, cfg.args, drainTimeout, cfg.orderKey)
 	// A queue this Conn declared as a stream is read as one even without
-	// ConsumerOnStream: RabbitMQ answers a nack on a stream (a drain hands
+	// ConsumerConfig.OnStream: RabbitMQ answers a nack on a stream (a drain hands
 	// back what it never started) by closing the whole connection (540).
 	k.argsAt, k.stream = cfg.argsAt, cfg.stream || c.decls.asStream(queue)
 	k.process = func(dv *delivery) {

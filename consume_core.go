@@ -93,14 +93,14 @@ type consumerCore struct {
 	policy       RetryPolicy
 	args         transport.Table
 	argsAt       func() transport.Table // when set, replaces args on every attach
-	stream       bool                   // nack and reject become acks (see ConsumerOnStream)
+	stream       bool                   // nack and reject become acks (see ConsumerConfig.OnStream)
 	drainTimeout time.Duration
 	process      func(dv *delivery)
 
 	base     context.Context
 	hardStop context.CancelFunc
 	work     chan *delivery
-	// lanes (ConsumerKeyOrder only) are one hand-off per worker: a
+	// lanes (ConsumerConfig.KeyOrder only) are one hand-off per worker: a
 	// delivery with a key goes to lanes[fnv(key) % concurrency], so one
 	// worker runs a key's deliveries in arrival order. Each holds up to
 	// prefetch, like work, so the reader's send never blocks.
@@ -181,7 +181,7 @@ func (k *consumerCore) handOff(dv *delivery) chan *delivery {
 func (k *consumerCore) keyOf(d *transport.Delivery) (key string) {
 	defer func() {
 		if r := recover(); r != nil {
-			k.env.logger.Error("acemq: the ConsumerKeyOrder key function panicked; the delivery runs unordered", "queue", k.queue, "id", d.MessageID, "panic", r)
+			k.env.logger.Error("acemq: the ConsumerConfig.KeyOrder key function panicked; the delivery runs unordered", "queue", k.queue, "id", d.MessageID, "panic", r)
 			key = ""
 		}
 	}()

@@ -3,6 +3,7 @@ package acemq
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"sync"
 	"testing"
 	"time"
@@ -88,7 +89,7 @@ func TestConsumerCoreRunsAgainstAFakeHost(t *testing.T) {
 
 	cfg := defaultConfig()
 	host := &fakeHost{conn: conn}
-	env := consumerEnv{logger: DiscardLogger(), tel: newTelemetry(&cfg, "memory"), recoveryInterval: time.Millisecond, recoveryMax: time.Millisecond}
+	env := consumerEnv{logger: slog.New(slog.DiscardHandler), tel: newTelemetry(&cfg, "memory"), recoveryInterval: time.Millisecond, recoveryMax: time.Millisecond}
 	k := newConsumerCore(host, env, "q", "tag-1", 4, 1, cfg.retry, nil, time.Second, nil)
 	k.process = func(dv *delivery) {
 		k.handle(dv, nil, func(context.Context, Envelope) (Decision, bool, time.Duration) {

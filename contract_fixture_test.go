@@ -203,8 +203,8 @@ func TestFixtureRetrySchedules(t *testing.T) {
 	if len(f.RetrySchedules) != 5 {
 		t.Fatalf("fixture has %d retry schedules, want the five this test knows", len(f.RetrySchedules))
 	}
-	if got := DefaultBrokerWaitThreshold.Milliseconds(); got != f.DefaultBrokerWaitThresholdMillis {
-		t.Errorf("DefaultBrokerWaitThreshold = %d ms, fixture %d", got, f.DefaultBrokerWaitThresholdMillis)
+	if got := defaultBrokerWaitThreshold.Milliseconds(); got != f.DefaultBrokerWaitThresholdMillis {
+		t.Errorf("defaultBrokerWaitThreshold = %d ms, fixture %d", got, f.DefaultBrokerWaitThresholdMillis)
 	}
 	if DeadLetterExchange != f.DeadLetterExchange || RetryExchange != f.RetryExchange {
 		t.Errorf("exchanges %s/%s, fixture %s/%s", DeadLetterExchange, RetryExchange, f.DeadLetterExchange, f.RetryExchange)
@@ -212,19 +212,19 @@ func TestFixtureRetrySchedules(t *testing.T) {
 	for _, s := range f.RetrySchedules {
 		t.Run(s.Name, func(t *testing.T) {
 			p := policyFromHow(t, s.How)
-			if p.MaxAttempts() != s.MaxAttempts {
-				t.Errorf("MaxAttempts = %d, want %d", p.MaxAttempts(), s.MaxAttempts)
+			if p.attemptLimit() != s.MaxAttempts {
+				t.Errorf("MaxAttempts = %d, want %d", p.attemptLimit(), s.MaxAttempts)
 			}
-			if got := p.MaxAge().Milliseconds(); got != s.MaxMessageAgeMillis {
+			if got := p.ageLimit().Milliseconds(); got != s.MaxMessageAgeMillis {
 				t.Errorf("MaxAge = %d ms, want %d", got, s.MaxMessageAgeMillis)
 			}
-			if (p.MaxAge() != 0) != s.HasMaxMessageAge {
-				t.Errorf("has an age limit = %v, want %v", p.MaxAge() != 0, s.HasMaxMessageAge)
+			if (p.ageLimit() != 0) != s.HasMaxMessageAge {
+				t.Errorf("has an age limit = %v, want %v", p.ageLimit() != 0, s.HasMaxMessageAge)
 			}
-			if p.Jitter() != s.JitterFactor {
-				t.Errorf("Jitter = %v, want %v", p.Jitter(), s.JitterFactor)
+			if p.jitterFactor() != s.JitterFactor {
+				t.Errorf("Jitter = %v, want %v", p.jitterFactor(), s.JitterFactor)
 			}
-			if got := p.Threshold().Milliseconds(); got != s.BrokerWaitThresholdMillis {
+			if got := p.brokerThreshold().Milliseconds(); got != s.BrokerWaitThresholdMillis {
 				t.Errorf("Threshold = %d ms, want %d", got, s.BrokerWaitThresholdMillis)
 			}
 			sched := p.Schedule()
@@ -254,13 +254,13 @@ func TestFixtureRetrySchedules(t *testing.T) {
 			// Second derivation of the rungs: distinct schedule entries at
 			// or above the threshold, each of which Delay puts in the broker.
 			var derived []int64
-			for a := 1; a < p.MaxAttempts(); a++ {
-				d, inBroker := p.Delay(a)
+			for a := 1; a < p.attemptLimit(); a++ {
+				d, inBroker := p.delayFor(a)
 				if d != sched[a-1] {
 					t.Errorf("Delay(%d) = %v, want schedule[%d] = %v", a, d, a-1, sched[a-1])
 				}
-				if inBroker != (d >= p.Threshold()) {
-					t.Errorf("Delay(%d) in broker = %v for %v at threshold %v", a, inBroker, d, p.Threshold())
+				if inBroker != (d >= p.brokerThreshold()) {
+					t.Errorf("Delay(%d) in broker = %v for %v at threshold %v", a, inBroker, d, p.brokerThreshold())
 				}
 				if inBroker && (len(derived) == 0 || derived[len(derived)-1] != d.Milliseconds()) {
 					derived = append(derived, d.Milliseconds())
@@ -283,12 +283,12 @@ func TestFixtureRetrySchedules(t *testing.T) {
 
 func TestFixtureMaxMessageAge(t *testing.T) {
 	f := loadContractFixture(t).MaxMessageAge
-	if got := NoRetry().MaxAge(); got.Milliseconds() != f.DefaultMillis {
+	if got := NoRetry().ageLimit(); got.Milliseconds() != f.DefaultMillis {
 		t.Errorf("default MaxAge = %v, want %d ms", got, f.DefaultMillis)
 	}
 	for _, p := range []RetryPolicy{{}, NoRetry(), Fixed(3, time.Second), Exponential(3, time.Second, time.Minute)} {
-		if p.MaxAge() != 0 {
-			t.Errorf("%v has age limit %v; only GiveUpAfter sets one (D4)", p, p.MaxAge())
+		if p.ageLimit() != 0 {
+			t.Errorf("%v has age limit %v; only GiveUpAfter sets one (D4)", p, p.ageLimit())
 		}
 	}
 	for _, c := range f.Cases {
@@ -311,8 +311,8 @@ func TestFixtureJitter(t *testing.T) {
 			p = policyFromHow(t, s.How)
 		}
 	}
-	if p.Jitter() != j.Factor || 1-j.Factor != j.MinMultiplier || 1+j.Factor != j.MaxMultiplier {
-		t.Fatalf("jitter %v, fixture factor %v in [%v, %v]", p.Jitter(), j.Factor, j.MinMultiplier, j.MaxMultiplier)
+	if p.jitterFactor() != j.Factor || 1-j.Factor != j.MinMultiplier || 1+j.Factor != j.MaxMultiplier {
+		t.Fatalf("jitter %v, fixture factor %v in [%v, %v]", p.jitterFactor(), j.Factor, j.MinMultiplier, j.MaxMultiplier)
 	}
 	us := []float64{0, math.Nextafter(1, 0), 0.5, 0.999999}
 	for i := 0; i < 1000; i++ {
@@ -325,27 +325,27 @@ func TestFixtureJitter(t *testing.T) {
 		floor := ms(j.FlooredAtMillis)
 		lo, hi = max(lo, floor), max(hi, floor)
 		for _, u := range us {
-			w := p.ConsumerWait(d, u)
+			w := p.consumerWait(d, u)
 			if w < lo || w > hi {
 				t.Fatalf("ConsumerWait(%v, %v) = %v, want within [%v, %v]", d, u, w, lo, hi)
 			}
 		}
 	}
-	if w := p.ConsumerWait(10*time.Second, 0); w != 8*time.Second {
+	if w := p.consumerWait(10*time.Second, 0); w != 8*time.Second {
 		t.Errorf("u = 0 gives %v, want the low edge 8s", w)
 	}
 	// Broker waits are never jittered: Delay is the exact schedule entry,
 	// which names the rung.
 	capped := Exponential(6, 10*time.Second, time.Minute)
-	for a := 1; a < capped.MaxAttempts(); a++ {
-		d, inBroker := capped.Delay(a)
+	for a := 1; a < capped.attemptLimit(); a++ {
+		d, inBroker := capped.delayFor(a)
 		if inBroker && RetryQueue("q", d) != RetryQueue("q", capped.Schedule()[a-1]) {
 			t.Errorf("broker wait %v for attempt %d is not the scheduled delay", d, a)
 		}
 	}
 	// f = 0: exact, no floor.
 	for _, d := range []time.Duration{0, time.Microsecond, 30 * time.Second} {
-		if w := Fixed(2, d).ConsumerWait(d, 0.7); w != d {
+		if w := Fixed(2, d).consumerWait(d, 0.7); w != d {
 			t.Errorf("fixed ConsumerWait(%v) = %v, want exact", d, w)
 		}
 	}
@@ -353,12 +353,12 @@ func TestFixtureJitter(t *testing.T) {
 
 func TestFixtureBrokerWaitThreshold(t *testing.T) {
 	f := loadContractFixture(t).BrokerWaitThreshold
-	if DefaultBrokerWaitThreshold.Milliseconds() != f.DefaultMillis {
-		t.Errorf("default threshold %v, fixture %d ms", DefaultBrokerWaitThreshold, f.DefaultMillis)
+	if defaultBrokerWaitThreshold.Milliseconds() != f.DefaultMillis {
+		t.Errorf("default threshold %v, fixture %d ms", defaultBrokerWaitThreshold, f.DefaultMillis)
 	}
 	for _, c := range f.Cases {
 		p := Fixed(2, ms(c.DelayMillis)).WaitInBrokerFrom(ms(c.ThresholdMillis))
-		d, inBroker := p.Delay(1)
+		d, inBroker := p.delayFor(1)
 		if d != ms(c.DelayMillis) || inBroker != c.WaitsInBroker {
 			t.Errorf("threshold %d, delay %d: Delay = (%v, %v), want (%v, %v)", c.ThresholdMillis, c.DelayMillis, d, inBroker, ms(c.DelayMillis), c.WaitsInBroker)
 		}
@@ -459,8 +459,8 @@ func TestFixtureTopology(t *testing.T) {
 		t.Errorf("rungs %v, fixture %v", got, fx.PolicyRungDelaysMillis)
 	}
 	top := NewTopology().
-		Exchange("orders", Topic).
-		Queue(q).
+		Exchange("orders", Topic, ExchangeOptions{}).
+		Queue(q, QueueOptions{}).
 		DeadLetters(q).
 		Bind(q, "orders", "order.*")
 	if err := top.Validate(); err != nil {
@@ -566,13 +566,13 @@ func TestFixtureQueueTypeDefaults(t *testing.T) {
 		queue string
 		want  string
 	}{
-		{"sourceQueue", NewTopology().Queue("s"), "s", f.SourceQueue},
-		{"sourceQueueWithDeadLetter", NewTopology().Queue("s").DeadLetters("s"), "s", f.SourceQueueWithDeadLetter},
-		{"explicitClassicQueue", NewTopology().Queue("s", AsClassic()), "s", f.ExplicitClassicQueue},
-		{"explicitClassicQueueWithDeadLetter", NewTopology().Queue("s", AsClassic()).DeadLetters("s"), "s", f.ExplicitClassicQueueWithDeadLetter},
-		{"deadLetterQueue", NewTopology().Queue("s").DeadLetters("s"), "s.dlq", f.DeadLetterQueue},
-		{"parkedQueue", NewTopology().Queue("s").DeadLetters("s"), "s.parked", f.ParkedQueue},
-		{"retryRung", NewTopology().Queue("s").Retries("s", Fixed(2, time.Minute)), "s.retry.1m", f.RetryRung},
+		{"sourceQueue", NewTopology().Queue("s", QueueOptions{}), "s", f.SourceQueue},
+		{"sourceQueueWithDeadLetter", NewTopology().Queue("s", QueueOptions{}).DeadLetters("s"), "s", f.SourceQueueWithDeadLetter},
+		{"explicitClassicQueue", NewTopology().Queue("s", QueueOptions{Type: Classic}), "s", f.ExplicitClassicQueue},
+		{"explicitClassicQueueWithDeadLetter", NewTopology().Queue("s", QueueOptions{Type: Classic}).DeadLetters("s"), "s", f.ExplicitClassicQueueWithDeadLetter},
+		{"deadLetterQueue", NewTopology().Queue("s", QueueOptions{}).DeadLetters("s"), "s.dlq", f.DeadLetterQueue},
+		{"parkedQueue", NewTopology().Queue("s", QueueOptions{}).DeadLetters("s"), "s.parked", f.ParkedQueue},
+		{"retryRung", NewTopology().Queue("s", QueueOptions{}).Retries("s", Fixed(2, time.Minute)), "s.retry.1m", f.RetryRung},
 	}
 	for _, c := range cases {
 		typ, durable := typeOf(c.top, c.queue)

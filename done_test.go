@@ -2,6 +2,7 @@ package acemq_test
 
 import (
 	"context"
+	"log/slog"
 	"testing"
 	"time"
 
@@ -23,16 +24,14 @@ func isDone(c *acemq.Conn) bool {
 func TestDoneClosesWhenTheConnIsClosedNotWhenItRecovers(t *testing.T) {
 	const name = "done-close"
 	recovered := make(chan struct{}, 1)
-	c, err := acemq.Connect(context.Background(), "memory://"+name, acemq.WithLogger(acemq.DiscardLogger()),
-		acemq.WithRecoveryInterval(5*time.Millisecond, 50*time.Millisecond),
-		acemq.WithEventHandler(func(e acemq.Event) {
-			if e.Kind == acemq.EventRecovered {
-				select {
-				case recovered <- struct{}{}:
-				default:
-				}
+	c, err := acemq.Connect(context.Background(), "memory://"+name, acemq.Config{Logger: slog.New(slog.DiscardHandler), RecoveryInterval: 5 * time.Millisecond, RecoveryIntervalMax: 50 * time.Millisecond, OnEvent: func(e acemq.Event) {
+		if e.Kind == acemq.EventRecovered {
+			select {
+			case recovered <- struct{}{}:
+			default:
 			}
-		}))
+		}
+	}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -228,27 +228,24 @@ func TestClusterSurvivesTheLossOfTheNodeItIsConnectedTo(t *testing.T) {
 	defer cancel()
 	client := testenv.Unique("acemq-drill")
 	events := newEventLog()
-	c, err := acemq.Connect(ctx, nodes.url,
-		acemq.WithAddresses(nodes.addrs...),
-		acemq.WithClientName(client),
-		acemq.WithEventHandler(events.add),
-		// The library's warnings (loss, failed attempts and their causes)
-		// are part of the drill's report.
-		acemq.WithLogger(slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))))
+	c, err := acemq.Connect(ctx, nodes.url, acemq.Config{Addresses: nodes.addrs, ClientName: client, OnEvent: events.add, Logger:
+	// The library's warnings (loss, failed attempts and their causes)
+	// are part of the drill's report.
+	slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))})
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = c.Close(context.Background()) })
 
 	q := testenv.Unique("drill.cluster")
-	if err := c.Apply(ctx, acemq.NewTopology().Queue(q)); err != nil {
+	if err := c.Apply(ctx, acemq.NewTopology().Queue(q, acemq.QueueOptions{})); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() {
 		// A connection of its own: the drill's may be gone by now.
 		dctx, dcancel := context.WithTimeout(context.Background(), 30*time.Second)
 		defer dcancel()
-		admin, err := acemq.Connect(dctx, nodes.url, acemq.WithAddresses(nodes.addrs...), acemq.WithLogger(acemq.DiscardLogger()))
+		admin, err := acemq.Connect(dctx, nodes.url, acemq.Config{Addresses: nodes.addrs, Logger: slog.New(slog.DiscardHandler)})
 		if err != nil {
 			t.Logf("cleanup: %v", err)
 			return
@@ -283,7 +280,7 @@ func TestClusterSurvivesTheLossOfTheNodeItIsConnectedTo(t *testing.T) {
 			led.pulse()
 		}
 		return acemq.Accept()
-	}, acemq.ConsumerPrefetch(200), acemq.ConsumerConcurrency(4))
+	}, acemq.ConsumerConfig{Prefetch: 200, Concurrency: 4})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -294,7 +291,7 @@ func TestClusterSurvivesTheLossOfTheNodeItIsConnectedTo(t *testing.T) {
 	// "may have been lost" failure is counted and resent with the same id,
 	// as an application with a resend policy would, so every id ends
 	// confirmed and the consumer must see every one.
-	pub := acemq.NewPublisher[drillMsg](c, "", q)
+	pub := acemq.NewPublisher[drillMsg](c, "", q, acemq.PublisherConfig{})
 	const publishers = 8
 	stop := make(chan struct{})
 	reached := led.when
@@ -311,7 +308,7 @@ func TestClusterSurvivesTheLossOfTheNodeItIsConnectedTo(t *testing.T) {
 						return
 					default:
 					}
-					_, err := pub.Send(ctx, drillMsg{ID: id}, acemq.WithEnvelope(acemq.Envelope{ID: id}))
+					_, err := pub.SendWith(ctx, drillMsg{ID: id}, acemq.SendOptions{Envelope: new(acemq.Envelope{ID: id})})
 					now := time.Now()
 					led.mu.Lock()
 					led.attempts++

@@ -44,13 +44,13 @@ func TestDrillRecoveryGap(t *testing.T) {
 
 func drillRecoveryGap(t *testing.T, n int) time.Duration {
 	rec := &recoveredLine{}
-	c, log := rabbit(t, acemq.WithLogger(slog.New(rec)))
+	c, log := rabbit(t, acemq.Config{Logger: slog.New(rec)})
 	ctx := context.Background()
 	queues := make([]string, n)
 	tp := acemq.NewTopology()
 	for i := range queues {
 		queues[i] = testenv.Unique("gap")
-		tp.Queue(queues[i], acemq.AsClassic())
+		tp.Queue(queues[i], acemq.QueueOptions{Type: acemq.Classic})
 	}
 	if err := c.Apply(ctx, tp); err != nil {
 		t.Fatal(err)
@@ -75,7 +75,7 @@ func drillRecoveryGap(t *testing.T, n int) time.Duration {
 			}
 			mu.Unlock()
 			return acemq.Accept()
-		})
+		}, acemq.ConsumerConfig{})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -91,7 +91,7 @@ func drillRecoveryGap(t *testing.T, n int) time.Duration {
 		gaps = append(gaps, e.Gap)
 	}
 	for _, q := range queues {
-		if _, err := acemq.NewPublisher[item](c, "", q).Send(ctx, item{}); err != nil {
+		if _, err := acemq.NewPublisher[item](c, "", q, acemq.PublisherConfig{}).Send(ctx, item{}); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -3,6 +3,7 @@ package acemq_test
 import (
 	"context"
 	"errors"
+	"log/slog"
 	"strings"
 	"testing"
 
@@ -16,12 +17,12 @@ func TestEncodeFailureSaysSoOnceAndSendsNothing(t *testing.T) {
 	ctx := context.Background()
 	name := "encode-" + t.Name()
 	defer memory.Delete(name)
-	c, err := acemq.Connect(ctx, "memory://"+name, acemq.WithLogger(acemq.DiscardLogger()))
+	c, err := acemq.Connect(ctx, "memory://"+name, acemq.Config{Logger: slog.New(slog.DiscardHandler)})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer c.Close(ctx)
-	_, err = c.Publish(ctx, "", "q", "not bytes", acemq.WithSendCodec(acemq.Bytes()))
+	_, err = c.Publish(ctx, "", "q", "not bytes", acemq.SendOptions{Codec: acemq.Bytes()})
 	if err == nil {
 		t.Fatal("a string sent with the bytes codec was accepted")
 	}

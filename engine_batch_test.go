@@ -2,6 +2,7 @@ package acemq_test
 
 import (
 	"context"
+	"log/slog"
 	"testing"
 
 	"github.com/acemq-go/acemq"
@@ -16,16 +17,16 @@ import (
 func TestSendAllConfirmsArrivingWhileWriting(t *testing.T) {
 	ctx := context.Background()
 	name := "batch-" + t.Name()
-	c, err := acemq.Connect(ctx, "memory://"+name, acemq.WithLogger(acemq.DiscardLogger()))
+	c, err := acemq.Connect(ctx, "memory://"+name, acemq.Config{Logger: slog.New(slog.DiscardHandler)})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer memory.Delete(name) // a repeated run (-count) starts from an empty broker
 	defer c.Close(ctx)
-	if err := c.Apply(ctx, acemq.NewTopology().Queue("batch", acemq.AsClassic())); err != nil {
+	if err := c.Apply(ctx, acemq.NewTopology().Queue("batch", acemq.QueueOptions{Type: acemq.Classic})); err != nil {
 		t.Fatal(err)
 	}
-	pub := acemq.NewPublisher[item](c, "", "batch")
+	pub := acemq.NewPublisher[item](c, "", "batch", acemq.PublisherConfig{})
 	for round := 0; round < 20; round++ {
 		sents, err := pub.SendAll(ctx, make([]item, 100))
 		if err != nil {

@@ -36,7 +36,7 @@ func TestConsumerConcurrencyRunsExactlyThatManyHandlersAtOnce(t *testing.T) {
 			running--
 			mu.Unlock()
 			return acemq.Accept()
-		}, acemq.ConsumerPrefetch(10), acemq.ConsumerConcurrency(4))
+		}, acemq.ConsumerConfig{Prefetch: 10, Concurrency: 4})
 		for range 10 {
 			r.send(q, order{ID: "c"})
 		}
@@ -98,7 +98,7 @@ func TestConsumerWhoseQueueIsDeletedStallsAndResumesWhenItIsBack(t *testing.T) {
 		if k.Stalled() != nil {
 			t.Fatalf("still stalled after reading again: %v", k.Stalled())
 		}
-	}, acemq.WithRecoveryInterval(20*time.Millisecond, 40*time.Millisecond))
+	}, acemq.Config{RecoveryInterval: 20 * time.Millisecond, RecoveryIntervalMax: 40 * time.Millisecond})
 }
 
 // readerGoroutines counts goroutines running a consumer's read loop or
@@ -143,7 +143,7 @@ func TestRepeatedResubscriptionsDoNotLeakChannels(t *testing.T) {
 			}
 			time.Sleep(time.Millisecond) // goroutine exit has no event
 		}
-	}, acemq.WithRecoveryInterval(10*time.Millisecond, 10*time.Millisecond))
+	}, acemq.Config{RecoveryInterval: 10 * time.Millisecond, RecoveryIntervalMax: 10 * time.Millisecond})
 }
 
 // logLines is a slog handler that keeps every message it is given.
@@ -182,10 +182,7 @@ func (l *logLines) count(prefix string) int {
 func TestBrokerCancelJustBeforeConnectionLossLeavesReattachingToRecovery(t *testing.T) {
 	logs := &logLines{}
 	events := make(chan acemq.Event, 64)
-	r := newRig(t,
-		acemq.WithLogger(slog.New(logs)),
-		acemq.WithRecoveryInterval(300*time.Millisecond, 300*time.Millisecond),
-		acemq.WithEventHandler(func(e acemq.Event) { events <- e }))
+	r := newRig(t, acemq.Config{Logger: slog.New(logs), RecoveryInterval: 300 * time.Millisecond, RecoveryIntervalMax: 300 * time.Millisecond, OnEvent: func(e acemq.Event) { events <- e }})
 	r.queue("q")
 	got := make(chan string, 10)
 	k := consume(r, "q", func(ctx context.Context, m *acemq.Message[order]) acemq.Decision {
@@ -242,11 +239,11 @@ func TestTwoConsumersShareWorkAndAnUnackedMessageGoesToTheOther(t *testing.T) {
 				return acemq.Accept()
 			}
 		}
-		ka, err := acemq.Consume(ctx, a, q, handler(&na), acemq.ConsumerPrefetch(1))
+		ka, err := acemq.Consume(ctx, a, q, handler(&na), acemq.ConsumerConfig{Prefetch: 1})
 		if err != nil {
 			t.Fatal(err)
 		}
-		kb, err := acemq.Consume(ctx, b, q, handler(&nb), acemq.ConsumerPrefetch(1))
+		kb, err := acemq.Consume(ctx, b, q, handler(&nb), acemq.ConsumerConfig{Prefetch: 1})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -276,10 +273,10 @@ func TestTwoConsumersShareWorkAndAnUnackedMessageGoesToTheOther(t *testing.T) {
 			held <- m.Envelope
 			<-release
 			return acemq.Accept()
-		}, acemq.ConsumerPrefetch(1)); err != nil {
+		}, acemq.ConsumerConfig{Prefetch: 1}); err != nil {
 			t.Fatal(err)
 		}
-		sent, err := acemq.NewPublisher[order](b, "", q2).Send(ctx, order{ID: "held"})
+		sent, err := acemq.NewPublisher[order](b, "", q2, acemq.PublisherConfig{}).Send(ctx, order{ID: "held"})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -294,7 +291,7 @@ func TestTwoConsumersShareWorkAndAnUnackedMessageGoesToTheOther(t *testing.T) {
 		if _, err := acemq.Consume(ctx, b, q2, func(ctx context.Context, m *acemq.Message[order]) acemq.Decision {
 			gotB <- got{m.Envelope, m.Redelivered}
 			return acemq.Accept()
-		}, acemq.ConsumerPrefetch(1)); err != nil {
+		}, acemq.ConsumerConfig{Prefetch: 1}); err != nil {
 			t.Fatal(err)
 		}
 		cctx, cancel := context.WithTimeout(ctx, 200*time.Millisecond)

@@ -15,7 +15,7 @@ import (
 
 // decide starts a consumer on q whose handler answers every message with
 // d, and returns the channel of messages the handler saw.
-func decide(r *rig, q string, d func(m *acemq.Message[order]) acemq.Decision, opts ...acemq.ConsumerOption) <-chan *acemq.Message[order] {
+func decide(r *rig, q string, d func(m *acemq.Message[order]) acemq.Decision, opts ...acemq.ConsumerConfig) <-chan *acemq.Message[order] {
 	seen := make(chan *acemq.Message[order], 100)
 	consume(r, q, func(ctx context.Context, m *acemq.Message[order]) acemq.Decision {
 		seen <- m
@@ -139,7 +139,7 @@ func TestRetryWithFatalErrorRejectsAtOnce(t *testing.T) {
 		r.queue(q)
 		seen := decide(r, q, func(*acemq.Message[order]) acemq.Decision {
 			return acemq.Retry(acemq.Fatal(errors.New("schema mismatch")))
-		}, acemq.ConsumerRetry(acemq.Fixed(5, time.Millisecond)))
+		}, acemq.ConsumerConfig{Retry: acemq.Fixed(5, time.Millisecond)})
 		sent := r.send(q, order{ID: "f"})
 		want := "the handler reported an unprocessable message: schema mismatch"
 		assertOne(t, r, sent.Envelope.ID, acemq.ConsumeRejected, q+".dlq", want)
@@ -201,10 +201,9 @@ func TestConsumeInterceptorErrorDeadLetters(t *testing.T) {
 	onEveryRig(t, func(t *testing.T, r *rig) {
 		q := r.named("q")
 		r.queue(q)
-		seen := decide(r, q, func(*acemq.Message[order]) acemq.Decision { return acemq.Accept() },
-			acemq.ConsumerInterceptors(func(ctx context.Context, in *acemq.Inbound) error {
-				return errors.New("bad signature")
-			}))
+		seen := decide(r, q, func(*acemq.Message[order]) acemq.Decision { return acemq.Accept() }, acemq.ConsumerConfig{ConsumeInterceptors: []acemq.ConsumeInterceptor{func(ctx context.Context, in *acemq.Inbound) error {
+			return errors.New("bad signature")
+		}}})
 		sent := r.send(q, order{ID: "i"})
 		s := assertOne(t, r, sent.Envelope.ID, acemq.ConsumeDeadLettered, q+".dlq", "an interceptor refused it: bad signature")
 		if s.Handled {
@@ -230,7 +229,7 @@ func TestInProgressPutsBackWithTheSameAttempt(t *testing.T) {
 				return acemq.InProgress(20 * time.Millisecond)
 			}
 			return acemq.Accept()
-		}, acemq.ConsumerRetry(acemq.NoRetry()))
+		}, acemq.ConsumerConfig{Retry: acemq.NoRetry()})
 		sent := r.send(q, order{ID: "ip"})
 		s := r.nextSettlement()
 		if s.Outcome != acemq.ConsumeInProgress || s.Target != q || s.RetryDelay != 20*time.Millisecond {

@@ -49,7 +49,7 @@ func TestSetAsideFailureKeepsTheMessageAndDrainRequeuesIt(t *testing.T) {
 		k := consume(r, q, func(context.Context, *acemq.Message[order]) acemq.Decision {
 			calls.Add(1)
 			return acemq.Reject(errors.New("bad"))
-		}, acemq.WithoutDeadLetterDeclaration())
+		}, acemq.ConsumerConfig{NoDeadLetterDeclaration: true})
 		sent := r.send(q, order{ID: "s"})
 		r.nextSettlement()
 		f := r.nextFallback()
@@ -94,7 +94,7 @@ func stuckRig(t *testing.T, r *rig, drain time.Duration) (q string, k *acemq.Con
 		<-ctx.Done()
 		<-release
 		return acemq.Accept()
-	}, acemq.ConsumerPrefetch(5), acemq.ConsumerDrainTimeout(drain))
+	}, acemq.ConsumerConfig{Prefetch: 5, DrainTimeout: drain})
 	for i := range 5 {
 		r.send(q, order{ID: string(rune('a' + i))})
 	}
@@ -180,7 +180,7 @@ func TestCloseCutsAnInConsumerRetryWaitShort(t *testing.T) {
 	onEveryRig(t, func(t *testing.T, r *rig) {
 		q := r.named("q")
 		r.queue(q)
-		seen := failing(r, q, acemq.ConsumerRetry(acemq.Fixed(3, time.Hour).WaitInBrokerFrom(0)))
+		seen := failing(r, q, acemq.ConsumerConfig{Retry: acemq.Fixed(3, time.Hour).WaitInBrokerFrom(0)})
 		sent := r.send(q, order{ID: "w"})
 		if s := r.nextSettlement(); s.Outcome != acemq.ConsumeRetried || s.RetryDelay != time.Hour {
 			t.Fatalf("settlement %+v", s)
@@ -245,7 +245,7 @@ func TestConnCloseDrainsEveryConsumerUnderOneDeadline(t *testing.T) {
 		a, b := r.named("a"), r.named("b") // a sorts before b on either broker
 		for _, q := range []string{a, b} {
 			r.queue(q)
-			if _, err := acemq.Consume(context.Background(), r.c, q, stuck); err != nil {
+			if _, err := acemq.Consume(context.Background(), r.c, q, stuck, acemq.ConsumerConfig{}); err != nil {
 				t.Fatal(err)
 			}
 			r.send(q, order{ID: q})
@@ -266,7 +266,7 @@ func TestConnCloseDrainsEveryConsumerUnderOneDeadline(t *testing.T) {
 		if again := r.c.Close(context.Background()); again == nil || again.Error() != want {
 			t.Fatalf("second Conn.Close = %v, want the first result", again)
 		}
-	}, acemq.WithDrainTimeout(200*time.Millisecond))
+	}, acemq.Config{DrainTimeout: 200 * time.Millisecond})
 }
 
 // A Conn.Close whose ctx ends before the drain does stops at that
@@ -288,7 +288,7 @@ func TestConnCloseAtTheCallersDeadlineReturnsPrefetchedDeliveries(t *testing.T) 
 			started <- struct{}{}
 			<-release // slow, and deaf to its context
 			return acemq.Accept()
-		}, acemq.ConsumerPrefetch(10))
+		}, acemq.ConsumerConfig{Prefetch: 10})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -342,7 +342,7 @@ func TestConsumerCloseAtItsDeadlineLeavesNoDelayedHopBehind(t *testing.T) {
 	k := consume(r, "q", func(ctx context.Context, m *acemq.Message[order]) acemq.Decision {
 		seen <- struct{}{}
 		return acemq.Retry(errors.New("boom"))
-	}, acemq.ConsumerRetry(acemq.Fixed(3, time.Hour).WaitInBrokerFrom(0)))
+	}, acemq.ConsumerConfig{Retry: acemq.Fixed(3, time.Hour).WaitInBrokerFrom(0)})
 	// The consumer holds the message for an in-consumer retry wait. With
 	// the publishing connection blocked, the hop the drain starts cannot
 	// be written before the drain's deadline.

@@ -63,10 +63,10 @@ func TestAHeaderWithNoAMQPFieldTypeIsRefusedAsBadInputNotALoss(t *testing.T) {
 				t.Fatalf("%s: %v: want a PublishError, not sent, outcome refused; got %+v", what, err, pe)
 			}
 		}
-		pub := acemq.NewPublisher[order](r.c, "", q)
-		_, err := pub.Send(ctx, order{ID: "a"}, acemq.WithHeader("x-bad", point{X: 1}))
+		pub := acemq.NewPublisher[order](r.c, "", q, acemq.PublisherConfig{})
+		_, err := pub.SendWith(ctx, order{ID: "a"}, acemq.SendOptions{Headers: map[string]any{"x-bad": point{X: 1}}})
 		check("Send", err)
-		_, err = pub.SendAll(ctx, []order{{ID: "b"}}, acemq.WithHeader("x-bad", []any{uint64(1)}))
+		_, err = pub.SendAllWith(ctx, []order{{ID: "b"}}, acemq.SendOptions{Headers: map[string]any{"x-bad": []any{uint64(1)}}})
 		check("SendAll", err)
 		env := acemq.NewEnvelope()
 		h := env.WireHeaders()

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/acemq-go/acemq"
+	"github.com/acemq-go/acemq/internal/brokertest"
 	"github.com/acemq-go/acemq/internal/testenv"
 	"github.com/acemq-go/acemq/transport"
 	"github.com/acemq-go/acemq/transport/memory"
@@ -47,7 +48,7 @@ type rig struct {
 }
 
 // newRig connects to a fresh memory:// broker and closes it at cleanup.
-func newRig(t *testing.T, opts ...acemq.Option) *rig {
+func newRig(t *testing.T, opts ...acemq.Config) *rig {
 	t.Helper()
 	name := strings.NewReplacer("/", "-", "_", "-").Replace(t.Name()) + "-" + itoa(brokerSeq.Add(1))
 	name = strings.ToLower(name)
@@ -61,10 +62,10 @@ func newRig(t *testing.T, opts ...acemq.Option) *rig {
 // newRabbitRig connects to the RabbitMQ node of `make test` (skipped, or
 // failed under ACEMQ_REQUIRE_SERVICES, when it is not running). The queues
 // the test names with r.named are deleted at cleanup.
-func newRabbitRig(t *testing.T, opts ...acemq.Option) *rig {
+func newRabbitRig(t *testing.T, opts ...acemq.Config) *rig {
 	t.Helper()
 	r := &rig{t: t, url: testenv.AMQPURL(t), rabbit: true}
-	logger := acemq.DiscardLogger()
+	logger := slog.New(slog.DiscardHandler)
 	if os.Getenv("ACEMQ_TEST_LOG") == "1" {
 		logger = slog.New(slog.NewTextHandler(os.Stderr, nil))
 	}
@@ -78,28 +79,25 @@ func newRabbitRig(t *testing.T, opts ...acemq.Option) *rig {
 			deleteQueues(t, names...)
 		}
 	})
-	r.connect(append([]acemq.Option{acemq.WithLogger(logger)}, opts...))
+	r.connect(append([]acemq.Config{{Logger: logger}}, opts...))
 	return r
 }
 
 // connect dials r.url with the rig's hooks and closes the Conn at cleanup.
-func (r *rig) connect(opts []acemq.Option) {
+func (r *rig) connect(opts []acemq.Config) {
 	r.t.Helper()
 	r.settled = make(chan acemq.Settlement, 1000)
 	r.fallbacks = make(chan acemq.Fallback, 1000)
-	all := append([]acemq.Option{
-		acemq.WithLogger(acemq.DiscardLogger()),
-		acemq.WithSettlementHook(func(s acemq.Settlement) {
-			r.mu.Lock()
-			r.settlements = append(r.settlements, s)
-			r.mu.Unlock()
-			r.settled <- s
-		}),
-		acemq.WithFallbackHook(func(f acemq.Fallback) { r.fallbacks <- f }),
+	all := brokertest.Overlay(acemq.Config{Logger: slog.New(slog.DiscardHandler), OnSettlement: func(s acemq.Settlement) {
+		r.mu.Lock()
+		r.settlements = append(r.settlements, s)
+		r.mu.Unlock()
+		r.settled <- s
+	}, OnFallback: func(f acemq.Fallback) { r.fallbacks <- f },
 	}, opts...)
 	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
 	defer cancel()
-	c, err := acemq.Connect(ctx, r.url, all...)
+	c, err := acemq.Connect(ctx, r.url, all)
 	if err != nil {
 		r.t.Fatal(err)
 	}
@@ -115,7 +113,7 @@ func (r *rig) connect(opts []acemq.Option) {
 // node of `make test`: the engine's promises do not depend on the broker,
 // and memory:// is no kinder than RabbitMQ (as watermill's shared pub/sub
 // tests show for every Pub/Sub).
-func onEveryRig(t *testing.T, fn func(t *testing.T, r *rig), opts ...acemq.Option) {
+func onEveryRig(t *testing.T, fn func(t *testing.T, r *rig), opts ...acemq.Config) {
 	t.Run("memory", func(t *testing.T) { fn(t, newRig(t, opts...)) })
 	t.Run("rabbitmq", func(t *testing.T) { fn(t, newRabbitRig(t, opts...)) })
 }
@@ -134,11 +132,11 @@ func (r *rig) named(prefix string) string {
 
 // reconnect opens a second Conn to the rig's broker (without the rig's
 // hooks), closed at cleanup.
-func (r *rig) reconnect(opts ...acemq.Option) *acemq.Conn {
+func (r *rig) reconnect(opts ...acemq.Config) *acemq.Conn {
 	r.t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
 	defer cancel()
-	c, err := acemq.Connect(ctx, r.url, append([]acemq.Option{acemq.WithLogger(acemq.DiscardLogger())}, opts...)...)
+	c, err := acemq.Connect(ctx, r.url, brokertest.Overlay(acemq.Config{Logger: slog.New(slog.DiscardHandler)}, opts...))
 	if err != nil {
 		r.t.Fatal(err)
 	}
@@ -162,7 +160,7 @@ func (r *rig) nackingQueue(q string, total, nacked int) {
 		return
 	}
 	args := map[string]any{"x-max-length": int64(total - nacked), "x-overflow": "reject-publish"}
-	if err := r.c.Apply(context.Background(), acemq.NewTopology().Queue(q, acemq.AsClassic(), acemq.WithArgs(args))); err != nil {
+	if err := r.c.Apply(context.Background(), acemq.NewTopology().Queue(q, acemq.QueueOptions{Type: acemq.Classic, Args: args})); err != nil {
 		r.t.Fatal(err)
 	}
 }
@@ -182,7 +180,7 @@ func itoa(n int64) string {
 // queue declares a classic source queue q (plus anything in extra).
 func (r *rig) queue(q string, extra ...func(*acemq.Topology)) {
 	r.t.Helper()
-	tp := acemq.NewTopology().Queue(q, acemq.AsClassic())
+	tp := acemq.NewTopology().Queue(q, acemq.QueueOptions{Type: acemq.Classic})
 	for _, f := range extra {
 		f(tp)
 	}
@@ -192,9 +190,9 @@ func (r *rig) queue(q string, extra ...func(*acemq.Topology)) {
 }
 
 // send publishes one payload straight to queue q.
-func (r *rig) send(q string, p order, opts ...acemq.SendOption) acemq.Sent {
+func (r *rig) send(q string, p order, opts ...acemq.SendOptions) acemq.Sent {
 	r.t.Helper()
-	s, err := acemq.NewPublisher[order](r.c, "", q).Send(context.Background(), p, opts...)
+	s, err := acemq.NewPublisher[order](r.c, "", q, acemq.PublisherConfig{}).SendWith(context.Background(), p, brokertest.First(opts))
 	if err != nil {
 		r.t.Fatal(err)
 	}
@@ -202,9 +200,9 @@ func (r *rig) send(q string, p order, opts ...acemq.SendOption) acemq.Sent {
 }
 
 // consume starts a consumer and closes it at cleanup.
-func consume[T any](r *rig, q string, h acemq.Handler[T], opts ...acemq.ConsumerOption) *acemq.Consumer {
+func consume[T any](r *rig, q string, h acemq.Handler[T], opts ...acemq.ConsumerConfig) *acemq.Consumer {
 	r.t.Helper()
-	k, err := acemq.Consume(context.Background(), r.c, q, h, opts...)
+	k, err := acemq.Consume(context.Background(), r.c, q, h, brokertest.First(opts))
 	if err != nil {
 		r.t.Fatal(err)
 	}

@@ -38,7 +38,7 @@ func TestSendAllPartialNackReportsExactCountsInPayloadOrder(t *testing.T) {
 		for i := range payloads {
 			payloads[i] = order{ID: strconv.Itoa(i)}
 		}
-		_, err := acemq.NewPublisher[order](r.c, "", q).SendAll(context.Background(), payloads, acemq.WithBatchEnvelopes(envs))
+		_, err := acemq.NewPublisher[order](r.c, "", q, acemq.PublisherConfig{}).SendAllWith(context.Background(), payloads, acemq.SendOptions{Envelopes: envs})
 		var be *acemq.BatchPublishError
 		if !errors.As(err, &be) {
 			t.Fatalf("SendAll = %v, want a *BatchPublishError", err)
@@ -87,7 +87,7 @@ func TestSendAllWhileBlockedIsPaused(t *testing.T) {
 	r := newRig(t)
 	r.queue("q")
 	held := alarmtest.BlockAndWait(t, r.c, r.broker, "low on memory")
-	_, err := acemq.NewPublisher[order](r.c, "", "q").SendAll(context.Background(), []order{{ID: "1"}, {ID: "2"}, {ID: "3"}})
+	_, err := acemq.NewPublisher[order](r.c, "", "q", acemq.PublisherConfig{}).SendAll(context.Background(), []order{{ID: "1"}, {ID: "2"}, {ID: "3"}})
 	var be *acemq.BatchPublishError
 	if !errors.As(err, &be) || be.Failed != 3 || be.Confirmed != 0 {
 		t.Fatalf("SendAll = %v, want 3 of 3 failed", err)
@@ -113,11 +113,11 @@ func TestSendAllWhileBlockedIsPaused(t *testing.T) {
 // Memory only: the broker must withhold confirms (StopConfirming), which
 // RabbitMQ cannot be told to do.
 func TestOutstandingCeilingFailsTheNextPublishWithTheCeilingSentence(t *testing.T) {
-	r := newRig(t, acemq.WithMaxOutstandingPublishes(2), acemq.WithConfirmTimeout(200*time.Millisecond))
+	r := newRig(t, acemq.Config{MaxOutstandingPublishes: 2, ConfirmTimeout: 200 * time.Millisecond})
 	r.queue("q")
 	r.broker.StopConfirming()
 	defer r.broker.ResumeConfirming()
-	pub := acemq.NewPublisher[order](r.c, "", "q")
+	pub := acemq.NewPublisher[order](r.c, "", "q", acemq.PublisherConfig{})
 	var wg sync.WaitGroup
 	for i := range 2 {
 		wg.Add(1)
@@ -134,7 +134,7 @@ func TestOutstandingCeilingFailsTheNextPublishWithTheCeilingSentence(t *testing.
 		time.Sleep(time.Millisecond) // no event for a permit being taken
 	}
 	env := acemq.NewEnvelope()
-	_, err := pub.Send(context.Background(), order{ID: "third"}, acemq.WithEnvelope(env))
+	_, err := pub.SendWith(context.Background(), order{ID: "third"}, acemq.SendOptions{Envelope: &env})
 	want := prefix(env.ID, "q") + "2 publishes are already waiting for a confirm and none completed within 200ms. The broker is not keeping up; publish more slowly rather than buffering more."
 	if err == nil || err.Error() != want {
 		t.Fatalf("third Send\n got %v\nwant %q", err, want)
@@ -181,7 +181,7 @@ func TestReservedHeaderViaWithHeaderIsRefused(t *testing.T) {
 	onEveryRig(t, func(t *testing.T, r *rig) {
 		q := r.named("q")
 		r.queue(q)
-		_, err := acemq.NewPublisher[order](r.c, "", q).Send(context.Background(), order{}, acemq.WithHeader("x-acemq-attempt", 9))
+		_, err := acemq.NewPublisher[order](r.c, "", q, acemq.PublisherConfig{}).SendWith(context.Background(), order{}, acemq.SendOptions{Headers: map[string]any{"x-acemq-attempt": 9}})
 		assertReserved(t, r, q, err)
 	})
 }
@@ -190,17 +190,17 @@ func TestReservedHeaderViaPublishInterceptorIsRefused(t *testing.T) {
 	onEveryRig(t, func(t *testing.T, r *rig) {
 		q := r.named("q")
 		r.queue(q)
-		_, err := acemq.NewPublisher[order](r.c, "", q).Send(context.Background(), order{})
+		_, err := acemq.NewPublisher[order](r.c, "", q, acemq.PublisherConfig{}).Send(context.Background(), order{})
 		assertReserved(t, r, q, err)
-	}, acemq.WithPublishInterceptors(func(ctx context.Context, p *acemq.PublishContext) error {
+	}, acemq.Config{PublishInterceptors: []acemq.PublishInterceptor{func(ctx context.Context, p *acemq.PublishContext) error {
 		return p.SetHeader("x-acemq-attempt", 9)
-	}))
+	}}})
 }
 
 func TestMandatoryUnroutableReportsTheBrokerText(t *testing.T) {
 	onEveryRig(t, func(t *testing.T, r *rig) {
 		env := acemq.NewEnvelope()
-		_, err := acemq.NewPublisher[order](r.c, "", "nowhere").Send(context.Background(), order{}, acemq.Mandatory(), acemq.WithEnvelope(env))
+		_, err := acemq.NewPublisher[order](r.c, "", "nowhere", acemq.PublisherConfig{}).SendWith(context.Background(), order{}, acemq.SendOptions{Mandatory: true, Envelope: &env})
 		want := fmt.Sprintf("acemq: message %s to exchange \"\" with key \"nowhere\" reached no queue: NO_ROUTE", env.ID)
 		if !acemq.IsUnroutable(err) || err.Error() != want {
 			t.Fatalf("Send\n got %v\nwant %q", err, want)
@@ -218,9 +218,9 @@ func TestPublishWhileBlockedIsRefusedAsPausedWithTheReason(t *testing.T) {
 	r.queue("q")
 	notBlockedYet(t, r.c, r.broker)
 	held := alarmtest.BlockAndWait(t, r.c, r.broker, "low on memory")
-	pub := acemq.NewPublisher[order](r.c, "", "q")
+	pub := acemq.NewPublisher[order](r.c, "", "q", acemq.PublisherConfig{})
 	env := acemq.NewEnvelope()
-	_, err := pub.Send(context.Background(), order{}, acemq.WithEnvelope(env))
+	_, err := pub.SendWith(context.Background(), order{}, acemq.SendOptions{Envelope: &env})
 	want := prefix(env.ID, "q") + "the broker has blocked this connection; publishing is paused: low on memory. Nothing was sent; back off and retry once the broker unblocks"
 	if err == nil || err.Error() != want {
 		t.Fatalf("Send\n got %v\nwant %q", err, want)
@@ -240,8 +240,8 @@ func TestPublishWhileBlockedIsRefusedAsPausedWithTheReason(t *testing.T) {
 	if err := recv(t, held); err != nil {
 		t.Fatalf("the publish held during the alarm, after unblock: %v", err)
 	}
-	if r.c.Blocked() || r.c.BlockedReason() != "" {
-		t.Fatalf("after unblock: blocked %v reason %q", r.c.Blocked(), r.c.BlockedReason())
+	if r.c.Blocked() || r.c.Health(context.Background()).BlockedReason != "" {
+		t.Fatalf("after unblock: blocked %v reason %q", r.c.Blocked(), r.c.Health(context.Background()).BlockedReason)
 	}
 	if _, err := pub.Send(context.Background(), order{}); err != nil {
 		t.Fatalf("Send after unblock: %v", err)
@@ -253,7 +253,7 @@ func TestNackIsReportedAsRefusedToConfirm(t *testing.T) {
 		q := r.named("q")
 		r.nackingQueue(q, 1, 1)
 		env := acemq.NewEnvelope()
-		_, err := acemq.NewPublisher[order](r.c, "", q).Send(context.Background(), order{}, acemq.WithEnvelope(env))
+		_, err := acemq.NewPublisher[order](r.c, "", q, acemq.PublisherConfig{}).SendWith(context.Background(), order{}, acemq.SendOptions{Envelope: &env})
 		want := prefix(env.ID, q) + "the broker refused to confirm it. The message reached the broker and the broker has not taken responsibility for it, so it must be treated as not sent"
 		if err == nil || err.Error() != want {
 			t.Fatalf("Send\n got %v\nwant %q", err, want)
@@ -277,18 +277,16 @@ func TestNackIsReportedAsRefusedToConfirm(t *testing.T) {
 // TestRabbitForcedCloseEverySuccessIsOnTheQueue cover the loss there.
 func TestConnectionDropFailsWaitingPublishesFastThenRefusesUntilRecovered(t *testing.T) {
 	events := make(chan acemq.Event, 64)
-	r := newRig(t,
-		acemq.WithRecoveryInterval(300*time.Millisecond, 300*time.Millisecond),
-		acemq.WithEventHandler(func(e acemq.Event) { events <- e }))
+	r := newRig(t, acemq.Config{RecoveryInterval: 300 * time.Millisecond, RecoveryIntervalMax: 300 * time.Millisecond, OnEvent: func(e acemq.Event) { events <- e }})
 	r.queue("q")
 	got := make(chan *acemq.Message[order], 10)
 	k := consume(r, "q", func(ctx context.Context, m *acemq.Message[order]) acemq.Decision {
 		got <- m
 		return acemq.Accept()
-	}, acemq.ConsumerTag("steady-tag"))
+	}, acemq.ConsumerConfig{Tag: "steady-tag"})
 
 	r.broker.StopConfirming()
-	pub := acemq.NewPublisher[order](r.c, "", "q")
+	pub := acemq.NewPublisher[order](r.c, "", "q", acemq.PublisherConfig{})
 	type answer struct {
 		err error
 		id  string
@@ -298,7 +296,7 @@ func TestConnectionDropFailsWaitingPublishesFastThenRefusesUntilRecovered(t *tes
 	for i := range 3 {
 		env := acemq.NewEnvelope()
 		go func() {
-			_, err := pub.Send(context.Background(), order{ID: strconv.Itoa(i)}, acemq.WithEnvelope(env))
+			_, err := pub.SendWith(context.Background(), order{ID: strconv.Itoa(i)}, acemq.SendOptions{Envelope: &env})
 			answers <- answer{err, env.ID, time.Now()}
 		}()
 	}
@@ -329,7 +327,7 @@ func TestConnectionDropFailsWaitingPublishesFastThenRefusesUntilRecovered(t *tes
 		t.Fatalf("first event %s, want lost", e.Kind)
 	}
 	env := acemq.NewEnvelope()
-	_, err := pub.Send(context.Background(), order{ID: "during"}, acemq.WithEnvelope(env))
+	_, err := pub.SendWith(context.Background(), order{ID: "during"}, acemq.SendOptions{Envelope: &env})
 	wantLost := prefix(env.ID, "q") + "the connection has been lost and is waiting to be recovered; this message was not sent, and a retry once the recovery completes will go down the recovered connection."
 	wantReopen := prefix(env.ID, "q") + "the connection is being recovered and its channels are not open yet. Publishing now would be refused by the broker and would close the connection again; this message was not sent, and a retry once the recovery completes will go down the recovered connection."
 	if err == nil || (err.Error() != wantLost && err.Error() != wantReopen) {
@@ -365,7 +363,7 @@ func TestSendAllSurvivesConfirmsArrivingWhileItIsStillWriting(t *testing.T) {
 	onEveryRig(t, func(t *testing.T, r *rig) {
 		q := r.named("q")
 		r.queue(q)
-		pub := acemq.NewPublisher[order](r.c, "", q)
+		pub := acemq.NewPublisher[order](r.c, "", q, acemq.PublisherConfig{})
 		batch := make([]order, 50)
 		for round := range 20 {
 			sents, err := pub.SendAll(context.Background(), batch)
@@ -374,7 +372,7 @@ func TestSendAllSurvivesConfirmsArrivingWhileItIsStillWriting(t *testing.T) {
 			}
 		}
 		r.waitReady(q, 20*len(batch))
-	}, acemq.WithPublishChannels(1))
+	}, acemq.Config{PublishChannels: 1})
 }
 
 // Memory only for the test-time budget: on RabbitMQ the drop is a
@@ -383,10 +381,7 @@ func TestSendAllSurvivesConfirmsArrivingWhileItIsStillWriting(t *testing.T) {
 // TestRabbitSendAllAcrossForcedClose sends batches across a loss there.
 func TestSendAllWaitsForRecoveryLikeSend(t *testing.T) {
 	events := make(chan acemq.Event, 64)
-	r := newRig(t,
-		acemq.WithWaitForRecovery(),
-		acemq.WithRecoveryInterval(200*time.Millisecond, 200*time.Millisecond),
-		acemq.WithEventHandler(func(e acemq.Event) { events <- e }))
+	r := newRig(t, acemq.Config{WaitForRecovery: true, RecoveryInterval: 200 * time.Millisecond, RecoveryIntervalMax: 200 * time.Millisecond, OnEvent: func(e acemq.Event) { events <- e }})
 	r.queue("q")
 	r.broker.DropConnections()
 	for e := recv(t, events); e.Kind != acemq.EventLost; e = recv(t, events) {
@@ -396,9 +391,9 @@ func TestSendAllWaitsForRecoveryLikeSend(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), waitLimit)
 	defer cancel()
-	sents, err := acemq.NewPublisher[order](r.c, "", "q").SendAll(ctx, []order{{ID: "1"}, {ID: "2"}, {ID: "3"}})
+	sents, err := acemq.NewPublisher[order](r.c, "", "q", acemq.PublisherConfig{}).SendAll(ctx, []order{{ID: "1"}, {ID: "2"}, {ID: "3"}})
 	if err != nil {
-		t.Fatalf("SendAll during a recovery with WithWaitForRecovery = %v, want it to wait and succeed as Send does", err)
+		t.Fatalf("SendAll during a recovery with Config.WaitForRecovery = %v, want it to wait and succeed as Send does", err)
 	}
 	if len(sents) != 3 || sents[2].Outcome != acemq.OutcomeConfirmed {
 		t.Fatalf("sents %+v", sents)
@@ -410,7 +405,7 @@ func TestPublishErrorSaysNackedAndTheReplyCodeWithoutReadingText(t *testing.T) {
 	onEveryRig(t, func(t *testing.T, r *rig) {
 		q := r.named("q")
 		r.nackingQueue(q, 1, 1)
-		_, err := acemq.NewPublisher[order](r.c, "", q).Send(context.Background(), order{})
+		_, err := acemq.NewPublisher[order](r.c, "", q, acemq.PublisherConfig{}).Send(context.Background(), order{})
 		var pe *acemq.PublishError
 		if !errors.As(err, &pe) || !pe.Nacked || !acemq.IsNacked(err) {
 			t.Fatalf("nack: %+v, want Nacked set and IsNacked true", pe)
@@ -419,7 +414,7 @@ func TestPublishErrorSaysNackedAndTheReplyCodeWithoutReadingText(t *testing.T) {
 		if !acemq.IsNacked(&acemq.PublishError{Nacked: true, Reason: "reworded"}) {
 			t.Fatal("IsNacked compares the reason text instead of the Nacked field")
 		}
-		_, err = acemq.NewPublisher[order](r.c, "", "nowhere").Send(context.Background(), order{}, acemq.Mandatory())
+		_, err = acemq.NewPublisher[order](r.c, "", "nowhere", acemq.PublisherConfig{}).SendWith(context.Background(), order{}, acemq.SendOptions{Mandatory: true})
 		if !errors.As(err, &pe) || !pe.Unroutable || pe.ReplyCode != 312 || pe.Nacked || acemq.IsNacked(err) {
 			t.Fatalf("unroutable: %+v, want Unroutable with the broker's reply code 312 and not Nacked", pe)
 		}
@@ -433,11 +428,11 @@ func TestPublishErrorSaysNackedAndTheReplyCodeWithoutReadingText(t *testing.T) {
 // one once took a ctx deadline for the confirm timeout; the alarm drill
 // counted those Sends as errors of no known kind.)
 func TestSendWhoseDeadlinePassesBeforeTheConfirmSaysTheCallerStoppedWaiting(t *testing.T) {
-	r := newRig(t, acemq.WithConfirmTimeout(time.Minute))
+	r := newRig(t, acemq.Config{ConfirmTimeout: time.Minute})
 	r.queue("q")
 	r.broker.StopConfirming()
 	defer r.broker.ResumeConfirming()
-	pub := acemq.NewPublisher[order](r.c, "", "q")
+	pub := acemq.NewPublisher[order](r.c, "", "q", acemq.PublisherConfig{})
 	for _, c := range []struct {
 		name string
 		ctx  func() (context.Context, context.CancelFunc)

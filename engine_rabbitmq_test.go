@@ -20,6 +20,7 @@ import (
 	"time"
 
 	"github.com/acemq-go/acemq"
+	"github.com/acemq-go/acemq/internal/brokertest"
 	"github.com/acemq-go/acemq/internal/testenv"
 )
 
@@ -117,19 +118,19 @@ func (l *eventLog) kinds() []string {
 
 // rabbit connects to the test node with an event log; the Conn is closed
 // at cleanup.
-func rabbit(t *testing.T, opts ...acemq.Option) (*acemq.Conn, *eventLog) {
+func rabbit(t *testing.T, opts ...acemq.Config) (*acemq.Conn, *eventLog) {
 	t.Helper()
 	u := testenv.AMQPURL(t)
 	testenv.RequireRabbitCtl(t) // skip early when the node cannot be controlled
 	log := newEventLog()
-	logger := acemq.DiscardLogger()
+	logger := slog.New(slog.DiscardHandler)
 	if os.Getenv("ACEMQ_TEST_LOG") == "1" {
 		logger = slog.New(slog.NewTextHandler(os.Stderr, nil))
 	}
-	all := append([]acemq.Option{acemq.WithLogger(logger), acemq.WithEventHandler(log.add)}, opts...)
+	all := brokertest.Overlay(acemq.Config{Logger: logger, OnEvent: log.add}, opts...)
 	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
 	defer cancel()
-	c, err := acemq.Connect(ctx, u, all...)
+	c, err := acemq.Connect(ctx, u, all)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -143,11 +144,13 @@ func rabbit(t *testing.T, opts ...acemq.Option) (*acemq.Conn, *eventLog) {
 
 // classicQueue declares a durable classic queue with a unique name and
 // deletes it (and the consumer's dead-letter half) at cleanup.
-func classicQueue(t *testing.T, c *acemq.Conn, prefix string, opts ...acemq.QueueOption) string {
+func classicQueue(t *testing.T, c *acemq.Conn, prefix string, opts ...acemq.QueueOptions) string {
 	t.Helper()
 	q := testenv.Unique(prefix)
 	ctx := context.Background()
-	if err := c.Apply(ctx, acemq.NewTopology().Queue(q, append([]acemq.QueueOption{acemq.AsClassic()}, opts...)...)); err != nil {
+	o := brokertest.First(opts)
+	o.Type = acemq.Classic
+	if err := c.Apply(ctx, acemq.NewTopology().Queue(q, o)); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { deleteQueues(t, q, q+".dlq", q+".parked", q+".retry.1s") })
@@ -159,7 +162,7 @@ func classicQueue(t *testing.T, c *acemq.Conn, prefix string, opts ...acemq.Queu
 func deleteQueues(t *testing.T, names ...string) {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	c, err := acemq.Connect(ctx, testenv.AMQPURL(t), acemq.WithLogger(acemq.DiscardLogger()))
+	c, err := acemq.Connect(ctx, testenv.AMQPURL(t), acemq.Config{Logger: slog.New(slog.DiscardHandler)})
 	if err != nil {
 		t.Logf("cleanup: %v", err)
 		return
@@ -242,7 +245,7 @@ type hammer struct {
 
 func startHammer(c *acemq.Conn, q string, n int, sendTimeout time.Duration) *hammer {
 	h := &hammer{stop: make(chan struct{})}
-	pub := acemq.NewPublisher[item](c, "", q)
+	pub := acemq.NewPublisher[item](c, "", q, acemq.PublisherConfig{})
 	for g := 0; g < n; g++ {
 		h.wg.Add(1)
 		go func(g int) {
@@ -455,9 +458,9 @@ func TestRabbitBrokerRestartRestoresEverything(t *testing.T) {
 	// The exchange is transient, so after a restart it and its binding exist
 	// only if the Conn declares them again.
 	topo := acemq.NewTopology().
-		Exchange(ex, acemq.Direct, acemq.TransientExchange(), acemq.AutoDeleteExchange()).
-		Queue(q, acemq.AsClassic()).
-		Queue(keep, acemq.AsClassic()).
+		Exchange(ex, acemq.Direct, acemq.ExchangeOptions{Transient: true, AutoDelete: true}).
+		Queue(q, acemq.QueueOptions{Type: acemq.Classic}).
+		Queue(keep, acemq.QueueOptions{Type: acemq.Classic}).
 		Bind(q, ex, "k")
 	if err := c.Apply(ctx, topo); err != nil {
 		t.Fatal(err)
@@ -466,16 +469,16 @@ func TestRabbitBrokerRestartRestoresEverything(t *testing.T) {
 	k, err := acemq.Consume(ctx, c, q, func(ctx context.Context, m *acemq.Message[item]) acemq.Decision {
 		got <- m.Envelope
 		return acemq.Accept()
-	})
+	}, acemq.ConsumerConfig{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	for i := 0; i < 5; i++ {
-		if _, err := c.Publish(ctx, "", keep, item{i}); err != nil {
+		if _, err := c.Publish(ctx, "", keep, item{i}, acemq.SendOptions{}); err != nil {
 			t.Fatal(err)
 		}
 	}
-	sent, err := c.Publish(ctx, ex, "k", item{100}, acemq.Mandatory())
+	sent, err := c.Publish(ctx, ex, "k", item{100}, acemq.SendOptions{Mandatory: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -521,7 +524,7 @@ func TestRabbitBrokerRestartRestoresEverything(t *testing.T) {
 	go func() {
 		for {
 			pctx, cancel := context.WithTimeout(ctx, 5*time.Second)
-			s, err := c.Publish(pctx, ex, "k", item{200}, acemq.Mandatory())
+			s, err := c.Publish(pctx, ex, "k", item{200}, acemq.SendOptions{Mandatory: true})
 			cancel()
 			if err == nil {
 				firstSent = s
@@ -582,10 +585,10 @@ func TestRabbitBrokerRestartRestoresEverything(t *testing.T) {
 }
 
 func TestRabbitMemoryAlarmPausesPublishingButNotConsuming(t *testing.T) {
-	c, log := rabbit(t, acemq.WithConfirmTimeout(2*time.Second))
+	c, log := rabbit(t, acemq.Config{ConfirmTimeout: 2 * time.Second})
 	ctx := context.Background()
 	q := classicQueue(t, c, "engine.alarm")
-	pub := acemq.NewPublisher[item](c, "", q)
+	pub := acemq.NewPublisher[item](c, "", q, acemq.PublisherConfig{})
 	before, err := pub.Send(ctx, item{1})
 	if err != nil {
 		t.Fatal(err)
@@ -612,8 +615,8 @@ func TestRabbitMemoryAlarmPausesPublishingButNotConsuming(t *testing.T) {
 		return err != nil
 	})
 	ev := log.wait(t, acemq.EventBlocked, from, 10*time.Second)
-	if !c.Blocked() || c.BlockedReason() != "low on memory" || ev.Reason != "low on memory" {
-		t.Fatalf("Blocked()=%v BlockedReason()=%q event reason %q", c.Blocked(), c.BlockedReason(), ev.Reason)
+	if !c.Blocked() || c.Health(context.Background()).BlockedReason != "low on memory" || ev.Reason != "low on memory" {
+		t.Fatalf("Blocked()=%v BlockedReason()=%q event reason %q", c.Blocked(), c.Health(context.Background()).BlockedReason, ev.Reason)
 	}
 	start := time.Now()
 	_, err = pub.Send(ctx, item{3})
@@ -634,7 +637,7 @@ func TestRabbitMemoryAlarmPausesPublishingButNotConsuming(t *testing.T) {
 	k, err := acemq.Consume(ctx, c, q, func(ctx context.Context, m *acemq.Message[item]) acemq.Decision {
 		got <- m.Envelope
 		return acemq.Accept()
-	})
+	}, acemq.ConsumerConfig{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -663,8 +666,8 @@ func TestRabbitMemoryAlarmPausesPublishingButNotConsuming(t *testing.T) {
 	from = log.mark()
 	testenv.RabbitCtl(t, "set_vm_memory_high_watermark", "0.4")
 	log.wait(t, acemq.EventUnblocked, from, 10*time.Second)
-	if c.Blocked() || c.BlockedReason() != "" {
-		t.Fatalf("after unblock Blocked()=%v reason %q", c.Blocked(), c.BlockedReason())
+	if c.Blocked() || c.Health(context.Background()).BlockedReason != "" {
+		t.Fatalf("after unblock Blocked()=%v reason %q", c.Blocked(), c.Health(context.Background()).BlockedReason)
 	}
 	if _, err := pub.Send(ctx, item{4}); err != nil {
 		t.Fatalf("publishing after the alarm cleared: %v", err)
@@ -704,8 +707,7 @@ func TestRabbitRungCarriesExactlyTheContractsArguments(t *testing.T) {
 	c, _ := rabbit(t)
 	ctx := context.Background()
 	q := classicQueue(t, c, "engine.ladder")
-	k, err := acemq.Consume(ctx, c, q, func(ctx context.Context, m *acemq.Message[item]) acemq.Decision { return acemq.Accept() },
-		acemq.ConsumerRetry(acemq.Fixed(2, time.Second).WaitInBrokerFrom(time.Second)))
+	k, err := acemq.Consume(ctx, c, q, func(ctx context.Context, m *acemq.Message[item]) acemq.Decision { return acemq.Accept() }, acemq.ConsumerConfig{Retry: acemq.Fixed(2, time.Second).WaitInBrokerFrom(time.Second)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -759,20 +761,20 @@ func managementGet(t *testing.T, path string, v any) {
 }
 
 func TestRabbitRecoveryLeaksNoGoroutines(t *testing.T) {
-	c, log := rabbit(t, acemq.WithRecoveryInterval(100*time.Millisecond, time.Second))
+	c, log := rabbit(t, acemq.Config{RecoveryInterval: 100 * time.Millisecond, RecoveryIntervalMax: time.Second})
 	ctx := context.Background()
 	q := classicQueue(t, c, "engine.leak")
 	got := make(chan struct{}, 100)
 	k, err := acemq.Consume(ctx, c, q, func(ctx context.Context, m *acemq.Message[item]) acemq.Decision {
 		got <- struct{}{}
 		return acemq.Accept()
-	})
+	}, acemq.ConsumerConfig{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	roundTrip := func() {
 		t.Helper()
-		if _, err := c.Publish(ctx, "", q, item{1}); err != nil {
+		if _, err := c.Publish(ctx, "", q, item{1}, acemq.SendOptions{}); err != nil {
 			t.Fatal(err)
 		}
 		select {
@@ -820,7 +822,7 @@ func TestRabbitPublishToMissingExchangeKeepsPublishing(t *testing.T) {
 	c, _ := rabbit(t)
 	ctx := context.Background()
 	q := classicQueue(t, c, "engine.noexchange")
-	_, err := c.Publish(ctx, testenv.Unique("missing.x"), "k", item{1})
+	_, err := c.Publish(ctx, testenv.Unique("missing.x"), "k", item{1}, acemq.SendOptions{})
 	var pe *acemq.PublishError
 	if !errors.As(err, &pe) {
 		t.Fatalf("a publish to a missing exchange returned %v, want a *PublishError", err)
@@ -830,7 +832,7 @@ func TestRabbitPublishToMissingExchangeKeepsPublishing(t *testing.T) {
 		t.Fatalf("a channel closed with 404 is reported as %q; want the broker's 404, not a connection loss", err)
 	}
 	for i := 0; i < 20; i++ {
-		if _, err := c.Publish(ctx, "", q, item{i}); err != nil {
+		if _, err := c.Publish(ctx, "", q, item{i}, acemq.SendOptions{}); err != nil {
 			t.Fatalf("publish %d after a channel error: %v", i, err)
 		}
 	}
@@ -853,7 +855,7 @@ func TestRabbitForcedCloseConsumerLosesNothing(t *testing.T) {
 		handled[m.Envelope.ID]++
 		mu.Unlock()
 		return acemq.Accept()
-	}, acemq.ConsumerPrefetch(20), acemq.ConsumerConcurrency(4))
+	}, acemq.ConsumerConfig{Prefetch: 20, Concurrency: 4})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -999,11 +1001,10 @@ func TestRabbitSilentPartitionDetectedByHeartbeat(t *testing.T) {
 	}
 	u.Host = bh.addr()
 	t.Setenv("ACEMQ_TEST_AMQP_URL", u.String())
-	c, log := rabbit(t, acemq.WithHeartbeat(time.Second), acemq.WithConnectionTimeout(time.Second),
-		acemq.WithRecoveryInterval(500*time.Millisecond, 2*time.Second))
+	c, log := rabbit(t, acemq.Config{Heartbeat: time.Second, ConnectionTimeout: time.Second, RecoveryInterval: 500 * time.Millisecond, RecoveryIntervalMax: 2 * time.Second})
 	ctx := context.Background()
 	q := classicQueue(t, c, "engine.partition")
-	pub := acemq.NewPublisher[item](c, "", q)
+	pub := acemq.NewPublisher[item](c, "", q, acemq.PublisherConfig{})
 	if _, err := pub.Send(ctx, item{0}); err != nil {
 		t.Fatal(err)
 	}
@@ -1056,14 +1057,14 @@ func TestRabbitForcedCloseRestoresExclusiveQueue(t *testing.T) {
 	c, log := rabbit(t)
 	ctx := context.Background()
 	q := testenv.Unique("engine.exclusive")
-	if err := c.Apply(ctx, acemq.NewTopology().Queue(q, acemq.AsClassic(), acemq.Exclusive(), acemq.AutoDelete(), acemq.NonDurable())); err != nil {
+	if err := c.Apply(ctx, acemq.NewTopology().Queue(q, acemq.QueueOptions{Type: acemq.Classic, Exclusive: true, AutoDelete: true, Transient: true})); err != nil {
 		t.Fatal(err)
 	}
 	got := make(chan string, 10)
 	if _, err := acemq.Consume(ctx, c, q, func(ctx context.Context, m *acemq.Message[item]) acemq.Decision {
 		got <- m.Envelope.ID
 		return acemq.Accept()
-	}, acemq.WithoutDeadLetterDeclaration()); err != nil {
+	}, acemq.ConsumerConfig{NoDeadLetterDeclaration: true}); err != nil {
 		t.Fatal(err)
 	}
 	for round := 0; round < 3; round++ {
@@ -1073,7 +1074,7 @@ func TestRabbitForcedCloseRestoresExclusiveQueue(t *testing.T) {
 		if len(rec.Skipped) > 0 {
 			t.Fatalf("recovery skipped re-declarations: %v", rec.Skipped)
 		}
-		sent, err := c.Publish(ctx, "", q, item{round}, acemq.Mandatory())
+		sent, err := c.Publish(ctx, "", q, item{round}, acemq.SendOptions{Mandatory: true})
 		if err != nil {
 			t.Fatalf("round %d: publishing to the re-declared exclusive queue: %v", round, err)
 		}
@@ -1092,7 +1093,7 @@ func TestRabbitForcedCloseRestoresExclusiveQueue(t *testing.T) {
 // listener stopped, recovery gives up, the Conn is closed and publishes
 // are refused with ErrClosed.
 func TestRabbitRecoveryGivesUp(t *testing.T) {
-	c, log := rabbit(t, acemq.WithRecoveryInterval(50*time.Millisecond, 100*time.Millisecond), acemq.WithRecoveryAttempts(3))
+	c, log := rabbit(t, acemq.Config{RecoveryInterval: 50 * time.Millisecond, RecoveryIntervalMax: 100 * time.Millisecond, RecoveryAttempts: 3})
 	ctx := context.Background()
 	t.Cleanup(func() {
 		if !accepting(t) {
@@ -1114,7 +1115,7 @@ func TestRabbitRecoveryGivesUp(t *testing.T) {
 	if c.State() != acemq.StateClosed {
 		t.Fatalf("state %s after giving up, want closed", c.State())
 	}
-	_, err := c.Publish(ctx, "", "anything", item{1})
+	_, err := c.Publish(ctx, "", "anything", item{1}, acemq.SendOptions{})
 	var pe *acemq.PublishError
 	if !errors.Is(err, acemq.ErrClosed) || !errors.As(err, &pe) || pe.Outcome != acemq.OutcomeRefused || pe.Sent {
 		t.Fatalf("a publish after giving up returned %v, want a refusal with ErrClosed", err)
@@ -1129,7 +1130,7 @@ func TestRabbitSendAllAcrossForcedClose(t *testing.T) {
 	c, log := rabbit(t)
 	ctx := context.Background()
 	q := classicQueue(t, c, "engine.batch")
-	pub := acemq.NewPublisher[item](c, "", q)
+	pub := acemq.NewPublisher[item](c, "", q, acemq.PublisherConfig{})
 	var mu sync.Mutex
 	var confirmed []string
 	var batches, failedBatches int
@@ -1210,14 +1211,14 @@ func TestRabbitSendAllAcrossForcedClose(t *testing.T) {
 // off, a publish to a missing exchange (which makes the broker close the
 // non-confirming channel) and a forced close both leave publishing usable.
 func TestRabbitConfirmsOffSurvivesChannelErrorAndForcedClose(t *testing.T) {
-	c, log := rabbit(t, acemq.WithoutPublisherConfirms())
+	c, log := rabbit(t, acemq.Config{NoPublisherConfirms: true})
 	ctx := context.Background()
 	q := classicQueue(t, c, "engine.unconfirmed")
-	sent, err := c.Publish(ctx, "", q, item{0})
+	sent, err := c.Publish(ctx, "", q, item{0}, acemq.SendOptions{})
 	if err != nil || sent.Outcome != acemq.OutcomePublished {
 		t.Fatalf("unconfirmed publish: %+v %v", sent.Outcome, err)
 	}
-	if _, err := c.Publish(ctx, testenv.Unique("missing.x"), "k", item{1}); err != nil {
+	if _, err := c.Publish(ctx, testenv.Unique("missing.x"), "k", item{1}, acemq.SendOptions{}); err != nil {
 		t.Logf("publish to a missing exchange: %v", err)
 	}
 	// The broker closes the channel asynchronously; a marker published
@@ -1226,7 +1227,7 @@ func TestRabbitConfirmsOffSurvivesChannelErrorAndForcedClose(t *testing.T) {
 		t.Helper()
 		var marker acemq.Sent
 		eventually(t, 10*time.Second, what, func() bool {
-			s, err := c.Publish(ctx, "", q, item{2})
+			s, err := c.Publish(ctx, "", q, item{2}, acemq.SendOptions{})
 			if err != nil {
 				return false
 			}
@@ -1251,7 +1252,7 @@ func TestRabbitConfirmsOffSurvivesChannelErrorAndForcedClose(t *testing.T) {
 // (and a recovery that must drop the old connections) must still return
 // within its deadline during a memory alarm.
 func TestRabbitCloseWhileBlockedReturns(t *testing.T) {
-	c, log := rabbit(t, acemq.WithConfirmTimeout(time.Second))
+	c, log := rabbit(t, acemq.Config{ConfirmTimeout: time.Second})
 	ctx := context.Background()
 	q := classicQueue(t, c, "engine.blockedclose")
 	t.Cleanup(func() { testenv.RabbitCtl(t, "set_vm_memory_high_watermark", "0.4") })
@@ -1284,7 +1285,7 @@ func TestRabbitCloseWhileBlockedReturns(t *testing.T) {
 	cctx, cancel := context.WithTimeout(ctx, 3*time.Second)
 	defer cancel()
 	// Block the new publishing connection too, then close.
-	_, _ = c.Publish(ctx, "", q, item{2})
+	_, _ = c.Publish(ctx, "", q, item{2}, acemq.SendOptions{})
 	start := time.Now()
 	_ = c.Close(cctx)
 	if took := time.Since(start); took > 5*time.Second {
@@ -1299,7 +1300,7 @@ func TestRabbitCloseWhileBlockedReturns(t *testing.T) {
 // stale "blocked" after reconnect was a real bug), and is told again once
 // it publishes.
 func TestRabbitReconnectClearsBlocked(t *testing.T) {
-	c, log := rabbit(t, acemq.WithConfirmTimeout(time.Second))
+	c, log := rabbit(t, acemq.Config{ConfirmTimeout: time.Second})
 	ctx := context.Background()
 	q := classicQueue(t, c, "engine.staleblock")
 	t.Cleanup(func() { testenv.RabbitCtl(t, "set_vm_memory_high_watermark", "0.4") })
@@ -1310,8 +1311,8 @@ func TestRabbitReconnectClearsBlocked(t *testing.T) {
 	from = log.mark()
 	testenv.RabbitCtl(t, "close_all_connections", "test")
 	log.wait(t, acemq.EventRecovered, from, 30*time.Second)
-	if c.Blocked() || c.BlockedReason() != "" {
-		t.Fatalf("after reconnecting Blocked()=%v reason %q; the new connection has not been told anything", c.Blocked(), c.BlockedReason())
+	if c.Blocked() || c.Health(context.Background()).BlockedReason != "" {
+		t.Fatalf("after reconnecting Blocked()=%v reason %q; the new connection has not been told anything", c.Blocked(), c.Health(context.Background()).BlockedReason)
 	}
 	publishUntilBlocked(t, c, q)
 	log.wait(t, acemq.EventBlocked, from, 10*time.Second)
@@ -1321,7 +1322,7 @@ func TestRabbitReconnectClearsBlocked(t *testing.T) {
 	from = log.mark()
 	testenv.RabbitCtl(t, "set_vm_memory_high_watermark", "0.4")
 	log.wait(t, acemq.EventUnblocked, from, 10*time.Second)
-	if _, err := c.Publish(ctx, "", q, item{3}); err != nil {
+	if _, err := c.Publish(ctx, "", q, item{3}, acemq.SendOptions{}); err != nil {
 		t.Fatalf("publishing after the alarm cleared: %v", err)
 	}
 }
@@ -1335,7 +1336,7 @@ func publishUntilBlocked(t *testing.T, c *acemq.Conn, q string) {
 		if c.Blocked() {
 			return true
 		}
-		_, _ = c.Publish(context.Background(), "", q, item{-1})
+		_, _ = c.Publish(context.Background(), "", q, item{-1}, acemq.SendOptions{})
 		return c.Blocked()
 	})
 }

@@ -16,7 +16,7 @@ type arrival struct {
 }
 
 // failing starts a consumer on q whose handler always retries with "boom".
-func failing(r *rig, q string, opts ...acemq.ConsumerOption) <-chan arrival {
+func failing(r *rig, q string, opts ...acemq.ConsumerConfig) <-chan arrival {
 	seen := make(chan arrival, 100)
 	consume(r, q, func(ctx context.Context, m *acemq.Message[order]) acemq.Decision {
 		seen <- arrival{m: m, at: time.Now()}
@@ -34,7 +34,7 @@ func TestRetryInConsumerRepublishesAttemptPlusOneOnTheSchedule(t *testing.T) {
 		q := r.named("q")
 		r.queue(q)
 		policy := acemq.Exponential(3, 40*time.Millisecond, 0) // schedule 40ms, 80ms; jitter 0.2
-		seen := failing(r, q, acemq.ConsumerRetry(policy))
+		seen := failing(r, q, acemq.ConsumerConfig{Retry: policy})
 		sent := r.send(q, order{ID: "r"})
 
 		wantDelays := []time.Duration{40 * time.Millisecond, 80 * time.Millisecond}
@@ -83,7 +83,7 @@ func TestRetryWithNoRetryDeadLettersAfterOneAttempt(t *testing.T) {
 	onEveryRig(t, func(t *testing.T, r *rig) {
 		q := r.named("q")
 		r.queue(q)
-		failing(r, q, acemq.ConsumerRetry(acemq.NoRetry()))
+		failing(r, q, acemq.ConsumerConfig{Retry: acemq.NoRetry()})
 		sent := r.send(q, order{ID: "n"})
 		assertOne(t, r, sent.Envelope.ID, acemq.ConsumeDeadLettered, q+".dlq", "exhausted 1 attempt: boom")
 		if m := r.pull(q + ".dlq"); m.Envelope.Error != "exhausted 1 attempt: boom" {
@@ -96,10 +96,10 @@ func TestRetryBeyondTheAgeLimitDeadLettersWithAgeReason(t *testing.T) {
 	onEveryRig(t, func(t *testing.T, r *rig) {
 		q := r.named("q")
 		r.queue(q)
-		failing(r, q, acemq.ConsumerRetry(acemq.Exponential(5, time.Millisecond, 0).GiveUpAfter(2*time.Minute)))
+		failing(r, q, acemq.ConsumerConfig{Retry: acemq.Exponential(5, time.Millisecond, 0).GiveUpAfter(2 * time.Minute)})
 		env := acemq.NewEnvelope()
 		env.FirstSeen = time.Now().Add(-3 * time.Minute).Truncate(time.Millisecond)
-		sent := r.send(q, order{ID: "old"}, acemq.WithEnvelope(env))
+		sent := r.send(q, order{ID: "old"}, acemq.SendOptions{Envelope: &env})
 		want := "exceeded the maximum message age of 2m0s: boom"
 		assertOne(t, r, sent.Envelope.ID, acemq.ConsumeDeadLettered, q+".dlq", want)
 		if m := r.pull(q + ".dlq"); m.Envelope.Error != want || m.Envelope.Attempt != 1 {
@@ -112,8 +112,7 @@ func TestConsumerDeclaresTheDeadLetterHalfAtStart(t *testing.T) {
 	onEveryRig(t, func(t *testing.T, r *rig) {
 		q := r.named("q")
 		r.queue(q)
-		consume(r, q, func(context.Context, *acemq.Message[order]) acemq.Decision { return acemq.Accept() },
-			acemq.ConsumerRetry(acemq.NoRetry()))
+		consume(r, q, func(context.Context, *acemq.Message[order]) acemq.Decision { return acemq.Accept() }, acemq.ConsumerConfig{Retry: acemq.NoRetry()})
 		for _, half := range []string{q + ".dlq", q + ".parked"} {
 			if !r.exists(half) {
 				t.Errorf("%s does not exist after Consume returned", half)
@@ -130,7 +129,7 @@ func TestRetryInBrokerGoesThroughTheRungAndHomeViaRetryExchange(t *testing.T) {
 		q := r.named("q")
 		r.queue(q)
 		policy := acemq.Fixed(2, time.Second).WaitInBrokerFrom(time.Second)
-		seen := failing(r, q, acemq.ConsumerRetry(policy))
+		seen := failing(r, q, acemq.ConsumerConfig{Retry: policy})
 		if !r.exists(q + ".retry.1s") {
 			t.Fatalf("%s.retry.1s does not exist after Consume returned", q)
 		}
@@ -164,7 +163,7 @@ func TestRetryInBrokerGoesThroughTheRungAndHomeViaRetryExchange(t *testing.T) {
 		}
 		// A second consumer with the same policy declares the same rung
 		// again: its arguments are the same, so the broker does not refuse it.
-		k2, err := acemq.Consume(context.Background(), r.c, q, func(context.Context, *acemq.Message[order]) acemq.Decision { return acemq.Accept() }, acemq.ConsumerRetry(policy))
+		k2, err := acemq.Consume(context.Background(), r.c, q, func(context.Context, *acemq.Message[order]) acemq.Decision { return acemq.Accept() }, acemq.ConsumerConfig{Retry: policy})
 		if err != nil {
 			t.Fatalf("a second consumer with the same policy failed: %v", err)
 		}
@@ -178,12 +177,12 @@ func TestMissingRungFallsBackToAConsumerWait(t *testing.T) {
 	onEveryRig(t, func(t *testing.T, r *rig) {
 		q := r.named("q")
 		r.queue(q, func(tp *acemq.Topology) {
-			tp.Queue(q+".dlq", acemq.AsClassic()).Queue(q+".parked", acemq.AsClassic())
+			tp.Queue(q+".dlq", acemq.QueueOptions{Type: acemq.Classic}).Queue(q+".parked", acemq.QueueOptions{Type: acemq.Classic})
 		})
 		policy := acemq.Fixed(2, time.Second).WaitInBrokerFrom(time.Second)
-		seen := failing(r, q, acemq.ConsumerRetry(policy), acemq.WithoutDeadLetterDeclaration())
+		seen := failing(r, q, acemq.ConsumerConfig{Retry: policy, NoDeadLetterDeclaration: true})
 		if r.exists(q + ".retry.1s") {
-			t.Fatal("the rung was declared despite WithoutDeadLetterDeclaration")
+			t.Fatal("the rung was declared despite ConsumerConfig.NoDeadLetterDeclaration")
 		}
 		r.send(q, order{ID: "m"})
 		f := r.nextFallback()

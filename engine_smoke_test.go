@@ -3,6 +3,7 @@ package acemq_test
 import (
 	"context"
 	"errors"
+	"log/slog"
 	"testing"
 	"time"
 
@@ -15,12 +16,12 @@ type order struct {
 
 func TestSmokePublishConsumeRetryDeadLetter(t *testing.T) {
 	ctx := context.Background()
-	c, err := acemq.Connect(ctx, "memory://smoke-"+t.Name(), acemq.WithLogger(acemq.DiscardLogger()))
+	c, err := acemq.Connect(ctx, "memory://smoke-"+t.Name(), acemq.Config{Logger: slog.New(slog.DiscardHandler)})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer c.Close(ctx)
-	if err := c.Apply(ctx, acemq.NewTopology().Queue("orders", acemq.AsClassic())); err != nil {
+	if err := c.Apply(ctx, acemq.NewTopology().Queue("orders", acemq.QueueOptions{Type: acemq.Classic})); err != nil {
 		t.Fatal(err)
 	}
 	got := make(chan acemq.Envelope, 10)
@@ -30,11 +31,11 @@ func TestSmokePublishConsumeRetryDeadLetter(t *testing.T) {
 			return acemq.Retry(errors.New("boom"))
 		}
 		return acemq.Accept()
-	}, acemq.ConsumerRetry(acemq.Fixed(3, 10*time.Millisecond)))
+	}, acemq.ConsumerConfig{Retry: acemq.Fixed(3, 10*time.Millisecond)})
 	if err != nil {
 		t.Fatal(err)
 	}
-	pub := acemq.NewPublisher[order](c, "", "orders")
+	pub := acemq.NewPublisher[order](c, "", "orders", acemq.PublisherConfig{})
 	sent, err := pub.Send(ctx, order{ID: "o-1"})
 	if err != nil {
 		t.Fatal(err)

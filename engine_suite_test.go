@@ -2,11 +2,13 @@ package acemq_test
 
 import (
 	"context"
+	"log/slog"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/acemq-go/acemq"
+	"github.com/acemq-go/acemq/internal/brokertest"
 	"github.com/acemq-go/acemq/internal/testenv"
 	"github.com/acemq-go/acemq/transport/memory"
 )
@@ -24,18 +26,18 @@ type engine struct {
 	drop func()
 	// another opens a second Conn to the same broker, with an event log of
 	// its own, closed at cleanup.
-	another func(t *testing.T, opts ...acemq.Option) (*acemq.Conn, *eventLog)
+	another func(t *testing.T, opts ...acemq.Config) (*acemq.Conn, *eventLog)
 }
 
 // onEveryTransport runs fn on memory:// and on the RabbitMQ node of `make
 // test` (skipped, or failed under ACEMQ_REQUIRE_SERVICES, when it is not
 // running).
-func onEveryTransport(t *testing.T, fn func(t *testing.T, e *engine), opts ...acemq.Option) {
+func onEveryTransport(t *testing.T, fn func(t *testing.T, e *engine), opts ...acemq.Config) {
 	t.Run("memory", func(t *testing.T) {
 		log := newEventLog()
 		name := strings.ToLower(strings.NewReplacer("/", "-", "_", "-").Replace(t.Name())) + "-" + itoa(brokerSeq.Add(1))
-		all := append([]acemq.Option{acemq.WithLogger(acemq.DiscardLogger()), acemq.WithEventHandler(log.add)}, opts...)
-		c, err := acemq.Connect(context.Background(), "memory://"+name, all...)
+		all := brokertest.Overlay(acemq.Config{Logger: slog.New(slog.DiscardHandler), OnEvent: log.add}, opts...)
+		c, err := acemq.Connect(context.Background(), "memory://"+name, all)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -46,11 +48,11 @@ func onEveryTransport(t *testing.T, fn func(t *testing.T, e *engine), opts ...ac
 			memory.Delete(name)
 		})
 		b := memory.Lookup(name)
-		another := func(t *testing.T, opts ...acemq.Option) (*acemq.Conn, *eventLog) {
+		another := func(t *testing.T, opts ...acemq.Config) (*acemq.Conn, *eventLog) {
 			t.Helper()
 			log := newEventLog()
-			all := append([]acemq.Option{acemq.WithLogger(acemq.DiscardLogger()), acemq.WithEventHandler(log.add)}, opts...)
-			c, err := acemq.Connect(context.Background(), "memory://"+name, all...)
+			all := brokertest.Overlay(acemq.Config{Logger: slog.New(slog.DiscardHandler), OnEvent: log.add}, opts...)
+			c, err := acemq.Connect(context.Background(), "memory://"+name, all)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -76,9 +78,9 @@ func TestRecoverySkipsARefusedRedeclarationAndRestoresTheRest(t *testing.T) {
 		ctx := context.Background()
 		changed, lost, ex := e.unique("changed"), e.unique("lost"), e.unique("ex")
 		tp := acemq.NewTopology().
-			Exchange(ex, acemq.Direct).
-			Queue(changed, acemq.AsClassic()).
-			Queue(lost, acemq.AsClassic()).
+			Exchange(ex, acemq.Direct, acemq.ExchangeOptions{}).
+			Queue(changed, acemq.QueueOptions{Type: acemq.Classic}).
+			Queue(lost, acemq.QueueOptions{Type: acemq.Classic}).
 			Bind(lost, ex, "k")
 		if err := e.c.Apply(ctx, tp); err != nil {
 			t.Fatal(err)
@@ -96,7 +98,7 @@ func TestRecoverySkipsARefusedRedeclarationAndRestoresTheRest(t *testing.T) {
 				t.Fatal(err)
 			}
 		}
-		other := acemq.NewTopology().Queue(changed, acemq.AsClassic(), acemq.WithArgs(map[string]any{"x-max-length": int64(5)}))
+		other := acemq.NewTopology().Queue(changed, acemq.QueueOptions{Type: acemq.Classic, Args: map[string]any{"x-max-length": int64(5)}})
 		if err := e.c.Apply(ctx, other); err != nil {
 			t.Fatal(err)
 		}
@@ -106,7 +108,7 @@ func TestRecoverySkipsARefusedRedeclarationAndRestoresTheRest(t *testing.T) {
 		if len(rec.Skipped) != 1 || !strings.Contains(rec.Skipped[0].Error(), changed) || !strings.Contains(rec.Skipped[0].Error(), "406") {
 			t.Fatalf("skipped %v, want one 406 refusal naming %s", rec.Skipped, changed)
 		}
-		if _, err := acemq.NewPublisher[item](e.c, ex, "k").Send(ctx, item{N: 1}, acemq.Mandatory()); err != nil {
+		if _, err := acemq.NewPublisher[item](e.c, ex, "k", acemq.PublisherConfig{}).SendWith(ctx, item{N: 1}, acemq.SendOptions{Mandatory: true}); err != nil {
 			t.Fatalf("publish through the restored binding: %v", err)
 		}
 		info, err := e.c.QueueInfo(ctx, lost)
@@ -124,7 +126,7 @@ func TestRecoveryReattachesAConsumerOnlyAfterItsQueueIsRedeclared(t *testing.T) 
 	onEveryTransport(t, func(t *testing.T, e *engine) {
 		ctx := context.Background()
 		q := e.unique("mine")
-		if err := e.c.Apply(ctx, acemq.NewTopology().Queue(q, acemq.Exclusive())); err != nil {
+		if err := e.c.Apply(ctx, acemq.NewTopology().Queue(q, acemq.QueueOptions{Exclusive: true})); err != nil {
 			t.Fatal(err)
 		}
 		t.Cleanup(func() {
@@ -136,7 +138,7 @@ func TestRecoveryReattachesAConsumerOnlyAfterItsQueueIsRedeclared(t *testing.T) 
 		k, err := acemq.Consume(ctx, e.c, q, func(ctx context.Context, m *acemq.Message[item]) acemq.Decision {
 			got <- m.Payload.N
 			return acemq.Accept()
-		})
+		}, acemq.ConsumerConfig{})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -148,7 +150,7 @@ func TestRecoveryReattachesAConsumerOnlyAfterItsQueueIsRedeclared(t *testing.T) 
 		if st := e.c.Health(ctx).Stalled; len(st) != 0 {
 			t.Fatalf("stalled at the recovered event: %v; want the consumer of %s reading again", st, q)
 		}
-		if _, err := acemq.NewPublisher[item](e.c, "", q).Send(ctx, item{N: 7}); err != nil {
+		if _, err := acemq.NewPublisher[item](e.c, "", q, acemq.PublisherConfig{}).Send(ctx, item{N: 7}); err != nil {
 			t.Fatal(err)
 		}
 		select {
@@ -167,10 +169,10 @@ func TestRecoveryReattachesAConsumerOnlyAfterItsQueueIsRedeclared(t *testing.T) 
 // again once the queue is back.
 func TestConsumerOfADeletedQueueResumesAfterARecoveryWithoutIt(t *testing.T) {
 	onEveryTransport(t, func(t *testing.T, e *engine) {
-		admin, adminLog := e.another(t, acemq.WithRecoveryInterval(100*time.Millisecond, 400*time.Millisecond))
+		admin, adminLog := e.another(t, acemq.Config{RecoveryInterval: 100 * time.Millisecond, RecoveryIntervalMax: 400 * time.Millisecond})
 		ctx := context.Background()
 		q := e.unique("engine.deleted")
-		if err := admin.Apply(ctx, acemq.NewTopology().Queue(q, acemq.AsClassic())); err != nil {
+		if err := admin.Apply(ctx, acemq.NewTopology().Queue(q, acemq.QueueOptions{Type: acemq.Classic})); err != nil {
 			t.Fatal(err)
 		}
 		t.Cleanup(func() {
@@ -182,7 +184,7 @@ func TestConsumerOfADeletedQueueResumesAfterARecoveryWithoutIt(t *testing.T) {
 		if _, err := acemq.Consume(ctx, e.c, q, func(ctx context.Context, m *acemq.Message[item]) acemq.Decision {
 			got <- m.Envelope.ID
 			return acemq.Accept()
-		}); err != nil {
+		}, acemq.ConsumerConfig{}); err != nil {
 			t.Fatal(err)
 		}
 		if _, err := admin.DeleteQueue(ctx, q); err != nil {
@@ -193,13 +195,13 @@ func TestConsumerOfADeletedQueueResumesAfterARecoveryWithoutIt(t *testing.T) {
 		rec := e.log.wait(t, acemq.EventRecovered, from, 30*time.Second)
 		adminLog.wait(t, acemq.EventRecovered, adminFrom, 30*time.Second)
 		t.Logf("recovered with the queue missing (attempt %d)", rec.Attempt)
-		if err := admin.Apply(ctx, acemq.NewTopology().Queue(q, acemq.AsClassic())); err != nil {
+		if err := admin.Apply(ctx, acemq.NewTopology().Queue(q, acemq.QueueOptions{Type: acemq.Classic})); err != nil {
 			t.Fatal(err)
 		}
 		var sent acemq.Sent
 		eventually(t, 15*time.Second, "the consumer reading the re-created queue", func() bool {
 			var err error
-			if sent, err = admin.Publish(ctx, "", q, item{1}); err != nil {
+			if sent, err = admin.Publish(ctx, "", q, item{1}, acemq.SendOptions{}); err != nil {
 				return false
 			}
 			select {
@@ -209,5 +211,5 @@ func TestConsumerOfADeletedQueueResumesAfterARecoveryWithoutIt(t *testing.T) {
 				return false
 			}
 		})
-	}, acemq.WithRecoveryInterval(100*time.Millisecond, 400*time.Millisecond))
+	}, acemq.Config{RecoveryInterval: 100 * time.Millisecond, RecoveryIntervalMax: 400 * time.Millisecond})
 }

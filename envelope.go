@@ -9,34 +9,8 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/acemq-go/acemq/header"
 	"github.com/acemq-go/acemq/transport"
-)
-
-// Wire header names (contract §1.1, §1.3).
-const (
-	HeaderID            = "x-acemq-id"
-	HeaderType          = "x-acemq-type"
-	HeaderVersion       = "x-acemq-version"
-	HeaderCorrelation   = "x-acemq-correlation"
-	HeaderCausation     = "x-acemq-causation"
-	HeaderAttempt       = "x-acemq-attempt"
-	HeaderFirstSeen     = "x-acemq-first-seen"
-	HeaderOrigin        = "x-acemq-origin"
-	HeaderError         = "x-acemq-error"
-	HeaderClaim         = "x-acemq-claim"
-	HeaderRoute         = "x-acemq-route"
-	HeaderRoutePosition = "x-acemq-route-position"
-	HeaderRouteID       = "x-acemq-route-id"
-
-	HeaderReplyTo      = "acemq-reply-to"
-	HeaderReplyError   = "acemq-error"
-	HeaderRoutingSlip  = "acemq-routing-slip"
-	HeaderReplayedFrom = "acemq-replayed-from"
-	HeaderReplayedAt   = "acemq-replayed-at"
-	HeaderReplayCount  = "acemq-replay-count"
-
-	// ReservedPrefix is the engine's header namespace.
-	ReservedPrefix = "x-acemq-"
 )
 
 // Envelope is the metadata every AceMQ message carries. It is a value:
@@ -102,7 +76,7 @@ func (e Envelope) Headers() map[string]any {
 // sentence. An empty name or a nil value (AMQP headers carry no null) is
 // refused too, also leaving the envelope unchanged.
 func (e Envelope) WithHeader(name string, value any) (Envelope, error) {
-	if strings.HasPrefix(name, ReservedPrefix) {
+	if strings.HasPrefix(name, header.ReservedPrefix) {
 		return e, reservedHeaderError(name)
 	}
 	if name == "" {
@@ -122,7 +96,7 @@ func (e Envelope) WithHeader(name string, value any) (Envelope, error) {
 func (e Envelope) WithHeaders(h map[string]any) Envelope {
 	c := e.clone(len(h))
 	for k, v := range h {
-		if k == "" || v == nil || strings.HasPrefix(k, ReservedPrefix) {
+		if k == "" || v == nil || strings.HasPrefix(k, header.ReservedPrefix) {
 			continue
 		}
 		c.headers[k] = v
@@ -237,7 +211,7 @@ func (e Envelope) Validate() error {
 func (e Envelope) render() transport.Table {
 	t := make(transport.Table, e.renderedLen())
 	for k, v := range e.headers {
-		if v == nil || k == HeaderReplyTo || strings.HasPrefix(k, ReservedPrefix) {
+		if v == nil || k == header.ReplyTo || strings.HasPrefix(k, header.ReservedPrefix) {
 			continue
 		}
 		t[k] = v
@@ -245,33 +219,33 @@ func (e Envelope) render() transport.Table {
 	// The id is boxed once: by default the correlation is the same string.
 	var id any = e.ID
 	if e.ID != "" {
-		t[HeaderID] = id
+		t[header.ID] = id
 	}
 	if e.Type != "" {
-		t[HeaderType] = lastType.box(e.Type)
+		t[header.Type] = lastType.box(e.Type)
 	}
-	t[HeaderVersion] = wireInt(int64(e.Version))
+	t[header.Version] = wireInt(int64(e.Version))
 	if corr := e.CorrelationID; corr != "" && corr != e.ID {
-		t[HeaderCorrelation] = corr
+		t[header.Correlation] = corr
 	} else if e.ID != "" {
-		t[HeaderCorrelation] = id
+		t[header.Correlation] = id
 	}
-	t[HeaderAttempt] = wireInt(int64(e.Attempt))
+	t[header.Attempt] = wireInt(int64(e.Attempt))
 	if !e.FirstSeen.IsZero() {
-		t[HeaderFirstSeen] = boxMillis(e.FirstSeen.UnixMilli())
+		t[header.FirstSeen] = boxMillis(e.FirstSeen.UnixMilli())
 	}
 	if e.Origin != "" {
-		t[HeaderOrigin] = lastOrigin.box(e.Origin)
+		t[header.Origin] = lastOrigin.box(e.Origin)
 	}
-	putString(t, HeaderCausation, e.CausationID)
-	putString(t, HeaderError, e.Error)
-	putString(t, HeaderClaim, e.Claim)
+	putString(t, header.Causation, e.CausationID)
+	putString(t, header.Error, e.Error)
+	putString(t, header.Claim, e.Claim)
 	if len(e.Route) > 0 {
-		t[HeaderRoute] = strings.Join(e.Route, ",")
-		t[HeaderRoutePosition] = wireInt(int64(e.RoutePosition))
-		putString(t, HeaderRouteID, e.RouteID)
+		t[header.Route] = strings.Join(e.Route, ",")
+		t[header.RoutePosition] = wireInt(int64(e.RoutePosition))
+		putString(t, header.RouteID, e.RouteID)
 	}
-	putString(t, HeaderReplyTo, e.ReplyTo)
+	putString(t, header.ReplyTo, e.ReplyTo)
 	return t
 }
 

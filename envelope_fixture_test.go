@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/acemq-go/acemq/header"
 	"github.com/acemq-go/acemq/internal/testenv"
 	"github.com/acemq-go/acemq/transport"
 )
@@ -72,10 +73,10 @@ func TestFixtureEnvelopesReadCheckAndRenderHeaderByHeader(t *testing.T) {
 				t.Fatalf("unknown fixture case %q: add its expectations", c.Case)
 			}
 			if c.Case == "minimal" {
-				want.ID = c.Headers[HeaderID].(string)
-				want.Correlation = c.Headers[HeaderCorrelation].(string)
-				want.Origin = c.Headers[HeaderOrigin].(string)
-				want.FirstSeen = time.UnixMilli(int64(c.Headers[HeaderFirstSeen].(float64))).UTC()
+				want.ID = c.Headers[header.ID].(string)
+				want.Correlation = c.Headers[header.Correlation].(string)
+				want.Origin = c.Headers[header.Origin].(string)
+				want.FirstSeen = time.UnixMilli(int64(c.Headers[header.FirstSeen].(float64))).UTC()
 				if want.ID != c.MessageID || want.Correlation != want.ID {
 					t.Fatalf("minimal: id %q, message-id %q, correlation %q should all agree", want.ID, c.MessageID, want.Correlation)
 				}
@@ -166,7 +167,7 @@ func TestFixtureReplayedCaseCarriesReplayStamps(t *testing.T) {
 		if n := ReplayCount(e); n != 2 {
 			t.Errorf("ReplayCount = %d, want 2", n)
 		}
-		if from, _ := e.Header(HeaderReplayedFrom); from != "orders.new.dlq" {
+		if from, _ := e.Header(header.ReplayedFrom); from != "orders.new.dlq" {
 			t.Errorf("acemq-replayed-from = %v, want orders.new.dlq", from)
 		}
 		return
@@ -178,14 +179,14 @@ func TestFixtureReplayedCaseCarriesReplayStamps(t *testing.T) {
 // (fixtures/README.md), written out by hand.
 func TestFixtureClaimedCaseRoundTrips(t *testing.T) {
 	headers := transport.Table{
-		HeaderAttempt:     int32(1),
-		HeaderClaim:       "s3://payloads/orders/o-4",
-		HeaderCorrelation: "corr-3",
-		HeaderFirstSeen:   int64(1767323045678),
-		HeaderID:          "aaaaaaaa-bbbb-cccc-dddd-eeeeeeeeeeee",
-		HeaderOrigin:      "orders@host-7",
-		HeaderType:        "fx.claimed",
-		HeaderVersion:     int32(1),
+		header.Attempt:     int32(1),
+		header.Claim:       "s3://payloads/orders/o-4",
+		header.Correlation: "corr-3",
+		header.FirstSeen:   int64(1767323045678),
+		header.ID:          "aaaaaaaa-bbbb-cccc-dddd-eeeeeeeeeeee",
+		header.Origin:      "orders@host-7",
+		header.Type:        "fx.claimed",
+		header.Version:     int32(1),
 	}
 	e := readEnvelope(headers, "fx.claimed", "aaaaaaaa-bbbb-cccc-dddd-eeeeeeeeeeee", "")
 	if e.Claim != "s3://payloads/orders/o-4" || e.ID != "aaaaaaaa-bbbb-cccc-dddd-eeeeeeeeeeee" ||

@@ -4,6 +4,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/acemq-go/acemq/header"
 	"github.com/acemq-go/acemq/transport"
 )
 
@@ -17,9 +18,9 @@ func FuzzReadEnvelope(f *testing.F) {
 	f.Add("a,,b", int64(0), 3.7, []byte(""), uint8(3), "", "m")
 	f.Add("2026-02-03T04:05:06.789Z", int64(1770091506789), 1770091506789.0, []byte("2026-02-03T04:05:06Z"), uint8(4), "r", "")
 
-	names := []string{HeaderID, HeaderType, HeaderVersion, HeaderCorrelation, HeaderCausation,
-		HeaderAttempt, HeaderFirstSeen, HeaderOrigin, HeaderError, HeaderClaim, HeaderRoute,
-		HeaderRoutePosition, HeaderRouteID, HeaderReplyTo, HeaderReplayedAt, HeaderReplayCount}
+	names := []string{header.ID, header.Type, header.Version, header.Correlation, header.Causation,
+		header.Attempt, header.FirstSeen, header.Origin, header.Error, header.Claim, header.Route,
+		header.RoutePosition, header.RouteID, header.ReplyTo, header.ReplayedAt, header.ReplayCount}
 	f.Fuzz(func(t *testing.T, s string, i int64, fl float64, b []byte, shape uint8, routingKey, messageID string) {
 		values := []any{s, i, fl, b, int32(i), uint64(i), float32(fl), []any{s}, transport.Table{"x": s}, nil, true}
 		h := transport.Table{"x-death": []any{transport.Table{"count": i}}, "x-acemq-unknown": s}
@@ -31,7 +32,7 @@ func FuzzReadEnvelope(f *testing.F) {
 			t.Fatalf("read %+v from %v", e, h)
 		}
 		for name := range e.Headers() {
-			if len(name) >= len(ReservedPrefix) && name[:len(ReservedPrefix)] == ReservedPrefix {
+			if len(name) >= len(header.ReservedPrefix) && name[:len(header.ReservedPrefix)] == header.ReservedPrefix {
 				t.Fatalf("reserved header %s stayed visible", name)
 			}
 		}
@@ -39,7 +40,7 @@ func FuzzReadEnvelope(f *testing.F) {
 		ReplayCount(e)
 		r := e.render()
 		for name, v := range r {
-			engine := name == HeaderReplyTo || strings.HasPrefix(name, ReservedPrefix)
+			engine := name == header.ReplyTo || strings.HasPrefix(name, header.ReservedPrefix)
 			if v == nil || (engine && v == "") {
 				t.Fatalf("render wrote %s as %#v", name, v)
 			}

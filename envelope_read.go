@@ -7,6 +7,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/acemq-go/acemq/header"
 	"github.com/acemq-go/acemq/internal/wire"
 	"github.com/acemq-go/acemq/transport"
 )
@@ -25,38 +26,38 @@ func readEnvelope(headers transport.Table, routingKey, messageID, replyTo string
 	var route string
 	apps := 0
 	for k, v := range headers {
-		if !strings.HasPrefix(k, ReservedPrefix) {
+		if !strings.HasPrefix(k, header.ReservedPrefix) {
 			if v != nil {
 				apps++
 			}
 			continue
 		}
 		switch k {
-		case HeaderID:
+		case header.ID:
 			e.ID, _ = readString(v)
-		case HeaderType:
+		case header.Type:
 			e.Type, _ = readString(v)
-		case HeaderVersion:
+		case header.Version:
 			version, _ = readInt(v)
-		case HeaderCorrelation:
+		case header.Correlation:
 			e.CorrelationID, _ = readString(v)
-		case HeaderCausation:
+		case header.Causation:
 			e.CausationID, _ = readString(v)
-		case HeaderAttempt:
+		case header.Attempt:
 			attempt, _ = readInt(v)
-		case HeaderFirstSeen:
+		case header.FirstSeen:
 			firstSeen, _ = readInt(v)
-		case HeaderOrigin:
+		case header.Origin:
 			e.Origin, _ = readString(v)
-		case HeaderError:
+		case header.Error:
 			e.Error, _ = readString(v)
-		case HeaderClaim:
+		case header.Claim:
 			e.Claim, _ = readString(v)
-		case HeaderRoute:
+		case header.Route:
 			route, _ = readString(v)
-		case HeaderRoutePosition:
+		case header.RoutePosition:
 			position, _ = readInt(v)
-		case HeaderRouteID:
+		case header.RouteID:
 			e.RouteID, _ = readString(v)
 		}
 	}
@@ -87,7 +88,7 @@ func readEnvelope(headers transport.Table, routingKey, messageID, replyTo string
 			e.RoutePosition = int(position)
 		}
 	}
-	if s, ok := readString(headers[HeaderReplyTo]); ok {
+	if s, ok := readString(headers[header.ReplyTo]); ok {
 		e.ReplyTo = s
 	} else if utf8.ValidString(replyTo) {
 		e.ReplyTo = replyTo
@@ -96,7 +97,7 @@ func readEnvelope(headers transport.Table, routingKey, messageID, replyTo string
 	if apps > 0 {
 		e.headers = make(map[string]any, apps)
 		for k, v := range headers {
-			if v != nil && !strings.HasPrefix(k, ReservedPrefix) {
+			if v != nil && !strings.HasPrefix(k, header.ReservedPrefix) {
 				e.headers[k] = v
 			}
 		}
@@ -213,7 +214,7 @@ func parseInt(s string) (int64, bool) {
 // 3339 with a numeric offset such as "+00:00". The time is returned in UTC.
 // It reports false when the header is absent or in none of these forms.
 func ReplayedAt(e Envelope) (time.Time, bool) {
-	v, ok := e.headers[HeaderReplayedAt]
+	v, ok := e.headers[header.ReplayedAt]
 	if !ok {
 		return time.Time{}, false
 	}
@@ -248,7 +249,7 @@ func FormatReplayedAt(t time.Time) string { return t.UTC().Format(replayedAtLayo
 // its acemq-replay-count header (read tolerantly, contract §1.4). It is 0
 // when the header is absent, unreadable or negative.
 func ReplayCount(e Envelope) int {
-	n, ok := readInt(e.headers[HeaderReplayCount])
+	n, ok := readInt(e.headers[header.ReplayCount])
 	if !ok || n < 0 || n > math.MaxInt32 {
 		return 0
 	}

@@ -6,6 +6,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/acemq-go/acemq/header"
 	"github.com/acemq-go/acemq/transport"
 )
 
@@ -46,7 +47,7 @@ func TestEnvelopeTolerantReadOfIntegerFields(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			e := readEnvelope(transport.Table{HeaderAttempt: tt.value, HeaderVersion: tt.value}, "k", "m", "")
+			e := readEnvelope(transport.Table{header.Attempt: tt.value, header.Version: tt.value}, "k", "m", "")
 			if e.Attempt != tt.want || e.Version != tt.want {
 				t.Errorf("attempt/version from %#v = %d/%d, want %d", tt.value, e.Attempt, e.Version, tt.want)
 			}
@@ -75,7 +76,7 @@ func TestEnvelopeTolerantReadOfStringFields(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			e := readEnvelope(transport.Table{HeaderCorrelation: tt.value}, "k", "m", "")
+			e := readEnvelope(transport.Table{header.Correlation: tt.value}, "k", "m", "")
 			if e.CorrelationID != tt.want {
 				t.Errorf("correlation from %#v = %q, want %q", tt.value, e.CorrelationID, tt.want)
 			}
@@ -96,7 +97,7 @@ func TestEnvelopeReadWithoutAceMQHeadersUsesDefaults(t *testing.T) {
 }
 
 func TestEnvelopeReadIDHeaderWinsOverMessageID(t *testing.T) {
-	e := readEnvelope(transport.Table{HeaderID: "hdr", HeaderType: "t"}, "key", "prop", "")
+	e := readEnvelope(transport.Table{header.ID: "hdr", header.Type: "t"}, "key", "prop", "")
 	if e.ID != "hdr" || e.Type != "t" || e.CorrelationID != "hdr" {
 		t.Errorf("read %+v", e)
 	}
@@ -105,12 +106,12 @@ func TestEnvelopeReadIDHeaderWinsOverMessageID(t *testing.T) {
 func TestEnvelopeReadFirstSeen(t *testing.T) {
 	want := time.Date(2026, 1, 2, 3, 4, 5, 678e6, time.UTC)
 	for _, v := range []any{int64(1767323045678), float64(1767323045678), "1767323045678", []byte("1767323045678")} {
-		if e := readEnvelope(transport.Table{HeaderFirstSeen: v}, "", "", ""); !e.FirstSeen.Equal(want) || e.FirstSeen.Location() != time.UTC {
+		if e := readEnvelope(transport.Table{header.FirstSeen: v}, "", "", ""); !e.FirstSeen.Equal(want) || e.FirstSeen.Location() != time.UTC {
 			t.Errorf("first-seen from %#v = %v, want %v UTC", v, e.FirstSeen, want)
 		}
 	}
 	for _, v := range []any{"yesterday", int64(0), int64(-5), true} {
-		if e := readEnvelope(transport.Table{HeaderFirstSeen: v}, "", "", ""); !e.FirstSeen.IsZero() {
+		if e := readEnvelope(transport.Table{header.FirstSeen: v}, "", "", ""); !e.FirstSeen.IsZero() {
 			t.Errorf("first-seen from %#v = %v, want unknown (zero)", v, e.FirstSeen)
 		}
 	}
@@ -118,13 +119,13 @@ func TestEnvelopeReadFirstSeen(t *testing.T) {
 
 func TestEnvelopeReadRouteAndReplyTo(t *testing.T) {
 	e := readEnvelope(transport.Table{
-		HeaderRoute: "a,b,c", HeaderRoutePosition: "2", HeaderRouteID: "rid",
-		HeaderReplyTo: "hdr-reply",
+		header.Route: "a,b,c", header.RoutePosition: "2", header.RouteID: "rid",
+		header.ReplyTo: "hdr-reply",
 	}, "", "", "prop-reply")
 	if len(e.Route) != 3 || e.Route[2] != "c" || e.RoutePosition != 2 || e.RouteID != "rid" || e.ReplyTo != "hdr-reply" {
 		t.Errorf("read %+v", e)
 	}
-	e = readEnvelope(transport.Table{HeaderRoute: "a", HeaderRoutePosition: "x"}, "", "", "prop-reply")
+	e = readEnvelope(transport.Table{header.Route: "a", header.RoutePosition: "x"}, "", "", "prop-reply")
 	if e.RoutePosition != 0 || e.ReplyTo != "prop-reply" {
 		t.Errorf("unreadable position / reply-to property: %+v", e)
 	}
@@ -134,7 +135,7 @@ func TestEnvelopeReadKeepsApplicationAndBrokerHeadersDropsReserved(t *testing.T)
 	xdeath := []any{transport.Table{"count": int64(1), "queue": "q", "reason": "rejected",
 		"routing-keys": []any{"q"}, "time": time.Unix(1, 0)}}
 	e := readEnvelope(transport.Table{
-		HeaderID:              "id",
+		header.ID:             "id",
 		"x-acemq-replayed-at": "2026-02-03T04:05:06Z", // .NET's name: unknown, dropped
 		"x-acemq-":            "bare prefix",
 		"x-death":             xdeath,
@@ -184,7 +185,7 @@ func TestReplayedAtAcceptsEveryFamilyForm(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			e := readEnvelope(transport.Table{HeaderReplayedAt: tt.value}, "", "", "")
+			e := readEnvelope(transport.Table{header.ReplayedAt: tt.value}, "", "", "")
 			got, ok := ReplayedAt(e)
 			if ok != tt.ok || !got.Equal(tt.want) {
 				t.Errorf("ReplayedAt(%#v) = %v, %v; want %v, %v", tt.value, got, ok, tt.want, tt.ok)
@@ -220,7 +221,7 @@ func TestReplayCountReadsTolerantlyAndDefaultsToZero(t *testing.T) {
 		value any
 		want  int
 	}{{int64(2), 2}, {"3", 3}, {float64(4), 4}, {"x", 0}, {int64(-1), 0}, {nil, 0}} {
-		e := readEnvelope(transport.Table{HeaderReplayCount: tt.value}, "", "", "")
+		e := readEnvelope(transport.Table{header.ReplayCount: tt.value}, "", "", "")
 		if got := ReplayCount(e); got != tt.want {
 			t.Errorf("ReplayCount(%#v) = %d, want %d", tt.value, got, tt.want)
 		}
@@ -229,15 +230,15 @@ func TestReplayCountReadsTolerantlyAndDefaultsToZero(t *testing.T) {
 
 func BenchmarkReadEnvelope(b *testing.B) {
 	headers := transport.Table{
-		HeaderID:          "11111111-2222-3333-4444-555555555555",
-		HeaderType:        "order.placed",
-		HeaderVersion:     int32(3),
-		HeaderCorrelation: "corr-1",
-		HeaderCausation:   "cause-1",
-		HeaderAttempt:     int32(1),
-		HeaderFirstSeen:   int64(1767323045678),
-		HeaderOrigin:      "orders@host-7",
-		"x-tenant":        "acme",
+		header.ID:          "11111111-2222-3333-4444-555555555555",
+		header.Type:        "order.placed",
+		header.Version:     int32(3),
+		header.Correlation: "corr-1",
+		header.Causation:   "cause-1",
+		header.Attempt:     int32(1),
+		header.FirstSeen:   int64(1767323045678),
+		header.Origin:      "orders@host-7",
+		"x-tenant":         "acme",
 	}
 	b.ReportAllocs()
 	for b.Loop() {
@@ -250,7 +251,7 @@ func BenchmarkReadEnvelope(b *testing.B) {
 
 func TestEnvelopeReadNeverKeepsAnIdTheContractForbidsWriting(t *testing.T) {
 	for _, v := range []any{"\xff\xfeid", []byte{0xff, 0xfe}} {
-		e := readEnvelope(transport.Table{HeaderID: v}, "k", "", "")
+		e := readEnvelope(transport.Table{header.ID: v}, "k", "", "")
 		if !isUUIDv4(e.ID) || e.CorrelationID != e.ID {
 			t.Errorf("id from %#v read as %q (correlation %q), want a fresh UUID as for an absent id", v, e.ID, e.CorrelationID)
 		}

@@ -5,6 +5,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/acemq-go/acemq/header"
 )
 
 func isUUIDv4(s string) bool {
@@ -66,10 +68,10 @@ func TestHeaderPrefixTestIsCaseSensitiveAndAcemqDashIsNotReserved(t *testing.T) 
 	for _, name := range []string{"acemq-replayed-from", "X-AceMQ-Tenant", "x-acemq", "x-tenant"} {
 		e, err := NewEnvelope().WithHeader(name, "v")
 		if err != nil {
-			t.Errorf("WithHeader(%q) refused: %v", name, err)
+			t.Errorf("SendOptions{Headers: %q} refused: %v", name, err)
 		}
 		if v, ok := e.Header(name); !ok || v != "v" {
-			t.Errorf("WithHeader(%q) did not set it", name)
+			t.Errorf("SendOptions{Headers: %q} did not set it", name)
 		}
 	}
 }
@@ -91,8 +93,8 @@ func TestHeaderBulkCopySkipsReservedNames(t *testing.T) {
 	if len(h) != 2 || h["x-tenant"] != "acme" || h["acemq-replay-count"] != int64(1) {
 		t.Errorf("headers = %v", h)
 	}
-	if r := e.render(); r[HeaderID] != e.ID {
-		t.Errorf("rendered id = %v, want %s", r[HeaderID], e.ID)
+	if r := e.render(); r[header.ID] != e.ID {
+		t.Errorf("rendered id = %v, want %s", r[header.ID], e.ID)
 	}
 }
 
@@ -112,7 +114,7 @@ func TestEnvelopeWithMethodsNeverChangeTheOriginal(t *testing.T) {
 		t.Errorf("original changed: %+v headers %v", orig, orig.Headers())
 	}
 	if _, ok := hdr.Header("x-b"); !ok {
-		t.Error("WithHeader lost its header")
+		t.Error("SendOptions.Headers lost its header")
 	}
 	if _, ok := bulk.Header("x-c"); !ok {
 		t.Error("WithHeaders lost its header")
@@ -183,22 +185,22 @@ func TestEnvelopeValidateRefusesWithoutCorrecting(t *testing.T) {
 func TestEnvelopeRenderWritesOnlyNonEmptyAndEngineHeadersWin(t *testing.T) {
 	e := NewEnvelope()
 	e.Type, e.Origin = "t", "svc@host"
-	e = e.WithHeaders(map[string]any{"x-tenant": "acme", HeaderReplyTo: "app-value"})
+	e = e.WithHeaders(map[string]any{"x-tenant": "acme", header.ReplyTo: "app-value"})
 	r := e.render()
-	for _, name := range []string{HeaderCausation, HeaderError, HeaderClaim, HeaderRoute, HeaderRoutePosition, HeaderRouteID} {
+	for _, name := range []string{header.Causation, header.Error, header.Claim, header.Route, header.RoutePosition, header.RouteID} {
 		if v, ok := r[name]; ok {
 			t.Errorf("empty %s written as %#v", name, v)
 		}
 	}
-	for _, name := range []string{HeaderID, HeaderType, HeaderVersion, HeaderCorrelation, HeaderAttempt, HeaderFirstSeen, HeaderOrigin, "x-tenant"} {
+	for _, name := range []string{header.ID, header.Type, header.Version, header.Correlation, header.Attempt, header.FirstSeen, header.Origin, "x-tenant"} {
 		if _, ok := r[name]; !ok {
 			t.Errorf("%s not written", name)
 		}
 	}
-	if _, ok := r[HeaderFirstSeen].(int64); !ok {
-		t.Errorf("first-seen written as %T, want int64", r[HeaderFirstSeen])
+	if _, ok := r[header.FirstSeen].(int64); !ok {
+		t.Errorf("first-seen written as %T, want int64", r[header.FirstSeen])
 	}
-	if v, ok := r[HeaderReplyTo]; ok {
+	if v, ok := r[header.ReplyTo]; ok {
 		t.Errorf("application acemq-reply-to written without a ReplyTo field: %#v", v)
 	}
 
@@ -206,14 +208,14 @@ func TestEnvelopeRenderWritesOnlyNonEmptyAndEngineHeadersWin(t *testing.T) {
 	e.Route, e.RoutePosition, e.RouteID = []string{"a", "b"}, 1, "rid"
 	e.CausationID, e.Error, e.Claim = "c", "why", "s3://x"
 	r = e.render()
-	if r[HeaderReplyTo] != "reply.q" {
-		t.Errorf("engine reply-to lost to the application header: %v", r[HeaderReplyTo])
+	if r[header.ReplyTo] != "reply.q" {
+		t.Errorf("engine reply-to lost to the application header: %v", r[header.ReplyTo])
 	}
-	if r[HeaderRoute] != "a,b" || r[HeaderRouteID] != "rid" || r[HeaderCausation] != "c" || r[HeaderError] != "why" || r[HeaderClaim] != "s3://x" {
+	if r[header.Route] != "a,b" || r[header.RouteID] != "rid" || r[header.Causation] != "c" || r[header.Error] != "why" || r[header.Claim] != "s3://x" {
 		t.Errorf("render = %v", r)
 	}
-	if n, _ := readInt(r[HeaderRoutePosition]); n != 1 {
-		t.Errorf("route position = %#v", r[HeaderRoutePosition])
+	if n, _ := readInt(r[header.RoutePosition]); n != 1 {
+		t.Errorf("route position = %#v", r[header.RoutePosition])
 	}
 	back := readEnvelope(r, "", "", "")
 	if back.ReplyTo != "reply.q" || back.RoutePosition != 1 || len(back.Route) != 2 || !back.FirstSeen.Equal(e.FirstSeen) {

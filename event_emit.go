@@ -5,7 +5,7 @@ package acemq
 // step, outcome (completed or ended_early) and route_id.
 const EventPipelineRunFinished EventKind = "pipeline.run_finished"
 
-// Emit hands e to the Conn's event handler (WithEventHandler), in order
+// Emit hands e to the Conn's event handler (Config.OnEvent), in order
 // with the Conn's own events, on the handler's goroutine. It never blocks
 // and does nothing when no handler is set or the Conn is closed; a zero
 // At becomes now. It lets packages built over the Conn (pipeline) raise

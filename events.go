@@ -37,7 +37,7 @@ type Event struct {
 	Fields map[string]string
 }
 
-// events hands events to the handler (WithEventHandler) in order, on one
+// events hands events to the handler (Config.OnEvent) in order, on one
 // goroutine it owns, without bounding (events are rare) and without
 // blocking the emitter. A nil *events (no handler) drops every event.
 type events struct {

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log"
+	"log/slog"
 
 	"github.com/acemq-go/acemq"
 	"github.com/acemq-go/acemq/transport/memory"
@@ -14,7 +15,7 @@ import (
 // declared again after every recovery.
 func ExampleConn_Apply() {
 	ctx := context.Background()
-	c, err := acemq.Connect(ctx, "memory://example-apply", acemq.WithLogger(acemq.DiscardLogger()))
+	c, err := acemq.Connect(ctx, "memory://example-apply", acemq.Config{Logger: slog.New(slog.DiscardHandler)})
 	if err != nil {
 		log.Fatal(err)
 	}
@@ -22,8 +23,8 @@ func ExampleConn_Apply() {
 	defer c.Close(ctx)
 
 	t := acemq.NewTopology().
-		Exchange("orders", acemq.Topic).
-		Queue("orders.new").
+		Exchange("orders", acemq.Topic, acemq.ExchangeOptions{}).
+		Queue("orders.new", acemq.QueueOptions{}).
 		Bind("orders.new", "orders", "order.created").
 		DeadLetters("orders.new")
 	if err := c.Apply(ctx, t); err != nil {
@@ -43,18 +44,18 @@ func ExampleConn_Apply() {
 // on the wire; the envelope id is the one to log.
 func ExamplePublisher_Send() {
 	ctx := context.Background()
-	c, err := acemq.Connect(ctx, "memory://example-send", acemq.WithLogger(acemq.DiscardLogger()))
+	c, err := acemq.Connect(ctx, "memory://example-send", acemq.Config{Logger: slog.New(slog.DiscardHandler)})
 	if err != nil {
 		log.Fatal(err)
 	}
 	defer memory.Delete("example-send")
 	defer c.Close(ctx)
-	if err := c.Apply(ctx, acemq.NewTopology().Queue("orders.new", acemq.AsClassic())); err != nil {
+	if err := c.Apply(ctx, acemq.NewTopology().Queue("orders.new", acemq.QueueOptions{Type: acemq.Classic})); err != nil {
 		log.Fatal(err)
 	}
 
-	pub := acemq.NewPublisher[order](c, "", "orders.new")
-	sent, err := pub.Send(ctx, order{ID: "o-1"}, acemq.WithType("order.created"))
+	pub := acemq.NewPublisher[order](c, "", "orders.new", acemq.PublisherConfig{})
+	sent, err := pub.SendWith(ctx, order{ID: "o-1"}, acemq.SendOptions{Type: "order.created"})
 	if err != nil {
 		var paused *acemq.PublishingPausedError
 		if errors.As(err, &paused) {
@@ -71,17 +72,17 @@ func ExamplePublisher_Send() {
 // awaited. Results come back in payload order.
 func ExamplePublisher_SendAll() {
 	ctx := context.Background()
-	c, err := acemq.Connect(ctx, "memory://example-sendall", acemq.WithLogger(acemq.DiscardLogger()))
+	c, err := acemq.Connect(ctx, "memory://example-sendall", acemq.Config{Logger: slog.New(slog.DiscardHandler)})
 	if err != nil {
 		log.Fatal(err)
 	}
 	defer memory.Delete("example-sendall")
 	defer c.Close(ctx)
-	if err := c.Apply(ctx, acemq.NewTopology().Queue("orders.new", acemq.AsClassic())); err != nil {
+	if err := c.Apply(ctx, acemq.NewTopology().Queue("orders.new", acemq.QueueOptions{Type: acemq.Classic})); err != nil {
 		log.Fatal(err)
 	}
 
-	pub := acemq.NewPublisher[order](c, "", "orders.new")
+	pub := acemq.NewPublisher[order](c, "", "orders.new", acemq.PublisherConfig{})
 	sents, err := pub.SendAll(ctx, []order{{ID: "o-1"}, {ID: "o-2"}, {ID: "o-3"}})
 	var batch *acemq.BatchPublishError
 	if errors.As(err, &batch) {
@@ -101,13 +102,13 @@ func ExamplePublisher_SendAll() {
 // set aside to orders.new.dlq with the reason.
 func ExampleConsume() {
 	ctx := context.Background()
-	c, err := acemq.Connect(ctx, "memory://example-consume", acemq.WithLogger(acemq.DiscardLogger()))
+	c, err := acemq.Connect(ctx, "memory://example-consume", acemq.Config{Logger: slog.New(slog.DiscardHandler)})
 	if err != nil {
 		log.Fatal(err)
 	}
 	defer memory.Delete("example-consume")
 	defer c.Close(ctx)
-	if err := c.Apply(ctx, acemq.NewTopology().Queue("orders.new", acemq.AsClassic())); err != nil {
+	if err := c.Apply(ctx, acemq.NewTopology().Queue("orders.new", acemq.QueueOptions{Type: acemq.Classic})); err != nil {
 		log.Fatal(err)
 	}
 
@@ -119,11 +120,11 @@ func ExampleConsume() {
 			return acemq.Retry(errors.New("no such customer"))
 		}
 		return acemq.Accept()
-	}, acemq.ConsumerRetry(acemq.NoRetry()))
+	}, acemq.ConsumerConfig{Retry: acemq.NoRetry()})
 	if err != nil {
 		log.Fatal(err)
 	}
-	pub := acemq.NewPublisher[order](c, "", "orders.new")
+	pub := acemq.NewPublisher[order](c, "", "orders.new", acemq.PublisherConfig{})
 	for _, id := range []string{"o-1", "bad"} {
 		if _, err := pub.Send(ctx, order{ID: id}); err != nil {
 			log.Fatal(err)

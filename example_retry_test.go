@@ -30,8 +30,8 @@ func ExampleExponential() {
 // Describe lists what a topology declares without dialling.
 func ExampleTopology_Describe() {
 	t := acemq.NewTopology().
-		Exchange("orders", acemq.Topic).
-		Queue("orders.new").
+		Exchange("orders", acemq.Topic, acemq.ExchangeOptions{}).
+		Queue("orders.new", acemq.QueueOptions{}).
 		DeadLetters("orders.new").
 		Bind("orders.new", "orders", "order.*")
 	if err := t.Validate(); err != nil {

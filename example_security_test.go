@@ -3,6 +3,7 @@ package acemq_test
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"os"
 	"path/filepath"
 
@@ -14,17 +15,16 @@ import (
 // A service that must use TLS says so; pointing it at a plaintext URL is
 // then a ConfigurationError before anything dials, and the URL's password
 // is masked in the sentence.
-func ExampleWithTLSMode() {
-	_, err := acemq.Connect(context.Background(), "amqp://app:s3cret@broker.internal:5672/",
-		acemq.WithTLSMode(security.ModeRequired))
+func ExampleConfig_tlsMode() {
+	_, err := acemq.Connect(context.Background(), "amqp://app:s3cret@broker.internal:5672/", acemq.Config{TLSMode: security.ModeRequired})
 	fmt.Println(err)
-	// Output: acemq: option WithTLSMode: TLS is required (security.ModeRequired) but the URL amqp://app:***@broker.internal:5672/ does not use TLS; connect to amqps:// on the broker's TLS port (5671 by default)
+	// Output: acemq: option Config.TLSMode: TLS is required (security.ModeRequired) but the URL amqp://app:***@broker.internal:5672/ does not use TLS; connect to amqps:// on the broker's TLS port (5671 by default)
 }
 
 // A secret file (a mounted Kubernetes or Vault secret) is read on every
 // dial, so a rotated password is used by the next reconnect without a
 // restart. Credentials print their user only.
-func ExampleWithCredentialsProvider() {
+func ExampleConfig_credentialsProvider() {
 	dir, err := os.MkdirTemp("", "acemq-example-")
 	if err != nil {
 		fmt.Println(err)
@@ -40,8 +40,7 @@ func ExampleWithCredentialsProvider() {
 	creds, err := provider.Credentials(context.Background())
 	fmt.Println(creds, err)
 
-	c, err := acemq.Connect(context.Background(), "memory://example-credentials",
-		acemq.WithCredentialsProvider(provider), acemq.WithLogger(acemq.DiscardLogger()))
+	c, err := acemq.Connect(context.Background(), "memory://example-credentials", acemq.Config{CredentialsProvider: provider, Logger: slog.New(slog.DiscardHandler)})
 	if err != nil {
 		fmt.Println(err)
 		return

@@ -3,6 +3,7 @@ package acemq_test
 import (
 	"context"
 	"errors"
+	"log/slog"
 	"testing"
 
 	"github.com/acemq-go/acemq"
@@ -13,18 +14,17 @@ func TestForgottenQueueIsNotRedeclaredAfterRecovery(t *testing.T) {
 	ctx := context.Background()
 	name := "forget-" + t.Name()
 	recovered := make(chan struct{}, 1)
-	c, err := acemq.Connect(ctx, "memory://"+name, acemq.WithLogger(acemq.DiscardLogger()),
-		acemq.WithEventHandler(func(e acemq.Event) {
-			if e.Kind == acemq.EventRecovered {
-				recovered <- struct{}{}
-			}
-		}))
+	c, err := acemq.Connect(ctx, "memory://"+name, acemq.Config{Logger: slog.New(slog.DiscardHandler), OnEvent: func(e acemq.Event) {
+		if e.Kind == acemq.EventRecovered {
+			recovered <- struct{}{}
+		}
+	}})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer c.Close(ctx)
-	kept := acemq.NewTopology().Queue("kept", acemq.AsClassic())
-	gone := acemq.NewTopology().Queue("gone", acemq.AsClassic())
+	kept := acemq.NewTopology().Queue("kept", acemq.QueueOptions{Type: acemq.Classic})
+	gone := acemq.NewTopology().Queue("gone", acemq.QueueOptions{Type: acemq.Classic})
 	for _, tp := range []*acemq.Topology{kept, gone} {
 		if err := c.Apply(ctx, tp); err != nil {
 			t.Fatal(err)
@@ -49,28 +49,27 @@ func TestForgottenQueueIsNotRedeclaredAfterRecovery(t *testing.T) {
 
 func TestExactReasonIsWrittenWithoutThePrefix(t *testing.T) {
 	ctx := context.Background()
-	c, err := acemq.Connect(ctx, "memory://exact-"+t.Name(), acemq.WithLogger(acemq.DiscardLogger()))
+	c, err := acemq.Connect(ctx, "memory://exact-"+t.Name(), acemq.Config{Logger: slog.New(slog.DiscardHandler)})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer c.Close(ctx)
-	if err := c.Apply(ctx, acemq.NewTopology().Queue("q", acemq.AsClassic())); err != nil {
+	if err := c.Apply(ctx, acemq.NewTopology().Queue("q", acemq.QueueOptions{Type: acemq.Classic})); err != nil {
 		t.Fatal(err)
 	}
 	settled := make(chan acemq.Settlement, 1)
-	c2, err := acemq.Connect(ctx, "memory://exact-"+t.Name(), acemq.WithLogger(acemq.DiscardLogger()),
-		acemq.WithSettlementHook(func(s acemq.Settlement) { settled <- s }))
+	c2, err := acemq.Connect(ctx, "memory://exact-"+t.Name(), acemq.Config{Logger: slog.New(slog.DiscardHandler), OnSettlement: func(s acemq.Settlement) { settled <- s }})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer c2.Close(ctx)
 	_, err = acemq.Consume(ctx, c2, "q", func(ctx context.Context, m *acemq.Message[string]) acemq.Decision {
 		return acemq.Reject(acemq.Fatal(acemq.ExactReason(errors.New("acemq: a fixed contract sentence"))))
-	}, acemq.ConsumerCodec(acemq.Text()))
+	}, acemq.ConsumerConfig{Codec: acemq.Text()})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := c.Publish(ctx, "", "q", "x", acemq.WithSendCodec(acemq.Text())); err != nil {
+	if _, err := c.Publish(ctx, "", "q", "x", acemq.SendOptions{Codec: acemq.Text()}); err != nil {
 		t.Fatal(err)
 	}
 	if s := <-settled; s.Reason != "acemq: a fixed contract sentence" {

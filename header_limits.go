@@ -7,18 +7,8 @@ import (
 	"github.com/acemq-go/acemq/transport"
 )
 
-// Header limits of the Go AMQP client (amqp091-go): it cannot read a
-// message whose headers nest tables or arrays more than MaxHeaderDepth
-// levels deep (a table-valued header is one level) or hold more than
-// MaxHeaderEntries entries in one table or array, and it closes the whole
-// consuming connection when one is delivered.
-const (
-	MaxHeaderDepth   = wire.MaxDepth
-	MaxHeaderEntries = wire.MaxEntries
-)
-
 // ErrHeaderLimit matches (errors.Is) the *PublishError of a publish refused
-// because a header is over MaxHeaderDepth or MaxHeaderEntries, or holds a
+// because a header is over header.MaxDepth or header.MaxEntries, or holds a
 // NaN or infinite float (RabbitMQ cannot decode one and closes the
 // publishing connection, taking every publish in flight with it). Nothing was
 // written (Sent is false, Outcome "refused"); the Reason names the header

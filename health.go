@@ -24,8 +24,8 @@ const (
 	StatusUnknown HealthStatus = "UNKNOWN"
 )
 
-// DefaultHealthTimeout bounds an aggregate health check (behaviour §5.2).
-const DefaultHealthTimeout = 5 * time.Second
+// defaultHealthTimeout bounds an aggregate health check (behaviour §5.2).
+const defaultHealthTimeout = 5 * time.Second
 
 func (s HealthStatus) rank() int {
 	switch s {
@@ -91,11 +91,10 @@ type HealthReport struct {
 // concurrent use.
 func (c *Conn) Health(ctx context.Context) HealthReport {
 	r := HealthReport{
-		CheckedAt:     time.Now(),
-		Transport:     c.Transport(),
-		Blocked:       c.Blocked(),
-		BlockedReason: c.BlockedReason(),
+		CheckedAt: time.Now(),
+		Transport: c.Transport(),
 	}
+	r.Blocked, r.BlockedReason = c.pub.isBlocked()
 	r.Consumers, r.InFlight, r.Stalled = c.consumers.summary()
 
 	switch c.State() {
@@ -161,7 +160,7 @@ func ConnCheck(c *Conn) Check {
 }
 
 // CheckAll runs checks concurrently under one deadline (timeout, or
-// DefaultHealthTimeout when timeout ≤ 0, and ctx's own) and combines
+// defaultHealthTimeout when timeout ≤ 0, and ctx's own) and combines
 // them: the worst status wins (DOWN > DEGRADED > UP; no checks = UP). A
 // check that does not answer in time is DOWN "the check did not answer
 // within {timeout}"; one that panics is DOWN "the check panicked: {value}".
@@ -171,7 +170,7 @@ func ConnCheck(c *Conn) Check {
 // check's goroutine ends when the check returns.
 func CheckAll(ctx context.Context, timeout time.Duration, checks ...Check) HealthReport {
 	if timeout <= 0 {
-		timeout = DefaultHealthTimeout
+		timeout = defaultHealthTimeout
 	}
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()

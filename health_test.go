@@ -2,9 +2,11 @@ package acemq_test
 
 import (
 	"context"
-	"github.com/acemq-go/acemq/internal/alarmtest"
+	"log/slog"
 	"testing"
 	"time"
+
+	"github.com/acemq-go/acemq/internal/alarmtest"
 
 	"github.com/acemq-go/acemq"
 	"github.com/acemq-go/acemq/transport/memory"
@@ -13,7 +15,7 @@ import (
 func connectMemory(t *testing.T, name string) *acemq.Conn {
 	t.Helper()
 	ctx := context.Background()
-	c, err := acemq.Connect(ctx, "memory://"+name, acemq.WithLogger(acemq.DiscardLogger()))
+	c, err := acemq.Connect(ctx, "memory://"+name, acemq.Config{Logger: slog.New(slog.DiscardHandler)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -65,16 +67,14 @@ func TestHealthIsDownWhenClosed(t *testing.T) {
 func TestHealthIsDownWhileRecovering(t *testing.T) {
 	ctx := context.Background()
 	lost := make(chan struct{}, 1)
-	c, err := acemq.Connect(ctx, "memory://health-lost", acemq.WithLogger(acemq.DiscardLogger()),
-		acemq.WithRecoveryInterval(time.Hour, time.Hour),
-		acemq.WithEventHandler(func(e acemq.Event) {
-			if e.Kind == acemq.EventLost {
-				select {
-				case lost <- struct{}{}:
-				default:
-				}
+	c, err := acemq.Connect(ctx, "memory://health-lost", acemq.Config{Logger: slog.New(slog.DiscardHandler), RecoveryInterval: time.Hour, RecoveryIntervalMax: time.Hour, OnEvent: func(e acemq.Event) {
+		if e.Kind == acemq.EventLost {
+			select {
+			case lost <- struct{}{}:
+			default:
 			}
-		}))
+		}
+	}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -90,10 +90,10 @@ func TestHealthIsDownWhileRecovering(t *testing.T) {
 func TestHealthIsDegradedWhenAConsumerStopsReading(t *testing.T) {
 	ctx := context.Background()
 	c := connectMemory(t, "health-stalled")
-	if err := c.Apply(ctx, acemq.NewTopology().Queue("q1", acemq.AsClassic())); err != nil {
+	if err := c.Apply(ctx, acemq.NewTopology().Queue("q1", acemq.QueueOptions{Type: acemq.Classic})); err != nil {
 		t.Fatal(err)
 	}
-	cons, err := acemq.Consume(ctx, c, "q1", func(context.Context, *acemq.Message[order2]) acemq.Decision { return acemq.Accept() })
+	cons, err := acemq.Consume(ctx, c, "q1", func(context.Context, *acemq.Message[order2]) acemq.Decision { return acemq.Accept() }, acemq.ConsumerConfig{})
 	if err != nil {
 		t.Fatal(err)
 	}

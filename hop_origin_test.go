@@ -3,10 +3,12 @@ package acemq_test
 import (
 	"context"
 	"errors"
+	"log/slog"
 	"testing"
 	"time"
 
 	"github.com/acemq-go/acemq"
+	"github.com/acemq-go/acemq/header"
 	"github.com/acemq-go/acemq/transport/memory"
 )
 
@@ -17,17 +19,17 @@ func TestSetAsideCopyPreservesAnAbsentOrigin(t *testing.T) {
 	ctx := context.Background()
 	name := "hop-origin-" + t.Name()
 	defer memory.Delete(name)
-	c, err := acemq.Connect(ctx, "memory://"+name, acemq.WithLogger(acemq.DiscardLogger()), acemq.WithClientName("consumer-service"))
+	c, err := acemq.Connect(ctx, "memory://"+name, acemq.Config{Logger: slog.New(slog.DiscardHandler), ClientName: "consumer-service"})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer c.Close(ctx)
-	if err := c.Apply(ctx, acemq.NewTopology().Queue("q", acemq.AsClassic())); err != nil {
+	if err := c.Apply(ctx, acemq.NewTopology().Queue("q", acemq.QueueOptions{Type: acemq.Classic})); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := acemq.Consume(ctx, c, "q", func(ctx context.Context, m *acemq.Message[[]byte]) acemq.Decision {
 		return acemq.Reject(errors.New("no"))
-	}, acemq.ConsumerCodec(acemq.Bytes())); err != nil {
+	}, acemq.ConsumerConfig{Codec: acemq.Bytes()}); err != nil {
 		t.Fatal(err)
 	}
 	// A foreign publisher: no x-acemq-* headers at all.
@@ -52,8 +54,8 @@ func TestSetAsideCopyPreservesAnAbsentOrigin(t *testing.T) {
 			if m.Envelope.Origin != "" {
 				t.Fatalf("the set-aside copy gained origin %q; a hop preserves the envelope", m.Envelope.Origin)
 			}
-			if _, has := m.Headers[acemq.HeaderOrigin]; has {
-				t.Fatalf("the set-aside copy carries %s", acemq.HeaderOrigin)
+			if _, has := m.Headers[header.Origin]; has {
+				t.Fatalf("the set-aside copy carries %s", header.Origin)
 			}
 			return
 		}

@@ -19,16 +19,14 @@ func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 func TestCloseLeavesNoGoroutinesEvenAfterARecovery(t *testing.T) {
 	defer goleak.VerifyNone(t, goleak.IgnoreCurrent())
 	events := make(chan acemq.Event, 64)
-	r := newRig(t,
-		acemq.WithRecoveryInterval(50*time.Millisecond, 50*time.Millisecond),
-		acemq.WithEventHandler(func(e acemq.Event) { events <- e }))
+	r := newRig(t, acemq.Config{RecoveryInterval: 50 * time.Millisecond, RecoveryIntervalMax: 50 * time.Millisecond, OnEvent: func(e acemq.Event) { events <- e }})
 	r.queue("q")
 	k, err := acemq.Consume(context.Background(), r.c, "q", func(ctx context.Context, m *acemq.Message[order]) acemq.Decision {
 		if m.Payload.ID == "retry" && m.Envelope.Attempt == 1 {
 			return acemq.Retry(errors.New("again"))
 		}
 		return acemq.Accept()
-	}, acemq.ConsumerRetry(acemq.Fixed(2, time.Millisecond)), acemq.ConsumerConcurrency(3))
+	}, acemq.ConsumerConfig{Retry: acemq.Fixed(2, time.Millisecond), Concurrency: 3})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -55,7 +53,7 @@ func TestConsumeOnAMissingQueueFailsAndLeavesNoGoroutines(t *testing.T) {
 	defer goleak.VerifyNone(t, goleak.IgnoreCurrent())
 	_, err := acemq.Consume(context.Background(), r.c, "absent", func(context.Context, *acemq.Message[order]) acemq.Decision {
 		return acemq.Accept()
-	}, acemq.ConsumerConcurrency(2))
+	}, acemq.ConsumerConfig{Concurrency: 2})
 	if err == nil || !strings.Contains(err.Error(), `acemq: cannot start consumer on "absent": the queue does not exist; declare it first`) {
 		t.Fatalf("Consume = %v", err)
 	}

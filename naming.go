@@ -19,10 +19,10 @@ func DeadLetterQueue(q string) string { return q + ".dlq" }
 // ParkedQueue returns "{q}.parked".
 func ParkedQueue(q string) string { return q + ".parked" }
 
-// RenderDelay renders a rung delay: whole seconds truncated, then the
+// renderDelay renders a rung delay: whole seconds truncated, then the
 // largest whole unit (0s, 1s, 90s, 1m, 5m, 2h). A delay under one second,
 // negative ones included, renders "0s" (contract §9 D1).
-func RenderDelay(d time.Duration) string {
+func renderDelay(d time.Duration) string {
 	s := d.Milliseconds() / 1000
 	switch {
 	case s <= 0:
@@ -36,8 +36,8 @@ func RenderDelay(d time.Duration) string {
 	}
 }
 
-// RetryQueue returns the rung name "{q}.retry.{RenderDelay(delay)}".
-func RetryQueue(q string, delay time.Duration) string { return q + ".retry." + RenderDelay(delay) }
+// RetryQueue returns the rung name "{q}.retry.{renderDelay(delay)}".
+func RetryQueue(q string, delay time.Duration) string { return q + ".retry." + renderDelay(delay) }
 
 // rungArguments returns exactly the three rung arguments (contract §3.3):
 // the TTL in milliseconds and the way home through acemq.retry.

@@ -15,7 +15,7 @@ const (
 	// OutcomeConfirmed: the broker confirmed the message.
 	OutcomeConfirmed Outcome = "confirmed"
 	// OutcomePublished: written with publisher confirms off
-	// (WithoutPublisherConfirms); nothing says the broker has it.
+	// (Config.NoPublisherConfirms); nothing says the broker has it.
 	OutcomePublished Outcome = "published"
 	// OutcomeUnroutable: a mandatory message reached no queue.
 	OutcomeUnroutable Outcome = "unroutable"

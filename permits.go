@@ -8,7 +8,7 @@ import (
 )
 
 // permits bounds the confirmed publishes waiting for the broker's answer
-// (WithMaxOutstandingPublishes) and lets Close wait until none is left
+// (Config.MaxOutstandingPublishes) and lets Close wait until none is left
 // without polling. The zero value is not usable; see newPermits.
 type permits struct {
 	slots chan struct{}

@@ -19,7 +19,7 @@ type prepared struct {
 	ctx  context.Context
 }
 
-func (p *publishing) buildEnvelope(o *sendOptions, given *Envelope, routingKey string) (Envelope, error) {
+func (p *publishing) buildEnvelope(o *SendOptions, given *Envelope, routingKey string, headersOK bool) (Envelope, error) {
 	var env Envelope
 	if given != nil {
 		env = *given
@@ -37,17 +37,17 @@ func (p *publishing) buildEnvelope(o *sendOptions, given *Envelope, routingKey s
 		}
 	} else {
 		env = NewEnvelope()
-		if o.version != 0 {
-			env.Version = o.version
+		if o.Version != 0 {
+			env.Version = o.Version
 		}
-		env.Type = o.typ
-		if o.corr != "" {
-			env.CorrelationID = o.corr
+		env.Type = o.Type
+		if o.CorrelationID != "" {
+			env.CorrelationID = o.CorrelationID
 		}
-		env.CausationID = o.cause
-		env.ReplyTo = o.replyTo
-		if len(o.headers) > 0 {
-			env = env.WithHeaders(o.headers)
+		env.CausationID = o.CausationID
+		env.ReplyTo = o.ReplyTo
+		if len(o.Headers) > 0 && headersOK {
+			env = env.WithHeaders(o.Headers)
 		}
 	}
 	if env.CorrelationID == "" {
@@ -67,10 +67,10 @@ func (p *publishing) buildEnvelope(o *sendOptions, given *Envelope, routingKey s
 
 // prepare builds one message: envelope, interceptors, encoding. It never
 // touches the broker.
-func (p *publishing) prepare(ctx context.Context, exchange, routingKey string, pc *publisherConfig, o *sendOptions, given *Envelope, payload any) (pr prepared) {
+func (p *publishing) prepare(ctx context.Context, exchange, routingKey string, pc *publisherConfig, o *SendOptions, given *Envelope, payload any) (pr prepared) {
 	key := routingKey
-	if o.key != nil {
-		key = *o.key
+	if o.RoutingKey != "" {
+		key = o.RoutingKey
 	}
 	pr.msg.Exchange, pr.msg.RoutingKey = exchange, key
 	pr.end, pr.ctx = noopPublishEnd, ctx
@@ -78,15 +78,21 @@ func (p *publishing) prepare(ctx context.Context, exchange, routingKey string, p
 		pr.err = newPubErr(&pr.msg, OutcomeFailed, reason, false, err)
 		return pr
 	}
-	if given != nil && len(o.fieldsSet) > 0 {
-		return fail(fmt.Sprintf("both an envelope and envelope fields (%v) were given; pass one or the other, because the two answers differ", o.fieldsSet), nil)
+	if given != nil {
+		if fields := o.envelopeFields(); len(fields) > 0 {
+			return fail(fmt.Sprintf("both an envelope and envelope fields (%v) were given; pass one or the other, because the two answers differ", fields), nil)
+		}
 	}
-	env, err := p.buildEnvelope(o, given, key)
+	var headerErrs []error
+	if len(o.Headers) > 0 {
+		headerErrs = o.headerErrs()
+	}
+	env, err := p.buildEnvelope(o, given, key, len(headerErrs) == 0)
 	pr.msg.MessageID = env.ID
 	pr.typ = env.Type
-	if len(o.headerErrs) > 0 {
+	if len(headerErrs) > 0 {
 		// After the envelope, so the error names the message's id.
-		err := errors.Join(o.headerErrs...)
+		err := errors.Join(headerErrs...)
 		return fail(err.Error(), err) // the §8.6 sentence, verbatim
 	}
 	if err != nil {
@@ -97,14 +103,8 @@ func (p *publishing) prepare(ctx context.Context, exchange, routingKey string, p
 		RoutingKey: key,
 		Envelope:   env,
 		Payload:    payload,
-		Persistent: !pc.transient,
-		Mandatory:  pc.mandatory,
-	}
-	if o.persistent != nil {
-		pctx.Persistent = *o.persistent
-	}
-	if o.mandatory != nil {
-		pctx.Mandatory = *o.mandatory
+		Persistent: !pc.transient && !o.Transient,
+		Mandatory:  pc.mandatory || o.Mandatory,
 	}
 	pctx, err = p.runPublishInterceptors(ctx, pctx)
 	if err != nil {
@@ -121,8 +121,8 @@ func (p *publishing) prepare(ctx context.Context, exchange, routingKey string, p
 	if pc.codec != nil {
 		codec = pc.codec
 	}
-	if o.codec != nil {
-		codec = o.codec
+	if o.Codec != nil {
+		codec = o.Codec
 	}
 	body, err := encodeForPublish(codec, pctx.Payload)
 	if err != nil {
@@ -138,7 +138,7 @@ func (p *publishing) prepare(ctx context.Context, exchange, routingKey string, p
 		MessageID:    env.ID,
 		ReplyTo:      env.ReplyTo,
 		DeliveryMode: mode,
-		Priority:     o.priority,
+		Priority:     o.Priority,
 		Headers:      env.render(),
 	}
 	pr.msg.Body = body
@@ -227,20 +227,6 @@ func (p *publishing) finish(pr *prepared, start time.Time, err error) (Sent, err
 	return pr.sent, nil
 }
 
-// applySendOptions returns the options opts set. The options run on a
-// heap copy (they are unknown functions), so a send without options
-// allocates nothing for them.
-func applySendOptions(opts []SendOption) sendOptions {
-	if len(opts) == 0 {
-		return sendOptions{}
-	}
-	o := new(sendOptions)
-	for _, f := range opts {
-		f(o)
-	}
-	return *o
-}
-
 // withoutPrefix renders err for embedding in a sentence that already starts
 // "acemq: ", so the prefix is not doubled.
 func withoutPrefix(err error) string {
@@ -248,14 +234,13 @@ func withoutPrefix(err error) string {
 }
 
 // send publishes one payload: a batch of one on the path SendAll takes.
-func (p *publishing) send(ctx context.Context, exchange, routingKey string, pc *publisherConfig, payload any, opts []SendOption) (Sent, error) {
+func (p *publishing) send(ctx context.Context, exchange, routingKey string, pc *publisherConfig, payload any, o *SendOptions) (Sent, error) {
 	start := time.Now()
 	p.stats.published.Add(1)
-	o := applySendOptions(opts)
 	one := getOne()
 	defer putOne(one)
 	pr := &one.prs[0]
-	*pr = p.prepare(ctx, exchange, routingKey, pc, &o, o.env, payload)
+	*pr = p.prepare(ctx, exchange, routingKey, pc, o, o.Envelope, payload)
 	one.errs[0] = pr.err
 	if pr.err == nil {
 		p.publishAll(ctx, one.prs[:], one.errs[:], false)
@@ -264,22 +249,21 @@ func (p *publishing) send(ctx context.Context, exchange, routingKey string, pc *
 }
 
 // sendAll publishes payloads pipelined on the one publish path.
-func (p *publishing) sendAll(ctx context.Context, exchange, routingKey string, pc *publisherConfig, payloads []any, opts []SendOption) ([]Sent, error) {
+func (p *publishing) sendAll(ctx context.Context, exchange, routingKey string, pc *publisherConfig, payloads []any, o *SendOptions) ([]Sent, error) {
 	start := time.Now()
-	o := applySendOptions(opts)
 	n := len(payloads)
-	if o.envs != nil && len(o.envs) != n {
-		return nil, fmt.Errorf("acemq: SendAll was given %d payloads and %d envelopes; give one envelope per payload", n, len(o.envs))
+	if o.Envelopes != nil && len(o.Envelopes) != n {
+		return nil, fmt.Errorf("acemq: SendAll was given %d payloads and %d envelopes; give one envelope per payload", n, len(o.Envelopes))
 	}
 	p.stats.published.Add(int64(n))
 	prs := make([]prepared, n)
 	errs := make([]error, n)
 	for i := range payloads {
-		given := o.env
-		if o.envs != nil {
-			given = &o.envs[i]
+		given := o.Envelope
+		if o.Envelopes != nil {
+			given = &o.Envelopes[i]
 		}
-		prs[i] = p.prepare(ctx, exchange, routingKey, pc, &o, given, payloads[i])
+		prs[i] = p.prepare(ctx, exchange, routingKey, pc, o, given, payloads[i])
 		errs[i] = prs[i].err
 	}
 	p.publishAll(ctx, prs, errs, false)

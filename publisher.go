@@ -2,6 +2,8 @@ package acemq
 
 import (
 	"context"
+
+	"github.com/acemq-go/acemq/header"
 )
 
 // Sent is what actually went on the wire: the envelope after interceptors,
@@ -49,99 +51,84 @@ func (p *PublishContext) SetHeader(name string, value any) error {
 // run for library hops (retries, set-asides, replays, outbox relay).
 type PublishInterceptor func(ctx context.Context, p *PublishContext) error
 
-// SendOption adjusts one Send or SendAll.
-type SendOption func(*sendOptions)
-
-type sendOptions struct {
-	env        *Envelope
-	envs       []Envelope
-	fieldsSet  []string
-	typ        string
-	version    int
-	corr       string
-	cause      string
-	replyTo    string
-	headers    map[string]any
-	headerErrs []error
-	key        *string
-	mandatory  *bool
-	persistent *bool
-	priority   uint8
-	codec      Codec
+// SendOptions adjusts one send (SendWith, SendAllWith, Conn.Publish). The
+// zero SendOptions sends with the publisher's settings. It is passed by
+// value and read, never kept or changed, so one value may be reused by
+// concurrent sends (its Headers map and Envelopes slice included).
+type SendOptions struct {
+	// Envelope sends with this envelope instead of building one. Missing
+	// id, correlation, attempt, version and first-seen are filled in. It
+	// cannot be combined with the envelope fields (Type, Version,
+	// CorrelationID, CausationID, ReplyTo, Headers): the send fails.
+	Envelope *Envelope
+	// Envelopes gives SendAllWith one envelope per payload; a length
+	// mismatch fails before anything is written.
+	Envelopes []Envelope
+	// Type is the envelope type (default: the routing key, or "message").
+	Type string
+	// Version is the payload schema version (0 means 1).
+	Version int
+	// CorrelationID is the correlation id (default: the message id).
+	CorrelationID string
+	// CausationID names the message that caused this one.
+	CausationID string
+	// ReplyTo is the reply address (written as AMQP reply-to and the
+	// acemq-reply-to header).
+	ReplyTo string
+	// Headers are application headers. A reserved x-acemq- name makes the
+	// send fail with the contract error before anything is written.
+	Headers map[string]any
+	// RoutingKey overrides the publisher's routing key when not empty.
+	RoutingKey string
+	// Mandatory makes this send fail with an unroutable PublishError when
+	// the broker can route it to no queue.
+	Mandatory bool
+	// Transient sends this message with delivery mode 1: a broker restart
+	// loses it.
+	Transient bool
+	// Priority is the AMQP priority.
+	Priority uint8
+	// Codec encodes this send instead of the publisher's codec.
+	Codec Codec
 }
 
-func (o *sendOptions) field(name string) { o.fieldsSet = append(o.fieldsSet, name) }
-
-// WithEnvelope sends with this envelope instead of building one. Missing
-// id, correlation, attempt, version and first-seen are filled in. It cannot
-// be combined with the envelope-field options (WithType, WithHeader, …).
-func WithEnvelope(e Envelope) SendOption { return func(o *sendOptions) { o.env = &e } }
-
-// WithBatchEnvelopes gives SendAll one envelope per payload; a length
-// mismatch fails before anything is written.
-func WithBatchEnvelopes(envs []Envelope) SendOption { return func(o *sendOptions) { o.envs = envs } }
-
-// WithType sets the envelope type (default: the routing key, or "message").
-func WithType(t string) SendOption {
-	return func(o *sendOptions) { o.typ = t; o.field("WithType") }
-}
-
-// WithVersion sets the payload schema version (default 1).
-func WithVersion(v int) SendOption {
-	return func(o *sendOptions) { o.version = v; o.field("WithVersion") }
-}
-
-// WithCorrelationID sets the correlation id (default: the message id).
-func WithCorrelationID(id string) SendOption {
-	return func(o *sendOptions) { o.corr = id; o.field("WithCorrelationID") }
-}
-
-// WithCausationID names the message that caused this one.
-func WithCausationID(id string) SendOption {
-	return func(o *sendOptions) { o.cause = id; o.field("WithCausationID") }
-}
-
-// WithReplyTo sets the reply address (written as AMQP reply-to and the
-// acemq-reply-to header).
-func WithReplyTo(addr string) SendOption {
-	return func(o *sendOptions) { o.replyTo = addr; o.field("WithReplyTo") }
-}
-
-// WithHeader sets one application header. A reserved x-acemq- name makes
-// the send fail with the contract error before anything is written.
-func WithHeader(name string, value any) SendOption {
-	return func(o *sendOptions) {
-		o.field("WithHeader")
-		if len(name) >= len(ReservedPrefix) && name[:len(ReservedPrefix)] == ReservedPrefix {
-			o.headerErrs = append(o.headerErrs, reservedHeaderError(name))
-			return
+// envelopeFields names the envelope fields o sets, for the error when an
+// Envelope is given too.
+func (o *SendOptions) envelopeFields() []string {
+	var f []string
+	for _, x := range []struct {
+		set  bool
+		name string
+	}{{o.Type != "", "Type"}, {o.Version != 0, "Version"}, {o.CorrelationID != "", "CorrelationID"}, {o.CausationID != "", "CausationID"}, {o.ReplyTo != "", "ReplyTo"}, {len(o.Headers) > 0, "Headers"}} {
+		if x.set {
+			f = append(f, x.name)
 		}
-		if o.headers == nil {
-			o.headers = map[string]any{}
-		}
-		o.headers[name] = value
 	}
+	return f
 }
 
-// WithRoutingKey overrides the publisher's routing key for this send.
-func WithRoutingKey(key string) SendOption { return func(o *sendOptions) { o.key = &key } }
+// headerErrs returns the contract error for each reserved header name.
+func (o *SendOptions) headerErrs() []error {
+	var errs []error
+	for name := range o.Headers {
+		if len(name) >= len(header.ReservedPrefix) && name[:len(header.ReservedPrefix)] == header.ReservedPrefix {
+			errs = append(errs, reservedHeaderError(name))
+		}
+	}
+	return errs
+}
 
-// Mandatory makes this send fail with an unroutable PublishError when the
-// broker can route it to no queue.
-func Mandatory() SendOption { t := true; return func(o *sendOptions) { o.mandatory = &t } }
-
-// Transient sends this message with delivery mode 1: a broker restart
-// loses it.
-func Transient() SendOption { f := false; return func(o *sendOptions) { o.persistent = &f } }
-
-// WithPriority sets the AMQP priority.
-func WithPriority(p uint8) SendOption { return func(o *sendOptions) { o.priority = p } }
-
-// WithSendCodec encodes this send with c instead of the publisher's codec.
-func WithSendCodec(c Codec) SendOption { return func(o *sendOptions) { o.codec = c } }
-
-// PublisherOption configures a Publisher.
-type PublisherOption func(*publisherConfig)
+// PublisherConfig configures a Publisher. The zero PublisherConfig uses
+// the Conn's settings. Its fields have the names and meaning they have on
+// SendOptions, which overrides them per send.
+type PublisherConfig struct {
+	// Codec is the publisher's codec (nil: the Conn's).
+	Codec Codec
+	// Mandatory makes every send of this publisher mandatory.
+	Mandatory bool
+	// Transient makes every send of this publisher transient.
+	Transient bool
+}
 
 type publisherConfig struct {
 	codec     Codec
@@ -149,14 +136,9 @@ type publisherConfig struct {
 	transient bool
 }
 
-// PublisherCodec sets the publisher's codec (default: the Conn's).
-func PublisherCodec(c Codec) PublisherOption { return func(p *publisherConfig) { p.codec = c } }
-
-// PublisherMandatory makes every send of this publisher mandatory.
-func PublisherMandatory() PublisherOption { return func(p *publisherConfig) { p.mandatory = true } }
-
-// PublisherTransient makes every send of this publisher transient.
-func PublisherTransient() PublisherOption { return func(p *publisherConfig) { p.transient = true } }
+func (c PublisherConfig) internal() publisherConfig {
+	return publisherConfig{codec: c.Codec, mandatory: c.Mandatory, transient: c.Transient}
+}
 
 // Publisher sends payloads of type T to one destination. Building one
 // opens nothing and registers nothing; keep one per message type. It is
@@ -170,24 +152,25 @@ type Publisher[T any] struct {
 
 // NewPublisher returns a publisher for exchange and routing key ("" and a
 // queue name publish straight to that queue).
-func NewPublisher[T any](c *Conn, exchange, routingKey string, opts ...PublisherOption) *Publisher[T] {
-	p := &Publisher[T]{c: c, exchange: exchange, routingKey: routingKey}
-	for _, o := range opts {
-		o(&p.cfg)
-	}
-	return p
+func NewPublisher[T any](c *Conn, exchange, routingKey string, cfg PublisherConfig) *Publisher[T] {
+	return &Publisher[T]{c: c, exchange: exchange, routingKey: routingKey, cfg: cfg.internal()}
 }
 
 // Send publishes one payload and returns once the broker has confirmed it
 // (outcome "confirmed"), with what went on the wire. With
-// WithoutPublisherConfirms a send that is not mandatory returns once it is
+// Config.NoPublisherConfirms a send that is not mandatory returns once it is
 // written (outcome "published"): nothing says the broker has it. Every failure is a *PublishError (errors.As):
 // a *PublishingPausedError when it was refused unsent (blocked or
 // recovering; safe to retry), Unroutable when a mandatory message reached
 // no queue, and otherwise a failure that may have arrived. Send is safe
 // for concurrent use and never holds a lock while waiting for the broker.
-func (p *Publisher[T]) Send(ctx context.Context, payload T, opts ...SendOption) (Sent, error) {
-	return p.c.pub.send(ctx, p.exchange, p.routingKey, &p.cfg, payload, opts)
+func (p *Publisher[T]) Send(ctx context.Context, payload T) (Sent, error) {
+	return p.c.pub.send(ctx, p.exchange, p.routingKey, &p.cfg, payload, &noSendOptions)
+}
+
+// SendWith is Send with per-send options, which override the publisher's.
+func (p *Publisher[T]) SendWith(ctx context.Context, payload T, o SendOptions) (Sent, error) {
+	return p.c.pub.send(ctx, p.exchange, p.routingKey, &p.cfg, payload, &o)
 }
 
 // SendAll publishes payloads pipelined: every message is written (in waves
@@ -197,16 +180,26 @@ func (p *Publisher[T]) Send(ctx context.Context, payload T, opts ...SendOption) 
 // error is a *BatchPublishError carrying every result; it counts as paused
 // only when every failure was a refusal, and unroutable only when every
 // failure was unroutable.
-func (p *Publisher[T]) SendAll(ctx context.Context, payloads []T, opts ...SendOption) ([]Sent, error) {
+func (p *Publisher[T]) SendAll(ctx context.Context, payloads []T) ([]Sent, error) {
+	return p.SendAllWith(ctx, payloads, SendOptions{})
+}
+
+// SendAllWith is SendAll with options applied to every member;
+// o.Envelopes gives each member its own envelope.
+func (p *Publisher[T]) SendAllWith(ctx context.Context, payloads []T, o SendOptions) ([]Sent, error) {
 	anys := make([]any, len(payloads))
 	for i := range payloads {
 		anys[i] = payloads[i]
 	}
-	return p.c.pub.sendAll(ctx, p.exchange, p.routingKey, &p.cfg, anys, opts)
+	return p.c.pub.sendAll(ctx, p.exchange, p.routingKey, &p.cfg, anys, &o)
 }
 
 // Publish sends one payload with the Conn's codec to exchange and routing
-// key. It behaves as Publisher.Send.
-func (c *Conn) Publish(ctx context.Context, exchange, routingKey string, payload any, opts ...SendOption) (Sent, error) {
-	return c.pub.send(ctx, exchange, routingKey, &publisherConfig{}, payload, opts)
+// key. It behaves as Publisher.SendWith; the zero SendOptions sends with
+// the Conn's settings.
+func (c *Conn) Publish(ctx context.Context, exchange, routingKey string, payload any, o SendOptions) (Sent, error) {
+	return c.pub.send(ctx, exchange, routingKey, &publisherConfig{}, payload, &o)
 }
+
+// noSendOptions is what Send passes: nothing to override.
+var noSendOptions SendOptions

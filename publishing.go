@@ -200,7 +200,7 @@ func (p *publishing) refusal(msg *transport.Message) error {
 }
 
 // admit decides whether an application publish may go ahead now: nil, or
-// the refusal. With WithWaitForRecovery a recovery (not a block) is waited
+// the refusal. With Config.WaitForRecovery a recovery (not a block) is waited
 // out within ctx first.
 func (p *publishing) admit(ctx context.Context, msg *transport.Message) error {
 	if !p.cfg.waitForRecovery {
@@ -210,7 +210,7 @@ func (p *publishing) admit(ctx context.Context, msg *transport.Message) error {
 }
 
 // awaitNoticedLoss reports whether an application publish refused with err
-// should be admitted again: with WithWaitForRecovery, one whose write found
+// should be admitted again: with Config.WaitForRecovery, one whose write found
 // the connection gone before the Conn noticed (paused, nothing written, no
 // broker block) waits until the Conn's state has changed since changed
 // was taken, so that admission then waits out the recovery as it does for
@@ -228,7 +228,7 @@ func (p *publishing) awaitNoticedLoss(ctx context.Context, err error, changed <-
 }
 
 // admissionContext bounds admit's wait: ctx, or the confirm timeout when
-// ctx has no deadline. Without WithWaitForRecovery nothing waits, so ctx
+// ctx has no deadline. Without Config.WaitForRecovery nothing waits, so ctx
 // is returned as is.
 func (p *publishing) admissionContext(ctx context.Context) (context.Context, context.CancelFunc) {
 	if !p.cfg.waitForRecovery {

@@ -21,7 +21,7 @@ func rawBatch(q string, keys ...string) []acemq.RawMessage {
 // A batch goes out on one channel, so even a Conn with several publishing
 // channels delivers it in the order given, every member confirmed.
 func TestPublishRawBatchKeepsOrderAcrossPublishingChannels(t *testing.T) {
-	r := newRig(t, acemq.WithPublishChannels(4))
+	r := newRig(t, acemq.Config{PublishChannels: 4})
 	r.queue("batch")
 	keys := make([]string, 64)
 	for i := range keys {

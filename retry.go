@@ -27,9 +27,9 @@ type RetryPolicy struct {
 	err          error
 }
 
-// DefaultBrokerWaitThreshold is the delay from which waits are held on a
+// defaultBrokerWaitThreshold is the delay from which waits are held on a
 // broker rung rather than in the consumer.
-const DefaultBrokerWaitThreshold = 30 * time.Second
+const defaultBrokerWaitThreshold = 30 * time.Second
 
 // defaultExponentialJitter is the jitter factor Exponential starts with.
 const defaultExponentialJitter = 0.2
@@ -97,17 +97,17 @@ func (p RetryPolicy) WaitInBrokerFrom(threshold time.Duration) RetryPolicy {
 	return p
 }
 
-// MaxAttempts counts every delivery including the first (≥ 1; the zero
+// attemptLimit counts every delivery including the first (≥ 1; the zero
 // policy and invalid counts report 1).
-func (p RetryPolicy) MaxAttempts() int {
+func (p RetryPolicy) attemptLimit() int {
 	if p.maxAttempts < 1 {
 		return 1
 	}
 	return p.maxAttempts
 }
 
-// MaxAge is the age limit; 0 = none.
-func (p RetryPolicy) MaxAge() time.Duration {
+// ageLimit is the age limit; 0 = none.
+func (p RetryPolicy) ageLimit() time.Duration {
 	if p.maxAge < 0 {
 		return 0
 	}
@@ -143,7 +143,7 @@ func (p RetryPolicy) delayAt(i int) time.Duration {
 // Schedule is the un-jittered wait before each retry (MaxAttempts-1
 // entries). It returns a fresh slice the caller may keep.
 func (p RetryPolicy) Schedule() []time.Duration {
-	n := p.MaxAttempts() - 1
+	n := p.attemptLimit() - 1
 	out := make([]time.Duration, n)
 	for i := range out {
 		out[i] = p.delayAt(i)
@@ -155,7 +155,7 @@ func (p RetryPolicy) Schedule() []time.Duration {
 // schedule never decreases, so once it stops growing the rest repeat.
 func (p RetryPolicy) distinctDelays() []time.Duration {
 	var out []time.Duration
-	n := p.MaxAttempts() - 1
+	n := p.attemptLimit() - 1
 	for i := 0; i < n; i++ {
 		d := p.delayAt(i)
 		if len(out) > 0 && out[len(out)-1] == d {
@@ -178,11 +178,11 @@ func (p RetryPolicy) BrokerDelays() []time.Duration {
 	return out
 }
 
-// Threshold is the broker-wait threshold (DefaultBrokerWaitThreshold unless
+// brokerThreshold is the broker-wait threshold (defaultBrokerWaitThreshold unless
 // WaitInBrokerFrom set it; 0 = never).
-func (p RetryPolicy) Threshold() time.Duration {
+func (p RetryPolicy) brokerThreshold() time.Duration {
 	if !p.thresholdSet {
-		return DefaultBrokerWaitThreshold
+		return defaultBrokerWaitThreshold
 	}
 	if p.threshold < 0 {
 		return 0
@@ -190,8 +190,8 @@ func (p RetryPolicy) Threshold() time.Duration {
 	return p.threshold
 }
 
-// Jitter is the jitter factor.
-func (p RetryPolicy) Jitter() float64 { return p.jitter }
+// jitterFactor is the jitter factor.
+func (p RetryPolicy) jitterFactor() float64 { return p.jitter }
 
 // Err reports the first invalid value the policy was built with, as a
 // *ConfigurationError naming the setting, or a rung name collision
@@ -213,7 +213,7 @@ func (p RetryPolicy) rungCollision(q string) error {
 	}
 	delays := p.BrokerDelays()
 	for i := 1; i < len(delays); i++ {
-		if RenderDelay(delays[i-1]) == RenderDelay(delays[i]) {
+		if renderDelay(delays[i-1]) == renderDelay(delays[i]) {
 			return &rungCollisionError{a: delays[i-1], b: delays[i], queue: RetryQueue(q, delays[i])}
 		}
 	}
@@ -245,18 +245,18 @@ func (e *rungCollisionError) As(target any) bool {
 // retries. ageKnown false counts as young enough. An age equal to a
 // non-zero limit does not retry.
 func (p RetryPolicy) Retries(attempt int, age time.Duration, ageKnown bool) bool {
-	if attempt >= p.MaxAttempts() {
+	if attempt >= p.attemptLimit() {
 		return false
 	}
-	limit := p.MaxAge()
+	limit := p.ageLimit()
 	return limit == 0 || !ageKnown || age < limit
 }
 
-// Delay returns the un-jittered wait after the given failed attempt and
+// delayFor returns the un-jittered wait after the given failed attempt and
 // whether it is held in the broker. An attempt outside 1..MaxAttempts-1
 // returns (0, false).
-func (p RetryPolicy) Delay(attempt int) (delay time.Duration, inBroker bool) {
-	if attempt < 1 || attempt > p.MaxAttempts()-1 {
+func (p RetryPolicy) delayFor(attempt int) (delay time.Duration, inBroker bool) {
+	if attempt < 1 || attempt > p.attemptLimit()-1 {
 		return 0, false
 	}
 	d := p.delayAt(attempt - 1)
@@ -265,7 +265,7 @@ func (p RetryPolicy) Delay(attempt int) (delay time.Duration, inBroker bool) {
 
 // waitsInBroker is contract §4.3: threshold > 0 ∧ delay > 0 ∧ delay ≥ threshold.
 func (p RetryPolicy) waitsInBroker(d time.Duration) bool {
-	t := p.Threshold()
+	t := p.brokerThreshold()
 	return t > 0 && d > 0 && d >= t
 }
 
@@ -286,10 +286,10 @@ func (p RetryPolicy) rungDelayFor(delay time.Duration) time.Duration {
 	return rungs[len(rungs)-1]
 }
 
-// ConsumerWait jitters d for an in-consumer wait: d × U[1-f, 1+f], floored
+// consumerWait jitters d for an in-consumer wait: d × U[1-f, 1+f], floored
 // at 1 ms when f > 0. u is a uniform sample in [0, 1) (values outside are
 // clamped). With f = 0 it returns d exactly.
-func (p RetryPolicy) ConsumerWait(d time.Duration, u float64) time.Duration {
+func (p RetryPolicy) consumerWait(d time.Duration, u float64) time.Duration {
 	f := p.jitter
 	if !(f > 0 && f < 1) {
 		return d
@@ -332,7 +332,7 @@ func (p RetryPolicy) String() string {
 	if p.jitter != defJitter {
 		b.WriteString(".withJitter(" + strconv.FormatFloat(p.jitter, 'g', -1, 64) + ")")
 	}
-	if p.thresholdSet && p.threshold != DefaultBrokerWaitThreshold {
+	if p.thresholdSet && p.threshold != defaultBrokerWaitThreshold {
 		fmt.Fprintf(&b, ".waitInBrokerFrom(%v)", p.threshold)
 	}
 	return b.String()
@@ -354,20 +354,20 @@ func (k *consumerCore) retry(dv *delivery, env Envelope, cause error, handled bo
 	age, known := k.age(env)
 	if !p.Retries(env.Attempt, age, known) {
 		var reason string
-		if env.Attempt >= p.MaxAttempts() {
-			n := p.MaxAttempts()
+		if env.Attempt >= p.attemptLimit() {
+			n := p.attemptLimit()
 			word := "attempts"
 			if n == 1 {
 				word = "attempt"
 			}
 			reason = fmt.Sprintf("exhausted %d %s: %s", n, word, errText(cause))
 		} else {
-			reason = fmt.Sprintf("exceeded the maximum message age of %s: %s", p.MaxAge(), errText(cause))
+			reason = fmt.Sprintf("exceeded the maximum message age of %s: %s", p.ageLimit(), errText(cause))
 		}
 		k.settleAside(dv, env, DeadLetterQueue(q), reason, ConsumeDeadLettered, handled, dur)
 		return
 	}
-	delay, inBroker := p.Delay(env.Attempt)
+	delay, inBroker := p.delayFor(env.Attempt)
 	next := env.NextAttempt()
 	if next.FirstSeen.IsZero() {
 		next.FirstSeen = dv.received.Truncate(time.Millisecond)
@@ -393,7 +393,7 @@ func (k *consumerCore) retry(dv *delivery, env Envelope, cause error, handled bo
 			return
 		}
 	}
-	wait := p.ConsumerWait(delay, rand.Float64())
+	wait := p.consumerWait(delay, rand.Float64())
 	k.later(dv, wait, func(ctx context.Context) {
 		if err := k.host.hop(ctx, k.hopMessage(dv, next, q)); err != nil {
 			k.putBackFailed(dv, env, q, err)

@@ -11,15 +11,15 @@ import (
 func TestRetryZeroPolicyBehavesAsNoRetry(t *testing.T) {
 	var zero RetryPolicy
 	none := NoRetry()
-	if zero.MaxAttempts() != 1 || none.MaxAttempts() != 1 {
-		t.Fatalf("MaxAttempts zero=%d none=%d, want 1", zero.MaxAttempts(), none.MaxAttempts())
+	if zero.attemptLimit() != 1 || none.attemptLimit() != 1 {
+		t.Fatalf("MaxAttempts zero=%d none=%d, want 1", zero.attemptLimit(), none.attemptLimit())
 	}
 	for _, p := range []RetryPolicy{zero, none} {
 		if p.Err() != nil || len(p.Schedule()) != 0 || len(p.BrokerDelays()) != 0 || p.Retries(1, 0, false) {
 			t.Errorf("%v does not behave as NoRetry", p)
 		}
-		if p.Threshold() != DefaultBrokerWaitThreshold || p.Jitter() != 0 || p.String() != "none()" {
-			t.Errorf("%v: threshold %v jitter %v", p, p.Threshold(), p.Jitter())
+		if p.brokerThreshold() != defaultBrokerWaitThreshold || p.jitterFactor() != 0 || p.String() != "none()" {
+			t.Errorf("%v: threshold %v jitter %v", p, p.brokerThreshold(), p.jitterFactor())
 		}
 	}
 }
@@ -53,7 +53,7 @@ func TestPolicyInvalidValuesReportConfigurationError(t *testing.T) {
 		}
 		// Nothing panics on an invalid policy.
 		_ = c.p.Schedule()
-		_, _ = c.p.Delay(1)
+		_, _ = c.p.delayFor(1)
 		_ = c.p.Retries(1, 0, true)
 		_ = c.p.BrokerDelays()
 	}
@@ -97,11 +97,11 @@ func TestRungCollisionRefusesDelaysSharingAName(t *testing.T) {
 func TestRetryDelayOutsideScheduleIsZero(t *testing.T) {
 	p := Fixed(3, time.Minute)
 	for _, a := range []int{-1, 0, 3, 4} {
-		if d, b := p.Delay(a); d != 0 || b {
+		if d, b := p.delayFor(a); d != 0 || b {
 			t.Errorf("Delay(%d) = %v, %v", a, d, b)
 		}
 	}
-	if d, b := p.Delay(2); d != time.Minute || !b {
+	if d, b := p.delayFor(2); d != time.Minute || !b {
 		t.Errorf("Delay(2) = %v, %v", d, b)
 	}
 }
@@ -119,7 +119,7 @@ func TestRetryExponentialUncappedSaturates(t *testing.T) {
 	}
 	// A huge attempt count is cheap to ask about.
 	big := Exponential(math.MaxInt32, time.Second, time.Hour)
-	if d, _ := big.Delay(math.MaxInt32 - 1); d != time.Hour {
+	if d, _ := big.delayFor(math.MaxInt32 - 1); d != time.Hour {
 		t.Errorf("Delay at the end = %v", d)
 	}
 	if got := len(big.BrokerDelays()); got != 8 { // 32s … 2048s, then 1h
@@ -163,13 +163,13 @@ func TestPolicyString(t *testing.T) {
 
 func TestPolicyConsumerWaitClampsSamples(t *testing.T) {
 	p := Exponential(3, time.Second, 0)
-	if w := p.ConsumerWait(time.Second, -5); w != 800*time.Millisecond {
+	if w := p.consumerWait(time.Second, -5); w != 800*time.Millisecond {
 		t.Errorf("u < 0: %v", w)
 	}
-	if w := p.ConsumerWait(time.Second, 7); w != 1200*time.Millisecond {
+	if w := p.consumerWait(time.Second, 7); w != 1200*time.Millisecond {
 		t.Errorf("u > 1: %v", w)
 	}
-	if w := p.ConsumerWait(0, 0.5); w != time.Millisecond {
+	if w := p.consumerWait(0, 0.5); w != time.Millisecond {
 		t.Errorf("floor: %v", w)
 	}
 }

@@ -21,6 +21,7 @@ import (
 	"github.com/acemq-go/acemq"
 	"github.com/acemq-go/acemq/actuator"
 	"github.com/acemq-go/acemq/devcerts"
+	"github.com/acemq-go/acemq/internal/brokertest"
 	"github.com/acemq-go/acemq/internal/testenv"
 	"github.com/acemq-go/acemq/security"
 )
@@ -90,12 +91,12 @@ func TestNoSecretAppearsInAnythingAConnPrints(t *testing.T) {
 	}
 	defer func() { _ = metrics.Shutdown(context.Background()) }()
 
-	connect := func(label, raw string, opts ...acemq.Option) *acemq.Conn {
+	connect := func(label, raw string, opts ...acemq.Config) *acemq.Conn {
 		t.Helper()
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()
-		all := append([]acemq.Option{acemq.WithLogger(logger), acemq.WithConnectionTimeout(3 * time.Second)}, opts...)
-		c, err := acemq.Connect(ctx, raw, all...)
+		all := brokertest.Overlay(acemq.Config{Logger: logger, ConnectionTimeout: 3 * time.Second}, opts...)
+		c, err := acemq.Connect(ctx, raw, all)
 		out.add(label, err)
 		if c != nil {
 			t.Cleanup(func() { _ = c.Close(context.Background()) })
@@ -107,13 +108,12 @@ func TestNoSecretAppearsInAnythingAConnPrints(t *testing.T) {
 	closed := closedAddr(t)
 	connect("wrong URL password", withPW("amqp", hp, urlPW+"x"))
 	connect("nothing listening", withPW("amqp", closed, urlPW))
-	connect("amqps to a plaintext port", withPW("amqps", hp, urlPW), acemq.WithTLS(nil), acemq.WithDevelopmentCertificates())
+	connect("amqps to a plaintext port", withPW("amqps", hp, urlPW), acemq.Config{TLS: nil, DevelopmentCertificates: true})
 	connect("development certificate", withPW("amqps", hostPort(t, testenv.AMQPSURL(t)), urlPW))
-	connect("TLS with amqp", withPW("amqp", hp, urlPW), acemq.WithTLSMode(security.ModeRequired))
-	connect("provider and user info", withPW("amqp", hp, urlPW), acemq.WithCredentialsProvider(security.Static(user, providerPW)))
-	connect("wrong provider password", withoutUser(t, plain), acemq.WithCredentialsProvider(security.Static(user, providerPW)))
-	connect("mismatched client key", withoutUser(t, testenv.AMQPSURL(t)), acemq.WithDevelopmentCertificates(),
-		acemq.WithClientCertificate(security.CertificatePEM(clientSet.Client.CertPEM, mismatched.Client.KeyPEM)))
+	connect("TLS with amqp", withPW("amqp", hp, urlPW), acemq.Config{TLSMode: security.ModeRequired})
+	connect("provider and user info", withPW("amqp", hp, urlPW), acemq.Config{CredentialsProvider: security.Static(user, providerPW)})
+	connect("wrong provider password", withoutUser(t, plain), acemq.Config{CredentialsProvider: security.Static(user, providerPW)})
+	connect("mismatched client key", withoutUser(t, testenv.AMQPSURL(t)), acemq.Config{DevelopmentCertificates: true, ClientCertificate: security.CertificatePEM(clientSet.Client.CertPEM, mismatched.Client.KeyPEM)})
 	connect("garbage URL", "amqp://"+user+":"+urlPW+"@[::1/")
 	out.add("provider credentials", security.Credentials{User: user, Password: providerPW})
 	out.add("client certificate", security.CertificatePEM(clientSet.Client.CertPEM, clientSet.Client.KeyPEM))
@@ -123,17 +123,14 @@ func TestNoSecretAppearsInAnythingAConnPrints(t *testing.T) {
 	var events []acemq.Event
 	var evMu sync.Mutex
 	recovered := make(chan struct{}, 1)
-	c := connect("working", withPW("amqp", hp, urlPW),
-		acemq.WithTracerProvider(tp), acemq.WithMeterProvider(metrics.MeterProvider()),
-		acemq.WithRecoveryInterval(100*time.Millisecond, time.Second),
-		acemq.WithEventHandler(func(e acemq.Event) {
-			evMu.Lock()
-			events = append(events, e)
-			evMu.Unlock()
-			if e.Kind == acemq.EventRecovered {
-				recovered <- struct{}{}
-			}
-		}))
+	c := connect("working", withPW("amqp", hp, urlPW), acemq.Config{TracerProvider: tp, MeterProvider: metrics.MeterProvider(), RecoveryInterval: 100 * time.Millisecond, RecoveryIntervalMax: time.Second, OnEvent: func(e acemq.Event) {
+		evMu.Lock()
+		events = append(events, e)
+		evMu.Unlock()
+		if e.Kind == acemq.EventRecovered {
+			recovered <- struct{}{}
+		}
+	}})
 	if c == nil {
 		t.Fatalf("the working Conn did not connect:\n%s", out)
 	}
@@ -142,10 +139,10 @@ func TestNoSecretAppearsInAnythingAConnPrints(t *testing.T) {
 	q := classicQueue(t, c, "leak")
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	if _, err := c.Publish(ctx, "", q, item{1}); err != nil {
+	if _, err := c.Publish(ctx, "", q, item{1}, acemq.SendOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	_, err = c.Publish(ctx, "acemq.no-such-exchange", "k", item{2})
+	_, err = c.Publish(ctx, "acemq.no-such-exchange", "k", item{2}, acemq.SendOptions{})
 	out.add("publish to a missing exchange", err)
 	testenv.RabbitCtl(t, "close_all_user_connections", user, "acemq leak test")
 	select {
@@ -153,7 +150,7 @@ func TestNoSecretAppearsInAnythingAConnPrints(t *testing.T) {
 	case <-ctx.Done():
 		t.Fatal("the working Conn did not recover within 30s")
 	}
-	if _, err := c.Publish(ctx, "", q, item{3}); err != nil {
+	if _, err := c.Publish(ctx, "", q, item{3}, acemq.SendOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	out.add("conn", c)
@@ -174,7 +171,7 @@ func TestNoSecretAppearsInAnythingAConnPrints(t *testing.T) {
 	}
 	srv.Close()
 	_ = c.Close(ctx)
-	out.add("closed publish", func() error { _, err := c.Publish(ctx, "", q, item{4}); return err }())
+	out.add("closed publish", func() error { _, err := c.Publish(ctx, "", q, item{4}, acemq.SendOptions{}); return err }())
 	evMu.Lock()
 	for _, e := range events {
 		out.add("event", e)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"strings"
@@ -46,10 +47,7 @@ func TestRotationDrillRecoversWithTheRotatedSecretAfterAFailingProvider(t *testi
 	log := newEventLog()
 	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
 	defer cancel()
-	c, err := acemq.Connect(ctx, withoutUser(t, testenv.AMQPURL(t)),
-		acemq.WithLogger(acemq.DiscardLogger()), acemq.WithEventHandler(log.add),
-		acemq.WithCredentialsProvider(security.File(file, "")),
-		acemq.WithRecoveryInterval(100*time.Millisecond, 500*time.Millisecond))
+	c, err := acemq.Connect(ctx, withoutUser(t, testenv.AMQPURL(t)), acemq.Config{Logger: slog.New(slog.DiscardHandler), OnEvent: log.add, CredentialsProvider: security.File(file, ""), RecoveryInterval: 100 * time.Millisecond, RecoveryIntervalMax: 500 * time.Millisecond})
 	if err != nil {
 		t.Fatalf("connecting with the file provider: %v", err)
 	}
@@ -64,7 +62,7 @@ func TestRotationDrillRecoversWithTheRotatedSecretAfterAFailingProvider(t *testi
 	wg.Add(1)
 	go func() {
 		defer wg.Done()
-		p := acemq.NewPublisher[item](c, "", q)
+		p := acemq.NewPublisher[item](c, "", q, acemq.PublisherConfig{})
 		for n := 0; ; n++ {
 			select {
 			case <-stop:

@@ -48,7 +48,7 @@ func sendConfirmed(t *testing.T, c *acemq.Conn, q string, n int) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
 	defer cancel()
-	sent, err := acemq.NewPublisher[item](c, "", q).Send(ctx, item{n})
+	sent, err := acemq.NewPublisher[item](c, "", q, acemq.PublisherConfig{}).Send(ctx, item{n})
 	if err != nil {
 		t.Fatalf("publish %d: %v", n, err)
 	}
@@ -69,25 +69,25 @@ func withoutUser(t *testing.T, raw string) string {
 
 func TestTLSModeAndSchemeMatrix(t *testing.T) {
 	plain, secure := testenv.AMQPURL(t), testenv.AMQPSURL(t)
-	trust := acemq.WithTLS(&tls.Config{RootCAs: testCAPool(t)})
-	dev := acemq.WithDevelopmentCertificates()
+	trust := acemq.Config{TLS: &tls.Config{RootCAs: testCAPool(t)}}
+	dev := acemq.Config{DevelopmentCertificates: true}
 	for _, tc := range []struct {
 		name    string
 		scheme  string
-		opts    []acemq.Option
+		opts    []acemq.Config
 		option  string // ConfigurationError expected naming this option
 		mention string // ... and saying this
 	}{
 		{"auto amqp", "amqp", nil, "", ""},
-		{"auto amqps", "amqps", []acemq.Option{trust, dev}, "", ""},
-		{"required amqp", "amqp", []acemq.Option{acemq.WithTLSMode(security.ModeRequired)}, "WithTLSMode", "connect to amqps://"},
-		{"required amqps", "amqps", []acemq.Option{acemq.WithTLSMode(security.ModeRequired), trust, dev}, "", ""},
-		{"insecure amqp", "amqp", []acemq.Option{acemq.WithInsecureSkipVerifyForDevelopment()}, "WithInsecureSkipVerifyForDevelopment", "use amqps://"},
-		{"insecure amqps", "amqps", []acemq.Option{acemq.WithInsecureSkipVerifyForDevelopment(), dev}, "", ""},
-		{"insecure through WithTLSMode", "amqps", []acemq.Option{acemq.WithTLSMode(security.ModeInsecure)}, "WithTLSMode", "WithInsecureSkipVerifyForDevelopment()"},
-		{"disabled amqp", "amqp", []acemq.Option{acemq.WithTLSMode(security.ModeDisabled)}, "", ""},
-		{"disabled amqps", "amqps", []acemq.Option{acemq.WithTLSMode(security.ModeDisabled)}, "WithTLSMode", "use an amqp:// URL"},
-		{"required and insecure", "amqps", []acemq.Option{acemq.WithTLSMode(security.ModeRequired), acemq.WithInsecureSkipVerifyForDevelopment()}, "WithTLSMode", "keep one"},
+		{"auto amqps", "amqps", []acemq.Config{trust, dev}, "", ""},
+		{"required amqp", "amqp", []acemq.Config{{TLSMode: security.ModeRequired}}, "Config.TLSMode", "connect to amqps://"},
+		{"required amqps", "amqps", []acemq.Config{{TLSMode: security.ModeRequired}, trust, dev}, "", ""},
+		{"insecure amqp", "amqp", []acemq.Config{{InsecureSkipVerifyForDevelopment: true}}, "Config.InsecureSkipVerifyForDevelopment", "use amqps://"},
+		{"insecure amqps", "amqps", []acemq.Config{{InsecureSkipVerifyForDevelopment: true}, dev}, "", ""},
+		{"insecure through Config.TLSMode", "amqps", []acemq.Config{{TLSMode: security.ModeInsecure}}, "Config.TLSMode", "Config.InsecureSkipVerifyForDevelopment"},
+		{"disabled amqp", "amqp", []acemq.Config{{TLSMode: security.ModeDisabled}}, "", ""},
+		{"disabled amqps", "amqps", []acemq.Config{{TLSMode: security.ModeDisabled}}, "Config.TLSMode", "use an amqp:// URL"},
+		{"required and insecure", "amqps", []acemq.Config{{TLSMode: security.ModeRequired, InsecureSkipVerifyForDevelopment: true}}, "Config.TLSMode", "keep one"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			if tc.option != "" {
@@ -115,13 +115,13 @@ func TestTLSModeAndSchemeMatrix(t *testing.T) {
 
 func TestDevelopmentBrokerCertificateIsRefusedVerifiedOrNotUnlessAllowed(t *testing.T) {
 	u := testenv.AMQPSURL(t)
-	trust := acemq.WithTLS(&tls.Config{RootCAs: testCAPool(t)})
+	trust := acemq.Config{TLS: &tls.Config{RootCAs: testCAPool(t)}}
 	for _, tc := range []struct {
 		name string
-		opts []acemq.Option
+		opts []acemq.Config
 	}{
-		{"verified", []acemq.Option{trust}},
-		{"unverified", []acemq.Option{acemq.WithInsecureSkipVerifyForDevelopment()}},
+		{"verified", []acemq.Config{trust}},
+		{"unverified", []acemq.Config{{InsecureSkipVerifyForDevelopment: true}}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := connectTLS(t, u, tc.opts...)
@@ -132,14 +132,14 @@ func TestDevelopmentBrokerCertificateIsRefusedVerifiedOrNotUnlessAllowed(t *test
 			if dev.Role != security.RoleBroker {
 				t.Fatalf("refused as %q, want %q", dev.Role, security.RoleBroker)
 			}
-			for _, want := range []string{security.DevelopmentMarker, "acemq.WithDevelopmentCertificates()", "issued by your organisation's CA"} {
+			for _, want := range []string{security.DevelopmentMarker, "acemq.Config.DevelopmentCertificates", "issued by your organisation's CA"} {
 				if !strings.Contains(err.Error(), want) {
 					t.Fatalf("error %q does not say %q", err, want)
 				}
 			}
-			c, err := connectTLS(t, u, append(tc.opts, acemq.WithDevelopmentCertificates())...)
+			c, err := connectTLS(t, u, append(tc.opts, acemq.Config{DevelopmentCertificates: true})...)
 			if err != nil {
-				t.Fatalf("with WithDevelopmentCertificates: %v", err)
+				t.Fatalf("with Config.DevelopmentCertificates: %v", err)
 			}
 			if r := c.Health(context.Background()); !r.Open {
 				t.Fatalf("health with the allowance: %+v", r)
@@ -150,17 +150,17 @@ func TestDevelopmentBrokerCertificateIsRefusedVerifiedOrNotUnlessAllowed(t *test
 
 func TestDevelopmentClientCertificateIsRefusedBeforeDialUnlessAllowed(t *testing.T) {
 	dir := tlsDir(t)
-	cert := acemq.WithClientCertificate(security.CertificateFiles(filepath.Join(dir, "client.pem"), filepath.Join(dir, "client.key")))
+	cert := acemq.Config{ClientCertificate: security.CertificateFiles(filepath.Join(dir, "client.pem"), filepath.Join(dir, "client.key"))}
 	addr, check := noDialAddr(t)
-	_, err := connectTLS(t, "amqps://guest:guest@"+addr+"/", cert, acemq.WithInsecureSkipVerifyForDevelopment())
+	_, err := connectTLS(t, "amqps://guest:guest@"+addr+"/", cert, acemq.Config{InsecureSkipVerifyForDevelopment: true})
 	check()
-	wantConfigError(t, err, "WithClientCertificate", security.DevelopmentMarker)
-	if !strings.Contains(err.Error(), string(security.RoleClientCert)) || !strings.Contains(err.Error(), "WithDevelopmentCertificates()") {
+	wantConfigError(t, err, "Config.ClientCertificate", security.DevelopmentMarker)
+	if !strings.Contains(err.Error(), string(security.RoleClientCert)) || !strings.Contains(err.Error(), "Config.DevelopmentCertificates") {
 		t.Fatalf("error %q does not say the client certificate was refused and how to allow it", err)
 	}
 	// Allowed: the broker verifies it against its CA and the password
 	// login goes through beside it.
-	c, err := connectTLS(t, testenv.AMQPSURL(t), cert, acemq.WithTLS(&tls.Config{RootCAs: testCAPool(t)}), acemq.WithDevelopmentCertificates())
+	c, err := connectTLS(t, testenv.AMQPSURL(t), cert, acemq.Config{TLS: &tls.Config{RootCAs: testCAPool(t)}, DevelopmentCertificates: true})
 	if err != nil {
 		t.Fatalf("a marked client certificate with the allowance: %v", err)
 	}
@@ -193,9 +193,9 @@ func TestClientCertificateErrorsNameTheFilesNeverTheKey(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			addr, check := noDialAddr(t)
-			_, err := connectTLS(t, "amqps://guest:guest@"+addr+"/", acemq.WithClientCertificate(tc.cert), acemq.WithDevelopmentCertificates())
+			_, err := connectTLS(t, "amqps://guest:guest@"+addr+"/", acemq.Config{ClientCertificate: tc.cert, DevelopmentCertificates: true})
 			check()
-			wantConfigError(t, err, "WithClientCertificate", tc.want)
+			wantConfigError(t, err, "Config.ClientCertificate", tc.want)
 			if strings.Contains(err.Error(), "PRIVATE KEY") || strings.Contains(err.Error(), string(other.Client.KeyPEM[30:60])) {
 				t.Fatalf("the error shows key material: %v", err)
 			}
@@ -308,10 +308,7 @@ func connectionsOf(t *testing.T, user string) []brokerConn {
 func TestMutualTLSWithExternalLoginPublishes(t *testing.T) {
 	cert, cn := externalUser(t, "acemq-external")
 	u := withoutUser(t, testenv.AMQPSURL(t))
-	c, err := connectTLS(t, u,
-		acemq.WithTLS(&tls.Config{RootCAs: testCAPool(t)}),
-		acemq.WithClientCertificate(cert), acemq.WithExternalAuth(), acemq.WithDevelopmentCertificates(),
-		acemq.WithClientName("external-"+cn))
+	c, err := connectTLS(t, u, acemq.Config{TLS: &tls.Config{RootCAs: testCAPool(t)}, ClientCertificate: cert, ExternalAuth: true, DevelopmentCertificates: true, ClientName: "external-" + cn})
 	if err != nil {
 		t.Fatalf("EXTERNAL login with a client certificate: %v", err)
 	}
@@ -339,14 +336,13 @@ func TestMutualTLSWithExternalLoginPublishes(t *testing.T) {
 
 func TestExternalLoginRefusedSaysWhatTheBrokerAnswered(t *testing.T) {
 	u := withoutUser(t, testenv.AMQPSURL(t))
-	trust := acemq.WithTLS(&tls.Config{RootCAs: testCAPool(t)})
+	trust := acemq.Config{TLS: &tls.Config{RootCAs: testCAPool(t)}}
 	t.Run("no user for the certificate", func(t *testing.T) {
 		pair, err := devcerts.IssueClient(testCA(t), testenv.Unique("acemq-nobody"), time.Hour)
 		if err != nil {
 			t.Fatal(err)
 		}
-		_, err = connectTLS(t, u, trust, acemq.WithDevelopmentCertificates(), acemq.WithExternalAuth(),
-			acemq.WithClientCertificate(security.CertificatePEM(pair.CertPEM, pair.KeyPEM)))
+		_, err = connectTLS(t, u, trust, acemq.Config{DevelopmentCertificates: true, ExternalAuth: true, ClientCertificate: security.CertificatePEM(pair.CertPEM, pair.KeyPEM)})
 		if err == nil {
 			t.Fatal("EXTERNAL login with a certificate whose user does not exist succeeded")
 		}
@@ -363,9 +359,7 @@ func TestExternalLoginRefusedSaysWhatTheBrokerAnswered(t *testing.T) {
 		}
 		// TLS 1.2: the broker's verdict on the client certificate comes
 		// inside the handshake (TLS 1.3 may send it after, as a reset).
-		_, err = connectTLS(t, u, acemq.WithTLS(&tls.Config{RootCAs: testCAPool(t), MaxVersion: tls.VersionTLS12}),
-			acemq.WithDevelopmentCertificates(), acemq.WithExternalAuth(),
-			acemq.WithClientCertificate(security.CertificatePEM(other.Client.CertPEM, other.Client.KeyPEM)))
+		_, err = connectTLS(t, u, acemq.Config{TLS: &tls.Config{RootCAs: testCAPool(t), MaxVersion: tls.VersionTLS12}, DevelopmentCertificates: true, ExternalAuth: true, ClientCertificate: security.CertificatePEM(other.Client.CertPEM, other.Client.KeyPEM)})
 		if err == nil {
 			t.Fatal("a client certificate from an unknown CA was accepted")
 		}
@@ -382,15 +376,15 @@ func TestExternalLoginSettingsThatCannotWorkAreConfigurationErrors(t *testing.T)
 	defer check()
 	for _, tc := range []struct {
 		name, url, mention string
-		opts               []acemq.Option
+		opts               []acemq.Config
 	}{
 		{"no certificate", "amqps://" + addr + "/", "none was given", nil},
 		{"plaintext", "amqp://" + addr + "/", "needs TLS", nil},
-		{"password in URL", "amqps://app:secret@" + addr + "/", "drop the user information", []acemq.Option{acemq.WithClientCertificate(security.CertificatePEM(devPair(t)))}},
+		{"password in URL", "amqps://app:secret@" + addr + "/", "drop the user information", []acemq.Config{{ClientCertificate: security.CertificatePEM(devPair(t))}}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			_, err := connectTLS(t, tc.url, append(tc.opts, acemq.WithExternalAuth(), acemq.WithDevelopmentCertificates())...)
-			wantConfigError(t, err, "WithExternalAuth", tc.mention)
+			_, err := connectTLS(t, tc.url, append(tc.opts, acemq.Config{ExternalAuth: true, DevelopmentCertificates: true})...)
+			wantConfigError(t, err, "Config.ExternalAuth", tc.mention)
 		})
 	}
 }
@@ -406,9 +400,9 @@ func devPair(t *testing.T) ([]byte, []byte) {
 
 func TestCredentialsProviderWithURLUserInfoIsAConfigurationError(t *testing.T) {
 	addr, check := noDialAddr(t)
-	_, err := connectTLS(t, "amqp://app:hunter2@"+addr+"/", acemq.WithCredentialsProvider(security.Static("app", "x")))
+	_, err := connectTLS(t, "amqp://app:hunter2@"+addr+"/", acemq.Config{CredentialsProvider: security.Static("app", "x")})
 	check()
-	wantConfigError(t, err, "WithCredentialsProvider", "one source of credentials")
+	wantConfigError(t, err, "Config.CredentialsProvider", "one source of credentials")
 	if strings.Contains(err.Error(), "hunter2") {
 		t.Fatalf("the error shows the URL's password: %v", err)
 	}

@@ -17,18 +17,18 @@ import (
 // RabbitMQ answers that nack by closing the connection (540), taking every
 // publisher and consumer of the Conn with it. A consumer of a queue the
 // Conn declared as a stream now hands them back as acks, as
-// ConsumerOnStream does, without being asked.
+// ConsumerConfig.OnStream does, without being asked.
 func TestAPlainConsumerOfADeclaredStreamClosesWithoutKillingTheConnection(t *testing.T) {
 	brokertest.ForEachBroker(t, func(t *testing.T, url string) {
 		var lost atomic.Int32
-		c := brokertest.Connect(t, url, acemq.WithEventHandler(func(e acemq.Event) {
+		c := brokertest.Connect(t, url, acemq.Config{OnEvent: func(e acemq.Event) {
 			if e.Kind == acemq.EventLost {
 				lost.Add(1)
 			}
-		}))
+		}})
 		ctx := context.Background()
 		s := testenv.Unique("stream.plain")
-		if err := c.Apply(ctx, acemq.NewTopology().Queue(s, acemq.AsStream())); err != nil {
+		if err := c.Apply(ctx, acemq.NewTopology().Queue(s, acemq.QueueOptions{Type: acemq.Stream})); err != nil {
 			t.Fatal(err)
 		}
 		t.Cleanup(func() {
@@ -37,7 +37,7 @@ func TestAPlainConsumerOfADeclaredStreamClosesWithoutKillingTheConnection(t *tes
 			}
 		})
 		for i := range 5 {
-			if _, err := acemq.NewPublisher[int](c, "", s).Send(ctx, i); err != nil {
+			if _, err := acemq.NewPublisher[int](c, "", s, acemq.PublisherConfig{}).Send(ctx, i); err != nil {
 				t.Fatal(err)
 			}
 		}
@@ -46,8 +46,7 @@ func TestAPlainConsumerOfADeclaredStreamClosesWithoutKillingTheConnection(t *tes
 			started <- struct{}{}
 			<-ctx.Done() // held until the drain's deadline cancels it
 			return acemq.Accept()
-		}, acemq.ConsumerConcurrency(1), acemq.ConsumerPrefetch(10),
-			acemq.ConsumerArgs(transport.Table{"x-stream-offset": "first"}), acemq.ConsumerDrainTimeout(200*time.Millisecond))
+		}, acemq.ConsumerConfig{Concurrency: 1, Prefetch: 10, Args: transport.Table{"x-stream-offset": "first"}, DrainTimeout: 200 * time.Millisecond})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -60,7 +59,7 @@ func TestAPlainConsumerOfADeclaredStreamClosesWithoutKillingTheConnection(t *tes
 		_ = k.Close(ctx)
 		// The connection is still the one it was: a publish goes through
 		// and no loss was reported.
-		if _, err := acemq.NewPublisher[int](c, "", s).Send(ctx, 99); err != nil {
+		if _, err := acemq.NewPublisher[int](c, "", s, acemq.PublisherConfig{}).Send(ctx, 99); err != nil {
 			t.Fatalf("a publish after closing the consumer: %v", err)
 		}
 		if n := lost.Load(); n != 0 {

@@ -31,59 +31,6 @@ type telemetryConfig struct {
 	propagator     propagation.TextMapPropagator
 }
 
-// WithMeterProvider sets where the Conn's metrics (contract §5.1) go. The
-// default is otel.GetMeterProvider() at Connect, a no-op until the
-// application installs an SDK. A nil provider is a configuration error.
-func WithMeterProvider(mp metric.MeterProvider) Option {
-	return func(c *config) {
-		if mp == nil {
-			c.problem("WithMeterProvider", "the meter provider is nil; omit the option to use the OpenTelemetry global")
-		}
-		c.telemetry.meterProvider = mp
-	}
-}
-
-// WithTracerProvider sets where the Conn's spans (contract §5.4) go. The
-// default is otel.GetTracerProvider() at Connect. A nil provider is a
-// configuration error.
-func WithTracerProvider(tp trace.TracerProvider) Option {
-	return func(c *config) {
-		if tp == nil {
-			c.problem("WithTracerProvider", "the tracer provider is nil; omit the option to use the OpenTelemetry global")
-		}
-		c.telemetry.tracerProvider = tp
-	}
-}
-
-// WithPropagator sets how trace context is written into and read from
-// message headers. The default is W3C Trace Context (traceparent,
-// tracestate), the contract's format; another propagator breaks the chain
-// with other AceMQ libraries unless they use it too.
-func WithPropagator(p propagation.TextMapPropagator) Option {
-	return func(c *config) {
-		if p == nil {
-			c.problem("WithPropagator", "the propagator is nil; omit the option to use W3C Trace Context")
-		}
-		c.telemetry.propagator = p
-	}
-}
-
-// TracerProvider is the provider this Conn's spans go to: the one given with
-// WithTracerProvider, else the OpenTelemetry global one at Connect. The
-// pattern packages (rpc, outbox) use it unless given their own, so one
-// option instruments everything built on this Conn.
-func (c *Conn) TracerProvider() trace.TracerProvider { return c.tel.tp }
-
-// MeterProvider is the provider this Conn's metrics go to: the one given
-// with WithMeterProvider, else the OpenTelemetry global one at Connect. The
-// pattern packages (rpc, outbox) use it unless given their own.
-func (c *Conn) MeterProvider() metric.MeterProvider { return c.tel.mp }
-
-// Propagator is the text-map propagator this Conn writes and reads trace
-// context with (W3C Trace Context unless WithPropagator said otherwise).
-// The outbox uses it to store the caller's trace with a record.
-func (c *Conn) Propagator() propagation.TextMapPropagator { return c.tel.prop }
-
 // Attribute keys (contract §5.4) and metric tag keys (contract §5.1).
 const (
 	attrSystem       = semconv.MessagingSystem

@@ -2,6 +2,7 @@ package acemq_test
 
 import (
 	"context"
+	"log/slog"
 	"testing"
 
 	metricnoop "go.opentelemetry.io/otel/metric/noop"
@@ -11,22 +12,23 @@ import (
 	tracenoop "go.opentelemetry.io/otel/trace/noop"
 
 	"github.com/acemq-go/acemq"
+	"github.com/acemq-go/acemq/internal/brokertest"
 )
 
 // benchPublish measures confirmed publishes on memory:// with the given
 // options (instrumentation default = OpenTelemetry globals, no-op).
-func benchPublish(b *testing.B, name string, opts ...acemq.Option) {
+func benchPublish(b *testing.B, name string, opts ...acemq.Config) {
 	ctx := context.Background()
-	opts = append([]acemq.Option{acemq.WithLogger(acemq.DiscardLogger())}, opts...)
-	c, err := acemq.Connect(ctx, "memory://"+name, opts...)
+	cfg := brokertest.Overlay(acemq.Config{Logger: slog.New(slog.DiscardHandler)}, opts...)
+	c, err := acemq.Connect(ctx, "memory://"+name, cfg)
 	if err != nil {
 		b.Fatal(err)
 	}
 	defer c.Close(ctx)
-	if err := c.Apply(ctx, acemq.NewTopology().Queue("orders", acemq.AsClassic())); err != nil {
+	if err := c.Apply(ctx, acemq.NewTopology().Queue("orders", acemq.QueueOptions{Type: acemq.Classic})); err != nil {
 		b.Fatal(err)
 	}
-	pub := acemq.NewPublisher[order2](c, "", "orders")
+	pub := acemq.NewPublisher[order2](c, "", "orders", acemq.PublisherConfig{})
 	b.ReportAllocs()
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
@@ -54,9 +56,9 @@ func BenchmarkPublishTelemetrySDK(b *testing.B) {
 	mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(sdkmetric.NewManualReader()))
 	tp := sdktrace.NewTracerProvider(sdktrace.WithBatcher(tracetest.NewNoopExporter()))
 	defer tp.Shutdown(context.Background())
-	benchPublish(b, "bench-sdk", acemq.WithMeterProvider(mp), acemq.WithTracerProvider(tp))
+	benchPublish(b, "bench-sdk", acemq.Config{MeterProvider: mp, TracerProvider: tp})
 }
 
 func BenchmarkPublishTelemetryNoop(b *testing.B) {
-	benchPublish(b, "bench-noop", acemq.WithMeterProvider(metricnoop.NewMeterProvider()), acemq.WithTracerProvider(tracenoop.NewTracerProvider()))
+	benchPublish(b, "bench-noop", acemq.Config{MeterProvider: metricnoop.NewMeterProvider(), TracerProvider: tracenoop.NewTracerProvider()})
 }

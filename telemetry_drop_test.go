@@ -16,11 +16,11 @@ import (
 func TestDeliveriesHeldAtAConnectionDropAreCounted(t *testing.T) {
 	o := observe(t, "memory://tel-drop")
 	ctx := context.Background()
-	if err := o.conn.Apply(ctx, acemq.NewTopology().Queue("q", acemq.AsClassic())); err != nil {
+	if err := o.conn.Apply(ctx, acemq.NewTopology().Queue("q", acemq.QueueOptions{Type: acemq.Classic})); err != nil {
 		t.Fatal(err)
 	}
 	for i := 0; i < 3; i++ {
-		if _, err := acemq.NewPublisher[order](o.conn, "", "q").Send(ctx, order{ID: "o"}); err != nil {
+		if _, err := acemq.NewPublisher[order](o.conn, "", "q", acemq.PublisherConfig{}).Send(ctx, order{ID: "o"}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -32,7 +32,7 @@ func TestDeliveriesHeldAtAConnectionDropAreCounted(t *testing.T) {
 		<-release
 		accepted.Add(1)
 		return acemq.Accept()
-	}, acemq.ConsumerConcurrency(1))
+	}, acemq.ConsumerConfig{Concurrency: 1})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -2,6 +2,7 @@ package acemq_test
 
 import (
 	"context"
+	"log/slog"
 	"os"
 	"os/exec"
 	"testing"
@@ -26,15 +27,15 @@ func TestMetricsFlowOnceTheGlobalMeterProviderIsSetAfterConnect(t *testing.T) {
 		return
 	}
 	ctx := context.Background()
-	c, err := acemq.Connect(ctx, "memory://tel-global-meter", acemq.WithLogger(acemq.DiscardLogger()))
+	c, err := acemq.Connect(ctx, "memory://tel-global-meter", acemq.Config{Logger: slog.New(slog.DiscardHandler)})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer c.Close(ctx)
-	if err := c.Apply(ctx, acemq.NewTopology().Queue("orders", acemq.AsClassic())); err != nil {
+	if err := c.Apply(ctx, acemq.NewTopology().Queue("orders", acemq.QueueOptions{Type: acemq.Classic})); err != nil {
 		t.Fatal(err)
 	}
-	pub := acemq.NewPublisher[order2](c, "", "orders")
+	pub := acemq.NewPublisher[order2](c, "", "orders", acemq.PublisherConfig{})
 	if _, err := pub.Send(ctx, order2{ID: "before"}); err != nil {
 		t.Fatal(err)
 	}

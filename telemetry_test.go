@@ -3,10 +3,13 @@ package acemq_test
 import (
 	"context"
 	"errors"
-	"github.com/acemq-go/acemq/internal/alarmtest"
+	"log/slog"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/acemq-go/acemq/internal/alarmtest"
+	"github.com/acemq-go/acemq/internal/brokertest"
 
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
@@ -29,19 +32,19 @@ type observed struct {
 	settled chan acemq.Settlement
 }
 
-func observe(t *testing.T, url string, opts ...acemq.Option) *observed {
+func observe(t *testing.T, url string, opts ...acemq.Config) *observed {
 	t.Helper()
 	o := &observed{reader: sdkmetric.NewManualReader(), spans: tracetest.NewSpanRecorder(), settled: make(chan acemq.Settlement, 100)}
 	mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(o.reader))
 	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(o.spans))
-	opts = append([]acemq.Option{
-		acemq.WithLogger(acemq.DiscardLogger()),
-		acemq.WithMeterProvider(mp),
-		acemq.WithTracerProvider(tp),
-		acemq.WithSettlementHook(func(s acemq.Settlement) { o.settled <- s }),
+	cfg := brokertest.Overlay(acemq.Config{
+		Logger:         slog.New(slog.DiscardHandler),
+		MeterProvider:  mp,
+		TracerProvider: tp,
+		OnSettlement:   func(s acemq.Settlement) { o.settled <- s },
 	}, opts...)
 	ctx := context.Background()
-	c, err := acemq.Connect(ctx, url, opts...)
+	c, err := acemq.Connect(ctx, url, cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -204,7 +207,7 @@ func TestSettlementCountersTagsAndSpanStatusAgree(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			ctx := context.Background()
 			o := observe(t, "memory://tel-"+strings.ReplaceAll(tc.name, " ", "-"))
-			if err := o.conn.Apply(ctx, acemq.NewTopology().Queue("orders", acemq.AsClassic())); err != nil {
+			if err := o.conn.Apply(ctx, acemq.NewTopology().Queue("orders", acemq.QueueOptions{Type: acemq.Classic})); err != nil {
 				t.Fatal(err)
 			}
 			policy := acemq.Fixed(2, time.Millisecond)
@@ -215,7 +218,7 @@ func TestSettlementCountersTagsAndSpanStatusAgree(t *testing.T) {
 					return acemq.InProgress(time.Millisecond)
 				}
 				return tc.handler(m.Envelope.Attempt)
-			}, acemq.ConsumerRetry(policy))
+			}, acemq.ConsumerConfig{Retry: policy})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -223,7 +226,7 @@ func TestSettlementCountersTagsAndSpanStatusAgree(t *testing.T) {
 				err = o.conn.PublishRaw(ctx, acemq.RawMessage{RoutingKey: "orders", ContentType: "application/json", MessageID: "raw-1",
 					Headers: map[string]any{"x-acemq-type": "order"}, Body: tc.raw})
 			} else {
-				_, err = acemq.NewPublisher[order2](o.conn, "", "orders").Send(ctx, order2{ID: "1"}, acemq.WithType("order"))
+				_, err = acemq.NewPublisher[order2](o.conn, "", "orders", acemq.PublisherConfig{}).SendWith(ctx, order2{ID: "1"}, acemq.SendOptions{Type: "order"})
 			}
 			if err != nil {
 				t.Fatal(err)
@@ -317,20 +320,20 @@ func hasEvent(s sdktrace.ReadOnlySpan, name string) bool {
 func TestPublishOutcomesCountAndSetSpanStatus(t *testing.T) {
 	ctx := context.Background()
 	name := "tel-publish"
-	o := observe(t, "memory://"+name, acemq.WithConfirmTimeout(time.Second))
-	if err := o.conn.Apply(ctx, acemq.NewTopology().Queue("orders", acemq.AsClassic())); err != nil {
+	o := observe(t, "memory://"+name, acemq.Config{ConfirmTimeout: time.Second})
+	if err := o.conn.Apply(ctx, acemq.NewTopology().Queue("orders", acemq.QueueOptions{Type: acemq.Classic})); err != nil {
 		t.Fatal(err)
 	}
-	pub := acemq.NewPublisher[order2](o.conn, "", "orders")
-	if _, err := pub.Send(ctx, order2{ID: "1"}, acemq.WithType("order")); err != nil {
+	pub := acemq.NewPublisher[order2](o.conn, "", "orders", acemq.PublisherConfig{})
+	if _, err := pub.SendWith(ctx, order2{ID: "1"}, acemq.SendOptions{Type: "order"}); err != nil {
 		t.Fatal(err)
 	}
-	nowhere := acemq.NewPublisher[order2](o.conn, "", "nowhere")
-	if _, err := nowhere.Send(ctx, order2{ID: "2"}, acemq.WithType("order"), acemq.Mandatory()); !acemq.IsUnroutable(err) {
+	nowhere := acemq.NewPublisher[order2](o.conn, "", "nowhere", acemq.PublisherConfig{})
+	if _, err := nowhere.SendWith(ctx, order2{ID: "2"}, acemq.SendOptions{Type: "order", Mandatory: true}); !acemq.IsUnroutable(err) {
 		t.Fatalf("want unroutable, got %v", err)
 	}
 	held := alarmtest.BlockAndWait(t, o.conn, memory.Lookup(name), "low on memory")
-	if _, err := pub.Send(ctx, order2{ID: "3"}, acemq.WithType("order")); !acemq.IsPaused(err) {
+	if _, err := pub.SendWith(ctx, order2{ID: "3"}, acemq.SendOptions{Type: "order"}); !acemq.IsPaused(err) {
 		t.Fatalf("a publish while blocked: %v, want it refused as paused", err)
 	}
 	memory.Lookup(name).Unblock()
@@ -400,7 +403,7 @@ func assertChild(t *testing.T, o *observed, publish, process string) {
 func roundTrip(t *testing.T, o *observed, queue string) {
 	t.Helper()
 	ctx := context.Background()
-	if err := o.conn.Apply(ctx, acemq.NewTopology().Queue(queue, acemq.AsClassic())); err != nil {
+	if err := o.conn.Apply(ctx, acemq.NewTopology().Queue(queue, acemq.QueueOptions{Type: acemq.Classic})); err != nil {
 		t.Fatal(err)
 	}
 	cons, err := acemq.Consume(ctx, o.conn, queue, func(ctx context.Context, m *acemq.Message[order2]) acemq.Decision {
@@ -411,12 +414,12 @@ func roundTrip(t *testing.T, o *observed, queue string) {
 			t.Errorf("the handler's context has no span")
 		}
 		return acemq.Accept()
-	})
+	}, acemq.ConsumerConfig{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer cons.Close(ctx)
-	if _, err := acemq.NewPublisher[order2](o.conn, "", queue).Send(ctx, order2{ID: "1"}); err != nil {
+	if _, err := acemq.NewPublisher[order2](o.conn, "", queue, acemq.PublisherConfig{}).Send(ctx, order2{ID: "1"}); err != nil {
 		t.Fatal(err)
 	}
 	o.waitSettled(t, 1)
@@ -441,29 +444,20 @@ func TestConsumerSpanIsChildOfPublishSpanAcrossRabbitMQ(t *testing.T) {
 
 func TestNoopProvidersByDefaultStillPublish(t *testing.T) {
 	ctx := context.Background()
-	c, err := acemq.Connect(ctx, "memory://tel-noop", acemq.WithLogger(acemq.DiscardLogger()))
+	c, err := acemq.Connect(ctx, "memory://tel-noop", acemq.Config{Logger: slog.New(slog.DiscardHandler)})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer c.Close(ctx)
-	if err := c.Apply(ctx, acemq.NewTopology().Queue("orders", acemq.AsClassic())); err != nil {
+	if err := c.Apply(ctx, acemq.NewTopology().Queue("orders", acemq.QueueOptions{Type: acemq.Classic})); err != nil {
 		t.Fatal(err)
 	}
-	sent, err := acemq.NewPublisher[order2](c, "", "orders").Send(ctx, order2{ID: "1"})
+	sent, err := acemq.NewPublisher[order2](c, "", "orders", acemq.PublisherConfig{}).Send(ctx, order2{ID: "1"})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if _, ok := sent.Envelope.Header("traceparent"); ok {
 		t.Errorf("a no-op tracer injected a traceparent")
-	}
-}
-
-func TestNilProvidersAreConfigurationErrors(t *testing.T) {
-	ctx := context.Background()
-	for _, opt := range []acemq.Option{acemq.WithMeterProvider(nil), acemq.WithTracerProvider(nil), acemq.WithPropagator(nil)} {
-		if _, err := acemq.Connect(ctx, "memory://tel-nil", opt); err == nil {
-			t.Errorf("a nil provider was accepted")
-		}
 	}
 }
 

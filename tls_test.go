@@ -9,6 +9,7 @@ import (
 	"crypto/x509"
 	"crypto/x509/pkix"
 	"errors"
+	"log/slog"
 	"math/big"
 	"net"
 	"net/url"
@@ -19,6 +20,7 @@ import (
 	"time"
 
 	"github.com/acemq-go/acemq"
+	"github.com/acemq-go/acemq/internal/brokertest"
 	"github.com/acemq-go/acemq/internal/testenv"
 )
 
@@ -28,7 +30,7 @@ import (
 // amqps:// speaks TLS 1.2 or later and always verifies the broker unless
 // the named development option is given. The node's certificates are
 // development certificates, so every test that connects to it allows them
-// explicitly (acemq.WithDevelopmentCertificates); security_test.go shows
+// explicitly (acemq.Config.DevelopmentCertificates); security_test.go shows
 // they are refused otherwise.
 
 // testCAPool returns a pool holding only the test node's CA.
@@ -56,12 +58,12 @@ func withHost(t *testing.T, rawURL, host string) string {
 	return u.String()
 }
 
-func connectTLS(t *testing.T, rawURL string, opts ...acemq.Option) (*acemq.Conn, error) {
+func connectTLS(t *testing.T, rawURL string, opts ...acemq.Config) (*acemq.Conn, error) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
 	defer cancel()
-	all := append([]acemq.Option{acemq.WithLogger(acemq.DiscardLogger())}, opts...)
-	c, err := acemq.Connect(ctx, rawURL, all...)
+	all := brokertest.Overlay(acemq.Config{Logger: slog.New(slog.DiscardHandler)}, opts...)
+	c, err := acemq.Connect(ctx, rawURL, all)
 	if err == nil {
 		t.Cleanup(func() { _ = c.Close(context.Background()) })
 	}
@@ -118,14 +120,14 @@ func TestAMQPSWithTestCAPublishesConfirmedAndConsumes(t *testing.T) {
 	pool := testCAPool(t)
 	for _, host := range []string{"localhost", "127.0.0.1"} { // both are in the certificate
 		t.Run(host, func(t *testing.T) {
-			c, err := connectTLS(t, withHost(t, base, host), acemq.WithTLS(&tls.Config{RootCAs: pool}), acemq.WithDevelopmentCertificates())
+			c, err := connectTLS(t, withHost(t, base, host), acemq.Config{TLS: &tls.Config{RootCAs: pool}, DevelopmentCertificates: true})
 			if err != nil {
 				t.Fatalf("amqps:// with the test CA failed: %v", err)
 			}
 			ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
 			defer cancel()
 			q := classicQueue(t, c, "tls.roundtrip")
-			sent, err := acemq.NewPublisher[item](c, "", q).Send(ctx, item{42})
+			sent, err := acemq.NewPublisher[item](c, "", q, acemq.PublisherConfig{}).Send(ctx, item{42})
 			if err != nil {
 				t.Fatalf("a publish over amqps:// failed: %v", err)
 			}
@@ -139,7 +141,7 @@ func TestAMQPSWithTestCAPublishesConfirmedAndConsumes(t *testing.T) {
 				default:
 				}
 				return acemq.Accept()
-			})
+			}, acemq.ConsumerConfig{})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -157,8 +159,8 @@ func TestAMQPSWithTestCAPublishesConfirmedAndConsumes(t *testing.T) {
 }
 
 func TestAMQPSWithoutCAFailsAsUntrustedAndSaysWhatToDo(t *testing.T) {
-	// No WithTLS: the system store, which does not hold the throwaway CA.
-	_, err := connectTLS(t, testenv.AMQPSURL(t), acemq.WithDevelopmentCertificates())
+	// No Config.TLS: the system store, which does not hold the throwaway CA.
+	_, err := connectTLS(t, testenv.AMQPSURL(t), acemq.Config{DevelopmentCertificates: true})
 	if err == nil {
 		t.Fatal("amqps:// to a broker whose CA is not trusted connected; the chain was not verified")
 	}
@@ -183,10 +185,10 @@ func TestAMQPSWithoutCAFailsAsUntrustedAndSaysWhatToDo(t *testing.T) {
 func TestAMQPSHostNameNotInCertificateFailsVerification(t *testing.T) {
 	// The certificate names localhost and 127.0.0.1 only; verifying it for
 	// another name must fail even though the chain is trusted.
-	_, err := connectTLS(t, testenv.AMQPSURL(t), acemq.WithTLS(&tls.Config{
+	_, err := connectTLS(t, testenv.AMQPSURL(t), acemq.Config{TLS: &tls.Config{
 		RootCAs:    testCAPool(t),
 		ServerName: "broker.invalid",
-	}), acemq.WithDevelopmentCertificates())
+	}, DevelopmentCertificates: true})
 	if err == nil {
 		t.Fatal("amqps:// connected although the certificate does not name broker.invalid")
 	}
@@ -202,11 +204,11 @@ func TestAMQPSHostNameNotInCertificateFailsVerification(t *testing.T) {
 func TestTLSSettingsWithPlainAMQPAreConfigurationErrorsBeforeDial(t *testing.T) {
 	for _, tc := range []struct {
 		name   string
-		opt    acemq.Option
+		opt    acemq.Config
 		option string
 	}{
-		{"WithTLS", acemq.WithTLS(&tls.Config{}), "WithTLS"},
-		{"insecure option", acemq.WithInsecureSkipVerifyForDevelopment(), "WithInsecureSkipVerifyForDevelopment"},
+		{"Config.TLS", acemq.Config{TLS: &tls.Config{}}, "Config.TLS"},
+		{"insecure option", acemq.Config{InsecureSkipVerifyForDevelopment: true}, "Config.InsecureSkipVerifyForDevelopment"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			addr, check := noDialAddr(t)
@@ -219,9 +221,9 @@ func TestTLSSettingsWithPlainAMQPAreConfigurationErrorsBeforeDial(t *testing.T) 
 
 func TestAMQPSRefusesATLSConfigCappedBelow12BeforeDial(t *testing.T) {
 	addr, check := noDialAddr(t)
-	_, err := connectTLS(t, "amqps://guest:guest@"+addr+"/", acemq.WithTLS(&tls.Config{MaxVersion: tls.VersionTLS11}))
+	_, err := connectTLS(t, "amqps://guest:guest@"+addr+"/", acemq.Config{TLS: &tls.Config{MaxVersion: tls.VersionTLS11}})
 	check()
-	wantConfigError(t, err, "WithTLS", "TLS 1.2")
+	wantConfigError(t, err, "Config.TLS", "TLS 1.2")
 }
 
 func TestAMQPSRaisesMinVersionTo12(t *testing.T) {
@@ -252,9 +254,7 @@ func TestAMQPSRaisesMinVersionTo12(t *testing.T) {
 
 	pool := x509.NewCertPool()
 	pool.AddCert(cert.Leaf)
-	_, err = connectTLS(t, "amqps://guest:guest@"+ln.Addr().String()+"/",
-		acemq.WithConnectionTimeout(5*time.Second),
-		acemq.WithTLS(&tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS10}))
+	_, err = connectTLS(t, "amqps://guest:guest@"+ln.Addr().String()+"/", acemq.Config{ConnectionTimeout: 5 * time.Second, TLS: &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS10}})
 	if err == nil {
 		t.Fatal("Connect succeeded against a TLS 1.1 server")
 	}
@@ -302,29 +302,25 @@ func selfSignedCert(t *testing.T) tls.Certificate {
 
 func TestAMQPSRefusesInsecureSkipVerifyWithoutTheDevelopmentOption(t *testing.T) {
 	addr, check := noDialAddr(t)
-	_, err := connectTLS(t, "amqps://guest:guest@"+addr+"/", acemq.WithTLS(&tls.Config{InsecureSkipVerify: true}))
+	_, err := connectTLS(t, "amqps://guest:guest@"+addr+"/", acemq.Config{TLS: &tls.Config{InsecureSkipVerify: true}})
 	check()
-	wantConfigError(t, err, "WithTLS", "WithInsecureSkipVerifyForDevelopment")
+	wantConfigError(t, err, "Config.TLS", "Config.InsecureSkipVerifyForDevelopment")
 }
 
 func TestAMQPSDevelopmentOptionConnectsWithoutVerifying(t *testing.T) {
 	u := testenv.AMQPSURL(t)
 	for _, tc := range []struct {
 		name string
-		opts []acemq.Option
+		opts acemq.Config
 	}{
-		{"option alone", []acemq.Option{acemq.WithInsecureSkipVerifyForDevelopment(), acemq.WithDevelopmentCertificates()}},
-		{"with an InsecureSkipVerify config", []acemq.Option{
-			acemq.WithTLS(&tls.Config{InsecureSkipVerify: true}),
-			acemq.WithInsecureSkipVerifyForDevelopment(),
-			acemq.WithDevelopmentCertificates(),
-		}},
+		{"option alone", acemq.Config{InsecureSkipVerifyForDevelopment: true, DevelopmentCertificates: true}},
+		{"with an InsecureSkipVerify config", acemq.Config{TLS: &tls.Config{InsecureSkipVerify: true}, InsecureSkipVerifyForDevelopment: true, DevelopmentCertificates: true}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			// No CA: only the development option lets this through.
-			c, err := connectTLS(t, u, tc.opts...)
+			c, err := connectTLS(t, u, tc.opts)
 			if err != nil {
-				t.Fatalf("amqps:// with WithInsecureSkipVerifyForDevelopment failed: %v", err)
+				t.Fatalf("amqps:// with Config.InsecureSkipVerifyForDevelopment failed: %v", err)
 			}
 			if r := c.Health(context.Background()); !r.Open {
 				t.Fatalf("health over an unverified amqps:// connection: %+v", r)

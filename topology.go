@@ -5,6 +5,7 @@ import (
 	"reflect"
 	"sort"
 	"strings"
+	"time"
 
 	"github.com/acemq-go/acemq/transport"
 )
@@ -41,11 +42,65 @@ type Topology struct {
 	retries     []string
 }
 
-// ExchangeOption adjusts an exchange declaration.
-type ExchangeOption func(*transport.ExchangeSpec)
+// ExchangeOptions adjusts an exchange declaration. The zero value
+// declares a durable exchange that is never deleted on its own; its fields
+// have the names and meaning they have on QueueOptions.
+type ExchangeOptions struct {
+	// Transient declares the exchange non-durable: it does not survive a
+	// broker restart.
+	Transient bool
+	// AutoDelete makes the broker delete the exchange when its last
+	// binding goes.
+	AutoDelete bool
+	// Args are declaration arguments (copied).
+	Args transport.Table
+}
 
-// QueueOption adjusts a queue declaration.
-type QueueOption func(*queueRequest)
+// QueueOptions adjusts a queue declaration. The zero value declares a
+// durable quorum queue.
+type QueueOptions struct {
+	// Type is Quorum (the default), Classic or Stream. Exclusive and
+	// auto-delete queues without a Type are classic; with Quorum or Stream
+	// Validate refuses them.
+	Type QueueType
+	// Exclusive makes the queue private to the declaring connection and
+	// deleted with it.
+	Exclusive bool
+	// AutoDelete makes the broker delete the queue when its last consumer
+	// goes.
+	AutoDelete bool
+	// Transient declares the queue non-durable. RabbitMQ 4 refuses
+	// transient queues that are not exclusive, so Validate accepts it only
+	// together with Exclusive.
+	Transient bool
+	// Args are declaration arguments (copied); the fields below override
+	// the arguments they write.
+	Args transport.Table
+	// DeliveryLimit sets x-delivery-limit on a quorum queue: after n
+	// redeliveries the broker drops or dead-letters the message. -1 asks
+	// for no limit (RabbitMQ 4 otherwise applies 20); 0 writes no
+	// x-delivery-limit. Validate refuses it on a classic or stream queue,
+	// and refuses values below -1, whose meaning differs between RabbitMQ
+	// versions.
+	DeliveryLimit int
+	// MaxAge sets a stream's retention by age (x-max-age): the broker
+	// removes whole segments whose newest message is older than it,
+	// checked when a segment fills; the segment being written always
+	// stays. It is written in the contract's largest-whole-unit form (7D,
+	// 36h, 90m, 90s). Validate refuses an age that is not a positive whole
+	// number of seconds, and the field on a queue that is not a stream.
+	MaxAge time.Duration
+	// MaxBytes sets a stream's retention by size (x-max-length-bytes):
+	// whole segments go, oldest first, while the stream is larger. 0
+	// writes nothing; Validate refuses a negative size.
+	MaxBytes int64
+	// SegmentBytes sets the size of a stream's segment files
+	// (x-stream-max-segment-size-bytes), the unit retention removes. 0
+	// writes nothing and the broker's default applies (500 MB on RabbitMQ
+	// and memory://). Validate refuses a negative size, and the field on
+	// a queue that is not a stream.
+	SegmentBytes int64
+}
 
 type queueRequest struct {
 	typ           QueueType
@@ -90,65 +145,6 @@ const (
 // NewTopology returns an empty topology.
 func NewTopology() *Topology { return &Topology{} }
 
-// AutoDeleteExchange makes the broker delete the exchange when its last
-// binding goes.
-func AutoDeleteExchange() ExchangeOption {
-	return func(s *transport.ExchangeSpec) { s.AutoDelete = true }
-}
-
-// TransientExchange declares the exchange non-durable: it does not survive
-// a broker restart.
-func TransientExchange() ExchangeOption {
-	return func(s *transport.ExchangeSpec) { s.Durable = false }
-}
-
-// WithExchangeArgs adds declaration arguments to the exchange. The table is
-// copied; later calls override earlier keys.
-func WithExchangeArgs(args transport.Table) ExchangeOption {
-	return func(s *transport.ExchangeSpec) { s.Args = mergeTable(s.Args, args) }
-}
-
-// AsQuorum declares the queue as a durable quorum queue (the default).
-func AsQuorum() QueueOption { return func(r *queueRequest) { r.typ, r.typeSet = Quorum, true } }
-
-// AsClassic declares the queue as a classic queue, written without an
-// x-queue-type argument.
-func AsClassic() QueueOption { return func(r *queueRequest) { r.typ, r.typeSet = Classic, true } }
-
-// AsStream declares the queue as a durable stream (x-queue-type: stream).
-func AsStream() QueueOption { return func(r *queueRequest) { r.typ, r.typeSet = Stream, true } }
-
-// Exclusive makes the queue private to the declaring connection and deleted
-// with it. Without an explicit type the queue becomes classic; with
-// AsQuorum or AsStream, Validate refuses it.
-func Exclusive() QueueOption { return func(r *queueRequest) { r.exclusive = true } }
-
-// AutoDelete makes the broker delete the queue when its last consumer
-// goes. Without an explicit type the queue becomes classic; with AsQuorum or
-// AsStream, Validate refuses it.
-func AutoDelete() QueueOption { return func(r *queueRequest) { r.autoDelete = true } }
-
-// NonDurable declares the queue non-durable (transient). RabbitMQ 4 refuses transient
-// queues that are not exclusive, so Validate accepts it only together with
-// Exclusive.
-func NonDurable() QueueOption { return func(r *queueRequest) { r.transient = true } }
-
-// WithArgs adds declaration arguments to the queue. The table is copied;
-// later calls override earlier keys.
-func WithArgs(args transport.Table) QueueOption {
-	return func(r *queueRequest) { r.args = mergeTable(r.args, args) }
-}
-
-// DeliveryLimit sets x-delivery-limit on a quorum queue: after n
-// redeliveries the broker drops or dead-letters the message. n = -1 asks
-// for no limit (RabbitMQ 4 otherwise applies 20). Without this option no
-// x-delivery-limit is written. Validate refuses it on a classic or stream
-// queue, and refuses 0 and values below -1, whose meaning differs between
-// RabbitMQ versions.
-func DeliveryLimit(n int) QueueOption {
-	return func(r *queueRequest) { r.deliveryLimit, r.limitSet = n, true }
-}
-
 // mergeTable returns a copy of dst with src's entries laid over it.
 func mergeTable(dst, src transport.Table) transport.Table {
 	out := make(transport.Table, len(dst)+len(src))
@@ -166,26 +162,35 @@ func (t *Topology) add(d Declaration) {
 	t.decls = append(t.decls, d)
 }
 
-// Exchange declares an exchange (durable unless an option says otherwise).
-func (t *Topology) Exchange(name string, kind ExchangeKind, opts ...ExchangeOption) *Topology {
-	spec := transport.ExchangeSpec{Name: name, Kind: kind, Durable: true}
-	for _, o := range opts {
-		if o != nil {
-			o(&spec)
-		}
+// Exchange declares an exchange (durable unless o says Transient).
+func (t *Topology) Exchange(name string, kind ExchangeKind, o ExchangeOptions) *Topology {
+	spec := transport.ExchangeSpec{Name: name, Kind: kind, Durable: !o.Transient, AutoDelete: o.AutoDelete}
+	if len(o.Args) > 0 {
+		spec.Args = mergeTable(nil, o.Args)
 	}
 	t.add(Declaration{Kind: DeclExchange, Exchange: spec})
 	return t
 }
 
-// Queue declares a queue: durable quorum unless options say otherwise.
-// Exclusive and auto-delete queues without an explicit type are classic.
-// Conflicting options are recorded and reported by Validate.
-func (t *Topology) Queue(name string, opts ...QueueOption) *Topology {
-	var r queueRequest
-	for _, o := range opts {
-		if o != nil {
-			o(&r)
+// Queue declares a queue: durable quorum unless o says otherwise.
+// Exclusive and auto-delete queues without a Type are classic.
+// Conflicting settings are recorded and reported by Validate.
+func (t *Topology) Queue(name string, o QueueOptions) *Topology {
+	r := queueRequest{typ: o.Type, typeSet: o.Type != "", exclusive: o.Exclusive, autoDelete: o.AutoDelete, transient: o.Transient, args: o.Args, deliveryLimit: o.DeliveryLimit, limitSet: o.DeliveryLimit != 0}
+	if o.MaxAge != 0 || o.MaxBytes != 0 || o.SegmentBytes != 0 {
+		r.args = mergeTable(nil, o.Args)
+		if o.MaxAge != 0 {
+			v := any(o.MaxAge) // left as a Duration when invalid, so Validate can name it
+			if s, ok := formatMaxAge(o.MaxAge); ok {
+				v = s
+			}
+			r.args["x-max-age"] = v
+		}
+		if o.MaxBytes != 0 {
+			r.args["x-max-length-bytes"] = o.MaxBytes
+		}
+		if o.SegmentBytes != 0 {
+			r.args["x-stream-max-segment-size-bytes"] = o.SegmentBytes
 		}
 	}
 	if !r.typeSet {
@@ -208,10 +213,10 @@ func (t *Topology) Queue(name string, opts ...QueueOption) *Topology {
 	switch r.typ {
 	case Quorum, Classic, Stream:
 	default:
-		t.problems = append(t.problems, fmt.Sprintf("queue %q has unknown type %q; use AsQuorum, AsClassic or AsStream", name, r.typ))
+		t.problems = append(t.problems, fmt.Sprintf("queue %q has unknown type %q; use Quorum, Classic or Stream", name, r.typ))
 	}
 	if v, ok := r.args["x-queue-type"]; ok && v != string(r.typ) {
-		t.problems = append(t.problems, fmt.Sprintf("queue %q sets argument x-queue-type=%v but is declared as a %s queue; choose the type with AsQuorum, AsClassic or AsStream instead", name, v, r.typ))
+		t.problems = append(t.problems, fmt.Sprintf("queue %q sets argument x-queue-type=%v but is declared as a %s queue; choose the type with QueueOptions.Type instead", name, v, r.typ))
 	}
 	args := mergeTable(nil, r.args)
 	if r.typ == Classic {

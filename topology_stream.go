@@ -6,43 +6,12 @@ import (
 	"time"
 
 	"github.com/acemq-go/acemq/internal/wire"
-	"github.com/acemq-go/acemq/transport"
 )
 
-// StreamMaxAge sets a stream's retention by age (x-max-age): the broker
-// removes whole segments whose newest message is older than d, checked
-// when a segment fills; the segment being written always stays. d is
-// written in the contract's largest-whole-unit form (7D, 36h, 90m, 90s).
-// Validate refuses a d that is not a positive whole number of seconds, and
-// the option on a queue that is not a stream.
-func StreamMaxAge(d time.Duration) QueueOption {
-	v := any(d) // left as a Duration when invalid, so Validate can name it
-	if s, ok := FormatMaxAge(d); ok {
-		v = s
-	}
-	return WithArgs(transport.Table{"x-max-age": v})
-}
-
-// StreamMaxBytes sets a stream's retention by size (x-max-length-bytes):
-// whole segments go, oldest first, while the stream is larger than n.
-// Validate refuses n < 1.
-func StreamMaxBytes(n int64) QueueOption {
-	return WithArgs(transport.Table{"x-max-length-bytes": n})
-}
-
-// StreamSegmentBytes sets the size of a stream's segment files
-// (x-stream-max-segment-size-bytes), the unit retention removes. Without
-// it no argument is written and the broker's default applies (500 MB on
-// RabbitMQ and memory://). Validate refuses n < 1, and the option on a
-// queue that is not a stream.
-func StreamSegmentBytes(n int64) QueueOption {
-	return WithArgs(transport.Table{"x-stream-max-segment-size-bytes": n})
-}
-
-// FormatMaxAge renders d as an x-max-age value in the largest whole unit:
+// formatMaxAge renders d as an x-max-age value in the largest whole unit:
 // days ("7D"), else hours ("36h"), else minutes ("90m"), else seconds
 // ("90s"). ok is false when d is not a positive whole number of seconds.
-func FormatMaxAge(d time.Duration) (s string, ok bool) {
+func formatMaxAge(d time.Duration) (s string, ok bool) {
 	if d <= 0 || d%time.Second != 0 {
 		return "", false
 	}
@@ -72,10 +41,10 @@ func streamProblems(decls []Declaration) []string {
 				problems = append(problems, fmt.Sprintf("stream %q has max age %v; use a positive whole number of seconds (RabbitMQ's x-max-age has no finer unit)", name, x))
 			case string:
 				if !validMaxAge(x) {
-					problems = append(problems, fmt.Sprintf("stream %q has x-max-age %q; use StreamMaxAge, or a positive integer followed by D, h, m or s (7D, 36h, 90m, 90s)", name, x))
+					problems = append(problems, fmt.Sprintf("stream %q has x-max-age %q; use QueueOptions.MaxAge, or a positive integer followed by D, h, m or s (7D, 36h, 90m, 90s)", name, x))
 				}
 			default:
-				problems = append(problems, fmt.Sprintf("stream %q has x-max-age %v of type %T; use StreamMaxAge", name, v, v))
+				problems = append(problems, fmt.Sprintf("stream %q has x-max-age %v of type %T; use QueueOptions.MaxAge", name, v, v))
 			}
 		}
 		for _, k := range []string{"x-max-length-bytes", "x-stream-max-segment-size-bytes"} {
@@ -90,7 +59,7 @@ func streamProblems(decls []Declaration) []string {
 		}
 		for _, k := range []string{"x-max-age", "x-stream-max-segment-size-bytes"} {
 			if _, ok := args[k]; ok {
-				problems = append(problems, fmt.Sprintf("queue %q sets %s, but it is a %s queue: only streams have it. Add AsStream(), or drop the option.", name, k, d.QueueType))
+				problems = append(problems, fmt.Sprintf("queue %q sets %s, but it is a %s queue: only streams have it. Make it a stream (QueueOptions{Type: Stream}), or drop the setting.", name, k, d.QueueType))
 			}
 		}
 	}

@@ -3,6 +3,7 @@ package acemq
 import (
 	"context"
 	"errors"
+	"log/slog"
 	"reflect"
 	"strings"
 	"testing"
@@ -28,16 +29,16 @@ func TestFormatMaxAgeUsesTheLargestWholeUnit(t *testing.T) {
 		{0, "", false},
 		{-time.Hour, "", false},
 	} {
-		if got, ok := FormatMaxAge(c.d); got != c.want || ok != c.ok {
-			t.Errorf("FormatMaxAge(%v) = %q, %v; want %q, %v", c.d, got, ok, c.want, c.ok)
+		if got, ok := formatMaxAge(c.d); got != c.want || ok != c.ok {
+			t.Errorf("formatMaxAge(%v) = %q, %v; want %q, %v", c.d, got, ok, c.want, c.ok)
 		}
 	}
 }
 
 func TestStreamRetentionIsDeclaredAndValidated(t *testing.T) {
 	top := NewTopology().
-		Queue("plain", AsStream()).
-		Queue("kept", AsStream(), StreamMaxAge(7*24*time.Hour), StreamMaxBytes(1<<30), StreamSegmentBytes(1<<20))
+		Queue("plain", QueueOptions{Type: Stream}).
+		Queue("kept", QueueOptions{Type: Stream, MaxAge: 7 * 24 * time.Hour, MaxBytes: 1 << 30, SegmentBytes: 1 << 20})
 	if err := top.Validate(); err != nil {
 		t.Fatalf("Validate: %v", err)
 	}
@@ -51,21 +52,21 @@ func TestStreamRetentionIsDeclaredAndValidated(t *testing.T) {
 	}
 
 	bad := NewTopology().
-		Queue("fine", AsStream(), StreamMaxAge(1500*time.Millisecond)).
-		Queue("typo", AsStream(), WithArgs(transport.Table{"x-max-age": "7 days"})).
-		Queue("empty", AsStream(), StreamMaxBytes(0), StreamSegmentBytes(-1)).
-		Queue("work", AsQuorum(), StreamMaxAge(time.Hour), StreamSegmentBytes(10)).
-		Queue("temp", AsStream(), Exclusive())
+		Queue("fine", QueueOptions{Type: Stream, MaxAge: 1500 * time.Millisecond}).
+		Queue("typo", QueueOptions{Type: Stream, Args: transport.Table{"x-max-age": "7 days"}}).
+		Queue("empty", QueueOptions{Type: Stream, MaxBytes: -5, SegmentBytes: -1}).
+		Queue("work", QueueOptions{Type: Quorum, MaxAge: time.Hour, SegmentBytes: 10}).
+		Queue("temp", QueueOptions{Type: Stream, Exclusive: true})
 	var te *TopologyError
 	if err := bad.Validate(); !errors.As(err, &te) {
 		t.Fatalf("Validate() = %v, want a *TopologyError", err)
 	}
 	for _, want := range []string{
 		`stream "fine" has max age 1.5s; use a positive whole number of seconds`,
-		`stream "typo" has x-max-age "7 days"; use StreamMaxAge, or a positive integer followed by D, h, m or s`,
-		`queue "empty" sets x-max-length-bytes to 0; use a positive number of bytes`,
+		`stream "typo" has x-max-age "7 days"; use QueueOptions.MaxAge, or a positive integer followed by D, h, m or s`,
+		`queue "empty" sets x-max-length-bytes to -5; use a positive number of bytes`,
 		`queue "empty" sets x-stream-max-segment-size-bytes to -1; use a positive number of bytes`,
-		`queue "work" sets x-max-age, but it is a quorum queue: only streams have it. Add AsStream(), or drop the option.`,
+		`queue "work" sets x-max-age, but it is a quorum queue: only streams have it. Make it a stream (QueueOptions{Type: Stream}), or drop the setting.`,
 		`queue "work" sets x-stream-max-segment-size-bytes, but it is a quorum queue`,
 		`queue "temp" cannot be a stream queue while it is exclusive`,
 	} {
@@ -83,12 +84,12 @@ func TestStreamTopologyAppliesOnMemory(t *testing.T) {
 	ctx := context.Background()
 	const name = "topology-stream"
 	t.Cleanup(func() { memory.Delete(name) })
-	c, err := Connect(ctx, "memory://"+name, WithLogger(DiscardLogger()))
+	c, err := Connect(ctx, "memory://"+name, Config{Logger: slog.New(slog.DiscardHandler)})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer c.Close(ctx)
-	top := NewTopology().Queue("history", AsStream(), StreamMaxAge(36*time.Hour), StreamSegmentBytes(1<<20))
+	top := NewTopology().Queue("history", QueueOptions{Type: Stream, MaxAge: 36 * time.Hour, SegmentBytes: 1 << 20})
 	for range 2 { // a second Apply is an equivalent re-declare
 		if err := c.Apply(ctx, top); err != nil {
 			t.Fatalf("Apply: %v", err)

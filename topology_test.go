@@ -24,12 +24,12 @@ func findQueue(t *testing.T, top *Topology, name string) Declaration {
 
 func TestTopologyQueueDefaultsAndOptions(t *testing.T) {
 	top := NewTopology().
-		Queue("q").
-		Queue("c", AsClassic()).
-		Queue("s", AsStream()).
-		Queue("x", Exclusive(), NonDurable()).
-		Queue("a", AutoDelete()).
-		Queue("l", DeliveryLimit(5), WithArgs(transport.Table{"x-max-length": 10}))
+		Queue("q", QueueOptions{}).
+		Queue("c", QueueOptions{Type: Classic}).
+		Queue("s", QueueOptions{Type: Stream}).
+		Queue("x", QueueOptions{Exclusive: true, Transient: true}).
+		Queue("a", QueueOptions{AutoDelete: true}).
+		Queue("l", QueueOptions{DeliveryLimit: 5, Args: transport.Table{"x-max-length": 10}})
 	if err := top.Validate(); err != nil {
 		t.Fatalf("Validate: %v", err)
 	}
@@ -56,8 +56,8 @@ func TestTopologyQueueDefaultsAndOptions(t *testing.T) {
 
 func TestTopologyExchangeOptions(t *testing.T) {
 	top := NewTopology().
-		Exchange("e", Fanout, AutoDeleteExchange(), TransientExchange(), WithExchangeArgs(transport.Table{"alternate-exchange": "ae"})).
-		Exchange("d", Direct)
+		Exchange("e", Fanout, ExchangeOptions{AutoDelete: true, Transient: true, Args: transport.Table{"alternate-exchange": "ae"}}).
+		Exchange("d", Direct, ExchangeOptions{})
 	got := top.Declarations()
 	want := transport.ExchangeSpec{Name: "e", Kind: Fanout, AutoDelete: true, Args: transport.Table{"alternate-exchange": "ae"}}
 	if !reflect.DeepEqual(got[0].Exchange, want) {
@@ -71,12 +71,12 @@ func TestTopologyExchangeOptions(t *testing.T) {
 func TestTopologyDeclarationsOrderedAndDeduplicated(t *testing.T) {
 	top := NewTopology().
 		Bind("a", "e", "k").
-		Queue("a").
-		Exchange("e", Direct).
+		Queue("a", QueueOptions{}).
+		Exchange("e", Direct, ExchangeOptions{}).
 		DeadLetters("a").
-		Queue("b").
+		Queue("b", QueueOptions{}).
 		DeadLetters("b").
-		Exchange("e", Direct).
+		Exchange("e", Direct, ExchangeOptions{}).
 		Bind("a", "e", "k")
 	decls := top.Declarations()
 	var got []string
@@ -107,7 +107,7 @@ func TestTopologyDeclarationsOrderedAndDeduplicated(t *testing.T) {
 }
 
 func TestTopologyRetriesAddsLadder(t *testing.T) {
-	top := NewTopology().Queue("q").Retries("q", Exponential(6, 10*time.Second, 5*time.Minute))
+	top := NewTopology().Queue("q", QueueOptions{}).Retries("q", Exponential(6, 10*time.Second, 5*time.Minute))
 	if err := top.Validate(); err != nil {
 		t.Fatalf("Validate: %v", err)
 	}
@@ -115,7 +115,7 @@ func TestTopologyRetriesAddsLadder(t *testing.T) {
 	for _, d := range top.Declarations() {
 		names = append(names, d.String())
 	}
-	// Rung names come from RenderDelay: 40s, 80s, 160s.
+	// Rung names come from renderDelay: 40s, 80s, 160s.
 	for _, rung := range []string{"q.retry.40s", "q.retry.80s", "q.retry.160s"} {
 		d := findQueue(t, top, rung)
 		if d.QueueType != Classic || len(d.Queue.Args) != 3 {
@@ -163,22 +163,22 @@ func TestConsumerDeclarationsNeverDeclareTheSourceQueue(t *testing.T) {
 
 func TestTopologyValidateReportsEveryProblemAtOnce(t *testing.T) {
 	top := NewTopology().
-		Exchange("", Direct).
-		Exchange("amq.mine", Direct).
-		Exchange("weird", ExchangeKind("x-delayed")).
-		Exchange("twice", Direct).
-		Exchange("twice", Topic).
-		Queue("").
-		Queue("amq.q", AsClassic()).
-		Queue("replies", AsQuorum(), Exclusive()).
-		Queue("events", AsStream(), AutoDelete()).
-		Queue("temp", NonDurable()).
-		Queue("limited", AsClassic(), DeliveryLimit(3)).
-		Queue("typed", WithArgs(transport.Table{"x-queue-type": "classic"})).
-		Queue("stream", AsStream()).
+		Exchange("", Direct, ExchangeOptions{}).
+		Exchange("amq.mine", Direct, ExchangeOptions{}).
+		Exchange("weird", ExchangeKind("x-delayed"), ExchangeOptions{}).
+		Exchange("twice", Direct, ExchangeOptions{}).
+		Exchange("twice", Topic, ExchangeOptions{}).
+		Queue("", QueueOptions{}).
+		Queue("amq.q", QueueOptions{Type: Classic}).
+		Queue("replies", QueueOptions{Type: Quorum, Exclusive: true}).
+		Queue("events", QueueOptions{Type: Stream, AutoDelete: true}).
+		Queue("temp", QueueOptions{Transient: true}).
+		Queue("limited", QueueOptions{Type: Classic, DeliveryLimit: 3}).
+		Queue("typed", QueueOptions{Args: transport.Table{"x-queue-type": "classic"}}).
+		Queue("stream", QueueOptions{Type: Stream}).
 		DeadLetters("stream").
 		Retries("stream", Fixed(2, time.Minute)).
-		Queue("custom", WithArgs(transport.Table{"x-dead-letter-exchange": "mine"})).
+		Queue("custom", QueueOptions{Args: transport.Table{"x-dead-letter-exchange": "mine"}}).
 		DeadLetters("custom").
 		DeadLetters("ghost").
 		Retries("collide", Exponential(3, time.Second, 1500*time.Millisecond).WaitInBrokerFrom(time.Second)).
@@ -236,24 +236,27 @@ func TestTopologyValidateReportsEveryProblemAtOnce(t *testing.T) {
 }
 
 func TestTopologyValidateTransientNeedsExclusive(t *testing.T) {
-	err := NewTopology().Queue("t", AsClassic(), NonDurable()).Validate()
+	err := NewTopology().Queue("t", QueueOptions{Type: Classic, Transient: true}).Validate()
 	if err == nil || !strings.Contains(err.Error(), `queue "t" is transient but not exclusive`) {
 		t.Errorf("Validate() = %v", err)
 	}
-	if err := NewTopology().Queue("t", Exclusive(), NonDurable()).Validate(); err != nil {
+	if err := NewTopology().Queue("t", QueueOptions{Exclusive: true, Transient: true}).Validate(); err != nil {
 		t.Errorf("exclusive transient refused: %v", err)
 	}
 }
 
 func TestTopologyValidateDeliveryLimitValues(t *testing.T) {
-	for _, n := range []int{0, -2} {
-		if err := NewTopology().Queue("q", DeliveryLimit(n)).Validate(); err == nil {
-			t.Errorf("DeliveryLimit(%d) accepted", n)
+	if d := NewTopology().Queue("q", QueueOptions{}).Declarations()[0]; d.Queue.Args["x-delivery-limit"] != nil {
+		t.Errorf("the zero DeliveryLimit wrote x-delivery-limit=%v; it must write none", d.Queue.Args["x-delivery-limit"])
+	}
+	for _, n := range []int{-2, -20} {
+		if err := NewTopology().Queue("q", QueueOptions{DeliveryLimit: n}).Validate(); err == nil {
+			t.Errorf("QueueOptions{DeliveryLimit: %d} accepted", n)
 		}
 	}
-	top := NewTopology().Queue("q", DeliveryLimit(-1))
+	top := NewTopology().Queue("q", QueueOptions{DeliveryLimit: -1})
 	if err := top.Validate(); err != nil {
-		t.Errorf("DeliveryLimit(-1): %v", err)
+		t.Errorf("QueueOptions{DeliveryLimit: -1}: %v", err)
 	}
 	if got := findQueue(t, top, "q").Queue.Args["x-delivery-limit"]; got != int64(-1) {
 		t.Errorf("x-delivery-limit = %#v", got)
@@ -268,7 +271,7 @@ func TestTopologyErrorCountsProblems(t *testing.T) {
 }
 
 func TestTopologyDescribe(t *testing.T) {
-	got := NewTopology().Exchange("orders", Topic).Queue("orders.new").Bind("orders.new", "orders", "order.*").Describe()
+	got := NewTopology().Exchange("orders", Topic, ExchangeOptions{}).Queue("orders.new", QueueOptions{}).Bind("orders.new", "orders", "order.*").Describe()
 	want := "Topology: 1 exchanges, 1 queues, 1 bindings\n" +
 		"  exchange orders (topic, durable)\n" +
 		"  queue orders.new (quorum, durable, x-queue-type=quorum)\n" +
@@ -281,7 +284,7 @@ func TestTopologyDescribe(t *testing.T) {
 func TestTopologyPlanAndApplyReportAFailedChannel(t *testing.T) {
 	boom := &transport.Error{Code: transport.CodeConnectionForced, Reason: "CONNECTION_FORCED", Server: true, Connection: true}
 	open := func(context.Context) (transport.Channel, error) { return nil, boom }
-	decls := NewTopology().Exchange("e", Direct).Declarations()
+	decls := NewTopology().Exchange("e", Direct, ExchangeOptions{}).Declarations()
 	if _, err := planDeclarations(context.Background(), open, decls); !errors.Is(err, boom) {
 		t.Errorf("plan: %v", err)
 	}
@@ -295,7 +298,7 @@ func TestTopologyPlanAndApplyReportAFailedChannel(t *testing.T) {
 		t.Errorf("plan = %q, %v", plan.String(), err)
 	}
 	// apply refuses an invalid list before opening anything.
-	if err := applyDeclarations(context.Background(), open, NewTopology().Exchange("amq.x", Direct).Declarations()); !strings.Contains(err.Error(), "amq.") {
+	if err := applyDeclarations(context.Background(), open, NewTopology().Exchange("amq.x", Direct, ExchangeOptions{}).Declarations()); !strings.Contains(err.Error(), "amq.") {
 		t.Errorf("apply of an invalid list: %v", err)
 	}
 }

@@ -26,5 +26,5 @@ func planWarning(d Declaration) string {
 	if limit || dlx {
 		return ""
 	}
-	return fmt.Sprintf("quorum queue %q has neither a delivery limit nor dead-letter wiring, so a message no consumer can take comes back to it for ever (RabbitMQ 4 drops it after its default 20 deliveries); add Topology.DeadLetters(%q) and, to choose the count, DeliveryLimit(n)", name, name)
+	return fmt.Sprintf("quorum queue %q has neither a delivery limit nor dead-letter wiring, so a message no consumer can take comes back to it for ever (RabbitMQ 4 drops it after its default 20 deliveries); add Topology.DeadLetters(%q) and, to choose the count, QueueOptions{DeliveryLimit: n}", name, name)
 }

@@ -11,10 +11,10 @@ import (
 func TestPlanWarnsOfAQuorumQueueWithNoBrokerSideDefence(t *testing.T) {
 	r := newRig(t)
 	tp := acemq.NewTopology().
-		Queue("bare", acemq.AsQuorum()).
-		Queue("limited", acemq.AsQuorum(), acemq.DeliveryLimit(5)).
-		Queue("wired", acemq.AsQuorum()).DeadLetters("wired").
-		Queue("classic", acemq.AsClassic())
+		Queue("bare", acemq.QueueOptions{Type: acemq.Quorum}).
+		Queue("limited", acemq.QueueOptions{Type: acemq.Quorum, DeliveryLimit: 5}).
+		Queue("wired", acemq.QueueOptions{Type: acemq.Quorum}).DeadLetters("wired").
+		Queue("classic", acemq.QueueOptions{Type: acemq.Classic})
 	plan, err := r.c.Plan(context.Background(), tp)
 	if err != nil {
 		t.Fatal(err)

@@ -50,7 +50,7 @@ func TestSendRefusesHeadersGoConsumersCannotRead(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			r := newRig(t)
 			r.queue("q")
-			_, err := acemq.NewPublisher[order](r.c, "", "q").Send(context.Background(), order{ID: "1"}, acemq.WithHeader("x-"+tc.name, tc.value))
+			_, err := acemq.NewPublisher[order](r.c, "", "q", acemq.PublisherConfig{}).SendWith(context.Background(), order{ID: "1"}, acemq.SendOptions{Headers: map[string]any{"x-" + tc.name: tc.value}})
 			var pe *acemq.PublishError
 			if !errors.Is(err, acemq.ErrHeaderLimit) || !errors.As(err, &pe) || pe.Sent || pe.Outcome != acemq.OutcomeRefused {
 				t.Fatalf("Send = %v, want a refused, unsent PublishError matching ErrHeaderLimit", err)
@@ -68,18 +68,18 @@ func TestSendRefusesHeadersGoConsumersCannotRead(t *testing.T) {
 func TestHeadersAtTheLimitAreSent(t *testing.T) {
 	r := newRig(t)
 	r.queue("q")
-	r.send("q", order{ID: "1"}, acemq.WithHeader("x-deep", nestedHeader(32)))
+	r.send("q", order{ID: "1"}, acemq.SendOptions{Headers: map[string]any{"x-deep": nestedHeader(32)}})
 	if n := r.ready("q"); n != 1 {
 		t.Fatalf("%d messages on the queue, want 1", n)
 	}
 }
 
 func TestInterceptorHeaderOverTheLimitIsRefused(t *testing.T) {
-	r := newRig(t, acemq.WithPublishInterceptors(func(ctx context.Context, p *acemq.PublishContext) error {
+	r := newRig(t, acemq.Config{PublishInterceptors: []acemq.PublishInterceptor{func(ctx context.Context, p *acemq.PublishContext) error {
 		return p.SetHeader("x-wide", wideHeader(8193))
-	}))
+	}}})
 	r.queue("q")
-	_, err := acemq.NewPublisher[order](r.c, "", "q").Send(context.Background(), order{ID: "1"})
+	_, err := acemq.NewPublisher[order](r.c, "", "q", acemq.PublisherConfig{}).Send(context.Background(), order{ID: "1"})
 	if !errors.Is(err, acemq.ErrHeaderLimit) || !strings.Contains(err.Error(), `header "x-wide" holds 8193 entries`) {
 		t.Fatalf("Send = %v, want the header-limit refusal naming x-wide", err)
 	}
@@ -103,7 +103,7 @@ func TestPublishRawRefusesHeadersOverTheLimit(t *testing.T) {
 func TestRabbitSendRefusesHeadersOverTheLimit(t *testing.T) {
 	c, _ := rabbit(t)
 	q := classicQueue(t, c, "limit")
-	_, err := acemq.NewPublisher[order](c, "", q).Send(context.Background(), order{ID: "1"}, acemq.WithHeader("x-deep", nestedHeader(40)))
+	_, err := acemq.NewPublisher[order](c, "", q, acemq.PublisherConfig{}).SendWith(context.Background(), order{ID: "1"}, acemq.SendOptions{Headers: map[string]any{"x-deep": nestedHeader(40)}})
 	if !errors.Is(err, acemq.ErrHeaderLimit) {
 		t.Fatalf("Send = %v, want ErrHeaderLimit", err)
 	}
@@ -119,12 +119,12 @@ func TestRabbitSendRefusesHeadersOverTheLimit(t *testing.T) {
 func TestRabbitSendRefusesANonFiniteFloatHeaderAndKeepsTheConnection(t *testing.T) {
 	c, _ := rabbit(t)
 	q := classicQueue(t, c, "nonfinite")
-	pub := acemq.NewPublisher[order](c, "", q)
-	_, err := pub.Send(context.Background(), order{ID: "1"}, acemq.WithHeader("x-ratio", math.Inf(1)))
+	pub := acemq.NewPublisher[order](c, "", q, acemq.PublisherConfig{})
+	_, err := pub.SendWith(context.Background(), order{ID: "1"}, acemq.SendOptions{Headers: map[string]any{"x-ratio": math.Inf(1)}})
 	if !errors.Is(err, acemq.ErrHeaderLimit) {
 		t.Fatalf("Send = %v, want ErrHeaderLimit", err)
 	}
-	if _, err := pub.Send(context.Background(), order{ID: "2"}, acemq.WithHeader("x-ratio", 0.5)); err != nil {
+	if _, err := pub.SendWith(context.Background(), order{ID: "2"}, acemq.SendOptions{Headers: map[string]any{"x-ratio": 0.5}}); err != nil {
 		t.Fatalf("the next publish: %v", err)
 	}
 	if n := queueDepth(t, c, q); n != 1 {
@@ -140,7 +140,7 @@ func TestRabbitSendRefusesANonFiniteFloatHeaderAndKeepsTheConnection(t *testing.
 func TestRabbitUnreadableHeadersAreParkedAndNothingElseIsHeldUp(t *testing.T) {
 	c, log := rabbit(t)
 	q := testenv.Unique("unreadable")
-	if err := c.Apply(context.Background(), acemq.NewTopology().Queue(q)); err != nil {
+	if err := c.Apply(context.Background(), acemq.NewTopology().Queue(q, acemq.QueueOptions{})); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { deleteQueues(t, q, q+".dlq", q+".parked") })
@@ -184,7 +184,7 @@ func TestRabbitUnreadableHeadersAreParkedAndNothingElseIsHeldUp(t *testing.T) {
 		handled[m.Envelope.ID]++
 		mu.Unlock()
 		return acemq.Accept()
-	}, acemq.ConsumerPrefetch(20))
+	}, acemq.ConsumerConfig{Prefetch: 20})
 	if err != nil {
 		t.Fatal(err)
 	}

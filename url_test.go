@@ -3,6 +3,7 @@ package acemq_test
 import (
 	"context"
 	"errors"
+	"log/slog"
 	"strings"
 	"testing"
 
@@ -14,19 +15,19 @@ func TestTheTransportReadsItsOwnURL(t *testing.T) {
 	ctx := context.Background()
 	name := "url-flags-" + itoa(brokerSeq.Add(1))
 	defer memory.Delete(name)
-	c, err := acemq.Connect(ctx, "memory://"+name+"?confirms=off", acemq.WithLogger(acemq.DiscardLogger()))
+	c, err := acemq.Connect(ctx, "memory://"+name+"?confirms=off", acemq.Config{Logger: slog.New(slog.DiscardHandler)})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer c.Close(ctx)
-	if err := c.Apply(ctx, acemq.NewTopology().Queue("q", acemq.AsClassic())); err != nil {
+	if err := c.Apply(ctx, acemq.NewTopology().Queue("q", acemq.QueueOptions{Type: acemq.Classic})); err != nil {
 		t.Fatal(err)
 	}
-	s, err := acemq.NewPublisher[order](c, "", "q").Send(ctx, order{})
+	s, err := acemq.NewPublisher[order](c, "", "q", acemq.PublisherConfig{}).Send(ctx, order{})
 	if err != nil || s.Outcome != acemq.OutcomePublished {
 		t.Fatalf("Send on memory://…?confirms=off = %q, %v; want published (confirms off)", s.Outcome, err)
 	}
-	_, err = acemq.Connect(ctx, "memory://"+name+"?bogus=1")
+	_, err = acemq.Connect(ctx, "memory://"+name+"?bogus=1", acemq.Config{})
 	var ce *acemq.ConfigurationError
 	if !errors.As(err, &ce) || ce.Option != "url" || !strings.Contains(err.Error(), `unknown URL parameter "bogus"`) {
 		t.Fatalf("Connect with an unknown memory:// parameter = %v, want the transport's refusal as a url ConfigurationError", err)

@@ -68,7 +68,7 @@ func WithApplication(name, version string) Option {
 }
 
 // WithHealthTimeout bounds the health aggregate (default
-// acemq.DefaultHealthTimeout, 5s).
+// 5s).
 func WithHealthTimeout(d time.Duration) Option { return func(c *config) { c.timeout = d } }
 
 type actuator struct {
@@ -85,7 +85,7 @@ type actuator struct {
 func Handler(conn *acemq.Conn, opts ...Option) (http.Handler, error) {
 	a := &actuator{conn: conn, config: config{
 		mPath: DefaultMetricsPath, hPath: DefaultHealthPath, iPath: DefaultInfoPath,
-		timeout: acemq.DefaultHealthTimeout,
+		timeout: 5 * time.Second,
 	}}
 	for _, o := range opts {
 		o(&a.config)

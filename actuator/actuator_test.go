@@ -4,14 +4,16 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"github.com/acemq-go/acemq/internal/alarmtest"
 	"io"
+	"log/slog"
 	"net"
 	"net/http"
 	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/acemq-go/acemq/internal/alarmtest"
 
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
@@ -42,7 +44,7 @@ func setup(t *testing.T, name string, opts ...actuator.Option) *fixture {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = m.Shutdown(ctx) })
-	c, err := acemq.Connect(ctx, "memory://"+name, acemq.WithLogger(acemq.DiscardLogger()), acemq.WithMeterProvider(m.MeterProvider()))
+	c, err := acemq.Connect(ctx, "memory://"+name, acemq.Config{Logger: slog.New(slog.DiscardHandler), MeterProvider: m.MeterProvider()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -77,18 +79,18 @@ func get(t *testing.T, method, url string) (*http.Response, string) {
 func TestMetricsScrapeHasTheContractFamiliesAndParses(t *testing.T) {
 	ctx := context.Background()
 	f := setup(t, "act-metrics")
-	if err := f.conn.Apply(ctx, acemq.NewTopology().Queue("orders", acemq.AsClassic())); err != nil {
+	if err := f.conn.Apply(ctx, acemq.NewTopology().Queue("orders", acemq.QueueOptions{Type: acemq.Classic})); err != nil {
 		t.Fatal(err)
 	}
 	done := make(chan struct{}, 1)
 	cons, err := acemq.Consume(ctx, f.conn, "orders", func(ctx context.Context, m *acemq.Message[order]) acemq.Decision {
 		done <- struct{}{}
 		return acemq.Accept()
-	})
+	}, acemq.ConsumerConfig{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := acemq.NewPublisher[order](f.conn, "", "orders").Send(ctx, order{ID: "1"}, acemq.WithType("order.placed")); err != nil {
+	if _, err := acemq.NewPublisher[order](f.conn, "", "orders", acemq.PublisherConfig{}).SendWith(ctx, order{ID: "1"}, acemq.SendOptions{Type: "order.placed"}); err != nil {
 		t.Fatal(err)
 	}
 	<-done

@@ -3,6 +3,7 @@ package actuator_test
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
 
@@ -19,8 +20,7 @@ func ExampleHandler() {
 		panic(err)
 	}
 	defer m.Shutdown(ctx)
-	conn, err := acemq.Connect(ctx, "memory://example-actuator",
-		acemq.WithLogger(acemq.DiscardLogger()), acemq.WithMeterProvider(m.MeterProvider()))
+	conn, err := acemq.Connect(ctx, "memory://example-actuator", acemq.Config{Logger: slog.New(slog.DiscardHandler), MeterProvider: m.MeterProvider()})
 	if err != nil {
 		panic(err)
 	}

@@ -21,12 +21,12 @@ const (
 )
 
 // Metrics is an OpenTelemetry SDK MeterProvider whose readings are served
-// as Prometheus text. Pass MeterProvider() to acemq.WithMeterProvider (and
+// as Prometheus text. Pass MeterProvider() to acemq.Config.MeterProvider (and
 // to anything else that should appear on the scrape), and the Metrics to
 // the actuator with WithMetrics:
 //
 //	m, _ := actuator.NewMetrics()
-//	conn, _ := acemq.Connect(ctx, url, acemq.WithMeterProvider(m.MeterProvider()))
+//	conn, _ := acemq.Connect(ctx, url, acemq.Config{MeterProvider: m.MeterProvider()})
 //	h, _ := actuator.Handler(conn, actuator.WithMetrics(m))
 //
 // A Metrics is safe for concurrent use.
@@ -48,7 +48,7 @@ func NewMetrics() (*Metrics, error) {
 	return &Metrics{provider: sdkmetric.NewMeterProvider(sdkmetric.WithReader(exp)), registry: reg}, nil
 }
 
-// MeterProvider is the provider to pass to acemq.WithMeterProvider.
+// MeterProvider is the provider to pass to acemq.Config.MeterProvider.
 func (m *Metrics) MeterProvider() metric.MeterProvider { return m.provider }
 
 // Registry is the Prometheus registry behind the scrape; register extra

@@ -39,6 +39,7 @@ import (
 	"flag"
 	"fmt"
 	"log"
+	"log/slog"
 	"os"
 	"os/exec"
 	"runtime"
@@ -58,6 +59,7 @@ import (
 	amqp "github.com/rabbitmq/amqp091-go"
 
 	"github.com/acemq-go/acemq"
+	"github.com/acemq-go/acemq/header"
 )
 
 // settle is the pause before each timed run: deleting the previous run's
@@ -194,7 +196,7 @@ func main() {
 	flag.IntVar(&o.nWait, "n-wait", 2000, "messages for publish-and-wait (slow)")
 	sizes := flag.String("sizes", "256,4096", "message sizes in bytes, comma-separated")
 	flag.IntVar(&o.goroutines, "goroutines", 64, "publishing goroutines for (c) and (d)")
-	flag.IntVar(&o.channels, "channels", acemq.DefaultPublishChannels, "AceMQ publishing channels")
+	flag.IntVar(&o.channels, "channels", 0, "AceMQ publishing channels (0: the library default, 4)")
 	flag.IntVar(&o.repeat, "repeat", 3, "runs per scenario; the median rate is reported")
 	flag.IntVar(&o.consumeRepeat, "consume-repeat", 7, "runs per consume scenario: the broker's cost per delivery is bimodal here (31-64 µs, for every client alike), so a median needs more runs")
 	flag.DurationVar(&settle, "settle", time.Second, "pause before each run and between a consume run's fill and its consumer, so the broker finishes earlier work (deleting the previous queue, writing the fill) first")
@@ -400,8 +402,8 @@ func acemqHeaders(q string) amqp.Table {
 	for k, v := range acemq.NewEnvelope().WireHeaders() {
 		h[k] = v
 	}
-	h[acemq.HeaderType] = q
-	h[acemq.HeaderOrigin] = "bench@localhost"
+	h[header.Type] = q
+	h[header.Origin] = "bench@localhost"
 	return h
 }
 
@@ -487,7 +489,7 @@ func watermillPublish(url, q string, body []byte, n, goroutines int) (time.Durat
 }
 
 func connect(ctx context.Context, url string, channels int) *acemq.Conn {
-	c, err := acemq.Connect(ctx, url, acemq.WithPublishChannels(channels), acemq.WithLogger(acemq.DiscardLogger()), acemq.WithPrefetch(250))
+	c, err := acemq.Connect(ctx, url, acemq.Config{PublishChannels: channels, Logger: slog.New(slog.DiscardHandler), Prefetch: 250})
 	if err != nil {
 		log.Fatalf("bench: %v", err)
 	}
@@ -497,7 +499,7 @@ func connect(ctx context.Context, url string, channels int) *acemq.Conn {
 func acemqSend(ctx context.Context, url, q string, body []byte, n, goroutines, channels int) (time.Duration, error) {
 	c := connect(ctx, url, channels)
 	defer c.Close(ctx)
-	pub := acemq.NewPublisher[[]byte](c, "", q, acemq.PublisherCodec(acemq.Bytes()))
+	pub := acemq.NewPublisher[[]byte](c, "", q, acemq.PublisherConfig{Codec: acemq.Bytes()})
 	send := func() error {
 		_, err := pub.Send(ctx, body)
 		return err
@@ -538,7 +540,7 @@ func concurrently(n, goroutines int, lane func() func() error) (time.Duration, e
 func acemqSendAll(ctx context.Context, url, q string, body []byte, n, channels int) (time.Duration, error) {
 	c := connect(ctx, url, channels)
 	defer c.Close(ctx)
-	pub := acemq.NewPublisher[[]byte](c, "", q, acemq.PublisherCodec(acemq.Bytes()))
+	pub := acemq.NewPublisher[[]byte](c, "", q, acemq.PublisherConfig{Codec: acemq.Bytes()})
 	batch := make([][]byte, n)
 	for i := range batch {
 		batch[i] = body
@@ -603,7 +605,7 @@ func acemqConsume(ctx context.Context, url, q string, n int) (time.Duration, err
 			close(done)
 		}
 		return acemq.Accept()
-	}, acemq.ConsumerCodec(acemq.Bytes()), acemq.ConsumerPrefetch(250))
+	}, acemq.ConsumerConfig{Codec: acemq.Bytes(), Prefetch: 250})
 	if err != nil {
 		return 0, err
 	}

@@ -10,7 +10,7 @@
 //	anything else        unframed (an older message): given to the inner codec as is
 //
 // Reading an offloaded body asks the store within the consumer's decode
-// deadline (acemq.ConsumerDecodeTimeout): a store that fails or does not
+// deadline (acemq.ConsumerConfig.DecodeTimeout): a store that fails or does not
 // answer in time makes the message retryable; a key the store does not
 // have makes it fatal, so it is parked with the key in the reason.
 //

@@ -3,6 +3,7 @@ package claimcheck_test
 import (
 	"bytes"
 	"context"
+	"log/slog"
 	"strings"
 	"testing"
 	"time"
@@ -42,8 +43,7 @@ func connect(t *testing.T, url string, s settlements) *acemq.Conn {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	c, err := acemq.Connect(ctx, url, acemq.WithLogger(acemq.DiscardLogger()),
-		acemq.WithSettlementHook(func(x acemq.Settlement) { s <- x }))
+	c, err := acemq.Connect(ctx, url, acemq.Config{Logger: slog.New(slog.DiscardHandler), OnSettlement: func(x acemq.Settlement) { s <- x }})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -54,7 +54,7 @@ func connect(t *testing.T, url string, s settlements) *acemq.Conn {
 func queue(t *testing.T, c *acemq.Conn, prefix string) string {
 	t.Helper()
 	q := testenv.Unique(prefix)
-	if err := c.Apply(context.Background(), acemq.NewTopology().Queue(q, acemq.AsClassic())); err != nil {
+	if err := c.Apply(context.Background(), acemq.NewTopology().Queue(q, acemq.QueueOptions{Type: acemq.Classic})); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() {
@@ -131,12 +131,12 @@ func crossBothBrokers(t *testing.T, inner func(t *testing.T) acemq.Codec) {
 		k, err := acemq.Consume(ctx, c, q, func(_ context.Context, m *acemq.Message[document]) acemq.Decision {
 			got <- seen{m.Body, m.ContentType, m.Payload}
 			return acemq.Accept()
-		}, acemq.ConsumerCodec(codec))
+		}, acemq.ConsumerConfig{Codec: codec})
 		if err != nil {
 			t.Fatal(err)
 		}
 		defer k.Close(ctx)
-		if _, err := acemq.NewPublisher[document](c, "", q, acemq.PublisherCodec(codec)).Send(ctx, doc); err != nil {
+		if _, err := acemq.NewPublisher[document](c, "", q, acemq.PublisherConfig{Codec: codec}).Send(ctx, doc); err != nil {
 			t.Fatal(err)
 		}
 		var g seen
@@ -189,13 +189,12 @@ func TestMissingPayloadIsParkedAndStoreOutageIsRetriedOnBothBrokers(t *testing.T
 		k, err := acemq.Consume(ctx, c, q, func(_ context.Context, m *acemq.Message[document]) acemq.Decision {
 			got <- m.Payload
 			return acemq.Accept()
-		}, acemq.ConsumerCodec(codec), acemq.ConsumerDecodeTimeout(50*time.Millisecond),
-			acemq.ConsumerRetry(acemq.Fixed(3, 10*time.Millisecond)))
+		}, acemq.ConsumerConfig{Codec: codec, DecodeTimeout: 50 * time.Millisecond, Retry: acemq.Fixed(3, 10*time.Millisecond)})
 		if err != nil {
 			t.Fatal(err)
 		}
 		defer k.Close(ctx)
-		pub := acemq.NewPublisher[document](c, "", q, acemq.PublisherCodec(codec))
+		pub := acemq.NewPublisher[document](c, "", q, acemq.PublisherConfig{Codec: codec})
 		big := strings.Repeat("b", claimcheck.DefaultThreshold)
 
 		// A deleted payload: parked, reason naming the key.

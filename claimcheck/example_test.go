@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"log/slog"
 	"strings"
 
 	"github.com/acemq-go/acemq"
@@ -20,9 +21,9 @@ func ExampleNew() {
 	store := claimcheck.NewMemoryStore() // or NewFileStore(dir), NewSQLStore(db, dialect)
 	codec, _ := claimcheck.New(enc, store)
 
-	c, _ := acemq.Connect(ctx, "memory://example-claimcheck", acemq.WithLogger(acemq.DiscardLogger()), acemq.WithCodec(codec))
+	c, _ := acemq.Connect(ctx, "memory://example-claimcheck", acemq.Config{Logger: slog.New(slog.DiscardHandler), Codec: codec})
 	defer c.Close(ctx)
-	_ = c.Apply(ctx, acemq.NewTopology().Queue("reports", acemq.AsClassic()))
+	_ = c.Apply(ctx, acemq.NewTopology().Queue("reports", acemq.QueueOptions{Type: acemq.Classic}))
 
 	type report struct{ Text string }
 	got := make(chan string, 1)
@@ -32,9 +33,9 @@ func ExampleNew() {
 		id, _ := crypto.KeyIDOf(stored)
 		got <- fmt.Sprintf("read %d bytes from a %d-byte message; stored encrypted under key id %s", len(m.Payload.Text), len(m.Body), id)
 		return acemq.Accept()
-	})
+	}, acemq.ConsumerConfig{})
 	defer k.Close(ctx)
-	_, _ = acemq.NewPublisher[report](c, "", "reports").Send(ctx, report{Text: strings.Repeat("x", 1<<20)})
+	_, _ = acemq.NewPublisher[report](c, "", "reports", acemq.PublisherConfig{}).Send(ctx, report{Text: strings.Repeat("x", 1<<20)})
 	fmt.Println(<-got)
 	// Output: read 1048576 bytes from a 35-byte message; stored encrypted under key id 2026-01
 }

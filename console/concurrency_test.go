@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/acemq-go/acemq"
+	"github.com/acemq-go/acemq/header"
 	"github.com/acemq-go/acemq/internal/testenv"
 )
 
@@ -120,7 +121,7 @@ func TestReplayWhileAConsumerDeadLettersCountsEveryMessageOnce(t *testing.T) {
 		ctx, cancel := context.WithCancel(context.Background())
 		defer cancel()
 		k, err := acemq.Consume(ctx, worker, q, func(_ context.Context, m *acemq.Message[work]) acemq.Decision {
-			if _, ok := m.Envelope.Header(acemq.HeaderReplayedFrom); ok {
+			if _, ok := m.Envelope.Header(header.ReplayedFrom); ok {
 				mu.Lock()
 				handled[m.Envelope.ID]++
 				mu.Unlock()
@@ -128,7 +129,7 @@ func TestReplayWhileAConsumerDeadLettersCountsEveryMessageOnce(t *testing.T) {
 			}
 			rejected.Add(1)
 			return acemq.Reject(errors.New("not yet"))
-		})
+		}, acemq.ConsumerConfig{})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -138,7 +139,7 @@ func TestReplayWhileAConsumerDeadLettersCountsEveryMessageOnce(t *testing.T) {
 		go func() {
 			defer close(done)
 			for i := range total {
-				s, err := worker.Publish(ctx, "", q, work{N: i})
+				s, err := worker.Publish(ctx, "", q, work{N: i}, acemq.SendOptions{})
 				if err != nil {
 					t.Error(err)
 					return

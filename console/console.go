@@ -132,7 +132,7 @@ func New(conn *acemq.Conn, cfg Config) (*Console, error) {
 		cfg.ActionTimeout = 10 * time.Minute
 	}
 	if cfg.Logger == nil {
-		cfg.Logger = acemq.DiscardLogger()
+		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
 	cfg.BasePath = strings.TrimSuffix(cfg.BasePath, "/")
 	pages, err := parsePages(cfg)

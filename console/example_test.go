@@ -3,6 +3,7 @@ package console_test
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
 
@@ -14,12 +15,12 @@ import (
 // httptest), give it the Conn and a token, and open /?token=… in a browser.
 func ExampleNew() {
 	ctx := context.Background()
-	conn, err := acemq.Connect(ctx, "memory://example-console", acemq.WithLogger(acemq.DiscardLogger()))
+	conn, err := acemq.Connect(ctx, "memory://example-console", acemq.Config{Logger: slog.New(slog.DiscardHandler)})
 	if err != nil {
 		panic(err)
 	}
 	defer conn.Close(ctx)
-	if err := conn.Apply(ctx, acemq.NewTopology().Queue("orders").DeadLetters("orders")); err != nil {
+	if err := conn.Apply(ctx, acemq.NewTopology().Queue("orders", acemq.QueueOptions{}).DeadLetters("orders")); err != nil {
 		panic(err)
 	}
 	token, err := console.GenerateToken()

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"log/slog"
 	"net/http"
 	"net/http/cookiejar"
 	"net/http/httptest"
@@ -46,7 +47,7 @@ func connect(t *testing.T, u string) *acemq.Conn {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	c, err := acemq.Connect(ctx, u, acemq.WithLogger(acemq.DiscardLogger()))
+	c, err := acemq.Connect(ctx, u, acemq.Config{Logger: slog.New(slog.DiscardHandler)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -140,7 +141,7 @@ func seedQueue(t *testing.T, c *acemq.Conn) string {
 	t.Helper()
 	ctx := context.Background()
 	q := testenv.Unique("console.orders")
-	if err := c.Apply(ctx, acemq.NewTopology().Queue(q, acemq.AsClassic()).DeadLetters(q)); err != nil {
+	if err := c.Apply(ctx, acemq.NewTopology().Queue(q, acemq.QueueOptions{Type: acemq.Classic}).DeadLetters(q)); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() {

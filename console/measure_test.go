@@ -3,6 +3,7 @@ package console_test
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"sync"
@@ -28,14 +29,14 @@ func BenchmarkBrowse100k(b *testing.B) {
 	u := testenv.AMQPURL(b)
 	const n = 100_000
 	ctx := context.Background()
-	c, err := acemq.Connect(ctx, u, acemq.WithLogger(acemq.DiscardLogger()), acemq.WithConfirmTimeout(time.Minute))
+	c, err := acemq.Connect(ctx, u, acemq.Config{Logger: slog.New(slog.DiscardHandler), ConfirmTimeout: time.Minute})
 	if err != nil {
 		b.Fatal(err)
 	}
 	defer c.Close(ctx)
 	q := testenv.Unique("console.bench")
 	dlq := acemq.DeadLetterQueue(q)
-	if err := c.Apply(ctx, acemq.NewTopology().Queue(q, acemq.AsClassic()).DeadLetters(q)); err != nil {
+	if err := c.Apply(ctx, acemq.NewTopology().Queue(q, acemq.QueueOptions{Type: acemq.Classic}).DeadLetters(q)); err != nil {
 		b.Fatal(err)
 	}
 	defer func() {

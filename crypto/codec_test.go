@@ -3,6 +3,7 @@ package crypto_test
 import (
 	"bytes"
 	"context"
+	"log/slog"
 	"strings"
 	"testing"
 	"time"
@@ -106,20 +107,20 @@ func TestBadBodiesAreParkedWithTheirReason(t *testing.T) {
 		{"oversize key id", append([]byte{0xae, 1, 255}, make([]byte, 40)...), "announces a 255-byte key id"},
 		{"missing key", encrypt(t, ring(t, key(t, "2025-12", 3)), `{"id":"o-2"}`), `key id "2025-12", which is not in the keyring`},
 	}
-	c, err := acemq.Connect(ctx, "memory://"+strings.ReplaceAll(t.Name(), "/", "-"), acemq.WithLogger(acemq.DiscardLogger()))
+	c, err := acemq.Connect(ctx, "memory://"+strings.ReplaceAll(t.Name(), "/", "-"), acemq.Config{Logger: slog.New(slog.DiscardHandler)})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer c.Close(ctx)
 	q := testenv.Unique("crypto.bad")
-	if err := c.Apply(ctx, acemq.NewTopology().Queue(q, acemq.AsClassic())); err != nil {
+	if err := c.Apply(ctx, acemq.NewTopology().Queue(q, acemq.QueueOptions{Type: acemq.Classic})); err != nil {
 		t.Fatal(err)
 	}
 	handled := make(chan order, len(cases))
 	k, err := acemq.Consume(ctx, c, q, func(_ context.Context, m *acemq.Message[order]) acemq.Decision {
 		handled <- m.Payload
 		return acemq.Accept()
-	}, acemq.ConsumerCodec(jsonCodec(t, ring(t, wrongKey))))
+	}, acemq.ConsumerConfig{Codec: jsonCodec(t, ring(t, wrongKey))})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -164,16 +165,16 @@ func TestRetiredButKeptKeyStillDecryptsThroughAConsumer(t *testing.T) {
 	ctx := context.Background()
 	r := ring(t, key(t, "2026-01", 1))
 	codec := jsonCodec(t, r)
-	c, err := acemq.Connect(ctx, "memory://"+t.Name(), acemq.WithLogger(acemq.DiscardLogger()), acemq.WithCodec(codec))
+	c, err := acemq.Connect(ctx, "memory://"+t.Name(), acemq.Config{Logger: slog.New(slog.DiscardHandler), Codec: codec})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer c.Close(ctx)
 	q := testenv.Unique("crypto.rotate")
-	if err := c.Apply(ctx, acemq.NewTopology().Queue(q, acemq.AsClassic())); err != nil {
+	if err := c.Apply(ctx, acemq.NewTopology().Queue(q, acemq.QueueOptions{Type: acemq.Classic})); err != nil {
 		t.Fatal(err)
 	}
-	pub := acemq.NewPublisher[order](c, "", q)
+	pub := acemq.NewPublisher[order](c, "", q, acemq.PublisherConfig{})
 	if _, err := pub.Send(ctx, order{ID: "before"}); err != nil {
 		t.Fatal(err)
 	}
@@ -191,7 +192,7 @@ func TestRetiredButKeptKeyStillDecryptsThroughAConsumer(t *testing.T) {
 		id, _ := crypto.KeyIDOf(m.Body)
 		got <- m.Payload.ID + "@" + id
 		return acemq.Accept()
-	})
+	}, acemq.ConsumerConfig{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"log/slog"
 
 	"github.com/acemq-go/acemq"
 	"github.com/acemq-go/acemq/crypto"
@@ -17,9 +18,9 @@ func ExampleNewCodec() {
 	ring, _ := crypto.NewKeyring(crypto.Key{ID: "2026-01", Secret: bytes.Repeat([]byte{1}, 32)})
 	codec, _ := crypto.NewCodec(acemq.JSON(), ring)
 
-	c, _ := acemq.Connect(ctx, "memory://example-crypto", acemq.WithLogger(acemq.DiscardLogger()), acemq.WithCodec(codec))
+	c, _ := acemq.Connect(ctx, "memory://example-crypto", acemq.Config{Logger: slog.New(slog.DiscardHandler), Codec: codec})
 	defer c.Close(ctx)
-	_ = c.Apply(ctx, acemq.NewTopology().Queue("payments", acemq.AsClassic()))
+	_ = c.Apply(ctx, acemq.NewTopology().Queue("payments", acemq.QueueOptions{Type: acemq.Classic}))
 
 	type payment struct{ Card string }
 	got := make(chan string, 1)
@@ -27,9 +28,9 @@ func ExampleNewCodec() {
 		id, _ := crypto.KeyIDOf(m.Body)
 		got <- fmt.Sprintf("%s under key id %s, read as %s", m.ContentType, id, m.Payload.Card)
 		return acemq.Accept()
-	})
+	}, acemq.ConsumerConfig{})
 	defer k.Close(ctx)
-	_, _ = acemq.NewPublisher[payment](c, "", "payments").Send(ctx, payment{Card: "4111-1111"})
+	_, _ = acemq.NewPublisher[payment](c, "", "payments", acemq.PublisherConfig{}).Send(ctx, payment{Card: "4111-1111"})
 	fmt.Println(<-got)
 	// Output: application/vnd.acemq.encrypted under key id 2026-01, read as 4111-1111
 }

@@ -11,6 +11,7 @@ import (
 	"encoding/json"
 	"errors"
 	"io"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -54,22 +55,20 @@ func scrape(t *testing.T) map[string]*dto.MetricFamily {
 	}
 	defer m.Shutdown(context.Background())
 	name := "dashboards-" + strings.ReplaceAll(t.Name(), "/", "-")
-	conn, err := acemq.Connect(ctx, "memory://"+name, acemq.WithLogger(acemq.DiscardLogger()), acemq.WithMeterProvider(m.MeterProvider()))
+	conn, err := acemq.Connect(ctx, "memory://"+name, acemq.Config{Logger: slog.New(slog.DiscardHandler), MeterProvider: m.MeterProvider()})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer conn.Close(context.Background())
 	broker := memory.Lookup(name)
-	if err := conn.Apply(ctx, acemq.NewTopology().Queue("jobs").DeadLetters("jobs").Queue("out", acemq.AsClassic()).Queue("prices", acemq.AsClassic())); err != nil {
+	if err := conn.Apply(ctx, acemq.NewTopology().Queue("jobs", acemq.QueueOptions{}).DeadLetters("jobs").Queue("out", acemq.QueueOptions{Type: acemq.Classic}).Queue("prices", acemq.QueueOptions{Type: acemq.Classic})); err != nil {
 		t.Fatal(err)
 	}
 	// Consume: accepted, retried (through a rung that is gone), rejected
 	// (dead-lettered), and a set-aside whose publish the broker refuses.
 	settled := make(chan acemq.Settlement, 16)
 	fallbacks := make(chan acemq.Fallback, 16)
-	hooked, err := acemq.Connect(ctx, "memory://"+name, acemq.WithLogger(acemq.DiscardLogger()), acemq.WithMeterProvider(m.MeterProvider()),
-		acemq.WithSettlementHook(func(s acemq.Settlement) { settled <- s }),
-		acemq.WithFallbackHook(func(f acemq.Fallback) { fallbacks <- f }))
+	hooked, err := acemq.Connect(ctx, "memory://"+name, acemq.Config{Logger: slog.New(slog.DiscardHandler), MeterProvider: m.MeterProvider(), OnSettlement: func(s acemq.Settlement) { settled <- s }, OnFallback: func(f acemq.Fallback) { fallbacks <- f }})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -87,7 +86,7 @@ func scrape(t *testing.T) map[string]*dto.MetricFamily {
 			return acemq.Reject(errors.New("bad, and the .dlq refuses it"))
 		}
 		return acemq.Accept()
-	}, acemq.ConsumerRetry(acemq.Fixed(3, 50*time.Millisecond).WaitInBrokerFrom(10*time.Millisecond)))
+	}, acemq.ConsumerConfig{Retry: acemq.Fixed(3, 50*time.Millisecond).WaitInBrokerFrom(10 * time.Millisecond)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -100,7 +99,7 @@ func scrape(t *testing.T) map[string]*dto.MetricFamily {
 	// One at a time, so the refused set-aside is the only publish the
 	// broker's NackNext can meet.
 	for n := range 4 {
-		if _, err := conn.Publish(ctx, "", "jobs", job{N: n}); err != nil {
+		if _, err := conn.Publish(ctx, "", "jobs", job{N: n}, acemq.SendOptions{}); err != nil {
 			t.Fatal(err)
 		}
 		for final := false; !final; {
@@ -128,7 +127,7 @@ func scrape(t *testing.T) map[string]*dto.MetricFamily {
 	// Request/reply.
 	resp, err := rpc.Respond(ctx, conn, "prices", func(_ context.Context, msg *acemq.Message[job]) (job, error) {
 		return job{N: msg.Payload.N * 2}, nil
-	})
+	}, acemq.ConsumerConfig{})
 	if err != nil {
 		t.Fatal(err)
 	}

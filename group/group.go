@@ -38,7 +38,7 @@ func Tag(queue string, i int) string {
 
 // Consume starts size consumers of queue, each running h with opts (the
 // same options acemq.Consume takes: prefetch, concurrency and retry apply
-// to each member; a ConsumerTag among opts is replaced by the member's
+// to each member; cfg.Tag is replaced by the member's
 // group tag).
 //
 // size must be at least 1, or Consume returns an *acemq.ConfigurationError
@@ -47,15 +47,14 @@ func Tag(queue string, i int) string {
 // says which member failed: acemq: cannot start consumer 3 of 4 on "q":
 // …, joined to any error closing the others. The start error stays
 // reachable with errors.Is and errors.As.
-func Consume[T any](ctx context.Context, c *acemq.Conn, queue string, size int, h acemq.Handler[T], opts ...acemq.ConsumerOption) (*Group, error) {
+func Consume[T any](ctx context.Context, c *acemq.Conn, queue string, size int, h acemq.Handler[T], cfg acemq.ConsumerConfig) (*Group, error) {
 	if size < 1 {
 		return nil, &acemq.ConfigurationError{Option: "group size", Reason: fmt.Sprintf("a consumer group needs at least 1 member, got %d; pass 1 or more", size)}
 	}
 	members, err := start(ctx, queue, size, func(ctx context.Context, i int) (*acemq.Consumer, error) {
-		o := make([]acemq.ConsumerOption, 0, len(opts)+1)
-		o = append(o, opts...)
-		o = append(o, acemq.ConsumerTag(Tag(queue, i)))
-		return acemq.Consume(ctx, c, queue, h, o...)
+		o := cfg
+		o.Tag = Tag(queue, i)
+		return acemq.Consume(ctx, c, queue, h, o)
 	})
 	if err != nil {
 		return nil, err

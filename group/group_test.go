@@ -37,7 +37,7 @@ func TestMembersAreTaggedAndEachHasItsOwnPrefetch(t *testing.T) {
 		q := brokertest.Queue(t, c, "group")
 		h := newBlocking()
 		defer h.open()
-		g, err := Consume(context.Background(), c, q, 3, h.handle, acemq.ConsumerPrefetch(1), acemq.ConsumerTag("ignored"))
+		g, err := Consume(context.Background(), c, q, 3, h.handle, acemq.ConsumerConfig{Prefetch: 1, Tag: "ignored"})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -72,7 +72,7 @@ func TestMembersAreTaggedAndEachHasItsOwnPrefetch(t *testing.T) {
 func TestSizeBelowOneIsAConfigurationError(t *testing.T) {
 	c := brokertest.Connect(t, "memory://group-size")
 	q := brokertest.Queue(t, c, "group")
-	_, err := Consume(context.Background(), c, q, 0, newBlocking().handle)
+	_, err := Consume(context.Background(), c, q, 0, newBlocking().handle, acemq.ConsumerConfig{})
 	var ce *acemq.ConfigurationError
 	if !errors.As(err, &ce) || !strings.Contains(err.Error(), "at least 1 member") {
 		t.Fatalf("size 0: %v", err)
@@ -93,7 +93,7 @@ func TestAFailedStartClosesTheStartedMembersAndSaysWhich(t *testing.T) {
 			if i == 3 {
 				return nil, boom
 			}
-			return acemq.Consume(ctx, c, q, h.handle, acemq.ConsumerTag(Tag(q, i)))
+			return acemq.Consume(ctx, c, q, h.handle, acemq.ConsumerConfig{Tag: Tag(q, i)})
 		})
 		if want := `acemq: cannot start consumer 3 of 4 on "` + q + `": boom`; err == nil || err.Error() != want {
 			t.Fatalf("error %v, want %q", err, want)
@@ -109,7 +109,7 @@ func TestAFailedStartClosesTheStartedMembersAndSaysWhich(t *testing.T) {
 
 func TestAGroupOnAMissingQueueSaysWhichMemberAndWhatToDo(t *testing.T) {
 	c := brokertest.Connect(t, "memory://group-missing")
-	_, err := Consume(context.Background(), c, "absent", 2, newBlocking().handle)
+	_, err := Consume(context.Background(), c, "absent", 2, newBlocking().handle, acemq.ConsumerConfig{})
 	var se *StartError
 	if !errors.As(err, &se) || se.Member != 1 {
 		t.Fatalf("error %v, want a StartError for member 1", err)
@@ -128,7 +128,7 @@ func TestCloseDrainsEveryMemberAtOnce(t *testing.T) {
 		q := brokertest.Queue(t, c, "group")
 		h := newBlocking()
 		defer h.open()
-		g, err := Consume(context.Background(), c, q, 3, h.handle, acemq.ConsumerPrefetch(1))
+		g, err := Consume(context.Background(), c, q, 3, h.handle, acemq.ConsumerConfig{Prefetch: 1})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -156,7 +156,7 @@ func TestCloseDrainsEveryMemberAtOnce(t *testing.T) {
 func TestStalledIsNilWhileEveryMemberReads(t *testing.T) {
 	c := brokertest.Connect(t, "memory://group-stalled")
 	q := brokertest.Queue(t, c, "group")
-	g, err := Consume(context.Background(), c, q, 2, newBlocking().handle)
+	g, err := Consume(context.Background(), c, q, 2, newBlocking().handle, acemq.ConsumerConfig{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -17,7 +17,7 @@ func TestRunDrainsOnSIGTERMAndReturnsNil(t *testing.T) {
 	q := brokertest.Queue(t, c, "group")
 	h := newBlocking()
 	defer h.open()
-	g, err := Consume(context.Background(), c, q, 2, h.handle)
+	g, err := Consume(context.Background(), c, q, 2, h.handle, acemq.ConsumerConfig{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -44,7 +44,7 @@ func TestRunSaysSoWhenTheDrainRunsOutOfTime(t *testing.T) {
 	c := brokertest.Connect(t, "memory://group-run-timeout")
 	q := brokertest.Queue(t, c, "group")
 	h := newBlocking()
-	g, err := Consume(context.Background(), c, q, 1, h.handle)
+	g, err := Consume(context.Background(), c, q, 1, h.handle, acemq.ConsumerConfig{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -3,6 +3,7 @@ package idempotency_test
 import (
 	"context"
 	"fmt"
+	"log/slog"
 
 	"github.com/acemq-go/acemq"
 	"github.com/acemq-go/acemq/idempotency"
@@ -12,12 +13,12 @@ import (
 // same id is accepted without running it.
 func ExampleGuard() {
 	ctx := context.Background()
-	conn, err := acemq.Connect(ctx, "memory://example-guard", acemq.WithLogger(acemq.DiscardLogger()))
+	conn, err := acemq.Connect(ctx, "memory://example-guard", acemq.Config{Logger: slog.New(slog.DiscardHandler)})
 	if err != nil {
 		panic(err)
 	}
 	defer conn.Close(ctx)
-	if err := conn.Apply(ctx, acemq.NewTopology().Queue("emails", acemq.AsClassic())); err != nil {
+	if err := conn.Apply(ctx, acemq.NewTopology().Queue("emails", acemq.QueueOptions{Type: acemq.Classic})); err != nil {
 		panic(err)
 	}
 	handled := make(chan struct{}, 2)
@@ -30,14 +31,14 @@ func ExampleGuard() {
 		d := h(ctx, m)
 		handled <- struct{}{}
 		return d
-	}, acemq.ConsumerConcurrency(1))
+	}, acemq.ConsumerConfig{Concurrency: 1})
 	if err != nil {
 		panic(err)
 	}
 	defer cons.Close(ctx)
 	env := acemq.NewEnvelope()
 	for range 2 {
-		if _, err := conn.Publish(ctx, "", "emails", "welcome", acemq.WithEnvelope(env)); err != nil {
+		if _, err := conn.Publish(ctx, "", "emails", "welcome", acemq.SendOptions{Envelope: &env}); err != nil {
 			panic(err)
 		}
 	}

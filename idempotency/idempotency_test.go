@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"log/slog"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -234,7 +235,7 @@ func TestGuardDecisions(t *testing.T) {
 				panic("boom")
 			}
 			return next
-		}, WithLogger[pay](acemq.DiscardLogger()))
+		}, WithLogger[pay](slog.New(slog.DiscardHandler)))
 
 		// Failure → released → runs again; panic → released, Reject(Fatal).
 		next = acemq.Retry(errors.New("db down"))
@@ -356,12 +357,12 @@ func TestTransactionalAckLostAfterCommitAppliesTheEffectOnce(t *testing.T) {
 			db, d := balanceDB(t, b.Open)
 			ctx := context.Background()
 			name := "idem-" + dbtest.RandHex(6)
-			c, err := acemq.Connect(ctx, "memory://"+name, acemq.WithLogger(acemq.DiscardLogger()))
+			c, err := acemq.Connect(ctx, "memory://"+name, acemq.Config{Logger: slog.New(slog.DiscardHandler)})
 			if err != nil {
 				t.Fatal(err)
 			}
 			defer c.Close(ctx)
-			if err := c.Apply(ctx, acemq.NewTopology().Queue("payments", acemq.AsClassic())); err != nil {
+			if err := c.Apply(ctx, acemq.NewTopology().Queue("payments", acemq.QueueOptions{Type: acemq.Classic})); err != nil {
 				t.Fatal(err)
 			}
 			inner := Transactional(db, d, credit(d, nil))
@@ -374,12 +375,12 @@ func TestTransactionalAckLostAfterCommitAppliesTheEffectOnce(t *testing.T) {
 				}
 				accepted <- m.Redelivered
 				return dec
-			})
+			}, acemq.ConsumerConfig{})
 			if err != nil {
 				t.Fatal(err)
 			}
 			defer cons.Close(ctx)
-			if _, err := c.Publish(ctx, "", "payments", pay{"acc", 10}); err != nil {
+			if _, err := c.Publish(ctx, "", "payments", pay{"acc", 10}, acemq.SendOptions{}); err != nil {
 				t.Fatal(err)
 			}
 			for i := range 2 {

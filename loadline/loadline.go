@@ -36,7 +36,7 @@ type Sample struct {
 type Source interface {
 	Stats() acemq.StatsSnapshot
 	Blocked() bool
-	BlockedReason() string
+	Health(ctx context.Context) acemq.HealthReport
 }
 
 // Sampler turns successive readings of a Source into Samples, computing
@@ -64,7 +64,7 @@ func (s *Sampler) Sample() Sample {
 		Failed: st.Failed, Refused: st.Refused,
 	}
 	if blocked {
-		out.Reason = s.src.BlockedReason()
+		out.Reason = s.src.Health(context.Background()).BlockedReason
 		if out.Reason == "" {
 			out.Reason = "unknown"
 		}

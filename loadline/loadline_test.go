@@ -5,12 +5,14 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"github.com/acemq-go/acemq/internal/alarmtest"
+	"log/slog"
 	"regexp"
 	"strings"
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/acemq-go/acemq/internal/alarmtest"
 
 	"go.uber.org/goleak"
 
@@ -53,7 +55,9 @@ type fake struct {
 
 func (f *fake) Stats() acemq.StatsSnapshot { s := f.st; s.At = time.Now(); return s }
 func (f *fake) Blocked() bool              { return f.blocked }
-func (f *fake) BlockedReason() string      { return f.reason }
+func (f *fake) Health(context.Context) acemq.HealthReport {
+	return acemq.HealthReport{Blocked: f.blocked, BlockedReason: f.reason}
+}
 
 var atRE = regexp.MustCompile(`^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$`)
 
@@ -111,7 +115,7 @@ func (w *syncBuf) Write(p []byte) (int, error) {
 
 func TestRunWritesPerIntervalAndAFinalLineFromAConn(t *testing.T) {
 	ctx := context.Background()
-	c, err := acemq.Connect(ctx, "memory://loadline", acemq.WithLogger(acemq.DiscardLogger()))
+	c, err := acemq.Connect(ctx, "memory://loadline", acemq.Config{Logger: slog.New(slog.DiscardHandler)})
 	if err != nil {
 		t.Fatal(err)
 	}

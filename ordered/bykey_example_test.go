@@ -3,6 +3,7 @@ package ordered_test
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"sync"
 
 	"github.com/acemq-go/acemq"
@@ -13,17 +14,17 @@ import (
 // time and in the order they were sent, different orders in parallel.
 func ExampleByHeader() {
 	ctx := context.Background()
-	c, err := acemq.Connect(ctx, "memory://example-bykey", acemq.WithLogger(acemq.DiscardLogger()))
+	c, err := acemq.Connect(ctx, "memory://example-bykey", acemq.Config{Logger: slog.New(slog.DiscardHandler)})
 	if err != nil {
 		panic(err)
 	}
 	defer c.Close(ctx)
-	if err := c.Apply(ctx, acemq.NewTopology().Queue("events", acemq.AsClassic())); err != nil {
+	if err := c.Apply(ctx, acemq.NewTopology().Queue("events", acemq.QueueOptions{Type: acemq.Classic})); err != nil {
 		panic(err)
 	}
-	pub := acemq.NewPublisher[string](c, "", "events")
+	pub := acemq.NewPublisher[string](c, "", "events", acemq.PublisherConfig{})
 	for _, ev := range []string{"created", "paid", "shipped"} {
-		if _, err := pub.Send(ctx, ev, acemq.WithHeader("order", "o-1")); err != nil {
+		if _, err := pub.SendWith(ctx, ev, acemq.SendOptions{Headers: map[string]any{"order": "o-1"}}); err != nil {
 			panic(err)
 		}
 	}
@@ -33,7 +34,7 @@ func ExampleByHeader() {
 		fmt.Println(m.Payload) // one at a time for o-1: no lock needed
 		wg.Done()
 		return acemq.Accept()
-	}, acemq.ConsumerConcurrency(8), ordered.ByHeader("order"))
+	}, acemq.ConsumerConfig{Concurrency: 8, KeyOrder: ordered.ByHeader("order")})
 	if err != nil {
 		panic(err)
 	}

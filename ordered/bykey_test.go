@@ -53,10 +53,10 @@ func TestByHeaderKeepsPerKeyOrderUnderConcurrency(t *testing.T) {
 		c := brokertest.Connect(t, url)
 		q := brokertest.Queue(t, c, "bykey")
 		const keys, perKey = 4, 12
-		pub := acemq.NewPublisher[int](c, "", q)
+		pub := acemq.NewPublisher[int](c, "", q, acemq.PublisherConfig{})
 		for i := 0; i < perKey; i++ {
 			for k := 0; k < keys; k++ {
-				if _, err := pub.Send(ctx, i, acemq.WithHeader("key", "k"+strconv.Itoa(k))); err != nil {
+				if _, err := pub.SendWith(ctx, i, acemq.SendOptions{Headers: map[string]any{"key": "k" + strconv.Itoa(k)}}); err != nil {
 					t.Fatal(err)
 				}
 			}
@@ -68,7 +68,7 @@ func TestByHeaderKeepsPerKeyOrderUnderConcurrency(t *testing.T) {
 			time.Sleep(3 * time.Millisecond) // a slow handler: work, not synchronisation
 			r.end(key.(string), m.Payload)
 			return acemq.Accept()
-		}, acemq.ConsumerPrefetch(48), acemq.ConsumerConcurrency(8), ordered.ByHeader("key"))
+		}, acemq.ConsumerConfig{Prefetch: 48, Concurrency: 8, KeyOrder: ordered.ByHeader("key")})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -104,9 +104,9 @@ func TestByKeyRunsDifferentKeysInParallel(t *testing.T) {
 				b = cand
 			}
 		}
-		pub := acemq.NewPublisher[string](c, "", q)
+		pub := acemq.NewPublisher[string](c, "", q, acemq.PublisherConfig{})
 		for _, key := range []string{a, b} {
-			if _, err := pub.Send(ctx, key, acemq.WithCorrelationID(key)); err != nil {
+			if _, err := pub.SendWith(ctx, key, acemq.SendOptions{CorrelationID: key}); err != nil {
 				t.Fatal(err)
 			}
 		}
@@ -125,7 +125,7 @@ func TestByKeyRunsDifferentKeysInParallel(t *testing.T) {
 				}
 			}
 			return acemq.Accept()
-		}, acemq.ConsumerConcurrency(8), ordered.ByCorrelation())
+		}, acemq.ConsumerConfig{Concurrency: 8, KeyOrder: ordered.ByCorrelation()})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -150,7 +150,7 @@ func TestByKeyPanickingKeyRunsUnordered(t *testing.T) {
 		n++
 		mu.Unlock()
 		return acemq.Accept()
-	}, acemq.ConsumerConcurrency(2), ordered.ByKey(func(acemq.Inbound) string { panic("no key") }))
+	}, acemq.ConsumerConfig{Concurrency: 2, KeyOrder: func(acemq.Inbound) string { panic("no key") }})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -78,7 +78,7 @@ type consumerConfig struct {
 	prefetch   int
 	policy     Policy
 	retryDelay time.Duration
-	extra      []acemq.ConsumerOption
+	extra      acemq.ConsumerConfig
 }
 
 // Partitions sets how many partitions the stream has (default
@@ -97,12 +97,12 @@ func RetryInPlaceDelay(d time.Duration) ConsumerOption {
 	return func(c *consumerConfig) { c.retryDelay = d }
 }
 
-// WithConsumerOptions passes options to every partition's acemq consumer
+// WithConsumerOptions passes settings to every partition's acemq consumer
 // (codec, interceptors, drain timeout, tag …). Prefetch, concurrency and
 // retry are the ordered consumer's own and are overridden: concurrency is
 // always 1, which is what keeps a partition's order.
-func WithConsumerOptions(opts ...acemq.ConsumerOption) ConsumerOption {
-	return func(c *consumerConfig) { c.extra = append(c.extra, opts...) }
+func WithConsumerOptions(cfg acemq.ConsumerConfig) ConsumerOption {
+	return func(c *consumerConfig) { c.extra = cfg }
 }
 
 // Consumer consumes every partition of an ordered stream, one acemq
@@ -157,10 +157,9 @@ func Consume[T any](ctx context.Context, c *acemq.Conn, name string, h acemq.Han
 	}
 	k := &Consumer{name: name, policy: cfg.policy, closing: make(chan struct{}), stopped: map[int]Stopped{}}
 	for p := range cfg.partitions {
-		o := make([]acemq.ConsumerOption, 0, len(cfg.extra)+3)
-		o = append(o, cfg.extra...)
-		o = append(o, acemq.ConsumerPrefetch(cfg.prefetch), acemq.ConsumerConcurrency(1), acemq.ConsumerRetry(acemq.NoRetry()))
-		m, err := acemq.Consume(ctx, c, Queue(name, p), partitionHandler(k, p, cfg, h), o...)
+		o := cfg.extra
+		o.Prefetch, o.Concurrency, o.Retry = cfg.prefetch, 1, acemq.NoRetry()
+		m, err := acemq.Consume(ctx, c, Queue(name, p), partitionHandler(k, p, cfg, h), o)
 		if err != nil {
 			serr := fmt.Errorf("acemq: cannot start the ordered consumer of %q at partition %d of %d: %w", name, p, cfg.partitions, err)
 			k.closeOnce.Do(func() { close(k.closing) })

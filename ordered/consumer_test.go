@@ -55,7 +55,7 @@ func keyIn(p, n int, prefix string) string {
 
 func send(t *testing.T, c *acemq.Conn, name string, n int, key string, i int) {
 	t.Helper()
-	if _, err := Send(context.Background(), c, name, n, key, item{Key: key, N: i}); err != nil {
+	if _, err := Send(context.Background(), c, name, n, key, item{Key: key, N: i}, acemq.SendOptions{}); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -159,7 +159,7 @@ func TestStopHaltsThePartitionAtTheMessageAndDegradesHealth(t *testing.T) {
 				return acemq.Retry(errors.New("the stock service is down"))
 			}
 			return acemq.Accept()
-		}, Partitions(2), Prefetch(1), WithConsumerOptions(acemq.ConsumerDrainTimeout(300*time.Millisecond)))
+		}, Partitions(2), Prefetch(1), WithConsumerOptions(acemq.ConsumerConfig{DrainTimeout: 300 * time.Millisecond}))
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -3,6 +3,7 @@ package ordered_test
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"sync"
 
 	"github.com/acemq-go/acemq"
@@ -13,7 +14,7 @@ import (
 // orders' events run in parallel on other partitions.
 func ExampleConsume() {
 	ctx := context.Background()
-	c, err := acemq.Connect(ctx, "memory://example-ordered", acemq.WithLogger(acemq.DiscardLogger()))
+	c, err := acemq.Connect(ctx, "memory://example-ordered", acemq.Config{Logger: slog.New(slog.DiscardHandler)})
 	if err != nil {
 		panic(err)
 	}
@@ -26,7 +27,7 @@ func ExampleConsume() {
 		panic(err)
 	}
 	for _, ev := range []string{"created", "paid", "shipped"} {
-		if _, err := ordered.Send(ctx, c, "orders", 4, "o-1", ev); err != nil {
+		if _, err := ordered.Send(ctx, c, "orders", 4, "o-1", ev, acemq.SendOptions{}); err != nil {
 			panic(err)
 		}
 	}

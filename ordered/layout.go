@@ -77,14 +77,14 @@ func Topology(name string, partitions int, opts ...TopologyOption) (*acemq.Topol
 	if partitions < 1 {
 		return nil, partitionsError(partitions)
 	}
-	t := acemq.NewTopology().Exchange(name, acemq.Direct)
+	t := acemq.NewTopology().Exchange(name, acemq.Direct, acemq.ExchangeOptions{})
 	for p := range partitions {
 		q := Queue(name, p)
-		qo := []acemq.QueueOption{acemq.AsQuorum()}
+		qo := acemq.QueueOptions{Type: acemq.Quorum}
 		if cfg.singleActive {
-			qo = append(qo, acemq.WithArgs(transport.Table{"x-single-active-consumer": true}))
+			qo.Args = transport.Table{"x-single-active-consumer": true}
 		}
-		t.Queue(q, qo...).Bind(q, name, RoutingKey(p))
+		t.Queue(q, qo).Bind(q, name, RoutingKey(p))
 	}
 	return t, t.Validate()
 }
@@ -98,14 +98,17 @@ func partitionsError(n int) error {
 // exist is an unroutable error, never a silent loss). The key also rides
 // in the HeaderKey header, so a consumer can serialise by it. It behaves
 // as acemq.Conn.Publish otherwise.
-func Send(ctx context.Context, c *acemq.Conn, name string, partitions int, key string, payload any, opts ...acemq.SendOption) (acemq.Sent, error) {
+func Send(ctx context.Context, c *acemq.Conn, name string, partitions int, key string, payload any, o acemq.SendOptions) (acemq.Sent, error) {
 	if partitions < 1 {
 		return acemq.Sent{}, partitionsError(partitions)
 	}
-	o := make([]acemq.SendOption, 0, len(opts)+2)
-	o = append(o, acemq.Mandatory(), acemq.WithHeader(HeaderKey, key))
-	o = append(o, opts...)
-	return c.Publish(ctx, name, RoutingKey(Partition(key, partitions)), payload, o...)
+	h := make(map[string]any, len(o.Headers)+1)
+	for k, v := range o.Headers {
+		h[k] = v
+	}
+	h[HeaderKey] = key
+	o.Headers, o.Mandatory = h, true
+	return c.Publish(ctx, name, RoutingKey(Partition(key, partitions)), payload, o)
 }
 
 // HeaderKey carries the ordering key on messages sent with Send, so a

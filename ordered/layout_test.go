@@ -92,7 +92,7 @@ func TestSendRoutesEachKeyToItsPartition(t *testing.T) {
 		keys := []string{"", "a", "o-1", "o-2", "o-3", "o-4"}
 		want := map[int]int{}
 		for _, k := range keys {
-			if _, err := Send(context.Background(), c, name, 3, k, map[string]string{"key": k}); err != nil {
+			if _, err := Send(context.Background(), c, name, 3, k, map[string]string{"key": k}, acemq.SendOptions{}); err != nil {
 				t.Fatal(err)
 			}
 			want[Partition(k, 3)]++
@@ -108,7 +108,7 @@ func TestSendRoutesEachKeyToItsPartition(t *testing.T) {
 		for Partition(k, 4) != 3 {
 			k += "k"
 		}
-		if _, err := Send(context.Background(), c, name, 4, k, "x"); !acemq.IsUnroutable(err) {
+		if _, err := Send(context.Background(), c, name, 4, k, "x", acemq.SendOptions{}); !acemq.IsUnroutable(err) {
 			t.Fatalf("a send to a partition that does not exist: %v", err)
 		}
 	})

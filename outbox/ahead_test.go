@@ -81,7 +81,7 @@ func TestFailedSweepDropsTheBatchClaimedAhead(t *testing.T) {
 		ctx := context.Background()
 		s := newStore(t, b)
 		c, _ := memConn(t)
-		top := acemq.NewTopology().Exchange("shop", acemq.Direct).Queue("orders", acemq.AsClassic()).Bind("orders", "shop", "k")
+		top := acemq.NewTopology().Exchange("shop", acemq.Direct, acemq.ExchangeOptions{}).Queue("orders", acemq.QueueOptions{Type: acemq.Classic}).Bind("orders", "shop", "k")
 		if err := c.Apply(ctx, top); err != nil {
 			t.Fatal(err)
 		}

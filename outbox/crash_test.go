@@ -6,6 +6,7 @@ import (
 	"database/sql"
 	"fmt"
 	"io"
+	"log/slog"
 	"os"
 	"os/exec"
 	"os/signal"
@@ -45,7 +46,7 @@ func runCrashRelay() int {
 	defer db.Close()
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM)
 	defer stop()
-	conn, err := acemq.Connect(ctx, os.Getenv("ACEMQ_CRASH_AMQP"), acemq.WithLogger(acemq.DiscardLogger()))
+	conn, err := acemq.Connect(ctx, os.Getenv("ACEMQ_CRASH_AMQP"), acemq.Config{Logger: slog.New(slog.DiscardHandler)})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 2
@@ -60,7 +61,7 @@ func runCrashRelay() int {
 	out := bufio.NewWriter(os.Stdout)
 	var sweepStart time.Time
 	relay, err := NewRelay(conn, store, WithRelayID(os.Getenv("ACEMQ_CRASH_RELAY")), WithInterval(20*time.Millisecond),
-		WithLockTTL(ttl), WithLogger(acemq.DiscardLogger()),
+		WithLockTTL(ttl), WithLogger(slog.New(slog.DiscardHandler)),
 		WithObserver(func(sw Sweep) {
 			end := time.Now()
 			if sw.Claimed > 0 {
@@ -309,12 +310,12 @@ func TestCrashedRelaysLoseNothingAndAreTakenOver(t *testing.T) {
 		dsn := childDSN(t, s)
 		url := testenv.AMQPURL(t)
 		queue := testenv.Unique("outbox-crash")
-		conn, err := acemq.Connect(ctx, url, acemq.WithLogger(acemq.DiscardLogger()))
+		conn, err := acemq.Connect(ctx, url, acemq.Config{Logger: slog.New(slog.DiscardHandler)})
 		if err != nil {
 			t.Fatal(err)
 		}
 		defer conn.Close(ctx)
-		if err := conn.Apply(ctx, acemq.NewTopology().Queue(queue, acemq.AsClassic())); err != nil {
+		if err := conn.Apply(ctx, acemq.NewTopology().Queue(queue, acemq.QueueOptions{Type: acemq.Classic})); err != nil {
 			t.Fatal(err)
 		}
 		defer conn.DeleteQueue(ctx, queue) //nolint:errcheck // best effort

@@ -2,6 +2,7 @@ package outbox
 
 import (
 	"context"
+	"log/slog"
 	"sync"
 	"testing"
 	"time"
@@ -51,14 +52,14 @@ func memConn(t *testing.T, queues ...string) (*acemq.Conn, string) {
 	t.Helper()
 	ctx := context.Background()
 	name := "outbox-" + dbtest.RandHex(6)
-	c, err := acemq.Connect(ctx, "memory://"+name, acemq.WithLogger(acemq.DiscardLogger()), acemq.WithConfirmTimeout(2*time.Second))
+	c, err := acemq.Connect(ctx, "memory://"+name, acemq.Config{Logger: slog.New(slog.DiscardHandler), ConfirmTimeout: 2 * time.Second})
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { c.Close(context.Background()) })
 	top := acemq.NewTopology()
 	for _, q := range queues {
-		top = top.Queue(q, acemq.AsClassic())
+		top = top.Queue(q, acemq.QueueOptions{Type: acemq.Classic})
 	}
 	if err := c.Apply(ctx, top); err != nil {
 		t.Fatal(err)
@@ -153,7 +154,7 @@ func forEachServerBackend(t *testing.T, f func(t *testing.T, b backend)) {
 
 func newRelay(t *testing.T, c *acemq.Conn, s *Store, opts ...RelayOption) *Relay {
 	t.Helper()
-	r, err := NewRelay(c, s, append([]RelayOption{WithLogger(acemq.DiscardLogger())}, opts...)...)
+	r, err := NewRelay(c, s, append([]RelayOption{WithLogger(slog.New(slog.DiscardHandler))}, opts...)...)
 	if err != nil {
 		t.Fatal(err)
 	}

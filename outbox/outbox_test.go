@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/acemq-go/acemq/header"
 	"github.com/acemq-go/acemq/internal/alarmtest"
 
 	"go.opentelemetry.io/otel/attribute"
@@ -77,16 +78,16 @@ func TestAddRunsOnTheCallersTransactionAndIsIdempotentByID(t *testing.T) {
 		if r.ID != env.ID || r.Exchange != "" || r.RoutingKey != "orders" || r.ContentType != "application/json" || string(r.Body) != `{"id":"1","amount":0}` {
 			t.Fatalf("record %+v", r)
 		}
-		if r.Headers[acemq.HeaderType] != "orders" || r.Headers[acemq.HeaderOrigin] != c.Origin() || r.Headers["x-tenant"] != "t1" {
+		if r.Headers[header.Type] != "orders" || r.Headers[header.Origin] != c.Config().Origin || r.Headers["x-tenant"] != "t1" {
 			t.Fatalf("headers %v", r.Headers)
 		}
-		if v, ok := r.Headers[acemq.HeaderVersion].(int32); !ok || v != 1 {
-			t.Fatalf("version header %T %v, want int32 1 (types survive the JSON column)", r.Headers[acemq.HeaderVersion], r.Headers[acemq.HeaderVersion])
+		if v, ok := r.Headers[header.Version].(int32); !ok || v != 1 {
+			t.Fatalf("version header %T %v, want int32 1 (types survive the JSON column)", r.Headers[header.Version], r.Headers[header.Version])
 		}
 		if !reflect.DeepEqual(r.Headers, env.WithHeaders(map[string]any{"x-tenant": "t1"}).WireHeaders()) {
 			// Origin and type are filled by Add; compare the stored set to a re-render.
 			want := env
-			want.Type, want.Origin = "orders", c.Origin()
+			want.Type, want.Origin = "orders", c.Config().Origin
 			if !reflect.DeepEqual(r.Headers, want.WithHeaders(map[string]any{"x-tenant": "t1"}).WireHeaders()) {
 				t.Fatalf("stored headers %v differ from the rendered envelope", r.Headers)
 			}

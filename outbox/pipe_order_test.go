@@ -31,7 +31,7 @@ func failureLetsTheNextBatchAhead(t *testing.T, b backend) {
 	s := newStore(t, b)
 	c, name := memConn(t)
 	broker := memory.Lookup(name)
-	top := acemq.NewTopology().Exchange("shop", acemq.Direct).Queue("orders", acemq.AsClassic()).Bind("orders", "shop", "k")
+	top := acemq.NewTopology().Exchange("shop", acemq.Direct, acemq.ExchangeOptions{}).Queue("orders", acemq.QueueOptions{Type: acemq.Classic}).Bind("orders", "shop", "k")
 	if err := c.Apply(ctx, top); err != nil {
 		t.Fatal(err)
 	}

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/acemq-go/acemq"
+	"github.com/acemq-go/acemq/header"
 	"github.com/acemq-go/acemq/internal/dbtest"
 	"github.com/acemq-go/acemq/sqlstore"
 )
@@ -26,7 +27,7 @@ func TestMidBatchFailureOrderRule(t *testing.T) {
 		ctx := context.Background()
 		s := newStore(t, b)
 		c, _ := memConn(t)
-		top := acemq.NewTopology().Exchange("shop", acemq.Direct).Queue("orders", acemq.AsClassic()).Bind("orders", "shop", "k")
+		top := acemq.NewTopology().Exchange("shop", acemq.Direct, acemq.ExchangeOptions{}).Queue("orders", acemq.QueueOptions{Type: acemq.Classic}).Bind("orders", "shop", "k")
 		if err := c.Apply(ctx, top); err != nil {
 			t.Fatal(err)
 		}
@@ -46,7 +47,7 @@ func TestMidBatchFailureOrderRule(t *testing.T) {
 		if p, _ := s.Pending(ctx, 0); len(p) != 5 || p[0].ID != sent[3] || p[0].Attempts != 1 {
 			t.Fatalf("after the first sweep %d records pending; want the failed one and the 4 after it", len(p))
 		}
-		if err := c.Apply(ctx, acemq.NewTopology().Exchange("shop", acemq.Direct).Queue("orders", acemq.AsClassic()).Bind("orders", "shop", "k3")); err != nil {
+		if err := c.Apply(ctx, acemq.NewTopology().Exchange("shop", acemq.Direct, acemq.ExchangeOptions{}).Queue("orders", acemq.QueueOptions{Type: acemq.Classic}).Bind("orders", "shop", "k3")); err != nil {
 			t.Fatal(err)
 		}
 		if sw := r.SweepOnce(ctx); sw.Err != nil || sw.Published != 5 {
@@ -276,7 +277,7 @@ func hasIndex(t *testing.T, s *Store, name string) bool {
 }
 
 // A record whose headers Go consumers could not read (over
-// acemq.MaxHeaderDepth) is refused before anything is written, and that is
+// header.MaxDepth) is refused before anything is written, and that is
 // about the record: it spends an attempt (and is retired after
 // MaxAttempts) instead of stopping every sweep for good.
 func TestRecordWithUnreadableHeadersSpendsAnAttempt(t *testing.T) {
@@ -284,7 +285,7 @@ func TestRecordWithUnreadableHeadersSpendsAnAttempt(t *testing.T) {
 	s := newStore(t, backend{Name: "sqlite", Open: dbtest.SQLite})
 	c, _ := memConn(t, "orders")
 	deep := map[string]any{"leaf": "x"}
-	for range acemq.MaxHeaderDepth + 1 {
+	for range header.MaxDepth + 1 {
 		deep = map[string]any{"next": deep}
 	}
 	tx, err := s.DB().BeginTx(ctx, nil)

@@ -204,7 +204,7 @@ func NewRelay(conn *acemq.Conn, store *Store, opts ...RelayOption) (*Relay, erro
 		return nil, &acemq.ConfigurationError{Option: "outbox.WithRelayID", Reason: "the id must be at most 64 characters (the locked_by column)"}
 	}
 	if cfg.publishTimeout <= 0 {
-		cfg.publishTimeout = conn.ConfirmTimeout()
+		cfg.publishTimeout = conn.Config().ConfirmTimeout
 		if cfg.publishTimeout <= 0 {
 			cfg.publishTimeout = 30 * time.Second
 		}
@@ -213,14 +213,14 @@ func NewRelay(conn *acemq.Conn, store *Store, opts ...RelayOption) (*Relay, erro
 		cfg.id = defaultRelayID()
 	}
 	if cfg.meter == nil {
-		cfg.meter = conn.MeterProvider()
+		cfg.meter = conn.Config().MeterProvider
 	}
 	if cfg.tracer == nil {
-		cfg.tracer = conn.TracerProvider()
+		cfg.tracer = conn.Config().TracerProvider
 	}
 	log := cfg.logger
 	if log == nil {
-		log = conn.Logger()
+		log = conn.Config().Logger
 	}
 	meter := cfg.meter.Meter("org.acemq.amqp")
 	total, err := meter.Int64Counter("acemq.outbox.total", metric.WithDescription("Outbox records published or failed by relays"))

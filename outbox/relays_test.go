@@ -3,6 +3,7 @@ package outbox
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"slices"
 	"sync"
 	"testing"
@@ -71,7 +72,7 @@ func TestTwoRelaysPublishEveryRecordOnceInOrder(t *testing.T) {
 		ctx := context.Background()
 		s := newStore(t, b)
 		c1, name := memConn(t, "orders")
-		c2, err := acemq.Connect(ctx, "memory://"+name, acemq.WithLogger(acemq.DiscardLogger()))
+		c2, err := acemq.Connect(ctx, "memory://"+name, acemq.Config{Logger: slog.New(slog.DiscardHandler)})
 		if err != nil {
 			t.Fatal(err)
 		}

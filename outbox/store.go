@@ -270,7 +270,7 @@ func (s *Store) Add(ctx context.Context, tx *sql.Tx, conn *acemq.Conn, exchange,
 		}
 	}
 	if env.Origin == "" {
-		env.Origin = conn.Origin()
+		env.Origin = conn.Config().Origin
 	}
 	if len(o.headers) > 0 {
 		env = env.WithHeaders(o.headers)
@@ -284,7 +284,7 @@ func (s *Store) Add(ctx context.Context, tx *sql.Tx, conn *acemq.Conn, exchange,
 	}
 	codec := o.codec
 	if codec == nil {
-		codec = conn.Codec()
+		codec = conn.Config().Codec
 	}
 	body, err := codec.Encode(payload)
 	if err != nil {

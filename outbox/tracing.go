@@ -35,7 +35,7 @@ const eventPublishFailed = "outbox.publish_failed"
 type publishSpan struct{ span trace.Span }
 
 func (r *Relay) startSpan(ctx context.Context, rec Record) publishSpan {
-	pctx := r.conn.Propagator().Extract(ctx, semconv.HeaderCarrier(rec.Headers))
+	pctx := r.conn.Config().Propagator.Extract(ctx, semconv.HeaderCarrier(rec.Headers))
 	dest := semconv.DestinationOf(rec.Exchange, rec.RoutingKey)
 	_, span := r.tracer.Start(pctx, dest+" publish", semconv.Producer)
 	if span.IsRecording() {
@@ -93,7 +93,7 @@ func withTraceOf(ctx context.Context, conn *acemq.Conn, env acemq.Envelope) acem
 		return env
 	}
 	carrier := propagation.MapCarrier{}
-	conn.Propagator().Inject(ctx, carrier)
+	conn.Config().Propagator.Inject(ctx, carrier)
 	if len(carrier) == 0 {
 		return env
 	}

@@ -3,6 +3,7 @@ package outbox
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"strings"
 	"testing"
 	"time"
@@ -117,7 +118,7 @@ func TestRelayPublishSpanCarriesTheOutboxLagAndContinuesTheStoredTrace(t *testin
 		clock := &fakeClock{t: time.UnixMilli(time.Now().UnixMilli())}
 		s.now = clock.now
 		c, _ := memConn(t, "orders")
-		if err := c.Apply(ctx, acemq.NewTopology().Queue("orders", acemq.AsClassic()).Exchange("shop", acemq.Direct).Bind("orders", "shop", "orders")); err != nil {
+		if err := c.Apply(ctx, acemq.NewTopology().Queue("orders", acemq.QueueOptions{Type: acemq.Classic}).Exchange("shop", acemq.Direct, acemq.ExchangeOptions{}).Bind("orders", "shop", "orders")); err != nil {
 			t.Fatal(err)
 		}
 		// The first record carries the trace of the work that wrote it.
@@ -297,13 +298,12 @@ func TestRelayUsesTheConnsProvidersByDefault(t *testing.T) {
 		_ = tp.Shutdown(context.Background())
 		_ = mp.Shutdown(context.Background())
 	})
-	c, err := acemq.Connect(ctx, "memory://outbox-providers-"+dbtest.RandHex(6), acemq.WithLogger(acemq.DiscardLogger()),
-		acemq.WithTracerProvider(tp), acemq.WithMeterProvider(mp))
+	c, err := acemq.Connect(ctx, "memory://outbox-providers-"+dbtest.RandHex(6), acemq.Config{Logger: slog.New(slog.DiscardHandler), TracerProvider: tp, MeterProvider: mp})
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { c.Close(context.Background()) })
-	if err := c.Apply(ctx, acemq.NewTopology().Queue("orders", acemq.AsClassic())); err != nil {
+	if err := c.Apply(ctx, acemq.NewTopology().Queue("orders", acemq.QueueOptions{Type: acemq.Classic})); err != nil {
 		t.Fatal(err)
 	}
 	s := newStore(t, backends[0])

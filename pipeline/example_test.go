@@ -3,6 +3,7 @@ package pipeline_test
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"strings"
 
 	"github.com/acemq-go/acemq"
@@ -12,7 +13,7 @@ import (
 // An order is validated, then priced; the last step reports the run.
 func ExampleNew() {
 	ctx := context.Background()
-	c, err := acemq.Connect(ctx, "memory://example-pipeline", acemq.WithLogger(acemq.DiscardLogger()))
+	c, err := acemq.Connect(ctx, "memory://example-pipeline", acemq.Config{Logger: slog.New(slog.DiscardHandler)})
 	if err != nil {
 		panic(err)
 	}
@@ -38,7 +39,7 @@ func ExampleNew() {
 		panic(err)
 	}
 	defer run.Close(ctx)
-	if _, err := p.Send(ctx, c, "order o-1"); err != nil {
+	if _, err := p.Send(ctx, c, "order o-1", acemq.SendOptions{}); err != nil {
 		panic(err)
 	}
 	fmt.Println(<-done)

@@ -61,7 +61,7 @@ type stepConfig struct {
 	consumers int
 	codec     acemq.Codec
 	policy    *acemq.RetryPolicy
-	opts      []acemq.ConsumerOption
+	opts      acemq.ConsumerConfig
 }
 
 // StepOption adjusts one step.
@@ -78,10 +78,11 @@ func StepRetry(p acemq.RetryPolicy) StepOption { return func(c *stepConfig) { c.
 // sends here (default: the Conn's codec).
 func StepCodec(codec acemq.Codec) StepOption { return func(c *stepConfig) { c.codec = codec } }
 
-// StepConsumerOptions adds consumer options (prefetch, concurrency,
-// interceptors …) to each of the step's consumers.
-func StepConsumerOptions(opts ...acemq.ConsumerOption) StepOption {
-	return func(c *stepConfig) { c.opts = append(c.opts, opts...) }
+// StepConsumerOptions gives each of the step's consumers these settings
+// (prefetch, concurrency, interceptors …); StepCodec and StepRetry
+// override its Codec and Retry.
+func StepConsumerOptions(cfg acemq.ConsumerConfig) StepOption {
+	return func(c *stepConfig) { c.opts = cfg }
 }
 
 // NewStep declares a step named name running f on values of type In and
@@ -108,15 +109,14 @@ func NewStep[In, Out any](name string, f StepFunc[In, Out], opts ...StepOption) 
 			}
 			return p.after(ctx, c, i, m.Envelope, out, cont)
 		}
-		o := []acemq.ConsumerOption{}
+		o := cfg.opts
 		if cfg.codec != nil {
-			o = append(o, acemq.ConsumerCodec(cfg.codec))
+			o.Codec = cfg.codec
 		}
 		if cfg.policy != nil {
-			o = append(o, acemq.ConsumerRetry(*cfg.policy))
+			o.Retry = *cfg.policy
 		}
-		o = append(o, cfg.opts...)
-		return group.Consume(ctx, c, p.Queue(name), cfg.consumers, h, o...)
+		return group.Consume(ctx, c, p.Queue(name), cfg.consumers, h, o)
 	}
 	return s
 }
@@ -181,33 +181,36 @@ func (p *Pipeline) Queue(step string) string { return p.name + "." + step }
 // {pipeline} and, per step, the quorum queue {pipeline}.{step} bound on
 // {step}. Consumers declare each queue's dead-letter half when they start.
 func (p *Pipeline) Topology() *acemq.Topology {
-	t := acemq.NewTopology().Exchange(p.name, acemq.Direct)
+	t := acemq.NewTopology().Exchange(p.name, acemq.Direct, acemq.ExchangeOptions{})
 	for _, s := range p.route {
-		t.Queue(p.Queue(s), acemq.AsQuorum()).Bind(p.Queue(s), p.name, s)
+		t.Queue(p.Queue(s), acemq.QueueOptions{Type: acemq.Quorum}).Bind(p.Queue(s), p.name, s)
 	}
 	return t
 }
 
 // Send starts a run: payload (which must be of the first step's input
 // type) goes to the first step with the route headers, a fresh route id,
-// mandatory and confirmed. opts are the Conn's send options (a codec is
-// the first step's unless given; an envelope given with WithEnvelope gets
-// the route set on it). The error is the publish error, or a refusal of a
+// mandatory and confirmed. o holds the Conn's send options (a codec is
+// the first step's unless given; an envelope given in o.Envelope gets the
+// route set on it). The error is the publish error, or a refusal of a
 // payload of the wrong type.
-func (p *Pipeline) Send(ctx context.Context, c *acemq.Conn, payload any, opts ...acemq.SendOption) (acemq.Sent, error) {
+func (p *Pipeline) Send(ctx context.Context, c *acemq.Conn, payload any, o acemq.SendOptions) (acemq.Sent, error) {
 	first := p.steps[0]
 	if got := reflect.TypeOf(payload); got != first.in {
 		return acemq.Sent{}, fmt.Errorf("acemq: pipeline %q step %q takes %s, not %v; send a %s", p.name, first.name, first.in, got, first.in)
 	}
 	env := acemq.NewEnvelope()
+	if o.Envelope != nil {
+		env = *o.Envelope
+	}
 	env.Route = p.Steps()
 	env.RoutePosition = 0
 	env.RouteID = acemq.NewEnvelope().ID
-	o := []acemq.SendOption{acemq.WithEnvelope(env), acemq.Mandatory()}
-	if first.cfg.codec != nil {
-		o = append(o, acemq.WithSendCodec(first.cfg.codec))
+	o.Envelope, o.Mandatory = &env, true
+	if o.Codec == nil {
+		o.Codec = first.cfg.codec
 	}
-	return c.Publish(ctx, p.name, first.name, payload, append(o, opts...)...)
+	return c.Publish(ctx, p.name, first.name, payload, o)
 }
 
 // Running is a started pipeline: the consumer groups of its steps.
@@ -271,7 +274,7 @@ func (p *Pipeline) after(ctx context.Context, c *acemq.Conn, i int, in acemq.Env
 	}
 	next := p.steps[pos+1]
 	env := in.CausedBy(in)
-	env.Origin = c.Origin()
+	env.Origin = c.Config().Origin
 	env.Type = ""
 	for name := range env.Headers() {
 		if brokerOwned(name) {
@@ -284,11 +287,8 @@ func (p *Pipeline) after(ctx context.Context, c *acemq.Conn, i int, in acemq.Env
 	if env.RouteID == "" {
 		env.RouteID = acemq.NewEnvelope().ID
 	}
-	o := []acemq.SendOption{acemq.WithEnvelope(env), acemq.Mandatory()}
-	if next.cfg.codec != nil {
-		o = append(o, acemq.WithSendCodec(next.cfg.codec))
-	}
-	if _, err := c.Publish(ctx, p.name, next.name, out, o...); err != nil {
+	o := acemq.SendOptions{Envelope: &env, Mandatory: true, Codec: next.cfg.codec}
+	if _, err := c.Publish(ctx, p.name, next.name, out, o); err != nil {
 		return acemq.Retry(fmt.Errorf("acemq: pipeline %q could not hand step %q's output to step %q: %w", p.name, step, next.name, err))
 	}
 	return acemq.Accept()
@@ -322,7 +322,7 @@ type instruments struct {
 }
 
 func meters(c *acemq.Conn) instruments {
-	m := c.MeterProvider().Meter(acemq.InstrumentationScope)
+	m := c.Config().MeterProvider.Meter(acemq.InstrumentationScope)
 	// The API returns a working no-op instrument alongside any error.
 	total, _ := m.Int64Counter("acemq.pipeline.run.total", metric.WithUnit("{run}"), metric.WithDescription("Pipeline runs finished, by outcome."))
 	duration, _ := m.Float64Histogram("acemq.pipeline.run.duration", metric.WithUnit("s"), metric.WithDescription("Age of a pipeline run's envelope when the run finished."))

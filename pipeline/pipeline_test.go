@@ -148,13 +148,13 @@ func start(t *testing.T, url string, name string) (*acemq.Conn, *Pipeline, *reco
 	rec := &recorder{}
 	reader := sdkmetric.NewManualReader()
 	mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader))
-	c := brokertest.Connect(t, url, acemq.WithMeterProvider(mp), acemq.WithEventHandler(func(e acemq.Event) {
+	c := brokertest.Connect(t, url, acemq.Config{MeterProvider: mp, OnEvent: func(e acemq.Event) {
 		if e.Kind == acemq.EventPipelineRunFinished {
 			rec.mu.Lock()
 			rec.events = append(rec.events, e)
 			rec.mu.Unlock()
 		}
-	}))
+	}})
 	name = fmt.Sprintf("%s-%d", name, time.Now().UnixNano())
 	p := threeSteps(t, name, rec)
 	ctx := context.Background()
@@ -185,7 +185,7 @@ func start(t *testing.T, url string, name string) (*acemq.Conn, *Pipeline, *reco
 func TestARunGoesThroughEveryStepWithTheRouteHeaders(t *testing.T) {
 	brokertest.ForEachBroker(t, func(t *testing.T, url string) {
 		c, p, rec, reader := start(t, url, "run")
-		sent, err := p.Send(context.Background(), c, order{ID: "o-1", Total: 100})
+		sent, err := p.Send(context.Background(), c, order{ID: "o-1", Total: 100}, acemq.SendOptions{})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -212,7 +212,7 @@ func TestARunGoesThroughEveryStepWithTheRouteHeaders(t *testing.T) {
 func TestAStepThatStopsEndsTheRunEarly(t *testing.T) {
 	brokertest.ForEachBroker(t, func(t *testing.T, url string) {
 		c, p, rec, reader := start(t, url, "early")
-		if _, err := p.Send(context.Background(), c, order{ID: "o-0", Total: 0}); err != nil {
+		if _, err := p.Send(context.Background(), c, order{ID: "o-0", Total: 0}, acemq.SendOptions{}); err != nil {
 			t.Fatal(err)
 		}
 		brokertest.Eventually(t, "the run_finished event", func() bool { return len(rec.finished()) == 1 })
@@ -231,7 +231,7 @@ func TestAStepThatStopsEndsTheRunEarly(t *testing.T) {
 func TestSendRefusesAPayloadOfTheWrongType(t *testing.T) {
 	c := brokertest.Connect(t, "memory://"+t.Name())
 	p := threeSteps(t, "typed", &recorder{})
-	if _, err := p.Send(context.Background(), c, "not an order"); err == nil || !strings.Contains(err.Error(), "pipeline.order") {
+	if _, err := p.Send(context.Background(), c, "not an order", acemq.SendOptions{}); err == nil || !strings.Contains(err.Error(), "pipeline.order") {
 		t.Fatalf("Send(string): %v", err)
 	}
 }
@@ -288,7 +288,7 @@ func TestWhatWePublishIsTheContractsShape(t *testing.T) {
 				_, _ = c.DeleteQueue(context.Background(), q)
 			}
 		})
-		sent, err := p.Send(ctx, c, order{ID: "w", Total: 1})
+		sent, err := p.Send(ctx, c, order{ID: "w", Total: 1}, acemq.SendOptions{})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -328,7 +328,7 @@ func TestReplayResumesAtTheStep(t *testing.T) {
 	brokertest.ForEachBroker(t, func(t *testing.T, url string) {
 		c, p, rec, _ := start(t, url, "replay")
 		ctx := context.Background()
-		if _, err := p.Send(ctx, c, order{ID: "broken", Total: 10}); err != nil {
+		if _, err := p.Send(ctx, c, order{ID: "broken", Total: 10}, acemq.SendOptions{}); err != nil {
 			t.Fatal(err)
 		}
 		dlq := p.Queue("ship") + ".dlq"
@@ -435,7 +435,7 @@ func TestAnUnroutableHopGoesThroughTheStepsRetryPolicy(t *testing.T) {
 			t.Fatal(err)
 		}
 		t.Cleanup(func() { _ = g.Close(context.Background()) })
-		if _, err := p.Send(ctx, c, order{ID: "x", Total: 1}); err != nil {
+		if _, err := p.Send(ctx, c, order{ID: "x", Total: 1}, acemq.SendOptions{}); err != nil {
 			t.Fatal(err)
 		}
 		dlq := p.Queue("a") + ".dlq"

@@ -56,7 +56,7 @@ func TestStepCodecAndConsumersApplyToTheirStep(t *testing.T) {
 		brokertest.Eventually(t, "three consumers on the print step and one on shout", func() bool {
 			return brokertest.Consumers(t, c, p.Queue("print")) == 3 && brokertest.Consumers(t, c, p.Queue("shout")) == 1
 		})
-		if _, err := p.Send(ctx, c, "hello"); err != nil {
+		if _, err := p.Send(ctx, c, "hello", acemq.SendOptions{}); err != nil {
 			t.Fatal(err)
 		}
 		select {

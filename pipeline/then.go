@@ -16,7 +16,7 @@ import (
 // a hop that is unroutable, nacked or cannot be sent, becomes a Retry,
 // so the consumer's retry policy runs f again. The handler is safe for
 // concurrent use when f is.
-func Then[In, Out any](c *acemq.Conn, exchange, routingKey string, f func(ctx context.Context, m *acemq.Message[In]) (out Out, ok bool, err error), opts ...acemq.SendOption) acemq.Handler[In] {
+func Then[In, Out any](c *acemq.Conn, exchange, routingKey string, f func(ctx context.Context, m *acemq.Message[In]) (out Out, ok bool, err error), opts acemq.SendOptions) acemq.Handler[In] {
 	return func(ctx context.Context, m *acemq.Message[In]) acemq.Decision {
 		out, ok, err := f(ctx, m)
 		if err != nil {
@@ -26,15 +26,16 @@ func Then[In, Out any](c *acemq.Conn, exchange, routingKey string, f func(ctx co
 			return acemq.Accept()
 		}
 		env := m.Envelope.CausedBy(m.Envelope)
-		env.Origin = c.Origin()
+		env.Origin = c.Config().Origin
 		env.Type = ""
 		for name := range env.Headers() {
 			if brokerOwned(name) {
 				env = env.WithoutHeader(name)
 			}
 		}
-		o := append([]acemq.SendOption{acemq.WithEnvelope(env), acemq.Mandatory()}, opts...)
-		if _, err := c.Publish(ctx, exchange, routingKey, out, o...); err != nil {
+		o := opts
+		o.Envelope, o.Mandatory = &env, true
+		if _, err := c.Publish(ctx, exchange, routingKey, out, o); err != nil {
 			return acemq.Retry(fmt.Errorf("acemq: the handler's result could not be published to exchange %q, routing key %q: %w", exchange, routingKey, err))
 		}
 		return acemq.Accept()

@@ -24,16 +24,16 @@ func TestThenPublishesTheResultAndAcceptsOnlyAfterTheHop(t *testing.T) {
 				return priced{}, false, nil
 			}
 			return priced{ID: m.Payload.ID, Total: m.Payload.Total, Tax: 1}, true, nil
-		})
-		cons, err := acemq.Consume(ctx, c, in, h)
+		}, acemq.SendOptions{})
+		cons, err := acemq.Consume(ctx, c, in, h, acemq.ConsumerConfig{})
 		if err != nil {
 			t.Fatal(err)
 		}
 		t.Cleanup(func() { _ = cons.Close(context.Background()) })
-		if _, err := c.Publish(ctx, "", in, order{ID: "none", Total: 0}); err != nil {
+		if _, err := c.Publish(ctx, "", in, order{ID: "none", Total: 0}, acemq.SendOptions{}); err != nil {
 			t.Fatal(err)
 		}
-		sent, err := c.Publish(ctx, "", in, order{ID: "o-1", Total: 5})
+		sent, err := c.Publish(ctx, "", in, order{ID: "o-1", Total: 5}, acemq.SendOptions{})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -58,13 +58,13 @@ func TestThenRetriesWhenTheHopIsUnroutable(t *testing.T) {
 		h := Then(c, "", "no-such-queue-anywhere", func(ctx context.Context, m *acemq.Message[order]) (order, bool, error) {
 			ran.Add(1)
 			return m.Payload, true, nil
-		})
-		cons, err := acemq.Consume(ctx, c, in, h, acemq.ConsumerRetry(acemq.NoRetry()))
+		}, acemq.SendOptions{})
+		cons, err := acemq.Consume(ctx, c, in, h, acemq.ConsumerConfig{Retry: acemq.NoRetry()})
 		if err != nil {
 			t.Fatal(err)
 		}
 		t.Cleanup(func() { _ = cons.Close(context.Background()) })
-		if _, err := c.Publish(ctx, "", in, order{ID: "lost?"}); err != nil {
+		if _, err := c.Publish(ctx, "", in, order{ID: "lost?"}, acemq.SendOptions{}); err != nil {
 			t.Fatal(err)
 		}
 		brokertest.Eventually(t, "the message is dead-lettered after its retry", func() bool { return brokertest.Depth(t, c, in+".dlq") == 1 })
@@ -86,13 +86,13 @@ func TestThenRetriesAHandlerError(t *testing.T) {
 	h := Then(c, "", in, func(ctx context.Context, m *acemq.Message[order]) (order, bool, error) {
 		ran.Add(1)
 		return order{}, false, errors.New("down")
-	})
-	cons, err := acemq.Consume(ctx, c, in, h, acemq.ConsumerRetry(acemq.NoRetry()))
+	}, acemq.SendOptions{})
+	cons, err := acemq.Consume(ctx, c, in, h, acemq.ConsumerConfig{Retry: acemq.NoRetry()})
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = cons.Close(context.Background()) })
-	if _, err := c.Publish(ctx, "", in, order{ID: "x"}); err != nil {
+	if _, err := c.Publish(ctx, "", in, order{ID: "x"}, acemq.SendOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	brokertest.Eventually(t, "the failing message is dead-lettered", func() bool { return brokertest.Depth(t, c, in+".dlq") == 1 })

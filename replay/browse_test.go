@@ -26,7 +26,7 @@ func TestBrowseReturnsEveryMessageInOrderWithTheRedeliveredFlag(t *testing.T) {
 			if len(seen) == 2 {
 				// A message arriving while the pass holds the head stays
 				// behind the ones it returns.
-				if _, err := c.Publish(context.Background(), "", dlq, job{N: 99}); err != nil {
+				if _, err := c.Publish(context.Background(), "", dlq, job{N: 99}, acemq.SendOptions{}); err != nil {
 					t.Error(err)
 				}
 			}
@@ -170,8 +170,8 @@ func TestBrowseKeepsTheOrderOnClassicAndQuorumQueues(t *testing.T) {
 		c := connect(t, url)
 		for _, kind := range []struct {
 			name string
-			opt  acemq.QueueOption
-		}{{"classic", acemq.AsClassic()}, {"quorum", acemq.AsQuorum()}} {
+			opt  acemq.QueueOptions
+		}{{"classic", acemq.QueueOptions{Type: acemq.Classic}}, {"quorum", acemq.QueueOptions{Type: acemq.Quorum}}} {
 			t.Run(kind.name, func(t *testing.T) {
 				ctx := context.Background()
 				q := testenv.Unique("replay.order."+kind.name) + ".dlq"
@@ -290,7 +290,7 @@ func TestBrowseFailsWhenAnotherConsumerHoldsTheQueue(t *testing.T) {
 	c := connect(t, testenv.AMQPURL(t))
 	ctx := context.Background()
 	q := testenv.Unique("replay.sac") + ".dlq"
-	if err := c.Apply(ctx, acemq.NewTopology().Queue(q, acemq.AsClassic(), acemq.WithArgs(transport.Table{"x-single-active-consumer": true}))); err != nil {
+	if err := c.Apply(ctx, acemq.NewTopology().Queue(q, acemq.QueueOptions{Type: acemq.Classic, Args: transport.Table{"x-single-active-consumer": true}})); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _, _ = c.DeleteQueue(context.Background(), q) })

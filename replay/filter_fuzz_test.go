@@ -4,6 +4,7 @@ import (
 	"testing"
 
 	"github.com/acemq-go/acemq"
+	"github.com/acemq-go/acemq/header"
 )
 
 // FuzzParseFilter compiles arbitrary filter text: a Predicate or an error,
@@ -27,7 +28,7 @@ func FuzzParseFilter(f *testing.F) {
 			return
 		}
 		env := acemq.ReadEnvelope(map[string]any{
-			acemq.HeaderError: errText, acemq.HeaderAttempt: int64(attempt), "x-tenant": errText,
+			header.Error: errText, header.Attempt: int64(attempt), "x-tenant": errText,
 		}, "orders.new", "", "")
 		p(env, body)
 		p(acemq.Envelope{}, nil)

@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/acemq-go/acemq"
+	"github.com/acemq-go/acemq/header"
 )
 
 // Reason says why a pass stopped.
@@ -132,7 +133,7 @@ func KeepAttempts() Option { return func(c *config) { c.keep = true } }
 // error. Every declined message is back in the source when Queue returns
 // (or, if the connection was lost, the broker returns it).
 func Queue(ctx context.Context, conn *acemq.Conn, source string, opts ...Option) (Report, error) {
-	cfg := config{now: time.Now, hopBudget: conn.ConfirmTimeout()}
+	cfg := config{now: time.Now, hopBudget: conn.Config().ConfirmTimeout}
 	for _, o := range opts {
 		o(&cfg)
 	}
@@ -286,11 +287,11 @@ func (p *pass) move(ctx context.Context, m *acemq.Pulled) bool {
 
 // stamp writes the replay headers onto h, a copy of the message's headers.
 func stamp(h map[string]any, env acemq.Envelope, source string, now time.Time, keep bool) {
-	h[acemq.HeaderReplayedFrom] = source
-	h[acemq.HeaderReplayedAt] = acemq.FormatReplayedAt(now)
-	h[acemq.HeaderReplayCount] = int32(acemq.ReplayCount(env) + 1)
+	h[header.ReplayedFrom] = source
+	h[header.ReplayedAt] = acemq.FormatReplayedAt(now)
+	h[header.ReplayCount] = int32(acemq.ReplayCount(env) + 1)
 	if !keep {
-		h[acemq.HeaderAttempt] = int32(1)
-		delete(h, acemq.HeaderError)
+		h[header.Attempt] = int32(1)
+		delete(h, header.Error)
 	}
 }

@@ -4,12 +4,15 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/acemq-go/acemq"
+	"github.com/acemq-go/acemq/header"
+	"github.com/acemq-go/acemq/internal/brokertest"
 	"github.com/acemq-go/acemq/internal/testenv"
 	"github.com/acemq-go/acemq/replay"
 	"github.com/acemq-go/acemq/transport/memory"
@@ -38,11 +41,11 @@ func forEachBroker(t *testing.T, body func(t *testing.T, url string)) {
 	}
 }
 
-func connect(t *testing.T, url string, opts ...acemq.Option) *acemq.Conn {
+func connect(t *testing.T, url string, opts ...acemq.Config) *acemq.Conn {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	c, err := acemq.Connect(ctx, url, append([]acemq.Option{acemq.WithLogger(acemq.DiscardLogger())}, opts...)...)
+	c, err := acemq.Connect(ctx, url, brokertest.Overlay(acemq.Config{Logger: slog.New(slog.DiscardHandler)}, opts...))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -56,7 +59,7 @@ func setup(t *testing.T, c *acemq.Conn, n int) (string, []string) {
 	t.Helper()
 	ctx := context.Background()
 	q := testenv.Unique("replay.jobs")
-	if err := c.Apply(ctx, acemq.NewTopology().Queue(q, acemq.AsClassic()).DeadLetters(q)); err != nil {
+	if err := c.Apply(ctx, acemq.NewTopology().Queue(q, acemq.QueueOptions{Type: acemq.Classic}).DeadLetters(q)); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() {
@@ -71,7 +74,7 @@ func setup(t *testing.T, c *acemq.Conn, n int) (string, []string) {
 		env.Error = "exhausted 3 attempts: boom"
 		env.FirstSeen = env.FirstSeen.Add(-time.Hour)
 		env, _ = env.WithHeader("x-test-keep", "yes")
-		if _, err := c.Publish(ctx, "", acemq.DeadLetterQueue(q), job{N: i}, acemq.WithEnvelope(env)); err != nil {
+		if _, err := c.Publish(ctx, "", acemq.DeadLetterQueue(q), job{N: i}, acemq.SendOptions{Envelope: &env}); err != nil {
 			t.Fatal(err)
 		}
 		ids[i] = env.ID
@@ -134,7 +137,7 @@ func TestReplayResetsAttemptsClearsTheErrorAndStamps(t *testing.T) {
 			if e.ID != ids[i] || e.Attempt != 1 || e.Error != "" || string(m.Body) != fmt.Sprintf(`{"n":%d}`, i) {
 				t.Fatalf("message %d: %+v %s", i, e, m.Body)
 			}
-			if _, ok := m.Headers[acemq.HeaderError]; ok {
+			if _, ok := m.Headers[header.Error]; ok {
 				t.Fatal("x-acemq-error still written")
 			}
 			if e.FirstSeen.IsZero() || time.Since(e.FirstSeen) < time.Hour {
@@ -143,12 +146,12 @@ func TestReplayResetsAttemptsClearsTheErrorAndStamps(t *testing.T) {
 			if v, _ := e.Header("x-test-keep"); v != "yes" {
 				t.Fatalf("application header lost: %v", v)
 			}
-			if m.Headers[acemq.HeaderReplayedFrom] != acemq.DeadLetterQueue(q) || acemq.ReplayCount(e) != 1 {
+			if m.Headers[header.ReplayedFrom] != acemq.DeadLetterQueue(q) || acemq.ReplayCount(e) != 1 {
 				t.Fatalf("stamps %v", m.Headers)
 			}
 			at, ok := acemq.ReplayedAt(e)
 			if !ok || at.Before(before) || at.After(time.Now().Add(time.Second)) {
-				t.Fatalf("replayed-at %v (%v) from %v", at, ok, m.Headers[acemq.HeaderReplayedAt])
+				t.Fatalf("replayed-at %v (%v) from %v", at, ok, m.Headers[header.ReplayedAt])
 			}
 		}
 		// Set one aside again and replay it a second time: the count goes on.
@@ -161,7 +164,7 @@ func TestReplayResetsAttemptsClearsTheErrorAndStamps(t *testing.T) {
 		}
 		again := drain(t, c, q)
 		if len(again) != 1 || acemq.ReplayCount(again[0].Envelope) != 2 {
-			t.Fatalf("second replay gave %d messages, count %v", len(again), again[0].Headers[acemq.HeaderReplayCount])
+			t.Fatalf("second replay gave %d messages, count %v", len(again), again[0].Headers[header.ReplayCount])
 		}
 	})
 }
@@ -181,7 +184,7 @@ func TestReplayKeepAttemptsLeavesAttemptAndError(t *testing.T) {
 func TestReplayFromParkedGoesToTheSourceQueue(t *testing.T) {
 	c := connect(t, "memory://"+memName(t))
 	q, _ := setup(t, c, 0)
-	if _, err := c.Publish(context.Background(), "", acemq.ParkedQueue(q), job{N: 7}); err != nil {
+	if _, err := c.Publish(context.Background(), "", acemq.ParkedQueue(q), job{N: 7}, acemq.SendOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	rep, err := replay.Queue(context.Background(), c, acemq.ParkedQueue(q))
@@ -317,7 +320,7 @@ func TestCancelledReplayLosesNothing(t *testing.T) {
 
 func TestReplayInterruptedByAConnectionDropLosesNothing(t *testing.T) {
 	name := memName(t)
-	c := connect(t, "memory://"+name, acemq.WithRecoveryInterval(5*time.Millisecond, 50*time.Millisecond))
+	c := connect(t, "memory://"+name, acemq.Config{RecoveryInterval: 5 * time.Millisecond, RecoveryIntervalMax: 50 * time.Millisecond})
 	q, ids := setup(t, c, 10)
 	var once sync.Once
 	seen := 0

@@ -19,11 +19,11 @@ import (
 func TestAReplyThatArrivesBeforeItsRequestIsConfirmedIsReturned(t *testing.T) {
 	name := strings.ReplaceAll(t.Name(), "/", "-")
 	replied := make(chan struct{}, 4)
-	c := connect(t, "memory://"+name, acemq.WithSettlementHook(func(s acemq.Settlement) {
+	c := connect(t, "memory://"+name, acemq.Config{OnSettlement: func(s acemq.Settlement) {
 		if strings.HasPrefix(s.Queue, rpc.ReplyQueuePrefix) {
 			replied <- struct{}{}
 		}
-	}))
+	}})
 	q := requestQueue(t, c, "rpc.unconfirmed")
 	respond(t, c, q, priceOf)
 	r := newRequester(t, c)

@@ -3,11 +3,13 @@ package rpc_test
 import (
 	"context"
 	"encoding/json"
+	"log/slog"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/acemq-go/acemq"
+	"github.com/acemq-go/acemq/internal/brokertest"
 	"github.com/acemq-go/acemq/internal/testenv"
 	"go.uber.org/goleak"
 )
@@ -34,12 +36,12 @@ func forEachBroker(t *testing.T, body func(t *testing.T, url string)) {
 	}
 }
 
-func connect(t *testing.T, url string, opts ...acemq.Option) *acemq.Conn {
+func connect(t *testing.T, url string, opts ...acemq.Config) *acemq.Conn {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	opts = append([]acemq.Option{acemq.WithLogger(acemq.DiscardLogger())}, opts...)
-	c, err := acemq.Connect(ctx, url, opts...)
+	cfg := brokertest.Overlay(acemq.Config{Logger: slog.New(slog.DiscardHandler)}, opts...)
+	c, err := acemq.Connect(ctx, url, cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -53,7 +55,7 @@ func requestQueue(t *testing.T, c *acemq.Conn, prefix string) string {
 	t.Helper()
 	ctx := context.Background()
 	q := testenv.Unique(prefix)
-	if err := c.Apply(ctx, acemq.NewTopology().Queue(q, acemq.AsClassic())); err != nil {
+	if err := c.Apply(ctx, acemq.NewTopology().Queue(q, acemq.QueueOptions{Type: acemq.Classic})); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() {
@@ -72,7 +74,7 @@ func watch(t *testing.T, c *acemq.Conn, queue string) <-chan *acemq.Message[json
 	k, err := acemq.Consume(context.Background(), c, queue, func(_ context.Context, m *acemq.Message[json.RawMessage]) acemq.Decision {
 		ch <- m
 		return acemq.Accept()
-	}, acemq.WithoutDeadLetterDeclaration())
+	}, acemq.ConsumerConfig{NoDeadLetterDeclaration: true})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/acemq-go/acemq"
+	"github.com/acemq-go/acemq/header"
 	"go.opentelemetry.io/otel/metric"
 	"go.opentelemetry.io/otel/trace"
 )
@@ -83,10 +84,10 @@ func NewRequester(ctx context.Context, conn *acemq.Conn, opts ...Option) (*Reque
 		return nil, &acemq.ConfigurationError{Option: "rpc.WithTimeout", Reason: fmt.Sprintf("timeout %s is not positive; a request must be able to wait", cfg.timeout)}
 	}
 	if cfg.mp == nil {
-		cfg.mp = conn.MeterProvider()
+		cfg.mp = conn.Config().MeterProvider
 	}
 	if cfg.tp == nil {
-		cfg.tp = conn.TracerProvider()
+		cfg.tp = conn.Config().TracerProvider
 	}
 	m, err := newMetrics(cfg.mp, conn.Transport())
 	if err != nil {
@@ -100,7 +101,7 @@ func NewRequester(ctx context.Context, conn *acemq.Conn, opts ...Option) (*Reque
 		tracer:  cfg.tp.Tracer(acemq.InstrumentationScope),
 		pending: map[string]chan reply{},
 	}
-	topo := acemq.NewTopology().Queue(r.queue, acemq.AsClassic(), acemq.Exclusive(), acemq.AutoDelete(), acemq.NonDurable())
+	topo := acemq.NewTopology().Queue(r.queue, acemq.QueueOptions{Type: acemq.Classic, Exclusive: true, AutoDelete: true, Transient: true})
 	r.topo = topo
 	// On failure the reply queue is forgotten, so no later recovery
 	// declares a queue nobody will consume.
@@ -108,8 +109,7 @@ func NewRequester(ctx context.Context, conn *acemq.Conn, opts ...Option) (*Reque
 		conn.Forget(topo)
 		return nil, fmt.Errorf("acemq: cannot declare the reply queue %s: %w", r.queue, err)
 	}
-	r.consumer, err = acemq.Consume(ctx, conn, r.queue, r.onReply,
-		acemq.WithoutDeadLetterDeclaration(), acemq.ConsumerCodec(rawCodec{}))
+	r.consumer, err = acemq.Consume(ctx, conn, r.queue, r.onReply, acemq.ConsumerConfig{NoDeadLetterDeclaration: true, Codec: rawCodec{}})
 	if err != nil {
 		conn.Forget(topo)
 		return nil, fmt.Errorf("acemq: cannot consume the reply queue %s: %w", r.queue, err)
@@ -151,7 +151,7 @@ func (r *Requester) Close(ctx context.Context) error {
 func (r *Requester) onReply(_ context.Context, m *acemq.Message[reply]) acemq.Decision {
 	rep := m.Payload
 	rep.contentType = m.ContentType
-	if v, ok := m.Envelope.Header(acemq.HeaderReplyError); ok {
+	if v, ok := m.Envelope.Header(header.ReplyError); ok {
 		rep.isErr = true
 		rep.errText = headerText(v)
 	}
@@ -164,7 +164,7 @@ func (r *Requester) onReply(_ context.Context, m *acemq.Message[reply]) acemq.De
 	r.mu.Unlock()
 	if !ok {
 		r.unmatched.Add(1)
-		r.conn.Logger().Debug("acemq: dropped a reply that no request is waiting for", "queue", r.queue, "correlation", corr, "id", m.Envelope.ID)
+		r.conn.Config().Logger.Debug("acemq: dropped a reply that no request is waiting for", "queue", r.queue, "correlation", corr, "id", m.Envelope.ID)
 		return acemq.Accept()
 	}
 	ch <- rep // buffered: never blocks
@@ -204,7 +204,7 @@ type RequestOption func(*requestConfig)
 type requestConfig struct {
 	timeout time.Duration
 	env     *acemq.Envelope
-	send    []acemq.SendOption
+	send    acemq.SendOptions
 }
 
 // Timeout sets this request's timeout instead of the requester's.
@@ -218,10 +218,10 @@ func WithEnvelope(e acemq.Envelope) RequestOption {
 
 // WithSendOptions passes publish options (type, headers, priority, codec…)
 // to the request's publish. A correlation id or reply address given here is
-// overridden. Use WithEnvelope, not acemq.WithEnvelope, to give a whole
+// overridden. Use WithEnvelope, not acemq.SendOptions.Envelope, to give a whole
 // envelope.
-func WithSendOptions(opts ...acemq.SendOption) RequestOption {
-	return func(c *requestConfig) { c.send = append(c.send, opts...) }
+func WithSendOptions(o acemq.SendOptions) RequestOption {
+	return func(c *requestConfig) { c.send = o }
 }
 
 // Request publishes req to exchange with routingKey and waits for the
@@ -295,16 +295,16 @@ func Request[Req, Resp any](ctx context.Context, r *Requester, exchange, routing
 		wait = time.Until(d).Round(time.Millisecond)
 	}
 
-	send := append([]acemq.SendOption(nil), rc.send...)
+	send := rc.send
 	if rc.env != nil {
 		e := *rc.env
 		e.CorrelationID = corr
 		e.ReplyTo = r.queue
-		send = append(send, acemq.WithEnvelope(e))
+		send.Envelope = &e
 	} else {
-		send = append(send, acemq.WithCorrelationID(corr), acemq.WithReplyTo(r.queue))
+		send.CorrelationID, send.ReplyTo = corr, r.queue
 	}
-	sent, err := r.conn.Publish(wctx, exchange, routingKey, req, send...)
+	sent, err := r.conn.Publish(wctx, exchange, routingKey, req, send)
 	if err != nil {
 		mayHaveArrived := false
 		if sent.Envelope.ID != "" {
@@ -370,7 +370,7 @@ func settle[Resp any](r *Requester, rep reply, id, corr string, finish func(outc
 		return finish(OutcomeFailed, &ResponderError{ID: id, CorrelationID: corr, Text: rep.errText})
 	}
 	var resp Resp
-	if err := r.conn.Codec().Decode(rep.contentType, rep.body, &resp); err != nil {
+	if err := r.conn.Config().Codec.Decode(rep.contentType, rep.body, &resp); err != nil {
 		return finish(OutcomeFailed, fmt.Errorf("acemq: the reply to request %s could not be decoded into %T: %w", id, resp, err))
 	}
 	_, _ = finish(OutcomeAnswered, nil)

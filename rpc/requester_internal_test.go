@@ -2,6 +2,7 @@ package rpc
 
 import (
 	"context"
+	"log/slog"
 	"strings"
 	"testing"
 	"time"
@@ -14,7 +15,7 @@ import (
 func internalRequester(t *testing.T) *Requester {
 	t.Helper()
 	ctx := context.Background()
-	c, err := acemq.Connect(ctx, "memory://"+strings.ReplaceAll(t.Name(), "/", "-"), acemq.WithLogger(acemq.DiscardLogger()))
+	c, err := acemq.Connect(ctx, "memory://"+strings.ReplaceAll(t.Name(), "/", "-"), acemq.Config{Logger: slog.New(slog.DiscardHandler)})
 	if err != nil {
 		t.Fatal(err)
 	}

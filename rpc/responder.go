@@ -6,6 +6,7 @@ import (
 	"fmt"
 
 	"github.com/acemq-go/acemq"
+	"github.com/acemq-go/acemq/header"
 )
 
 // HandlerFunc answers one request. A nil error publishes resp as the reply;
@@ -13,7 +14,7 @@ import (
 // header and rejects the request to the queue's .dlq.
 type HandlerFunc[Req, Resp any] func(ctx context.Context, m *acemq.Message[Req]) (Resp, error)
 
-// Respond consumes requests from queue with acemq.Consume (opts are its
+// Respond consumes requests from queue with acemq.Consume (cfg is its
 // options) and answers each one to its reply address: the acemq-reply-to
 // header first, else the AMQP reply-to property. The reply goes through
 // the default exchange, not mandatory (a requester that has gone away is
@@ -25,13 +26,13 @@ type HandlerFunc[Req, Resp any] func(ctx context.Context, m *acemq.Message[Req])
 // then the request is rejected to {queue}.dlq. When a reply cannot be
 // published the request is retried under the consumer's retry policy, so
 // handlers must tolerate running again for the same request.
-func Respond[Req, Resp any](ctx context.Context, conn *acemq.Conn, queue string, h HandlerFunc[Req, Resp], opts ...acemq.ConsumerOption) (*acemq.Consumer, error) {
+func Respond[Req, Resp any](ctx context.Context, conn *acemq.Conn, queue string, h HandlerFunc[Req, Resp], cfg acemq.ConsumerConfig) (*acemq.Consumer, error) {
 	if h == nil {
 		return nil, &acemq.ConfigurationError{Option: "handler", Reason: "the responder's handler is nil"}
 	}
 	return acemq.Consume(ctx, conn, queue, func(ctx context.Context, m *acemq.Message[Req]) acemq.Decision {
 		return answer(ctx, conn, h, m)
-	}, opts...)
+	}, cfg)
 }
 
 // noReplyAddress is the reason a request without a reply address is
@@ -47,17 +48,14 @@ func answer[Req, Resp any](ctx context.Context, conn *acemq.Conn, h HandlerFunc[
 		return acemq.Reject(acemq.Fatal(acemq.ExactReason(noReplyAddress(env.ID))))
 	}
 	resp, herr := h(ctx, m)
-	opts := []acemq.SendOption{
-		acemq.WithCorrelationID(env.CorrelationID),
-		acemq.WithCausationID(env.ID),
-	}
+	opts := acemq.SendOptions{CorrelationID: env.CorrelationID, CausationID: env.ID}
 	var payload any = resp
 	if herr != nil {
 		text := herr.Error()
 		payload = text
-		opts = append(opts, acemq.WithHeader(acemq.HeaderReplyError, text))
+		opts.Headers = map[string]any{header.ReplyError: text}
 	}
-	if _, err := conn.Publish(ctx, "", addr, payload, opts...); err != nil {
+	if _, err := conn.Publish(ctx, "", addr, payload, opts); err != nil {
 		return acemq.Retry(fmt.Errorf("acemq: cannot publish the reply to request %s to %s: %w", env.ID, addr, errors.Join(err, herr)))
 	}
 	if herr != nil {

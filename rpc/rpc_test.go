@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"github.com/acemq-go/acemq"
+	"github.com/acemq-go/acemq/header"
+	"github.com/acemq-go/acemq/internal/brokertest"
 	"github.com/acemq-go/acemq/rpc"
 	"github.com/acemq-go/acemq/transport/memory"
 	"go.opentelemetry.io/otel/attribute"
@@ -38,9 +40,9 @@ func newRequester(t *testing.T, c *acemq.Conn, opts ...rpc.Option) *rpc.Requeste
 	return r
 }
 
-func respond[Req, Resp any](t *testing.T, c *acemq.Conn, q string, h rpc.HandlerFunc[Req, Resp], opts ...acemq.ConsumerOption) {
+func respond[Req, Resp any](t *testing.T, c *acemq.Conn, q string, h rpc.HandlerFunc[Req, Resp], opts ...acemq.ConsumerConfig) {
 	t.Helper()
-	k, err := rpc.Respond(context.Background(), c, q, h, opts...)
+	k, err := rpc.Respond(context.Background(), c, q, h, brokertest.First(opts))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -62,7 +64,7 @@ func TestRequestGetsTheResponderAnswer(t *testing.T) {
 		})
 		r := newRequester(t, c)
 		got, err := rpc.Request[quote, price](context.Background(), r, "", q, quote{SKU: "a-1", N: 3},
-			rpc.WithSendOptions(acemq.WithCorrelationID("caller-chosen")))
+			rpc.WithSendOptions(acemq.SendOptions{CorrelationID: "caller-chosen"}))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -95,8 +97,8 @@ func TestRequestWritesBothReplyAddresses(t *testing.T) {
 	if err != nil || !ok {
 		t.Fatalf("pull: %v %v", ok, err)
 	}
-	if m.ReplyTo != r.ReplyQueue() || m.Headers[acemq.HeaderReplyTo] != r.ReplyQueue() {
-		t.Fatalf("reply-to property %q, header %v, want %q", m.ReplyTo, m.Headers[acemq.HeaderReplyTo], r.ReplyQueue())
+	if m.ReplyTo != r.ReplyQueue() || m.Headers[header.ReplyTo] != r.ReplyQueue() {
+		t.Fatalf("reply-to property %q, header %v, want %q", m.ReplyTo, m.Headers[header.ReplyTo], r.ReplyQueue())
 	}
 }
 
@@ -137,7 +139,7 @@ func TestOutOfOrderRepliesReachTheirOwnRequests(t *testing.T) {
 		// The responder's settlement of request i happens after reply i was
 		// confirmed; only then may request i-1 be answered. A request
 		// settled twice (redelivered) opens the turn once.
-		hook := acemq.WithSettlementHook(func(s acemq.Settlement) {
+		hook := acemq.Config{OnSettlement: func(s acemq.Settlement) {
 			v, ok := s.Envelope.Header("test-index")
 			if !ok {
 				return
@@ -149,7 +151,7 @@ func TestOutOfOrderRepliesReachTheirOwnRequests(t *testing.T) {
 			if i > 0 && i < n {
 				turnOnce[i-1].Do(func() { close(turn[i-1]) })
 			}
-		})
+		}}
 		server := connect(t, url, hook)
 		client := connect(t, url)
 		q := requestQueue(t, server, "rpc.reverse")
@@ -164,7 +166,7 @@ func TestOutOfOrderRepliesReachTheirOwnRequests(t *testing.T) {
 				return price{}, err
 			}
 			return priceOf(ctx, m)
-		}, acemq.ConsumerPrefetch(n), acemq.ConsumerConcurrency(n))
+		}, acemq.ConsumerConfig{Prefetch: n, Concurrency: n})
 		t.Cleanup(finish) // runs before the responder's Close
 		close(turn[n-1])
 		r := newRequester(t, client)
@@ -176,7 +178,7 @@ func TestOutOfOrderRepliesReachTheirOwnRequests(t *testing.T) {
 				defer wg.Done()
 				sku := fmt.Sprintf("sku-%d", i)
 				got, err := rpc.Request[quote, price](context.Background(), r, "", q, quote{SKU: sku, N: i},
-					rpc.Timeout(10*time.Second), rpc.WithSendOptions(acemq.WithHeader("test-index", i)))
+					rpc.Timeout(10*time.Second), rpc.WithSendOptions(acemq.SendOptions{Headers: map[string]any{"test-index": i}}))
 				if err == nil && got != (price{SKU: sku, Cents: 100 * i}) {
 					err = fmt.Errorf("request %d got %+v", i, got)
 				}
@@ -233,11 +235,11 @@ func TestTimeoutErrorSaysTheContractSentence(t *testing.T) {
 func TestUnansweredRequestTimesOutAndALateReplyIsUnmatched(t *testing.T) {
 	forEachBroker(t, func(t *testing.T, url string) {
 		settled := make(chan acemq.Settlement, 4)
-		c := connect(t, url, acemq.WithSettlementHook(func(s acemq.Settlement) {
+		c := connect(t, url, acemq.Config{OnSettlement: func(s acemq.Settlement) {
 			if strings.HasPrefix(s.Queue, rpc.ReplyQueuePrefix) {
 				settled <- s
 			}
-		}))
+		}})
 		q := requestQueue(t, c, "rpc.silent")
 		r := newRequester(t, c)
 		_, err := rpc.Request[quote, price](context.Background(), r, "", q, quote{SKU: "x"}, rpc.Timeout(150*time.Millisecond))
@@ -323,7 +325,7 @@ func TestRequestWithoutReplyAddressIsDeadLetteredWithTheReason(t *testing.T) {
 			return price{}, nil
 		})
 		dlq := watch(t, c, acemq.DeadLetterQueue(q))
-		sent, err := c.Publish(context.Background(), "", q, quote{SKU: "lost"})
+		sent, err := c.Publish(context.Background(), "", q, quote{SKU: "lost"}, acemq.SendOptions{})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -347,7 +349,7 @@ func TestHeaderReplyAddressWinsOverTheProperty(t *testing.T) {
 	got := watch(t, c, right)
 	err := c.PublishRaw(context.Background(), acemq.RawMessage{
 		RoutingKey: q, ContentType: "application/json", MessageID: "m-1", ReplyTo: wrong,
-		Headers: map[string]any{acemq.HeaderReplyTo: right, acemq.HeaderCorrelation: "c-1"},
+		Headers: map[string]any{header.ReplyTo: right, header.Correlation: "c-1"},
 		Body:    []byte(`{"sku":"h","n":2}`),
 	})
 	if err != nil {
@@ -365,13 +367,11 @@ func TestHeaderReplyAddressWinsOverTheProperty(t *testing.T) {
 func TestReplyQueueIsRecreatedAfterAConnectionDrop(t *testing.T) {
 	name := strings.ReplaceAll(t.Name(), "/", "-")
 	recovered := make(chan struct{}, 4)
-	c := connect(t, "memory://"+name, acemq.WithWaitForRecovery(),
-		acemq.WithRecoveryInterval(5*time.Millisecond, 50*time.Millisecond),
-		acemq.WithEventHandler(func(e acemq.Event) {
-			if e.Kind == acemq.EventRecovered {
-				recovered <- struct{}{}
-			}
-		}))
+	c := connect(t, "memory://"+name, acemq.Config{WaitForRecovery: true, RecoveryInterval: 5 * time.Millisecond, RecoveryIntervalMax: 50 * time.Millisecond, OnEvent: func(e acemq.Event) {
+		if e.Kind == acemq.EventRecovered {
+			recovered <- struct{}{}
+		}
+	}})
 	q := requestQueue(t, c, "rpc.recover")
 	respond(t, c, q, priceOf)
 	r := newRequester(t, c)

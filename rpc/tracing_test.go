@@ -42,8 +42,7 @@ func newTraced(t *testing.T) *traced {
 	})
 	// The providers are given to the Conn only: the requester uses the
 	// Conn's unless given its own.
-	tr.conn = connect(t, "memory://"+strings.ReplaceAll(t.Name(), "/", "-"), acemq.WithTracerProvider(tr.tp),
-		acemq.WithMeterProvider(mp), acemq.WithSettlementHook(func(s acemq.Settlement) { tr.settled <- s }))
+	tr.conn = connect(t, "memory://"+strings.ReplaceAll(t.Name(), "/", "-"), acemq.Config{TracerProvider: tr.tp, MeterProvider: mp, OnSettlement: func(s acemq.Settlement) { tr.settled <- s }})
 	tr.req = newRequester(t, tr.conn)
 	return tr
 }
@@ -225,7 +224,7 @@ func TestRequestSpanOutcomeAndStatusAreTheCountersWord(t *testing.T) {
 		}},
 		{"unroutable request", "failed", func(t *testing.T, tr *traced) (string, string, string, error) {
 			_, err := rpc.Request[quote, price](context.Background(), tr.req, "", "rpc.nowhere", quote{},
-				rpc.WithSendOptions(acemq.Mandatory()))
+				rpc.WithSendOptions(acemq.SendOptions{Mandatory: true}))
 			var pe *acemq.PublishError
 			if !acemq.IsUnroutable(err) || !errors.As(err, &pe) {
 				t.Fatalf("err %v, want unroutable", err)

@@ -16,11 +16,11 @@ import (
 func TestCloseFailsEveryWaitingRequestWithErrClosed(t *testing.T) {
 	const n = 4
 	sent := make(chan struct{}, n)
-	c := connect(t, "memory://"+t.Name(), acemq.WithPublishHook(func(p acemq.PublishReport) {
+	c := connect(t, "memory://"+t.Name(), acemq.Config{OnPublish: func(p acemq.PublishReport) {
 		if p.Err == nil && p.Envelope.ReplyTo != "" {
 			sent <- struct{}{}
 		}
-	}))
+	}})
 	q := requestQueue(t, c, "rpc.closing") // nobody answers
 	r := newRequester(t, c)
 	errs := make(chan error, n)
@@ -50,8 +50,7 @@ func TestCloseFailsEveryWaitingRequestWithErrClosed(t *testing.T) {
 
 func TestRequestWaitingAcrossARecoveryGetsItsAnswer(t *testing.T) {
 	name := strings.ReplaceAll(t.Name(), "/", "-")
-	c := connect(t, "memory://"+name, acemq.WithWaitForRecovery(),
-		acemq.WithRecoveryInterval(5*time.Millisecond, 50*time.Millisecond))
+	c := connect(t, "memory://"+name, acemq.Config{WaitForRecovery: true, RecoveryInterval: 5 * time.Millisecond, RecoveryIntervalMax: 50 * time.Millisecond})
 	q := requestQueue(t, c, "rpc.across")
 	first := make(chan struct{})
 	var calls atomic.Int32
@@ -100,17 +99,16 @@ func TestRequestWaitingAcrossARecoveryGetsItsAnswer(t *testing.T) {
 func TestASecondReplyWithTheSameCorrelationIsUnmatched(t *testing.T) {
 	forEachBroker(t, func(t *testing.T, url string) {
 		settled := make(chan acemq.Settlement, 8)
-		c := connect(t, url, acemq.WithSettlementHook(func(s acemq.Settlement) {
+		c := connect(t, url, acemq.Config{OnSettlement: func(s acemq.Settlement) {
 			if strings.HasPrefix(s.Queue, rpc.ReplyQueuePrefix) {
 				settled <- s
 			}
-		}))
+		}})
 		q := requestQueue(t, c, "rpc.twice")
 		respond(t, c, q, func(ctx context.Context, m *acemq.Message[quote]) (price, error) {
 			// A responder that answers twice, as one redelivered after its
 			// first reply went out would.
-			if _, err := c.Publish(ctx, "", m.Envelope.ReplyTo, price{SKU: "first"},
-				acemq.WithCorrelationID(m.Envelope.CorrelationID)); err != nil {
+			if _, err := c.Publish(ctx, "", m.Envelope.ReplyTo, price{SKU: "first"}, acemq.SendOptions{CorrelationID: m.Envelope.CorrelationID}); err != nil {
 				return price{}, err
 			}
 			return priceOf(ctx, m)
@@ -136,11 +134,11 @@ func TestASecondReplyWithTheSameCorrelationIsUnmatched(t *testing.T) {
 // once (ErrClosed), not after its timeout as "it may still be queued".
 func TestConnCloseFailsAWaitingRequestAtOnce(t *testing.T) {
 	sent := make(chan struct{}, 1)
-	c := connect(t, "memory://"+t.Name(), acemq.WithPublishHook(func(p acemq.PublishReport) {
+	c := connect(t, "memory://"+t.Name(), acemq.Config{OnPublish: func(p acemq.PublishReport) {
 		if p.Err == nil && p.Envelope.ReplyTo != "" {
 			sent <- struct{}{}
 		}
-	}))
+	}})
 	q := requestQueue(t, c, "rpc.connclose") // nobody answers
 	r := newRequester(t, c)
 	errs := make(chan error, 1)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"errors"
+	"log/slog"
 	"testing"
 
 	"github.com/acemq-go/acemq"
@@ -18,7 +19,7 @@ import (
 func TestTxActionPublishesThroughTheOutboxWithTheTransition(t *testing.T) {
 	forEachDialect(t, func(t *testing.T, db *sql.DB, d sqlstore.Dialect) {
 		ctx := context.Background()
-		conn, err := acemq.Connect(ctx, "memory://saga-outbox-"+d.String(), acemq.WithLogger(acemq.DiscardLogger()))
+		conn, err := acemq.Connect(ctx, "memory://saga-outbox-"+d.String(), acemq.Config{Logger: slog.New(slog.DiscardHandler)})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -3,6 +3,7 @@ package schedule_test
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"time"
 
 	"github.com/acemq-go/acemq"
@@ -13,7 +14,7 @@ import (
 // the 1s rung and delivers it when it is due.
 func ExampleAfter() {
 	ctx := context.Background()
-	c, err := acemq.Connect(ctx, "memory://example-schedule", acemq.WithLogger(acemq.DiscardLogger()))
+	c, err := acemq.Connect(ctx, "memory://example-schedule", acemq.Config{Logger: slog.New(slog.DiscardHandler)})
 	if err != nil {
 		panic(err)
 	}
@@ -23,14 +24,14 @@ func ExampleAfter() {
 		panic(err)
 	}
 	defer s.Close(ctx)
-	if err := c.Apply(ctx, acemq.NewTopology().Queue("reminders")); err != nil {
+	if err := c.Apply(ctx, acemq.NewTopology().Queue("reminders", acemq.QueueOptions{})); err != nil {
 		panic(err)
 	}
 	got := make(chan string, 1)
 	if _, err := acemq.Consume(ctx, c, "reminders", func(ctx context.Context, m *acemq.Message[string]) acemq.Decision {
 		got <- m.Envelope.Type + ": " + m.Payload
 		return acemq.Accept()
-	}); err != nil {
+	}, acemq.ConsumerConfig{}); err != nil {
 		panic(err)
 	}
 	start := time.Now()

@@ -143,7 +143,7 @@ func TestTheCountersCountScheduledHopsAndDeliveries(t *testing.T) {
 	reader := sdkmetric.NewManualReader()
 	mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader))
 	defer mp.Shutdown(context.Background())
-	c := brokertest.Connect(t, "memory://schedule-counters", acemq.WithMeterProvider(mp))
+	c := brokertest.Connect(t, "memory://schedule-counters", acemq.Config{MeterProvider: mp})
 	startScheduler(t, c)
 	q := brokertest.Queue(t, c, "schedule.counters")
 	got := target(t, c, q)

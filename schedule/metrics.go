@@ -12,7 +12,7 @@ type instruments struct {
 }
 
 func meters(c *acemq.Conn) instruments {
-	m := c.MeterProvider().Meter(acemq.InstrumentationScope)
+	m := c.Config().MeterProvider.Meter(acemq.InstrumentationScope)
 	// The API returns a working no-op instrument alongside any error, so
 	// an instrument that cannot be made never stops a schedule.
 	scheduled, _ := m.Int64Counter("acemq.schedule.scheduled", metric.WithUnit("{message}"), metric.WithDescription("Messages handed to the scheduler."))

@@ -42,12 +42,12 @@ func TestTheSchedulerDeliversAMixedBatchThroughABrokerRestart(t *testing.T) {
 		at   time.Time
 	}
 	events := make(chan event, 256)
-	c := brokertest.Connect(t, u, acemq.WithEventHandler(func(e acemq.Event) {
+	c := brokertest.Connect(t, u, acemq.Config{OnEvent: func(e acemq.Event) {
 		select {
 		case events <- event{e.Kind, time.Now()}:
 		default:
 		}
-	}))
+	}})
 	startScheduler(t, c)
 	q := brokertest.Queue(t, c, "schedule.restart")
 	got := target(t, c, q)

@@ -87,15 +87,15 @@ func rungFor(remaining time.Duration) (Rung, bool) {
 // family's. Start applies it; a producer that only schedules needs it
 // applied once somewhere (Start, Conn.Apply or acemq topology apply).
 func Topology() *acemq.Topology {
-	t := acemq.NewTopology().Exchange(Exchange, acemq.Direct)
+	t := acemq.NewTopology().Exchange(Exchange, acemq.Direct, acemq.ExchangeOptions{})
 	for _, r := range rungs {
-		t.Queue(r.Queue, acemq.AsClassic(), acemq.WithArgs(transport.Table{
+		t.Queue(r.Queue, acemq.QueueOptions{Type: acemq.Classic, Args: transport.Table{
 			"x-message-ttl":             r.TTL.Milliseconds(),
 			"x-dead-letter-exchange":    Exchange,
 			"x-dead-letter-routing-key": DueQueue,
-		})).Bind(r.Queue, Exchange, r.Queue)
+		}}).Bind(r.Queue, Exchange, r.Queue)
 	}
-	return t.Queue(DueQueue, acemq.AsClassic()).Bind(DueQueue, Exchange, DueQueue)
+	return t.Queue(DueQueue, acemq.QueueOptions{Type: acemq.Classic}).Bind(DueQueue, Exchange, DueQueue)
 }
 
 // Option adjusts At and After.
@@ -127,7 +127,7 @@ func After(ctx context.Context, c *acemq.Conn, exchange, routingKey string, payl
 // encode error; nothing was scheduled unless the error says the message
 // may have arrived.
 func At(ctx context.Context, c *acemq.Conn, exchange, routingKey string, payload any, due time.Time, opts ...Option) error {
-	o := options{codec: c.Codec(), now: time.Now}
+	o := options{codec: c.Config().Codec, now: time.Now}
 	for _, opt := range opts {
 		opt(&o)
 	}
@@ -166,7 +166,7 @@ func (it item) forward(ctx context.Context, c *acemq.Conn, env acemq.Envelope, n
 		return false, c.PublishRaw(ctx, it.delivery(c))
 	}
 	env.Type = MessageType
-	env.Origin = c.Origin()
+	env.Origin = c.Config().Origin
 	h := env.WireHeaders()
 	h[HeaderExchange] = it.exchange
 	h[HeaderRoutingKey] = it.routingKey
@@ -184,7 +184,7 @@ func (it item) forward(ctx context.Context, c *acemq.Conn, env acemq.Envelope, n
 func (it item) delivery(c *acemq.Conn) acemq.RawMessage {
 	env := acemq.NewEnvelope()
 	env.Type = MessageType
-	env.Origin = c.Origin()
+	env.Origin = c.Config().Origin
 	ct := it.contentType
 	if ct == "" {
 		ct = "application/json"
@@ -287,7 +287,7 @@ func Start(ctx context.Context, c *acemq.Conn) (*Scheduler, error) {
 			m.delivered.Add(ctx, 1)
 		}
 		return acemq.Accept()
-	}, acemq.ConsumerCodec(acemq.Bytes()), acemq.ConsumerPrefetch(50), acemq.ConsumerTag("acemq-schedule-due"))
+	}, acemq.ConsumerConfig{Codec: acemq.Bytes(), Prefetch: 50, Tag: "acemq-schedule-due"})
 	if err != nil {
 		return nil, err
 	}

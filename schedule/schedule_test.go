@@ -40,9 +40,9 @@ func TestTheTopologyIsTheFamilysAndDeclaresBesideAnothers(t *testing.T) {
 		}
 		// Another library's declaration of the same rung (32-bit TTL, as
 		// Java writes it) and ours again: both succeed.
-		other := acemq.NewTopology().Queue("acemq.schedule.10s", acemq.AsClassic(), acemq.WithArgs(transport.Table{
+		other := acemq.NewTopology().Queue("acemq.schedule.10s", acemq.QueueOptions{Type: acemq.Classic, Args: transport.Table{
 			"x-message-ttl": int32(10000), "x-dead-letter-exchange": Exchange, "x-dead-letter-routing-key": DueQueue,
-		}))
+		}})
 		if err := c.Apply(ctx, other); err != nil {
 			t.Fatalf("a peer's declaration of a rung: %v", err)
 		}
@@ -75,7 +75,7 @@ func target(t *testing.T, c *acemq.Conn, q string) <-chan arrival {
 	k, err := acemq.Consume(context.Background(), c, q, func(_ context.Context, m *acemq.Message[string]) acemq.Decision {
 		ch <- arrival{tag: m.Payload, at: time.Now(), msg: m}
 		return acemq.Accept()
-	}, acemq.ConsumerCodec(acemq.Composite(acemq.Text(), acemq.JSON())))
+	}, acemq.ConsumerConfig{Codec: acemq.Composite(acemq.Text(), acemq.JSON())})
 	if err != nil {
 		t.Fatal(err)
 	}

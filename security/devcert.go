@@ -54,7 +54,7 @@ type DevelopmentCertificateError struct {
 
 // Error says which certificate was refused, why, and the two ways forward.
 func (e *DevelopmentCertificateError) Error() string {
-	return fmt.Sprintf("acemq: %s (%s) is a development certificate: its organisation says %q, so it is refused. Use a certificate issued by your organisation's CA, or, for development only, allow development certificates with acemq.WithDevelopmentCertificates()",
+	return fmt.Sprintf("acemq: %s (%s) is a development certificate: its organisation says %q, so it is refused. Use a certificate issued by your organisation's CA, or, for development only, allow development certificates with acemq.Config.DevelopmentCertificates",
 		e.Role, e.Subject, DevelopmentMarker)
 }
 

@@ -5,8 +5,8 @@
 // whose secrets never appear in output.
 //
 // The package depends on the standard library only; the acemq package's
-// options (acemq.WithTLSMode, acemq.WithDevelopmentCertificates,
-// acemq.WithClientCertificate, acemq.WithExternalAuth,
-// acemq.WithCredentialsProvider) put its values into a Conn, and the
+// options (acemq.Config.TLSMode, acemq.Config.DevelopmentCertificates,
+// acemq.Config.ClientCertificate, acemq.Config.ExternalAuth,
+// acemq.Config.CredentialsProvider) put its values into a Conn, and the
 // RabbitMQ transport applies them on every dial.
 package security

@@ -14,7 +14,7 @@ const (
 	ModeRequired
 	// ModeInsecure is TLS without verifying the broker: for development
 	// against a self-signed broker only. It is set only by the named
-	// development option acemq.WithInsecureSkipVerifyForDevelopment.
+	// development option acemq.Config.InsecureSkipVerifyForDevelopment.
 	ModeInsecure
 	// ModeDisabled is plaintext (amqp://): no TLS at all.
 	ModeDisabled

@@ -174,10 +174,10 @@ func TestSettingsCheckRefusesModeAndSchemeMismatches(t *testing.T) {
 		option  string
 		mention string
 	}{
-		{security.Settings{Mode: security.ModeRequired}, "amqp", "WithTLSMode", "amqps://"},
-		{security.Settings{Mode: security.ModeDisabled}, "amqps", "WithTLSMode", "amqp://"},
-		{security.Settings{Mode: security.ModeInsecure}, "amqp", "WithInsecureSkipVerifyForDevelopment", "amqps://"},
-		{security.Settings{External: true}, "amqps", "WithExternalAuth", "WithClientCertificate"},
+		{security.Settings{Mode: security.ModeRequired}, "amqp", "Config.TLSMode", "amqps://"},
+		{security.Settings{Mode: security.ModeDisabled}, "amqps", "Config.TLSMode", "amqp://"},
+		{security.Settings{Mode: security.ModeInsecure}, "amqp", "Config.InsecureSkipVerifyForDevelopment", "amqps://"},
+		{security.Settings{External: true}, "amqps", "Config.ExternalAuth", "ClientCertificate"},
 		{security.Settings{Provider: security.Static("a", "b")}, "amqp", "", ""},
 	} {
 		got := tc.s.Check(tc.scheme, tc.scheme+"://host", false)
@@ -191,7 +191,7 @@ func TestSettingsCheckRefusesModeAndSchemeMismatches(t *testing.T) {
 			t.Fatalf("%v with %s: %v, want one problem for %s mentioning %q", tc.s.Mode, tc.scheme, got, tc.option, tc.mention)
 		}
 	}
-	if got := (security.Settings{Provider: security.Static("a", "b")}).Check("amqp", "amqp://u:***@host", true); len(got) != 1 || got[0].Option != "WithCredentialsProvider" {
+	if got := (security.Settings{Provider: security.Static("a", "b")}).Check("amqp", "amqp://u:***@host", true); len(got) != 1 || got[0].Option != "Config.CredentialsProvider" {
 		t.Fatalf("provider with user info: %v", got)
 	}
 }

@@ -25,35 +25,35 @@ func (s Settings) Check(scheme, shownURL string, hasUserInfo bool) []Problem {
 	switch s.Mode {
 	case ModeRequired:
 		if !tls {
-			add("WithTLSMode", "TLS is required (security.ModeRequired) but the URL %s does not use TLS; connect to amqps:// on the broker's TLS port (5671 by default)", shownURL)
+			add("Config.TLSMode", "TLS is required (security.ModeRequired) but the URL %s does not use TLS; connect to amqps:// on the broker's TLS port (5671 by default)", shownURL)
 		}
 	case ModeDisabled:
 		if tls {
-			add("WithTLSMode", "plaintext was chosen (security.ModeDisabled) but the URL %s uses TLS; use an amqp:// URL to the broker's plaintext port (5672 by default), or drop WithTLSMode(security.ModeDisabled) to keep TLS", shownURL)
+			add("Config.TLSMode", "plaintext was chosen (security.ModeDisabled) but the URL %s uses TLS; use an amqp:// URL to the broker's plaintext port (5672 by default), or drop Config.TLSMode (security.ModeDisabled) to keep TLS", shownURL)
 		}
 	case ModeInsecure:
 		if !tls {
-			add("WithInsecureSkipVerifyForDevelopment", "it was given with the URL %s, which does not use TLS and has no certificate to verify; use amqps:// or drop the option", shownURL)
+			add("Config.InsecureSkipVerifyForDevelopment", "it was given with the URL %s, which does not use TLS and has no certificate to verify; use amqps:// or drop the field", shownURL)
 		}
 	}
 	if s.ClientCertificate != nil && !tls {
-		add("WithClientCertificate", "a client certificate was given but the URL %s does not use TLS, so it could never be presented; use amqps://", shownURL)
+		add("Config.ClientCertificate", "a client certificate was given but the URL %s does not use TLS, so it could never be presented; use amqps://", shownURL)
 	}
 	if s.External {
 		if !tls {
-			add("WithExternalAuth", "EXTERNAL login takes the user from the client certificate, which needs TLS, but the URL %s does not use it; use amqps:// with acemq.WithClientCertificate", shownURL)
+			add("Config.ExternalAuth", "EXTERNAL login takes the user from the client certificate, which needs TLS, but the URL %s does not use it; use amqps:// with acemq.Config.ClientCertificate", shownURL)
 		} else if s.ClientCertificate == nil {
-			add("WithExternalAuth", "EXTERNAL login takes the user from the client certificate, and none was given; add acemq.WithClientCertificate(security.CertificateFiles(cert, key))")
+			add("Config.ExternalAuth", "EXTERNAL login takes the user from the client certificate, and none was given; add acemq.Config{ClientCertificate: security.CertificateFiles(cert, key)}")
 		}
 		if hasUserInfo {
-			add("WithExternalAuth", "the URL %s carries user information, but EXTERNAL login takes the user from the client certificate and sends no password; drop the user information from the URL", shownURL)
+			add("Config.ExternalAuth", "the URL %s carries user information, but EXTERNAL login takes the user from the client certificate and sends no password; drop the user information from the URL", shownURL)
 		}
 		if s.Provider != nil {
-			add("WithExternalAuth", "a credentials provider was given, but EXTERNAL login sends no password; drop WithCredentialsProvider or WithExternalAuth")
+			add("Config.ExternalAuth", "a credentials provider was given, but EXTERNAL login sends no password; drop Config.CredentialsProvider or Config.ExternalAuth")
 		}
 	}
 	if s.Provider != nil && hasUserInfo {
-		add("WithCredentialsProvider", "the URL %s carries user information and a credentials provider was given; use one source of credentials (drop the user information from the URL)", shownURL)
+		add("Config.CredentialsProvider", "the URL %s carries user information and a credentials provider was given; use one source of credentials (drop the user information from the URL)", shownURL)
 	}
 	return out
 }

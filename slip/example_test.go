@@ -3,6 +3,7 @@ package slip_test
 import (
 	"context"
 	"fmt"
+	"log/slog"
 
 	"github.com/acemq-go/acemq"
 	"github.com/acemq-go/acemq/slip"
@@ -13,12 +14,12 @@ import (
 // and the wrapper sends it on to the next step before accepting it.
 func ExampleFollow() {
 	ctx := context.Background()
-	c, err := acemq.Connect(ctx, "memory://example-slip", acemq.WithLogger(acemq.DiscardLogger()))
+	c, err := acemq.Connect(ctx, "memory://example-slip", acemq.Config{Logger: slog.New(slog.DiscardHandler)})
 	if err != nil {
 		panic(err)
 	}
 	defer c.Close(ctx)
-	if err := c.Apply(ctx, acemq.NewTopology().Queue("validate").Queue("charge").Queue("orders.done")); err != nil {
+	if err := c.Apply(ctx, acemq.NewTopology().Queue("validate", acemq.QueueOptions{}).Queue("charge", acemq.QueueOptions{}).Queue("orders.done", acemq.QueueOptions{})); err != nil {
 		panic(err)
 	}
 	done := make(chan string, 1)
@@ -26,7 +27,7 @@ func ExampleFollow() {
 		_, err := acemq.Consume(ctx, c, step, slip.Follow(c, func(ctx context.Context, m *acemq.Message[string]) acemq.Decision {
 			fmt.Println(step, m.Payload)
 			return acemq.Accept()
-		}))
+		}), acemq.ConsumerConfig{})
 		if err != nil {
 			panic(err)
 		}
@@ -35,12 +36,12 @@ func ExampleFollow() {
 		_, s, _ := slip.Of(m.Envelope)
 		done <- fmt.Sprintf("done after %d steps", len(s.Done))
 		return acemq.Accept()
-	})
+	}, acemq.ConsumerConfig{})
 	if err != nil {
 		panic(err)
 	}
 	s, _ := slip.New(slip.To("", "validate", "validate"), slip.To("", "charge", "charge"), slip.To("", "orders.done", "archive"))
-	if _, err := slip.Start(ctx, c, s, "order o-1"); err != nil {
+	if _, err := slip.Start(ctx, c, s, "order o-1", acemq.SendOptions{}); err != nil {
 		panic(err)
 	}
 	fmt.Println(<-done)

@@ -12,7 +12,7 @@ import (
 // Start publishes payload, encoded with the Conn's codec, to s's first
 // step with the slip attached. It returns once the broker confirmed and
 // routed the message; the error is the Conn's publish error.
-func Start(ctx context.Context, c *acemq.Conn, s Slip, payload any, opts ...acemq.SendOption) (acemq.Sent, error) {
+func Start(ctx context.Context, c *acemq.Conn, s Slip, payload any, o acemq.SendOptions) (acemq.Sent, error) {
 	if err := s.validate(); err != nil {
 		return acemq.Sent{}, err
 	}
@@ -21,8 +21,13 @@ func Start(ctx context.Context, c *acemq.Conn, s Slip, payload any, opts ...acem
 		return acemq.Sent{}, err
 	}
 	first := s.Steps[0]
-	o := append([]acemq.SendOption{acemq.Mandatory(), acemq.WithHeader(Header, string(j))}, opts...)
-	return c.Publish(ctx, first.Exchange, first.RoutingKey, payload, o...)
+	h := make(map[string]any, len(o.Headers)+1)
+	for k, v := range o.Headers {
+		h[k] = v
+	}
+	h[Header] = string(j)
+	o.Headers, o.Mandatory = h, true
+	return c.Publish(ctx, first.Exchange, first.RoutingKey, payload, o)
 }
 
 // Follow wraps h as one step of an itinerary. For each delivery it reads
@@ -79,7 +84,7 @@ func describe(m acemq.RawMessage) string {
 // run ends here.
 func nextHop(c *acemq.Conn, in acemq.Envelope, exchange, contentType string, body []byte, form Form, s Slip, now time.Time) (acemq.RawMessage, bool, error) {
 	env := in.CausedBy(in)
-	env.Origin = c.Origin()
+	env.Origin = c.Config().Origin
 	// Application headers go on, less the broker's own and the slip
 	// (rewritten below).
 	for name := range env.Headers() {

@@ -20,8 +20,8 @@ func TestAPeersSlipIsFollowedAndGoesOnAsAJSONSlip(t *testing.T) {
 		ctx := context.Background()
 		ex := "slip-peer-" + strings.ReplaceAll(t.Name(), "/", "-")
 		charge, ship := ex+".charge", ex+".ship"
-		top := acemq.NewTopology().Exchange(ex, acemq.Direct).
-			Queue(charge, acemq.AsClassic()).Queue(ship, acemq.AsClassic()).
+		top := acemq.NewTopology().Exchange(ex, acemq.Direct, acemq.ExchangeOptions{}).
+			Queue(charge, acemq.QueueOptions{Type: acemq.Classic}).Queue(ship, acemq.QueueOptions{Type: acemq.Classic}).
 			Bind(charge, ex, "order.charge").Bind(ship, ex, "order.ship")
 		if err := c.Apply(ctx, top); err != nil {
 			t.Fatal(err)

@@ -18,10 +18,10 @@ func TestReplayingADeadLetteredRunResumesAtTheFailedStep(t *testing.T) {
 		c := brokertest.Connect(t, url)
 		ctx := context.Background()
 		q := brokertest.Queue(t, c, "slip.replay")
-		handled := follower(t, c, q, acemq.ConsumerRetry(acemq.Fixed(1, 0)))
+		handled := follower(t, c, q, acemq.ConsumerConfig{Retry: acemq.Fixed(1, 0)})
 		later := q + ".later"
 		s, _ := New(To("", q, "first"), To("", later, "second"))
-		sent, err := Start(ctx, c, s, "x")
+		sent, err := Start(ctx, c, s, "x", acemq.SendOptions{})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -29,7 +29,7 @@ func TestReplayingADeadLetteredRunResumesAtTheFailedStep(t *testing.T) {
 		brokertest.Eventually(t, "the run dead-lettered", func() bool { return brokertest.Depth(t, c, acemq.DeadLetterQueue(q)) == 1 })
 
 		// The missing step's queue appears; the operator replays.
-		if err := c.Apply(ctx, acemq.NewTopology().Queue(later, acemq.AsClassic())); err != nil {
+		if err := c.Apply(ctx, acemq.NewTopology().Queue(later, acemq.QueueOptions{Type: acemq.Classic})); err != nil {
 			t.Fatal(err)
 		}
 		t.Cleanup(func() { _, _ = c.DeleteQueue(context.Background(), later) })

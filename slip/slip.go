@@ -30,10 +30,11 @@ import (
 	"unicode/utf8"
 
 	"github.com/acemq-go/acemq"
+	"github.com/acemq-go/acemq/header"
 )
 
 // Header is the header that carries an itinerary slip.
-const Header = acemq.HeaderRoutingSlip
+const Header = header.RoutingSlip
 
 // Step is one stop on an itinerary: the exchange and routing key to
 // publish to, and an optional name. CompletedAt is set on the steps in

@@ -104,13 +104,13 @@ func TestOfReadsEitherFormAndPrefersTheSlip(t *testing.T) {
 }
 
 // follower consumes q with Follow and reports each message it handled.
-func follower(t *testing.T, c *acemq.Conn, q string, opts ...acemq.ConsumerOption) <-chan *acemq.Message[json.RawMessage] {
+func follower(t *testing.T, c *acemq.Conn, q string, opts ...acemq.ConsumerConfig) <-chan *acemq.Message[json.RawMessage] {
 	t.Helper()
 	seen := make(chan *acemq.Message[json.RawMessage], 16)
 	k, err := acemq.Consume(context.Background(), c, q, Follow(c, func(_ context.Context, m *acemq.Message[json.RawMessage]) acemq.Decision {
 		seen <- m
 		return acemq.Accept()
-	}), opts...)
+	}), brokertest.First(opts))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -138,7 +138,7 @@ func TestAMessageFollowsItsSlipThroughEveryStep(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		sent, err := Start(context.Background(), c, s, map[string]string{"order": "o-1"}, acemq.WithHeader("tenant", "acme"))
+		sent, err := Start(context.Background(), c, s, map[string]string{"order": "o-1"}, acemq.SendOptions{Headers: map[string]any{"tenant": "acme"}})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -175,8 +175,8 @@ func TestTheRouteHeaderFormGoesOnInItsOwnForm(t *testing.T) {
 		c := brokertest.Connect(t, url)
 		pipe := "slip-pipe-" + strings.ReplaceAll(t.Name(), "/", "-")
 		qa, qb := pipe+".validate", pipe+".enrich"
-		top := acemq.NewTopology().Exchange(pipe, acemq.Direct).
-			Queue(qa, acemq.AsClassic()).Queue(qb, acemq.AsClassic()).
+		top := acemq.NewTopology().Exchange(pipe, acemq.Direct, acemq.ExchangeOptions{}).
+			Queue(qa, acemq.QueueOptions{Type: acemq.Classic}).Queue(qb, acemq.QueueOptions{Type: acemq.Classic}).
 			Bind(qa, pipe, "validate").Bind(qb, pipe, "enrich")
 		if err := c.Apply(context.Background(), top); err != nil {
 			t.Fatal(err)
@@ -210,7 +210,7 @@ func TestAnUnreadableSlipIsDeadLetteredNotRetried(t *testing.T) {
 	brokertest.ForEachBroker(t, func(t *testing.T, url string) {
 		c := brokertest.Connect(t, url)
 		q := brokertest.Queue(t, c, "slip")
-		seen := follower(t, c, q, acemq.ConsumerRetry(acemq.Fixed(5, 10*time.Millisecond)))
+		seen := follower(t, c, q, acemq.ConsumerConfig{Retry: acemq.Fixed(5, 10*time.Millisecond)})
 		if err := c.PublishRaw(context.Background(), acemq.RawMessage{
 			RoutingKey: q, ContentType: "application/json", Body: []byte(`{}`),
 			Headers: map[string]any{Header: "{not json"},
@@ -233,9 +233,9 @@ func TestAHopThatCannotBePublishedRetriesAndTheDeadLetterKeepsTheSlip(t *testing
 	brokertest.ForEachBroker(t, func(t *testing.T, url string) {
 		c := brokertest.Connect(t, url)
 		q := brokertest.Queue(t, c, "slip")
-		handled := follower(t, c, q, acemq.ConsumerRetry(acemq.Fixed(2, 10*time.Millisecond)))
+		handled := follower(t, c, q, acemq.ConsumerConfig{Retry: acemq.Fixed(2, 10*time.Millisecond)})
 		s, _ := New(To("", q, "first"), To("", "slip-nowhere-"+q, "gone"))
-		if _, err := Start(context.Background(), c, s, "x"); err != nil {
+		if _, err := Start(context.Background(), c, s, "x", acemq.SendOptions{}); err != nil {
 			t.Fatal(err)
 		}
 		next(t, handled)

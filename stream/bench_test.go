@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"log/slog"
 	"os"
 	"strconv"
 	"strings"
@@ -21,7 +22,7 @@ func benchStream(b *testing.B, c *acemq.Conn, n int) string {
 	b.Helper()
 	ctx := context.Background()
 	s := testenv.Unique("bench-stream")
-	if err := c.Apply(ctx, acemq.NewTopology().Queue(s, acemq.AsStream())); err != nil {
+	if err := c.Apply(ctx, acemq.NewTopology().Queue(s, acemq.QueueOptions{Type: acemq.Stream})); err != nil {
 		b.Fatal(err)
 	}
 	b.Cleanup(func() {
@@ -58,7 +59,7 @@ func benchStream(b *testing.B, c *acemq.Conn, n int) string {
 func BenchmarkStreamReadRabbitMQ(b *testing.B) {
 	url := testenv.AMQPURL(b)
 	ctx := context.Background()
-	c, err := acemq.Connect(ctx, url, acemq.WithLogger(acemq.DiscardLogger()))
+	c, err := acemq.Connect(ctx, url, acemq.Config{Logger: slog.New(slog.DiscardHandler)})
 	if err != nil {
 		b.Fatal(err)
 	}

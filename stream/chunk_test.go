@@ -21,7 +21,7 @@ func TestAChunkPastThePrefetchIsReadThrough(t *testing.T) {
 	c := brokertest.Connect(t, url)
 	ctx := context.Background()
 	s := testenv.Unique("stream.chunk")
-	if err := c.Apply(ctx, acemq.NewTopology().Queue(s, acemq.AsStream())); err != nil {
+	if err := c.Apply(ctx, acemq.NewTopology().Queue(s, acemq.QueueOptions{Type: acemq.Stream})); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() {

@@ -6,6 +6,7 @@ import (
 	"database/sql"
 	"fmt"
 	"io"
+	"log/slog"
 	"os"
 	"os/exec"
 	"strconv"
@@ -68,7 +69,7 @@ func runCrashReader() int {
 	}
 	defer db.Close()
 	ctx := context.Background()
-	c, err := acemq.Connect(ctx, os.Getenv("ACEMQ_STREAM_CRASH_AMQP"), acemq.WithLogger(acemq.DiscardLogger()))
+	c, err := acemq.Connect(ctx, os.Getenv("ACEMQ_STREAM_CRASH_AMQP"), acemq.Config{Logger: slog.New(slog.DiscardHandler)})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 2

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"log"
+	"log/slog"
 	"sync"
 
 	"github.com/acemq-go/acemq"
@@ -20,17 +21,17 @@ type orderPlaced struct {
 // every message comes with its offset.
 func ExampleRead() {
 	ctx := context.Background()
-	c, err := acemq.Connect(ctx, "memory://example-stream", acemq.WithLogger(acemq.DiscardLogger()))
+	c, err := acemq.Connect(ctx, "memory://example-stream", acemq.Config{Logger: slog.New(slog.DiscardHandler)})
 	if err != nil {
 		log.Fatal(err)
 	}
 	defer memory.Delete("example-stream")
 	defer c.Close(ctx)
-	if err := c.Apply(ctx, acemq.NewTopology().Queue("orders.history", acemq.AsStream())); err != nil {
+	if err := c.Apply(ctx, acemq.NewTopology().Queue("orders.history", acemq.QueueOptions{Type: acemq.Stream})); err != nil {
 		log.Fatal(err)
 	}
 	for i, total := range []int{30, 12, 58} {
-		if _, err := c.Publish(ctx, "", "orders.history", orderPlaced{ID: fmt.Sprint("o-", i), Total: total}); err != nil {
+		if _, err := c.Publish(ctx, "", "orders.history", orderPlaced{ID: fmt.Sprint("o-", i), Total: total}, acemq.SendOptions{}); err != nil {
 			log.Fatal(err)
 		}
 	}

@@ -115,7 +115,7 @@ func (p *prober) close() {
 // Lag.Age), tagged queue (the stream), reader and transport. The returned
 // function unregisters them.
 func (r *Reader) lagMetrics(c *acemq.Conn) func() {
-	m := c.MeterProvider().Meter(acemq.InstrumentationScope)
+	m := c.Config().MeterProvider.Meter(acemq.InstrumentationScope)
 	// The API returns a working no-op instrument alongside any error, so
 	// an instrument that cannot be made never stops a reader.
 	behind, _ := m.Int64ObservableGauge("acemq.stream.lag", metric.WithUnit("{message}"),

@@ -49,7 +49,7 @@ func TestLagSaysHowFarBehindTheReaderIs(t *testing.T) {
 		mr := sdkmetric.NewManualReader()
 		mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(mr))
 		t.Cleanup(func() { _ = mp.Shutdown(context.Background()) })
-		c := brokertest.Connect(t, url, acemq.WithMeterProvider(mp))
+		c := brokertest.Connect(t, url, acemq.Config{MeterProvider: mp})
 		s := newStream(t, c)
 		publish(t, c, s, 0, 20)
 		gate := make(chan struct{})

@@ -116,7 +116,7 @@ func probe(ctx context.Context, c *acemq.Conn, stream string, start any, all boo
 }
 
 func errNotStream(stream string) error {
-	return fmt.Errorf("acemq: %q is not a stream: its messages carry no x-stream-offset; declare it with acemq.AsStream()", stream)
+	return fmt.Errorf("acemq: %q is not a stream: its messages carry no x-stream-offset; declare it with acemq.QueueOptions{Type: acemq.Stream}", stream)
 }
 
 func offsetHeader(h map[string]any) (int64, bool) {

@@ -49,8 +49,7 @@ func TestBrokerRestartMidReadResumesWithoutAGap(t *testing.T) {
 	amqpURL := testenv.AMQPURL(t)
 	testenv.RequireRabbitCtl(t)
 	var logs syncBuffer
-	c := brokertest.Connect(t, amqpURL, acemq.WithRecoveryInterval(50*time.Millisecond, 500*time.Millisecond),
-		acemq.WithLogger(slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))))
+	c := brokertest.Connect(t, amqpURL, acemq.Config{RecoveryInterval: 50 * time.Millisecond, RecoveryIntervalMax: 500 * time.Millisecond, Logger: slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))})
 	s := newStream(t, c)
 	publish(t, c, s, 0, 100)
 	gate := make(chan struct{})
@@ -88,7 +87,7 @@ func TestBrokerRestartMidReadResumesWithoutAGap(t *testing.T) {
 	t.Logf("stream readable %v", time.Since(t0))
 	for n := 100; n < 110; n++ {
 		within(t, 60*time.Second, "a publish after the restart is confirmed", func() bool {
-			_, err := c.Publish(context.Background(), "", s, event{N: n})
+			_, err := c.Publish(context.Background(), "", s, event{N: n}, acemq.SendOptions{})
 			return err == nil
 		})
 	}

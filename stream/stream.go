@@ -195,20 +195,13 @@ func Read[T any](ctx context.Context, c *acemq.Conn, stream, name string, h Hand
 		}
 		r.saver = newSaver(r, *cp, saved)
 	}
-	copts := []acemq.ConsumerOption{
-		acemq.ConsumerTag(name),
-		acemq.ConsumerPrefetch(cfg.prefetch),
-		acemq.ConsumerConcurrency(1),
-		acemq.ConsumerRetry(acemq.NoRetry()),
-		acemq.ConsumerArgsAt(r.args),
-		acemq.ConsumerOnStream(),
-	}
+	copts := acemq.ConsumerConfig{Tag: name, Prefetch: cfg.prefetch, Concurrency: 1, Retry: acemq.NoRetry(), ArgsAt: r.args, OnStream: true}
 	if cfg.codec != nil {
-		copts = append(copts, acemq.ConsumerCodec(cfg.codec))
+		copts.Codec = cfg.codec
 	}
 	k, err := acemq.Consume(ctx, c, stream, func(ctx context.Context, m *acemq.Message[T]) acemq.Decision {
 		return handle(r, ctx, m, h, cfg.policy)
-	}, copts...)
+	}, copts)
 	if err != nil {
 		return nil, fmt.Errorf("acemq: cannot start stream reader %q on %q from %s: %w", name, stream, cfg.from, err)
 	}

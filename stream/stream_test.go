@@ -41,7 +41,7 @@ func (l *log) count() int { o, _ := l.snapshot(); return len(o) }
 func newStream(t *testing.T, c *acemq.Conn) string {
 	t.Helper()
 	s := testenv.Unique("stream")
-	if err := c.Apply(context.Background(), acemq.NewTopology().Queue(s, acemq.AsStream())); err != nil {
+	if err := c.Apply(context.Background(), acemq.NewTopology().Queue(s, acemq.QueueOptions{Type: acemq.Stream})); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() {
@@ -55,7 +55,7 @@ func newStream(t *testing.T, c *acemq.Conn) string {
 func publish(t *testing.T, c *acemq.Conn, s string, from, to int) {
 	t.Helper()
 	for n := from; n < to; n++ {
-		if _, err := c.Publish(context.Background(), "", s, event{N: n}); err != nil {
+		if _, err := c.Publish(context.Background(), "", s, event{N: n}, acemq.SendOptions{}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -216,7 +216,7 @@ func TestRecoveryResumesWithoutAGap(t *testing.T) {
 		} else {
 			testenv.RabbitCtl(t, "status") // fail early when the node cannot be controlled
 		}
-		c := brokertest.Connect(t, url, acemq.WithRecoveryInterval(10*time.Millisecond, 200*time.Millisecond))
+		c := brokertest.Connect(t, url, acemq.Config{RecoveryInterval: 10 * time.Millisecond, RecoveryIntervalMax: 200 * time.Millisecond})
 		s := newStream(t, c)
 		publish(t, c, s, 0, 100)
 		var l log
@@ -230,7 +230,7 @@ func TestRecoveryResumesWithoutAGap(t *testing.T) {
 			// Refused as "not sent" until the Conn has noticed the drop and
 			// recovered; nothing is sent twice.
 			brokertest.Eventually(t, "a publish after the drop is confirmed", func() bool {
-				_, err := c.Publish(context.Background(), "", s, event{N: n})
+				_, err := c.Publish(context.Background(), "", s, event{N: n}, acemq.SendOptions{})
 				return err == nil
 			})
 		}

@@ -18,7 +18,7 @@ type URLChecker interface {
 // URLSettings are engine settings a URL asks for.
 type URLSettings struct {
 	// ConfirmsOff turns publisher confirms off for application publishes,
-	// as acemq.WithoutPublisherConfirms does (memory://name?confirms=off).
+	// as acemq.Config.NoPublisherConfirms does (memory://name?confirms=off).
 	ConfirmsOff bool
 }
 

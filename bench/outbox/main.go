@@ -35,6 +35,7 @@ import (
 	"flag"
 	"fmt"
 	"log"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"runtime/pprof"
@@ -96,13 +97,13 @@ func main() {
 		log.Fatal("bench: give the broker with -url or ACEMQ_URL")
 	}
 	ctx := context.Background()
-	conn, err := acemq.Connect(ctx, *url, acemq.WithLogger(acemq.DiscardLogger()))
+	conn, err := acemq.Connect(ctx, *url, acemq.Config{Logger: slog.New(slog.DiscardHandler)})
 	if err != nil {
 		log.Fatalf("bench: %v", err)
 	}
 	defer conn.Close(ctx)
 	queue := fmt.Sprintf("bench.outbox.%d", time.Now().UnixNano())
-	if err := conn.Apply(ctx, acemq.NewTopology().Queue(queue, acemq.AsClassic())); err != nil {
+	if err := conn.Apply(ctx, acemq.NewTopology().Queue(queue, acemq.QueueOptions{Type: acemq.Classic})); err != nil {
 		log.Fatalf("bench: %v", err)
 	}
 	defer conn.DeleteQueue(ctx, queue) //nolint:errcheck // best effort
@@ -289,7 +290,7 @@ func drainRate(ctx context.Context, conn *acemq.Conn, s *outbox.Store, n, batch 
 	var published atomic.Int64
 	done := make(chan struct{})
 	var once sync.Once
-	relay, err := outbox.NewRelay(conn, s, outbox.WithBatchSize(batch), outbox.WithLogger(acemq.DiscardLogger()),
+	relay, err := outbox.NewRelay(conn, s, outbox.WithBatchSize(batch), outbox.WithLogger(slog.New(slog.DiscardHandler)),
 		outbox.WithObserver(func(sw outbox.Sweep) {
 			if sw.Err != nil && !errors.Is(sw.Err, context.Canceled) {
 				log.Printf("bench: sweep: %v", sw.Err)
@@ -444,7 +445,7 @@ func lagRun(ctx context.Context, conn *acemq.Conn, db *sql.DB, queue string, rat
 	)))
 	defer mp.Shutdown(ctx) //nolint:errcheck // nothing to flush
 	relay, err := outbox.NewRelay(conn, s, outbox.WithBatchSize(batch), outbox.WithNotifier(pgnotify.New(db)),
-		outbox.WithMeterProvider(mp), outbox.WithLogger(acemq.DiscardLogger()))
+		outbox.WithMeterProvider(mp), outbox.WithLogger(slog.New(slog.DiscardHandler)))
 	if err != nil {
 		log.Fatalf("bench: %v", err)
 	}

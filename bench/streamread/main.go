@@ -35,6 +35,7 @@ import (
 	"flag"
 	"fmt"
 	"log"
+	"log/slog"
 	"os"
 	"sort"
 	"strings"
@@ -68,13 +69,13 @@ func main() {
 		log.Fatal("acemq: streamread needs -url and -stream-url (or ACEMQ_TEST_AMQP_URL and ACEMQ_TEST_STREAM_URL); run make services-up and source .tmp/rabbitmq/env")
 	}
 	ctx := context.Background()
-	c, err := acemq.Connect(ctx, *url, acemq.WithLogger(acemq.DiscardLogger()))
+	c, err := acemq.Connect(ctx, *url, acemq.Config{Logger: slog.New(slog.DiscardHandler)})
 	if err != nil {
 		log.Fatal(err)
 	}
 	defer func() { _ = c.Close(context.Background()) }()
 	name := fmt.Sprintf("bench.streamread.%d", time.Now().UnixNano())
-	if err := c.Apply(ctx, acemq.NewTopology().Queue(name, acemq.AsStream())); err != nil {
+	if err := c.Apply(ctx, acemq.NewTopology().Queue(name, acemq.QueueOptions{Type: acemq.Stream})); err != nil {
 		log.Fatal(err)
 	}
 	defer func() {
@@ -106,7 +107,7 @@ func main() {
 				id, _ := props.MessageID.(string)
 				env := acemq.ReadEnvelope(m.ApplicationProperties, name, id, props.ReplyTo)
 				var v map[string]string
-				if err := c.Codec().Decode(props.ContentType, m.GetData(), &v); err != nil {
+				if err := c.Config().Codec.Decode(props.ContentType, m.GetData(), &v); err != nil {
 					return err
 				}
 				if env.ID == "" || len(v) == 0 {

@@ -112,15 +112,15 @@ func newBench() *cobra.Command {
 }
 
 func runBench(ctx context.Context, progressOut io.Writer, u, qtype string, rate, count, size, window int) (benchResult, error) {
-	c, err := connect(ctx, u, "acemq-bench", acemq.WithMaxOutstandingPublishes(max(window, 1)), acemq.WithPrefetch(max(window, 20)))
+	c, err := connect(ctx, u, "acemq-bench", acemq.Config{MaxOutstandingPublishes: max(window, 1), Prefetch: max(window, 20)})
 	if err != nil {
 		return benchResult{}, err
 	}
 	defer closeConn(c)
 	queue := fmt.Sprintf("acemq.bench.%d", time.Now().UnixNano())
-	opt := acemq.AsQuorum()
+	opt := acemq.QueueOptions{Type: acemq.Quorum}
 	if qtype == "classic" {
-		opt = acemq.AsClassic()
+		opt = acemq.QueueOptions{Type: acemq.Classic}
 	}
 	if err := c.Apply(ctx, acemq.NewTopology().Queue(queue, opt)); err != nil {
 		return benchResult{}, fmt.Errorf("cannot declare the benchmark queue (%s); check the broker and --queue-type", sentence(err))
@@ -149,12 +149,12 @@ func runBench(ctx context.Context, progressOut io.Writer, u, qtype string, rate,
 			once.Do(func() { close(allIn) })
 		}
 		return acemq.Accept()
-	}, acemq.ConsumerCodec(acemq.Bytes()), acemq.WithoutDeadLetterDeclaration(), acemq.ConsumerConcurrency(4), acemq.ConsumerPrefetch(max(window, 20)))
+	}, acemq.ConsumerConfig{Codec: acemq.Bytes(), NoDeadLetterDeclaration: true, Concurrency: 4, Prefetch: max(window, 20)})
 	if err != nil {
 		return benchResult{}, fmt.Errorf("cannot consume from the benchmark queue (%s); check the broker and retry", sentence(err))
 	}
 
-	pub := acemq.NewPublisher[[]byte](c, "", queue, acemq.PublisherCodec(acemq.Bytes()))
+	pub := acemq.NewPublisher[[]byte](c, "", queue, acemq.PublisherConfig{Codec: acemq.Bytes()})
 	start := time.Now()
 	jobs := make(chan time.Time, window)
 	var sent, failed atomic.Int64

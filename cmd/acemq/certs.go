@@ -23,7 +23,7 @@ func newCerts() *cobra.Command {
 		Long: `Make a development CA, a broker certificate and a client certificate (ECDSA P-256),
 every one marked "ACEMQ DEVELOPMENT ONLY - DO NOT TRUST" in its organisation, so AceMQ
 clients refuse them unless the application allows development certificates
-(acemq.WithDevelopmentCertificates). Keys are written 0600. rabbitmq.conf in the same
+(acemq.Config.DevelopmentCertificates). Keys are written 0600. rabbitmq.conf in the same
 directory holds a TLS listener (verify_peer, client certificate optional) and EXTERNAL
 login from the certificate's common name.`,
 		Example: `  acemq certs --dir ./certs
@@ -50,7 +50,7 @@ login from the certificate's common name.`,
 			out := cmd.OutOrStdout()
 			fmt.Fprintf(out, "wrote development certificates (valid until %s) to %s:\n", set.Broker.Cert.NotAfter.UTC().Format(time.RFC3339), files.Dir)
 			for _, l := range [][2]string{
-				{files.CACert, "CA certificate: trust it with acemq.WithTLS(&tls.Config{RootCAs: pool})"},
+				{files.CACert, "CA certificate: trust it with acemq.Config{TLS: &tls.Config{RootCAs: pool}}"},
 				{files.CAKey, "CA key (0600)"},
 				{files.BrokerCert, "broker certificate for " + fmt.Sprint(set.Broker.Cert.DNSNames, set.Broker.Cert.IPAddresses)},
 				{files.BrokerKey, "broker key (0600)"},

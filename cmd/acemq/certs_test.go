@@ -8,6 +8,7 @@ import (
 	"crypto/x509"
 	"encoding/pem"
 	"errors"
+	"log/slog"
 	"net"
 	"os"
 	"path/filepath"
@@ -118,19 +119,16 @@ func TestCertsOutputServesTheTestNodesTLSListener(t *testing.T) {
 	}
 	pool := x509.NewCertPool()
 	pool.AppendCertsFromPEM(pemCA)
-	opts := []acemq.Option{
-		acemq.WithLogger(acemq.DiscardLogger()),
-		acemq.WithTLS(&tls.Config{RootCAs: pool}),
-		acemq.WithClientCertificate(security.CertificateFiles(filepath.Join(dir, "client.pem"), filepath.Join(dir, "client.key"))),
-	}
+	opts := acemq.Config{Logger: slog.New(slog.DiscardHandler), TLS: &tls.Config{RootCAs: pool}, ClientCertificate: security.CertificateFiles(filepath.Join(dir, "client.pem"), filepath.Join(dir, "client.key"))}
 	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
 	defer cancel()
-	_, err = acemq.Connect(ctx, u, opts...)
+	_, err = acemq.Connect(ctx, u, opts)
 	var ce *acemq.ConfigurationError
 	if !errors.As(err, &ce) || !strings.Contains(err.Error(), security.DevelopmentMarker) {
 		t.Fatalf("without the allowance Connect returned %v, want the development client certificate refused", err)
 	}
-	c, err := acemq.Connect(ctx, u, append(opts, acemq.WithDevelopmentCertificates())...)
+	opts.DevelopmentCertificates = true
+	c, err := acemq.Connect(ctx, u, opts)
 	if err != nil {
 		t.Fatalf("with the allowance: %v", err)
 	}

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"log/slog"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -19,6 +20,7 @@ import (
 	"time"
 
 	"github.com/acemq-go/acemq"
+	"github.com/acemq-go/acemq/header"
 	"github.com/acemq-go/acemq/internal/testenv"
 )
 
@@ -151,7 +153,7 @@ func libConn(t *testing.T, url string) *acemq.Conn {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	c, err := acemq.Connect(ctx, url, acemq.WithLogger(acemq.DiscardLogger()))
+	c, err := acemq.Connect(ctx, url, acemq.Config{Logger: slog.New(slog.DiscardHandler)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -314,7 +316,7 @@ func TestTopologyBadFilesFailWithOneSentence(t *testing.T) {
 func seedDLQ(t *testing.T, c *acemq.Conn, q string, n int) []string {
 	t.Helper()
 	ctx := context.Background()
-	if err := c.Apply(ctx, acemq.NewTopology().Queue(q).DeadLetters(q)); err != nil {
+	if err := c.Apply(ctx, acemq.NewTopology().Queue(q, acemq.QueueOptions{}).DeadLetters(q)); err != nil {
 		t.Fatal(err)
 	}
 	deleteQueues(t, c, q, q+".dlq", q+".parked")
@@ -395,7 +397,7 @@ func TestDLQListShowReplayPurgeOnRabbitMQ(t *testing.T) {
 	if err != nil || !ok {
 		t.Fatalf("pull replayed message: ok=%v err=%v", ok, err)
 	}
-	if m.Envelope.ID != ids[0] || m.Envelope.Attempt != 1 || m.Envelope.Error != "" || m.Headers[acemq.HeaderReplayedFrom] != q+".dlq" || headerInt(m.Headers[acemq.HeaderReplayCount]) != 1 {
+	if m.Envelope.ID != ids[0] || m.Envelope.Attempt != 1 || m.Envelope.Error != "" || m.Headers[header.ReplayedFrom] != q+".dlq" || headerInt(m.Headers[header.ReplayCount]) != 1 {
 		t.Fatalf("replayed message: id %s attempt %d error %q headers %v", m.Envelope.ID, m.Envelope.Attempt, m.Envelope.Error, m.Headers)
 	}
 	_ = m.Ack()
@@ -441,7 +443,7 @@ func TestPublishAndTailOnRabbitMQ(t *testing.T) {
 	url := testenv.AMQPURL(t)
 	c := libConn(t, url)
 	q := testenv.Unique("cli.tail")
-	if err := c.Apply(context.Background(), acemq.NewTopology().Queue(q)); err != nil {
+	if err := c.Apply(context.Background(), acemq.NewTopology().Queue(q, acemq.QueueOptions{})); err != nil {
 		t.Fatal(err)
 	}
 	deleteQueues(t, c, q, q+".dlq", q+".parked")
@@ -748,7 +750,7 @@ func TestTailWaitsForAMessagePublishedAfterItStarted(t *testing.T) {
 	url := testenv.AMQPURL(t)
 	c := libConn(t, url)
 	q := testenv.Unique("cli.tailwait")
-	if err := c.Apply(context.Background(), acemq.NewTopology().Queue(q)); err != nil {
+	if err := c.Apply(context.Background(), acemq.NewTopology().Queue(q, acemq.QueueOptions{})); err != nil {
 		t.Fatal(err)
 	}
 	deleteQueues(t, c, q)
@@ -760,7 +762,7 @@ func TestTailWaitsForAMessagePublishedAfterItStarted(t *testing.T) {
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	sent, err := c.Publish(ctx, "", q, map[string]string{"late": "yes"}, acemq.Mandatory())
+	sent, err := c.Publish(ctx, "", q, map[string]string{"late": "yes"}, acemq.SendOptions{Mandatory: true})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net/url"
 	"os"
 	"strings"
@@ -70,16 +71,17 @@ func redact(raw string) string {
 
 // connect dials the broker with the command's settings and turns a failure
 // into one sentence saying what to check.
-func connect(ctx context.Context, rawURL, name string, opts ...acemq.Option) (*acemq.Conn, error) {
+// cfg's client name, logger and connection timeout are the command's.
+func connect(ctx context.Context, rawURL, name string, cfg ...acemq.Config) (*acemq.Conn, error) {
 	if err := needURL(rawURL); err != nil {
 		return nil, err
 	}
-	base := []acemq.Option{
-		acemq.WithClientName(name),
-		acemq.WithLogger(acemq.DiscardLogger()),
-		acemq.WithConnectionTimeout(5 * time.Second),
+	var base acemq.Config
+	if len(cfg) > 0 {
+		base = cfg[0]
 	}
-	c, err := acemq.Connect(ctx, rawURL, append(base, opts...)...)
+	base.ClientName, base.Logger, base.ConnectionTimeout = name, slog.New(slog.DiscardHandler), 5*time.Second
+	c, err := acemq.Connect(ctx, rawURL, base)
 	if err != nil {
 		return nil, fmt.Errorf("cannot connect to the broker at %s (%s); check that it is running and that --url is right", redact(rawURL), strings.TrimSuffix(sentence(rootCause(err)), "."))
 	}

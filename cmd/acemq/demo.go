@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -193,7 +194,7 @@ func runDemo(ctx context.Context, out io.Writer, url, dbURL string, then func(*a
 		return err
 	}
 	defer closeConn(orders)
-	services, err := connect(ctx, url, "acemq-demo-services", acemq.WithSettlementHook(hook))
+	services, err := connect(ctx, url, "acemq-demo-services", acemq.Config{OnSettlement: hook})
 	if err != nil {
 		return err
 	}
@@ -201,10 +202,10 @@ func runDemo(ctx context.Context, out io.Writer, url, dbURL string, then func(*a
 	say("broker: %s (%s)", redact(url), orders.Transport())
 
 	topo := acemq.NewTopology().
-		Exchange(ex, acemq.Topic).
-		Queue(payQ).DeadLetters(payQ).Bind(payQ, ex, "order.placed").
-		Queue(invQ).DeadLetters(invQ).Bind(invQ, ex, "order.placed").
-		Queue(priceQ)
+		Exchange(ex, acemq.Topic, acemq.ExchangeOptions{}).
+		Queue(payQ, acemq.QueueOptions{}).DeadLetters(payQ).Bind(payQ, ex, "order.placed").
+		Queue(invQ, acemq.QueueOptions{}).DeadLetters(invQ).Bind(invQ, ex, "order.placed").
+		Queue(priceQ, acemq.QueueOptions{})
 	if err := orders.Apply(ctx, topo); err != nil {
 		return fmt.Errorf("cannot declare the demo's topology (%s); check the broker", sentence(err))
 	}
@@ -217,7 +218,7 @@ func runDemo(ctx context.Context, out io.Writer, url, dbURL string, then func(*a
 	prices := map[string]int{"SKU-42": 1999, "SKU-7": 4250, "SKU-99": 899}
 	pricing, err := rpc.Respond(ctx, services, priceQ, func(_ context.Context, m *acemq.Message[priceRequest]) (priceReply, error) {
 		return priceReply{SKU: m.Payload.SKU, Cents: prices[m.Payload.SKU]}, nil
-	})
+	}, acemq.ConsumerConfig{})
 	if err != nil {
 		return fmt.Errorf("cannot start the pricing responder (%s)", sentence(err))
 	}
@@ -264,7 +265,7 @@ func runDemo(ctx context.Context, out io.Writer, url, dbURL string, then func(*a
 				return acemq.Retry(errors.New("simulated crash after the charge committed, before the ack"))
 			}
 			return dec
-		}, acemq.ConsumerRetry(paymentPolicy))
+		}, acemq.ConsumerConfig{Retry: paymentPolicy})
 		if err != nil {
 			return fmt.Errorf("cannot start the payment consumer (%s)", sentence(err))
 		}
@@ -298,7 +299,7 @@ func runDemo(ctx context.Context, out io.Writer, url, dbURL string, then func(*a
 		_, err = acemq.Consume(ctx, services, invQ, func(ctx context.Context, m *acemq.Message[demoOrder]) acemq.Decision {
 			j.add(m.Envelope.CorrelationID, "inventory: received %s (attempt %d)", m.Envelope.ID[:8], m.Envelope.Attempt)
 			return reserve(ctx, m)
-		}, acemq.ConsumerRetry(policy))
+		}, acemq.ConsumerConfig{Retry: policy})
 		if err != nil {
 			return fmt.Errorf("cannot start the inventory consumer (%s)", sentence(err))
 		}
@@ -332,7 +333,7 @@ func runDemo(ctx context.Context, out io.Writer, url, dbURL string, then func(*a
 	}
 
 	section("2. the relay publishes what committed")
-	relay, err := outbox.NewRelay(orders, db.outbox, outbox.WithLogger(acemq.DiscardLogger()))
+	relay, err := outbox.NewRelay(orders, db.outbox, outbox.WithLogger(slog.New(slog.DiscardHandler)))
 	if err != nil {
 		return fmt.Errorf("cannot start the outbox relay (%s)", sentence(err))
 	}

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/acemq-go/acemq"
+	"github.com/acemq-go/acemq/header"
 )
 
 // demoShipment is what the demo's shipping service handles.
@@ -24,7 +25,7 @@ type demoShipment struct {
 // on memory:// too.
 func demoConsole(ctx context.Context, out, errOut io.Writer, c *acemq.Conn, brokerURL string, f consoleFlags) error {
 	const q = "demo.shipping"
-	if err := c.Apply(ctx, acemq.NewTopology().Queue(q).DeadLetters(q)); err != nil {
+	if err := c.Apply(ctx, acemq.NewTopology().Queue(q, acemq.QueueOptions{}).DeadLetters(q)); err != nil {
 		return fmt.Errorf("cannot declare %s for the console demo (%s); check the broker", q, sentence(err))
 	}
 	reasons := []error{
@@ -33,7 +34,7 @@ func demoConsole(ctx context.Context, out, errOut io.Writer, c *acemq.Conn, brok
 		acemq.Fatal(errors.New("unknown carrier \"<script>alert(1)</script>\"")),
 	}
 	k, err := acemq.Consume(ctx, c, q, func(_ context.Context, m *acemq.Message[demoShipment]) acemq.Decision {
-		if _, replayed := m.Envelope.Header(acemq.HeaderReplayedFrom); replayed {
+		if _, replayed := m.Envelope.Header(header.ReplayedFrom); replayed {
 			return acemq.Accept() // "fixed": a replayed shipment goes through
 		}
 		switch {
@@ -43,7 +44,7 @@ func demoConsole(ctx context.Context, out, errOut io.Writer, c *acemq.Conn, brok
 			return acemq.Reject(reasons[1])
 		}
 		return acemq.Reject(reasons[0])
-	})
+	}, acemq.ConsumerConfig{})
 	if err != nil {
 		return fmt.Errorf("cannot start the shipping consumer (%s)", sentence(err))
 	}
@@ -52,7 +53,7 @@ func demoConsole(ctx context.Context, out, errOut io.Writer, c *acemq.Conn, brok
 		defer cancel()
 		_ = k.Close(cctx)
 	}()
-	pub := acemq.NewPublisher[demoShipment](c, "", q)
+	pub := acemq.NewPublisher[demoShipment](c, "", q, acemq.PublisherConfig{})
 	for i := range 12 {
 		s := demoShipment{Order: fmt.Sprintf("o-%d", 100+i), Carrier: "parcelco", Address: "1 Main St, 10115 Berlin"}
 		switch i % 3 {
@@ -61,7 +62,7 @@ func demoConsole(ctx context.Context, out, errOut io.Writer, c *acemq.Conn, brok
 		case 2:
 			s.Carrier = ""
 		}
-		if _, err := pub.Send(ctx, s, acemq.WithType("ShipmentRequested")); err != nil {
+		if _, err := pub.SendWith(ctx, s, acemq.SendOptions{Type: "ShipmentRequested"}); err != nil {
 			return fmt.Errorf("cannot publish the console demo's shipments (%s)", sentence(err))
 		}
 	}

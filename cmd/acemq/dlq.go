@@ -17,6 +17,7 @@ import (
 
 	"github.com/acemq-go/acemq"
 	"github.com/acemq-go/acemq/crypto"
+	"github.com/acemq-go/acemq/header"
 	"github.com/acemq-go/acemq/replay"
 )
 
@@ -158,7 +159,7 @@ func show(m *acemq.Pulled, dup bool, ring *crypto.Keyring) shownMessage {
 		s.FirstSeen = e.FirstSeen.UTC().Format(time.RFC3339Nano)
 	}
 	for k, v := range m.Headers {
-		if !strings.HasPrefix(k, acemq.ReservedPrefix) {
+		if !strings.HasPrefix(k, header.ReservedPrefix) {
 			s.Headers[k] = fmt.Sprint(v)
 		}
 	}

@@ -60,7 +60,7 @@ func TestDLQShowNamesTheKeyIDUnlessGivenAKeyringOnRabbitMQ(t *testing.T) {
 	c := libConn(t, url)
 	ctx := context.Background()
 	q := testenv.Unique("cli.encrypted")
-	if err := c.Apply(ctx, acemq.NewTopology().Queue(q).DeadLetters(q)); err != nil {
+	if err := c.Apply(ctx, acemq.NewTopology().Queue(q, acemq.QueueOptions{}).DeadLetters(q)); err != nil {
 		t.Fatal(err)
 	}
 	deleteQueues(t, c, q, q+".dlq", q+".parked")

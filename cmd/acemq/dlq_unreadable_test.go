@@ -19,7 +19,7 @@ func TestDLQShowDecodesHeadersTheGoClientCannotRead(t *testing.T) {
 	url := testenv.AMQPURL(t)
 	c := libConn(t, url)
 	q := testenv.Unique("cli.unreadable")
-	if err := c.Apply(context.Background(), acemq.NewTopology().Queue(q, acemq.AsClassic())); err != nil {
+	if err := c.Apply(context.Background(), acemq.NewTopology().Queue(q, acemq.QueueOptions{Type: acemq.Classic})); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _, _ = c.DeleteQueue(context.Background(), q) })

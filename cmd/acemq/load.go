@@ -64,21 +64,20 @@ func newLoad() *cobra.Command {
 }
 
 func runLoad(ctx context.Context, out, logw io.Writer, u, queue string, rate int, interval time.Duration) error {
-	c, err := connect(ctx, u, "acemq-load", acemq.WithWaitForRecovery())
+	c, err := connect(ctx, u, "acemq-load", acemq.Config{WaitForRecovery: true})
 	if err != nil {
 		return err
 	}
 	defer closeConn(c)
-	if err := c.Apply(ctx, acemq.NewTopology().Queue(queue)); err != nil {
+	if err := c.Apply(ctx, acemq.NewTopology().Queue(queue, acemq.QueueOptions{})); err != nil {
 		return fmt.Errorf("cannot declare %s (%s); delete it if it exists with other settings, or pass another --queue", queue, sentence(err))
 	}
-	cons, err := acemq.Consume(ctx, c, queue, func(context.Context, *acemq.Message[[]byte]) acemq.Decision { return acemq.Accept() },
-		acemq.ConsumerCodec(acemq.Bytes()))
+	cons, err := acemq.Consume(ctx, c, queue, func(context.Context, *acemq.Message[[]byte]) acemq.Decision { return acemq.Accept() }, acemq.ConsumerConfig{Codec: acemq.Bytes()})
 	if err != nil {
 		return fmt.Errorf("cannot consume from %s (%s); check the broker", queue, sentence(err))
 	}
 	fmt.Fprintf(logw, "load: %d msg/s on %s at %s\n", rate, queue, redact(u))
-	pub := acemq.NewPublisher[[]byte](c, "", queue, acemq.PublisherCodec(acemq.Bytes()))
+	pub := acemq.NewPublisher[[]byte](c, "", queue, acemq.PublisherConfig{Codec: acemq.Bytes()})
 	var wg sync.WaitGroup
 	slots := make(chan struct{}, 256)
 	body := []byte(`{"order":"standing-load"}`)

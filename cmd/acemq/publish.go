@@ -36,19 +36,22 @@ func newPublish() *cobra.Command {
 			if key == "" && exchange == "" {
 				return fmt.Errorf("nowhere to publish; pass --queue NAME, or --exchange NAME --key ROUTING.KEY")
 			}
-			opts := []acemq.SendOption{acemq.Mandatory()}
+			opts := acemq.SendOptions{Mandatory: true}
 			if typ != "" {
-				opts = append(opts, acemq.WithType(typ))
+				opts.Type = typ
 			}
 			if corr != "" {
-				opts = append(opts, acemq.WithCorrelationID(corr))
+				opts.CorrelationID = corr
 			}
 			for _, h := range headers {
 				k, v, ok := strings.Cut(h, "=")
 				if !ok || k == "" {
 					return fmt.Errorf("--header %q is not NAME=VALUE; write it like --header tenant=acme", h)
 				}
-				opts = append(opts, acemq.WithHeader(k, v))
+				if opts.Headers == nil {
+					opts.Headers = map[string]any{}
+				}
+				opts.Headers[k] = v
 			}
 			var lines []string
 			if cmd.Flags().Changed("body") {
@@ -90,7 +93,9 @@ func newPublish() *cobra.Command {
 				bar = newProgress(cmd.ErrOrStderr(), "publishing", int64(len(payloads)))
 			}
 			for i, p := range payloads {
-				sent, err := c.Publish(ctx, exchange, key, p, append(opts, acemq.WithSendCodec(codecs[i]))...)
+				o := opts
+				o.Codec = codecs[i]
+				sent, err := c.Publish(ctx, exchange, key, p, o)
 				if err != nil {
 					if bar != nil {
 						bar.Done()

@@ -317,7 +317,7 @@ func exactStreamArg(cmd *cobra.Command, args []string) error {
 func requireStream(ctx context.Context, c *acemq.Conn, name string) error {
 	if _, err := c.QueueInfo(ctx, name); err != nil {
 		if transport.Code(err) == transport.CodeNotFound {
-			return fmt.Errorf("stream %q does not exist on the broker; check the name (a topology declares it with acemq.AsStream())", name)
+			return fmt.Errorf("stream %q does not exist on the broker; check the name (a topology declares it with acemq.QueueOptions{Type: acemq.Stream})", name)
 		}
 		return fmt.Errorf("cannot inspect stream %q (%s); check the connection and retry", name, strings.TrimSuffix(sentence(err), "."))
 	}

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"log/slog"
 	"strings"
 	"testing"
 	"time"
@@ -19,17 +20,17 @@ import (
 func streamFixture(t *testing.T, url string, n int) string {
 	t.Helper()
 	ctx := context.Background()
-	c, err := acemq.Connect(ctx, url, acemq.WithLogger(acemq.DiscardLogger()))
+	c, err := acemq.Connect(ctx, url, acemq.Config{Logger: slog.New(slog.DiscardHandler)})
 	if err != nil {
 		t.Fatal(err)
 	}
 	s := testenv.Unique("cli-stream")
-	top := acemq.NewTopology().Queue(s, acemq.AsStream(), acemq.StreamMaxAge(36*time.Hour), acemq.StreamMaxBytes(1<<30), acemq.StreamSegmentBytes(1<<20))
+	top := acemq.NewTopology().Queue(s, acemq.QueueOptions{Type: acemq.Stream, MaxAge: 36 * time.Hour, MaxBytes: 1 << 30, SegmentBytes: 1 << 20})
 	if err := c.Apply(ctx, top); err != nil {
 		t.Fatal(err)
 	}
 	for i := range n {
-		if _, err := c.Publish(ctx, "", s, map[string]int{"N": i}); err != nil {
+		if _, err := c.Publish(ctx, "", s, map[string]int{"N": i}, acemq.SendOptions{}); err != nil {
 			t.Fatal(err)
 		}
 	}

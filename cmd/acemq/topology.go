@@ -149,23 +149,23 @@ func loadTopology(path string, stdin io.Reader) (*acemq.Topology, error) {
 		default:
 			return nil, fmt.Errorf("in %s, exchange %q has type %q; use direct, topic, fanout or headers", path, e.Name, e.Type)
 		}
-		t.Exchange(e.Name, kind)
+		t.Exchange(e.Name, kind, acemq.ExchangeOptions{})
 	}
 	for _, q := range f.Queues {
-		var opts []acemq.QueueOption
+		var opts acemq.QueueOptions
 		switch strings.ToLower(q.Type) {
 		case "", "quorum":
 		case "classic":
-			opts = append(opts, acemq.AsClassic())
+			opts.Type = acemq.Classic
 		case "stream":
-			opts = append(opts, acemq.AsStream())
+			opts.Type = acemq.Stream
 		default:
 			return nil, fmt.Errorf("in %s, queue %q has type %q; use quorum, classic or stream", path, q.Name, q.Type)
 		}
 		if q.DeliveryLimit > 0 {
-			opts = append(opts, acemq.DeliveryLimit(q.DeliveryLimit))
+			opts.DeliveryLimit = q.DeliveryLimit
 		}
-		t.Queue(q.Name, opts...)
+		t.Queue(q.Name, opts)
 		if q.DeadLetters {
 			t.DeadLetters(q.Name)
 		}

@@ -19,6 +19,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"log/slog"
 	"os"
 	"time"
 
@@ -68,7 +69,7 @@ func run(url string) error {
 	if err != nil {
 		return err
 	}
-	c, err := acemq.Connect(ctx, url, acemq.WithLogger(acemq.DiscardLogger()))
+	c, err := acemq.Connect(ctx, url, acemq.Config{Logger: slog.New(slog.DiscardHandler)})
 	if err != nil {
 		return err
 	}
@@ -77,11 +78,11 @@ func run(url string) error {
 	suffix := fmt.Sprint(time.Now().UnixNano())
 	exchange := "example.orders." + suffix
 	queues := map[string]string{}
-	topo := acemq.NewTopology().Exchange(exchange, acemq.Fanout)
+	topo := acemq.NewTopology().Exchange(exchange, acemq.Fanout, acemq.ExchangeOptions{})
 	for _, name := range []string{"billing", "audit", "shipping"} {
 		q := "example." + name + "." + suffix
 		queues[name] = q
-		topo = topo.Queue(q, acemq.AsClassic()).DeadLetters(q).Bind(q, exchange, "")
+		topo = topo.Queue(q, acemq.QueueOptions{Type: acemq.Classic}).DeadLetters(q).Bind(q, exchange, "")
 	}
 	if err := c.Apply(ctx, topo); err != nil {
 		return err
@@ -98,7 +99,7 @@ func run(url string) error {
 	k1, err := acemq.Consume(ctx, c, queues["billing"], func(_ context.Context, m *acemq.Message[order]) acemq.Decision {
 		billing <- m.Payload
 		return acemq.Accept()
-	}, acemq.ConsumerCodec(publisherCodec))
+	}, acemq.ConsumerConfig{Codec: publisherCodec})
 	if err != nil {
 		return err
 	}
@@ -113,7 +114,7 @@ func run(url string) error {
 	k2, err := acemq.Consume(ctx, c, queues["audit"], func(_ context.Context, m *acemq.Message[map[string]any]) acemq.Decision {
 		audit <- m.Payload
 		return acemq.Accept()
-	}, acemq.ConsumerCodec(everything))
+	}, acemq.ConsumerConfig{Codec: everything})
 	if err != nil {
 		return err
 	}
@@ -127,13 +128,13 @@ func run(url string) error {
 	k3, err := acemq.Consume(ctx, c, queues["shipping"], func(_ context.Context, m *acemq.Message[shippingOrder]) acemq.Decision {
 		shipping <- m.Payload
 		return acemq.Accept()
-	}, acemq.ConsumerCodec(resolving))
+	}, acemq.ConsumerConfig{Codec: resolving})
 	if err != nil {
 		return err
 	}
 	defer k3.Close(context.Background())
 
-	pub := acemq.NewPublisher[order](c, exchange, "", acemq.PublisherCodec(publisherCodec))
+	pub := acemq.NewPublisher[order](c, exchange, "", acemq.PublisherConfig{Codec: publisherCodec})
 	sent := []order{{"o-1", 1250}, {"o-2", 990}, {"o-3", 4200}}
 	for _, o := range sent {
 		if _, err := pub.Send(ctx, o); err != nil {

@@ -14,6 +14,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"log/slog"
 	"os"
 	"strings"
 	"time"
@@ -41,12 +42,11 @@ func run(url string) error {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	parked := make(chan acemq.Settlement, 4)
-	c, err := acemq.Connect(ctx, url, acemq.WithLogger(acemq.DiscardLogger()),
-		acemq.WithSettlementHook(func(s acemq.Settlement) {
-			if s.Outcome == acemq.ConsumeParked {
-				parked <- s
-			}
-		}))
+	c, err := acemq.Connect(ctx, url, acemq.Config{Logger: slog.New(slog.DiscardHandler), OnSettlement: func(s acemq.Settlement) {
+		if s.Outcome == acemq.ConsumeParked {
+			parked <- s
+		}
+	}})
 	if err != nil {
 		return err
 	}
@@ -70,7 +70,7 @@ func run(url string) error {
 	}
 
 	q := fmt.Sprintf("example.invoices.%d", time.Now().UnixNano())
-	if err := c.Apply(ctx, acemq.NewTopology().Queue(q, acemq.AsClassic())); err != nil {
+	if err := c.Apply(ctx, acemq.NewTopology().Queue(q, acemq.QueueOptions{Type: acemq.Classic})); err != nil {
 		return err
 	}
 	defer func() {
@@ -92,12 +92,12 @@ func run(url string) error {
 		id, _ := crypto.KeyIDOf(stored)
 		got <- received{m.Payload, len(m.Body), id, key}
 		return acemq.Accept()
-	}, acemq.ConsumerCodec(codec))
+	}, acemq.ConsumerConfig{Codec: codec})
 	if err != nil {
 		return err
 	}
 	defer k.Close(context.Background())
-	pub := acemq.NewPublisher[order](c, "", q, acemq.PublisherCodec(codec))
+	pub := acemq.NewPublisher[order](c, "", q, acemq.PublisherConfig{Codec: codec})
 
 	invoice := bytes.Repeat([]byte("%PDF scanned invoice "), (1<<20)/21+1)
 	if _, err := pub.Send(ctx, order{ID: "o-1", Invoice: invoice}); err != nil {
@@ -133,7 +133,7 @@ func run(url string) error {
 	foreign, _ := crypto.NewKeyring(crypto.Key{ID: "partner-7", Secret: bytes.Repeat([]byte{7}, 32)})
 	foreignEnc, _ := crypto.NewCodec(acemq.JSON(), foreign)
 	foreignCodec, _ := claimcheck.New(foreignEnc, store)
-	if _, err := acemq.NewPublisher[order](c, "", q, acemq.PublisherCodec(foreignCodec)).Send(ctx, order{ID: "o-3"}); err != nil {
+	if _, err := acemq.NewPublisher[order](c, "", q, acemq.PublisherConfig{Codec: foreignCodec}).Send(ctx, order{ID: "o-3"}); err != nil {
 		return err
 	}
 	select {

@@ -9,6 +9,7 @@ import (
 	"context"
 	"flag"
 	"fmt"
+	"log/slog"
 	"os"
 	"sync"
 	"time"
@@ -29,13 +30,13 @@ func main() {
 func run(url string) error {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	c, err := acemq.Connect(ctx, url, acemq.WithLogger(acemq.DiscardLogger()))
+	c, err := acemq.Connect(ctx, url, acemq.Config{Logger: slog.New(slog.DiscardHandler)})
 	if err != nil {
 		return err
 	}
 	defer c.Close(context.Background())
 	q := fmt.Sprintf("example.group.%d", time.Now().UnixNano())
-	if err := c.Apply(ctx, acemq.NewTopology().Queue(q, acemq.AsClassic())); err != nil {
+	if err := c.Apply(ctx, acemq.NewTopology().Queue(q, acemq.QueueOptions{Type: acemq.Classic})); err != nil {
 		return err
 	}
 	defer func() {
@@ -56,12 +57,12 @@ func run(url string) error {
 			close(all)
 		}
 		return acemq.Accept()
-	}, acemq.ConsumerPrefetch(5))
+	}, acemq.ConsumerConfig{Prefetch: 5})
 	if err != nil {
 		return err
 	}
 	for i := range n {
-		if _, err := c.Publish(ctx, "", q, i); err != nil {
+		if _, err := c.Publish(ctx, "", q, i, acemq.SendOptions{}); err != nil {
 			return err
 		}
 	}

@@ -18,6 +18,7 @@ import (
 	"database/sql"
 	"flag"
 	"fmt"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"strings"
@@ -73,13 +74,13 @@ func main() {
 func run(url, dsn string) error {
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	conn, err := acemq.Connect(ctx, url, acemq.WithLogger(acemq.DiscardLogger()))
+	conn, err := acemq.Connect(ctx, url, acemq.Config{Logger: slog.New(slog.DiscardHandler)})
 	if err != nil {
 		return err
 	}
 	defer conn.Close(context.Background())
 	const payments, emails = "example.idempotency.payments", "example.idempotency.emails"
-	if err := conn.Apply(ctx, acemq.NewTopology().Queue(payments, acemq.AsClassic()).Queue(emails, acemq.AsClassic())); err != nil {
+	if err := conn.Apply(ctx, acemq.NewTopology().Queue(payments, acemq.QueueOptions{Type: acemq.Classic}).Queue(emails, acemq.QueueOptions{Type: acemq.Classic})); err != nil {
 		return err
 	}
 	for _, q := range []string{payments, emails} {
@@ -117,7 +118,7 @@ func run(url, dsn string) error {
 		d := charge(ctx, m)
 		handled <- m.Envelope.ID
 		return d
-	})
+	}, acemq.ConsumerConfig{})
 	if err != nil {
 		return err
 	}
@@ -134,7 +135,7 @@ func run(url, dsn string) error {
 		{p2, payment{account, 100}, "P-2 (100)"},
 	}
 	for _, s := range sends {
-		if _, err := conn.Publish(ctx, "", payments, s.pay, acemq.WithEnvelope(s.env)); err != nil {
+		if _, err := conn.Publish(ctx, "", payments, s.pay, acemq.SendOptions{Envelope: new(s.env)}); err != nil {
 			return err
 		}
 		fmt.Printf("  sent %s as %s\n", s.say, s.env.ID)
@@ -171,14 +172,14 @@ func run(url, dsn string) error {
 		d := guarded(ctx, m)
 		done <- struct{}{}
 		return d
-	})
+	}, acemq.ConsumerConfig{})
 	if err != nil {
 		return err
 	}
 	defer c2.Close(context.Background())
 	e := acemq.NewEnvelope()
 	for range 3 {
-		if _, err := conn.Publish(ctx, "", emails, "welcome", acemq.WithEnvelope(e)); err != nil {
+		if _, err := conn.Publish(ctx, "", emails, "welcome", acemq.SendOptions{Envelope: &e}); err != nil {
 			return err
 		}
 	}

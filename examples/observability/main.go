@@ -22,6 +22,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"log/slog"
 	"net"
 	"net/http"
 	"os"
@@ -63,9 +64,7 @@ func run(url string) error {
 	tracer := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(spans))
 	defer tracer.Shutdown(context.Background())
 
-	c, err := acemq.Connect(ctx, url, acemq.WithLogger(acemq.DiscardLogger()),
-		acemq.WithMeterProvider(metrics.MeterProvider()),
-		acemq.WithTracerProvider(tracer))
+	c, err := acemq.Connect(ctx, url, acemq.Config{Logger: slog.New(slog.DiscardHandler), MeterProvider: metrics.MeterProvider(), TracerProvider: tracer})
 	if err != nil {
 		return err
 	}
@@ -87,7 +86,7 @@ func run(url string) error {
 	base := "http://" + ln.Addr().String()
 
 	queue := "example.observability." + time.Now().Format("150405.000000")
-	if err := c.Apply(ctx, acemq.NewTopology().Queue(queue).DeadLetters(queue)); err != nil {
+	if err := c.Apply(ctx, acemq.NewTopology().Queue(queue, acemq.QueueOptions{}).DeadLetters(queue)); err != nil {
 		return err
 	}
 	defer func() {
@@ -99,11 +98,11 @@ func run(url string) error {
 	cons, err := acemq.Consume(ctx, c, queue, func(_ context.Context, m *acemq.Message[string]) acemq.Decision {
 		close(done)
 		return acemq.Accept()
-	})
+	}, acemq.ConsumerConfig{})
 	if err != nil {
 		return err
 	}
-	if _, err := acemq.NewPublisher[string](c, "", queue).Send(ctx, "o-1"); err != nil {
+	if _, err := acemq.NewPublisher[string](c, "", queue, acemq.PublisherConfig{}).Send(ctx, "o-1"); err != nil {
 		return err
 	}
 	select {

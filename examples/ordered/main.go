@@ -9,6 +9,7 @@ import (
 	"context"
 	"flag"
 	"fmt"
+	"log/slog"
 	"os"
 	"slices"
 	"sync"
@@ -35,7 +36,7 @@ func main() {
 func run(url string) error {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	c, err := acemq.Connect(ctx, url, acemq.WithLogger(acemq.DiscardLogger()))
+	c, err := acemq.Connect(ctx, url, acemq.Config{Logger: slog.New(slog.DiscardHandler)})
 	if err != nil {
 		return err
 	}
@@ -60,7 +61,7 @@ func run(url string) error {
 	orders := []string{"o-1", "o-2", "o-3"}
 	for i := range perOrder {
 		for _, o := range orders {
-			if _, err := ordered.Send(ctx, c, name, partitions, o, event{Order: o, Seq: i}); err != nil {
+			if _, err := ordered.Send(ctx, c, name, partitions, o, event{Order: o, Seq: i}, acemq.SendOptions{}); err != nil {
 				return err
 			}
 		}

@@ -15,6 +15,7 @@ import (
 	"database/sql"
 	"flag"
 	"fmt"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"strings"
@@ -70,13 +71,13 @@ func main() {
 func run(url, dsn string) error {
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	conn, err := acemq.Connect(ctx, url, acemq.WithLogger(acemq.DiscardLogger()))
+	conn, err := acemq.Connect(ctx, url, acemq.Config{Logger: slog.New(slog.DiscardHandler)})
 	if err != nil {
 		return err
 	}
 	defer conn.Close(context.Background())
 	const queue = "example.outbox.orders"
-	if err := conn.Apply(ctx, acemq.NewTopology().Queue(queue, acemq.AsClassic())); err != nil {
+	if err := conn.Apply(ctx, acemq.NewTopology().Queue(queue, acemq.QueueOptions{Type: acemq.Classic})); err != nil {
 		return err
 	}
 	if _, err := conn.PurgeQueue(ctx, queue); err != nil {
@@ -137,7 +138,7 @@ func run(url, dsn string) error {
 		}
 	}
 
-	opts := []outbox.RelayOption{outbox.WithLogger(acemq.DiscardLogger())}
+	opts := []outbox.RelayOption{outbox.WithLogger(slog.New(slog.DiscardHandler))}
 	if dialect == sqlstore.PostgreSQL {
 		// Wake on Add's NOTIFY instead of waiting for the next poll.
 		opts = append(opts, outbox.WithNotifier(pgnotify.New(db)))

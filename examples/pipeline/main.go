@@ -10,6 +10,7 @@ import (
 	"context"
 	"flag"
 	"fmt"
+	"log/slog"
 	"os"
 	"sync"
 	"time"
@@ -43,14 +44,14 @@ func run(url string) error {
 	var mu sync.Mutex
 	outcomes := map[string]string{} // route id → step/outcome
 	finished := make(chan struct{}, 16)
-	c, err := acemq.Connect(ctx, url, acemq.WithLogger(acemq.DiscardLogger()), acemq.WithEventHandler(func(e acemq.Event) {
+	c, err := acemq.Connect(ctx, url, acemq.Config{Logger: slog.New(slog.DiscardHandler), OnEvent: func(e acemq.Event) {
 		if e.Kind == acemq.EventPipelineRunFinished {
 			mu.Lock()
 			outcomes[e.Fields["route_id"]] = e.Fields["step"] + "/" + e.Fields["outcome"]
 			mu.Unlock()
 			finished <- struct{}{}
 		}
-	}))
+	}})
 	if err != nil {
 		return err
 	}
@@ -93,7 +94,7 @@ func run(url string) error {
 
 	want := map[string]string{}
 	for _, o := range []order{{"o-1", 2}, {"o-2", 0}, {"o-3", 4}} {
-		sent, err := p.Send(ctx, c, o)
+		sent, err := p.Send(ctx, c, o, acemq.SendOptions{})
 		if err != nil {
 			return err
 		}

@@ -15,6 +15,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"log/slog"
 	"os"
 	"time"
 
@@ -46,7 +47,7 @@ func env(name, def string) string {
 func run(url string) error {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	c, err := acemq.Connect(ctx, url, acemq.WithLogger(acemq.DiscardLogger()))
+	c, err := acemq.Connect(ctx, url, acemq.Config{Logger: slog.New(slog.DiscardHandler)})
 	if err != nil {
 		return err
 	}
@@ -56,8 +57,8 @@ func run(url string) error {
 	suffix := time.Now().Format("150405.000000")
 	exchange, queue := "example.orders."+suffix, "example.orders.new."+suffix
 	if err := c.Apply(ctx, acemq.NewTopology().
-		Exchange(exchange, acemq.Topic).
-		Queue(queue).DeadLetters(queue). // a quorum queue with {queue}.dlq and .parked
+		Exchange(exchange, acemq.Topic, acemq.ExchangeOptions{}).
+		Queue(queue, acemq.QueueOptions{}).DeadLetters(queue). // a quorum queue with {queue}.dlq and .parked
 		Bind(queue, exchange, "order.*")); err != nil {
 		return err
 	}
@@ -75,13 +76,13 @@ func run(url string) error {
 		}
 		handled <- m.Envelope.ID
 		return acemq.Accept()
-	})
+	}, acemq.ConsumerConfig{})
 	if err != nil {
 		return err
 	}
 
 	// Publish: Send returns once the broker confirmed the message.
-	pub := acemq.NewPublisher[Order](c, exchange, "order.placed")
+	pub := acemq.NewPublisher[Order](c, exchange, "order.placed", acemq.PublisherConfig{})
 	sent := map[string]bool{}
 	s, err := pub.Send(ctx, Order{ID: "o-1", Cents: 1999})
 	if err != nil {

@@ -2,7 +2,7 @@
 // while a service publishes and consumes, and the library recovers on its
 // own. The connection events are printed as they happen (lost, retrying,
 // recovered with the publishing gap); publishes made during the recovery
-// wait for it (acemq.WithWaitForRecovery) instead of failing; the consumer
+// wait for it (acemq.Config.WaitForRecovery) instead of failing; the consumer
 // is re-attached with the same tag. Every publish that returned nil is
 // consumed. On memory:// the example drops the connections itself; on
 // RabbitMQ it closes them through the management API:
@@ -21,6 +21,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"log/slog"
 	"net/http"
 	"net/url"
 	"os"
@@ -57,30 +58,26 @@ func run(brokerURL, mgmt string) error {
 	defer cancel()
 	name := fmt.Sprintf("example-recovery-%d", time.Now().UnixNano())
 	recovered := make(chan struct{}, 4)
-	c, err := acemq.Connect(ctx, brokerURL,
-		acemq.WithLogger(acemq.DiscardLogger()),
-		acemq.WithClientName(name),
-		acemq.WithWaitForRecovery(),
-		acemq.WithEventHandler(func(e acemq.Event) {
-			switch e.Kind {
-			case acemq.EventLost:
-				fmt.Printf("event: lost (%v)\n", e.Err)
-			case acemq.EventRetrying:
-				fmt.Printf("event: retrying, attempt %d\n", e.Attempt)
-			case acemq.EventRecovered:
-				fmt.Printf("event: recovered after %d attempt(s); publishing was unavailable for %v\n", e.Attempt, e.Gap.Round(time.Millisecond))
-				recovered <- struct{}{}
-			default:
-				fmt.Printf("event: %s\n", e.Kind)
-			}
-		}))
+	c, err := acemq.Connect(ctx, brokerURL, acemq.Config{Logger: slog.New(slog.DiscardHandler), ClientName: name, WaitForRecovery: true, OnEvent: func(e acemq.Event) {
+		switch e.Kind {
+		case acemq.EventLost:
+			fmt.Printf("event: lost (%v)\n", e.Err)
+		case acemq.EventRetrying:
+			fmt.Printf("event: retrying, attempt %d\n", e.Attempt)
+		case acemq.EventRecovered:
+			fmt.Printf("event: recovered after %d attempt(s); publishing was unavailable for %v\n", e.Attempt, e.Gap.Round(time.Millisecond))
+			recovered <- struct{}{}
+		default:
+			fmt.Printf("event: %s\n", e.Kind)
+		}
+	}})
 	if err != nil {
 		return err
 	}
 	defer c.Close(context.Background())
 
 	queue := "example.recovery." + time.Now().Format("150405.000000")
-	if err := c.Apply(ctx, acemq.NewTopology().Queue(queue).DeadLetters(queue)); err != nil {
+	if err := c.Apply(ctx, acemq.NewTopology().Queue(queue, acemq.QueueOptions{}).DeadLetters(queue)); err != nil {
 		return err
 	}
 	defer func() {
@@ -96,13 +93,13 @@ func run(brokerURL, mgmt string) error {
 		received[m.Payload]++
 		mu.Unlock()
 		return acemq.Accept()
-	})
+	}, acemq.ConsumerConfig{})
 	if err != nil {
 		return err
 	}
 
 	// Publish steadily; halfway through, the broker drops the connection.
-	pub := acemq.NewPublisher[int](c, "", queue)
+	pub := acemq.NewPublisher[int](c, "", queue, acemq.PublisherConfig{})
 	var confirmed []int
 	lost := 0
 	for i := range 200 {
@@ -111,7 +108,7 @@ func run(brokerURL, mgmt string) error {
 				return err
 			}
 		}
-		_, err := pub.Send(ctx, i) // waits out the recovery (WithWaitForRecovery)
+		_, err := pub.Send(ctx, i) // waits out the recovery (Config.WaitForRecovery)
 		var perr *acemq.PublishError
 		switch {
 		case err == nil:

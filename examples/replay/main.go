@@ -10,6 +10,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"log/slog"
 	"os"
 	"time"
 
@@ -34,12 +35,11 @@ func run(url string) error {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	rejected := make(chan struct{}, 16)
-	c, err := acemq.Connect(ctx, url, acemq.WithLogger(acemq.DiscardLogger()),
-		acemq.WithSettlementHook(func(s acemq.Settlement) {
-			if s.Outcome == acemq.ConsumeRejected {
-				rejected <- struct{}{}
-			}
-		}))
+	c, err := acemq.Connect(ctx, url, acemq.Config{Logger: slog.New(slog.DiscardHandler), OnSettlement: func(s acemq.Settlement) {
+		if s.Outcome == acemq.ConsumeRejected {
+			rejected <- struct{}{}
+		}
+	}})
 	if err != nil {
 		return err
 	}
@@ -47,7 +47,7 @@ func run(url string) error {
 
 	q := fmt.Sprintf("example.orders.%d", time.Now().UnixNano())
 	dlq := acemq.DeadLetterQueue(q)
-	if err := c.Apply(ctx, acemq.NewTopology().Queue(q, acemq.AsClassic()).DeadLetters(q)); err != nil {
+	if err := c.Apply(ctx, acemq.NewTopology().Queue(q, acemq.QueueOptions{Type: acemq.Classic}).DeadLetters(q)); err != nil {
 		return err
 	}
 	defer func() {
@@ -59,11 +59,11 @@ func run(url string) error {
 	// The buggy release: every order is rejected to the DLQ.
 	buggy, err := acemq.Consume(ctx, c, q, func(_ context.Context, m *acemq.Message[order]) acemq.Decision {
 		return acemq.Reject(errors.New("bug #42: the tax table is empty"))
-	})
+	}, acemq.ConsumerConfig{})
 	if err != nil {
 		return err
 	}
-	pub := acemq.NewPublisher[order](c, "", q)
+	pub := acemq.NewPublisher[order](c, "", q, acemq.PublisherConfig{})
 	var keepAside string
 	for i := range 10 {
 		s, err := pub.Send(ctx, order{N: i})
@@ -105,7 +105,7 @@ func run(url string) error {
 	fixed, err := acemq.Consume(ctx, c, q, func(_ context.Context, m *acemq.Message[order]) acemq.Decision {
 		handled <- m.Envelope
 		return acemq.Accept()
-	})
+	}, acemq.ConsumerConfig{})
 	if err != nil {
 		return err
 	}

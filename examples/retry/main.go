@@ -19,6 +19,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"log/slog"
 	"os"
 	"strings"
 	"sync"
@@ -54,15 +55,14 @@ func run(url string) error {
 	defer cancel()
 	// The settlement hook reports what the engine did with each delivery.
 	settled := make(chan acemq.Settlement, 64)
-	c, err := acemq.Connect(ctx, url, acemq.WithLogger(acemq.DiscardLogger()),
-		acemq.WithSettlementHook(func(s acemq.Settlement) { settled <- s }))
+	c, err := acemq.Connect(ctx, url, acemq.Config{Logger: slog.New(slog.DiscardHandler), OnSettlement: func(s acemq.Settlement) { settled <- s }})
 	if err != nil {
 		return err
 	}
 	defer c.Close(context.Background())
 
 	queue := "example.payments." + time.Now().Format("150405.000000")
-	if err := c.Apply(ctx, acemq.NewTopology().Queue(queue).DeadLetters(queue)); err != nil {
+	if err := c.Apply(ctx, acemq.NewTopology().Queue(queue, acemq.QueueOptions{}).DeadLetters(queue)); err != nil {
 		return err
 	}
 	dlq, parked := acemq.DeadLetterQueue(queue), acemq.ParkedQueue(queue)
@@ -92,14 +92,14 @@ func run(url string) error {
 		default:
 			return acemq.Park(errors.New("amount over the fraud limit: a person must approve it"))
 		}
-	},
+	}, acemq.
 		// Three attempts in all, 50 ms apart. Waits of 30 s or more would be
 		// held on broker TTL queues ({queue}.retry.{delay}) instead.
-		acemq.ConsumerRetry(acemq.Fixed(3, 50*time.Millisecond)))
+		ConsumerConfig{Retry: acemq.Fixed(3, 50*time.Millisecond)})
 	if err != nil {
 		return err
 	}
-	pub := acemq.NewPublisher[Payment](c, "", queue)
+	pub := acemq.NewPublisher[Payment](c, "", queue, acemq.PublisherConfig{})
 	if _, err := pub.SendAll(ctx, []Payment{
 		{Card: "flaky-gateway", Cents: 1000},
 		{Card: "declined", Cents: 2000},

@@ -10,6 +10,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"log/slog"
 	"os"
 	"sync"
 	"time"
@@ -40,7 +41,7 @@ func main() {
 func run(url string) error {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	c, err := acemq.Connect(ctx, url, acemq.WithLogger(acemq.DiscardLogger()))
+	c, err := acemq.Connect(ctx, url, acemq.Config{Logger: slog.New(slog.DiscardHandler)})
 	if err != nil {
 		return err
 	}
@@ -48,7 +49,7 @@ func run(url string) error {
 
 	suffix := fmt.Sprintf("%d", time.Now().UnixNano())
 	queue, silent := "example.prices."+suffix, "example.nobody."+suffix
-	if err := c.Apply(ctx, acemq.NewTopology().Queue(queue, acemq.AsClassic()).Queue(silent, acemq.AsClassic())); err != nil {
+	if err := c.Apply(ctx, acemq.NewTopology().Queue(queue, acemq.QueueOptions{Type: acemq.Classic}).Queue(silent, acemq.QueueOptions{Type: acemq.Classic})); err != nil {
 		return err
 	}
 	defer func() {
@@ -62,7 +63,7 @@ func run(url string) error {
 			return price{}, errors.New("no price list has SKU unknown")
 		}
 		return price{SKU: m.Payload.SKU, Cents: 250 * m.Payload.Qty}, nil
-	}, acemq.ConsumerPrefetch(8), acemq.ConsumerConcurrency(4))
+	}, acemq.ConsumerConfig{Prefetch: 8, Concurrency: 4})
 	if err != nil {
 		return err
 	}

@@ -10,6 +10,7 @@ import (
 	"context"
 	"flag"
 	"fmt"
+	"log/slog"
 	"os"
 	"time"
 
@@ -33,13 +34,13 @@ func main() {
 func run(url string) error {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	c, err := acemq.Connect(ctx, url, acemq.WithLogger(acemq.DiscardLogger()))
+	c, err := acemq.Connect(ctx, url, acemq.Config{Logger: slog.New(slog.DiscardHandler)})
 	if err != nil {
 		return err
 	}
 	defer c.Close(context.Background())
 	q := fmt.Sprintf("example.reminders.%d", time.Now().UnixNano())
-	if err := c.Apply(ctx, acemq.NewTopology().Queue(q, acemq.AsClassic())); err != nil {
+	if err := c.Apply(ctx, acemq.NewTopology().Queue(q, acemq.QueueOptions{Type: acemq.Classic})); err != nil {
 		return err
 	}
 	defer func() {
@@ -57,7 +58,7 @@ func run(url string) error {
 	k, err := acemq.Consume(ctx, c, q, func(_ context.Context, m *acemq.Message[reminder]) acemq.Decision {
 		got <- m.Payload
 		return acemq.Accept()
-	})
+	}, acemq.ConsumerConfig{})
 	if err != nil {
 		return err
 	}

@@ -10,6 +10,7 @@ import (
 	"context"
 	"flag"
 	"fmt"
+	"log/slog"
 	"os"
 	"strings"
 	"sync"
@@ -31,7 +32,7 @@ func main() {
 func run(url string) error {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	c, err := acemq.Connect(ctx, url, acemq.WithLogger(acemq.DiscardLogger()))
+	c, err := acemq.Connect(ctx, url, acemq.Config{Logger: slog.New(slog.DiscardHandler)})
 	if err != nil {
 		return err
 	}
@@ -40,7 +41,7 @@ func run(url string) error {
 	validate, charge, archive := base+".validate", base+".charge", base+".archive"
 	t := acemq.NewTopology()
 	for _, q := range []string{validate, charge, archive} {
-		t.Queue(q, acemq.AsClassic())
+		t.Queue(q, acemq.QueueOptions{Type: acemq.Classic})
 	}
 	if err := c.Apply(ctx, t); err != nil {
 		return err
@@ -67,7 +68,7 @@ func run(url string) error {
 			trail = append(trail, step[len(base)+1:])
 			mu.Unlock()
 			return acemq.Accept()
-		}))
+		}), acemq.ConsumerConfig{})
 		if err != nil {
 			return err
 		}
@@ -81,7 +82,7 @@ func run(url string) error {
 		}
 		arrived <- len(s.Done)
 		return acemq.Accept()
-	})
+	}, acemq.ConsumerConfig{})
 	if err != nil {
 		return err
 	}
@@ -91,7 +92,7 @@ func run(url string) error {
 	if err != nil {
 		return err
 	}
-	if _, err := slip.Start(ctx, c, s, "order o-1"); err != nil {
+	if _, err := slip.Start(ctx, c, s, "order o-1", acemq.SendOptions{}); err != nil {
 		return err
 	}
 	select {

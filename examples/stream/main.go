@@ -11,6 +11,7 @@ import (
 	"context"
 	"flag"
 	"fmt"
+	"log/slog"
 	"maps"
 	"os"
 	"slices"
@@ -65,13 +66,13 @@ func main() {
 func run(url string) error {
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	c, err := acemq.Connect(ctx, url, acemq.WithLogger(acemq.DiscardLogger()))
+	c, err := acemq.Connect(ctx, url, acemq.Config{Logger: slog.New(slog.DiscardHandler)})
 	if err != nil {
 		return err
 	}
 	defer c.Close(context.Background())
 	history := fmt.Sprintf("example-orders-history-%d", time.Now().UnixNano())
-	if err := c.Apply(ctx, acemq.NewTopology().Queue(history, acemq.AsStream(), acemq.StreamMaxAge(time.Hour))); err != nil {
+	if err := c.Apply(ctx, acemq.NewTopology().Queue(history, acemq.QueueOptions{Type: acemq.Stream, MaxAge: time.Hour})); err != nil {
 		return err
 	}
 	defer func() {
@@ -132,7 +133,7 @@ func run(url string) error {
 
 func publish(ctx context.Context, c *acemq.Conn, history string, events []orderEvent) error {
 	for _, e := range events {
-		if _, err := c.Publish(ctx, "", history, e); err != nil {
+		if _, err := c.Publish(ctx, "", history, e, acemq.SendOptions{}); err != nil {
 			return err
 		}
 	}

@@ -19,6 +19,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"log/slog"
 	"os"
 	"strings"
 	"time"
@@ -45,7 +46,7 @@ func env(name, def string) string {
 func run(url string) error {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	c, err := acemq.Connect(ctx, url, acemq.WithLogger(acemq.DiscardLogger()))
+	c, err := acemq.Connect(ctx, url, acemq.Config{Logger: slog.New(slog.DiscardHandler)})
 	if err != nil {
 		return err
 	}
@@ -56,7 +57,7 @@ func run(url string) error {
 
 	// A mistake: a binding to a queue nobody declares. Validate (which Plan
 	// and Apply also run) refuses it before anything is sent.
-	bad := acemq.NewTopology().Exchange(events, acemq.Topic).Bind("example.nowhere", events, "#")
+	bad := acemq.NewTopology().Exchange(events, acemq.Topic, acemq.ExchangeOptions{}).Bind("example.nowhere", events, "#")
 	if err := bad.Validate(); err == nil {
 		return errors.New("a binding to an undeclared queue was accepted")
 	} else {
@@ -66,9 +67,9 @@ func run(url string) error {
 	// The service's real topology: a topic exchange, a quorum queue with its
 	// dead-letter queues and retry ladder, and a classic audit queue.
 	topo := acemq.NewTopology().
-		Exchange(events, acemq.Topic).
-		Queue(billing).DeadLetters(billing).Retries(billing, acemq.Fixed(3, time.Minute)).
-		Queue(audit, acemq.AsClassic()).
+		Exchange(events, acemq.Topic, acemq.ExchangeOptions{}).
+		Queue(billing, acemq.QueueOptions{}).DeadLetters(billing).Retries(billing, acemq.Fixed(3, time.Minute)).
+		Queue(audit, acemq.QueueOptions{Type: acemq.Classic}).
 		Bind(billing, events, "order.*").
 		Bind(audit, events, "#")
 	fmt.Print("the topology:\n", indent(topo.Describe()))
@@ -106,7 +107,7 @@ func run(url string) error {
 	}
 
 	// The bindings route: one publish reaches both queues.
-	if _, err := acemq.NewPublisher[string](c, events, "order.placed", acemq.PublisherMandatory()).Send(ctx, "o-1"); err != nil {
+	if _, err := acemq.NewPublisher[string](c, events, "order.placed", acemq.PublisherConfig{Mandatory: true}).Send(ctx, "o-1"); err != nil {
 		return err
 	}
 	for _, q := range []string{billing, audit} {

@@ -46,7 +46,7 @@ func BlockAndWait(t testing.TB, c *acemq.Conn, b *memory.Broker, reason string) 
 			t.Fatalf("the Conn was not told it is blocked within %s of publishing during the alarm", waitLimit)
 		}
 	}
-	if got := c.BlockedReason(); got != reason {
+	if got := c.Health(context.Background()).BlockedReason; got != reason {
 		t.Fatalf("BlockedReason %q, want %q", got, reason)
 	}
 	select {

@@ -6,6 +6,8 @@ package brokertest
 
 import (
 	"context"
+	"log/slog"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -24,11 +26,11 @@ func ForEachBroker(t *testing.T, body func(t *testing.T, url string)) {
 
 // Connect connects to url with a silent logger and closes the Conn at the
 // end of the test.
-func Connect(t *testing.T, url string, opts ...acemq.Option) *acemq.Conn {
+func Connect(t *testing.T, url string, opts ...acemq.Config) *acemq.Conn {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	c, err := acemq.Connect(ctx, url, append([]acemq.Option{acemq.WithLogger(acemq.DiscardLogger())}, opts...)...)
+	c, err := acemq.Connect(ctx, url, Overlay(acemq.Config{Logger: slog.New(slog.DiscardHandler)}, opts...))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -41,7 +43,7 @@ func Connect(t *testing.T, url string, opts ...acemq.Option) *acemq.Conn {
 func Queue(t *testing.T, c *acemq.Conn, prefix string) string {
 	t.Helper()
 	q := testenv.Unique(prefix)
-	if err := c.Apply(context.Background(), acemq.NewTopology().Queue(q, acemq.AsClassic())); err != nil {
+	if err := c.Apply(context.Background(), acemq.NewTopology().Queue(q, acemq.QueueOptions{Type: acemq.Classic})); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() {
@@ -88,7 +90,7 @@ func Depth(t *testing.T, c *acemq.Conn, q string) int {
 func Publish(t *testing.T, c *acemq.Conn, q string, n int) {
 	t.Helper()
 	for i := range n {
-		if _, err := c.Publish(context.Background(), "", q, map[string]int{"n": i}); err != nil {
+		if _, err := c.Publish(context.Background(), "", q, map[string]int{"n": i}, acemq.SendOptions{}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -120,4 +122,30 @@ func Pull(t *testing.T, c *acemq.Conn, q string) *acemq.Pulled {
 		}
 		time.Sleep(5 * time.Millisecond)
 	}
+}
+
+// Overlay returns base with every non-zero field of each of over laid on
+// it in order, for test helpers that add their own settings (a logger, an
+// event log) to the ones a test passes.
+func Overlay(base acemq.Config, over ...acemq.Config) acemq.Config {
+	out := reflect.ValueOf(&base).Elem()
+	for _, o := range over {
+		v := reflect.ValueOf(o)
+		for i := range v.NumField() {
+			if f := v.Field(i); !f.IsZero() {
+				out.Field(i).Set(f)
+			}
+		}
+	}
+	return base
+}
+
+// First returns xs[0], or the zero T when xs is empty: test helpers take
+// an optional options struct as a variadic parameter.
+func First[T any](xs []T) T {
+	var z T
+	if len(xs) > 0 {
+		z = xs[0]
+	}
+	return z
 }

@@ -7,6 +7,7 @@ package codectest
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -37,21 +38,20 @@ func Deliver(t *testing.T, codec acemq.Codec, contentType string, body []byte) O
 	defer cancel()
 	settled := make(chan acemq.Settlement, 4)
 	name := fmt.Sprintf("codectest-%d-%d", time.Now().UnixNano(), seq.Add(1))
-	c, err := acemq.Connect(ctx, "memory://"+name, acemq.WithLogger(acemq.DiscardLogger()),
-		acemq.WithSettlementHook(func(s acemq.Settlement) { settled <- s }))
+	c, err := acemq.Connect(ctx, "memory://"+name, acemq.Config{Logger: slog.New(slog.DiscardHandler), OnSettlement: func(s acemq.Settlement) { settled <- s }})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer c.Close(context.Background())
 	q := "codec.q"
-	if err := c.Apply(ctx, acemq.NewTopology().Queue(q, acemq.AsClassic()).DeadLetters(q)); err != nil {
+	if err := c.Apply(ctx, acemq.NewTopology().Queue(q, acemq.QueueOptions{Type: acemq.Classic}).DeadLetters(q)); err != nil {
 		t.Fatal(err)
 	}
 	got := make(chan any, 1)
 	k, err := acemq.Consume(ctx, c, q, func(_ context.Context, m *acemq.Message[any]) acemq.Decision {
 		got <- m.Payload
 		return acemq.Accept()
-	}, acemq.ConsumerCodec(codec), acemq.ConsumerRetry(acemq.Fixed(3, time.Millisecond)))
+	}, acemq.ConsumerConfig{Codec: codec, Retry: acemq.Fixed(3, time.Millisecond)})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -79,20 +79,20 @@ func Alarm(ctx context.Context, env Env, o AlarmOptions) *Result {
 
 func alarm(ctx context.Context, env Env, o AlarmOptions, res *Result) error {
 	unblocked := make(chan time.Time, 4)
-	c, err := env.connect(ctx, acemq.WithEventHandler(func(e acemq.Event) {
+	c, err := env.connect(ctx, acemq.Config{OnEvent: func(e acemq.Event) {
 		if e.Kind == acemq.EventUnblocked {
 			select {
 			case unblocked <- e.At:
 			default:
 			}
 		}
-	}))
+	}})
 	if err != nil {
 		return err
 	}
 	defer c.Close(context.Background())
 	q := unique("drill.alarm")
-	if err := c.Apply(ctx, acemq.NewTopology().Queue(q, acemq.AsClassic())); err != nil {
+	if err := c.Apply(ctx, acemq.NewTopology().Queue(q, acemq.QueueOptions{Type: acemq.Classic})); err != nil {
 		return err
 	}
 	defer func() {
@@ -106,7 +106,7 @@ func alarm(ctx context.Context, env Env, o AlarmOptions, res *Result) error {
 		t.received[m.Envelope.ID] = true
 		t.mu.Unlock()
 		return acemq.Accept()
-	}, acemq.ConsumerConcurrency(4))
+	}, acemq.ConsumerConfig{Concurrency: 4})
 	if err != nil {
 		return err
 	}
@@ -116,7 +116,7 @@ func alarm(ctx context.Context, env Env, o AlarmOptions, res *Result) error {
 	var wg sync.WaitGroup
 	// Stop the publishers, then wait for them (defers run last-first).
 	defer func() { stopPub(); wg.Wait() }()
-	pub := acemq.NewPublisher[crashMsg](c, "", q)
+	pub := acemq.NewPublisher[crashMsg](c, "", q, acemq.PublisherConfig{})
 	for w := 0; w < o.Publishers; w++ {
 		wg.Add(1)
 		go func() {
@@ -177,7 +177,7 @@ func alarm(ctx context.Context, env Env, o AlarmOptions, res *Result) error {
 		}
 		_ = sleepCtx(ctx, time.Millisecond) // Blocked has no change event of its own here
 	}
-	res.Set("blocked-reason", fmt.Sprintf("%q", c.BlockedReason()))
+	res.Set("blocked-reason", fmt.Sprintf("%q", c.Health(ctx).BlockedReason))
 
 	// Health under the alarm: local state only, so fast, and UP.
 	var slowest time.Duration

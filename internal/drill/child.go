@@ -96,7 +96,7 @@ func child(ctx context.Context, mode, url, queue, path string, workers int, work
 	defer c.Close(context.Background())
 	switch mode {
 	case "publish":
-		pub := acemq.NewPublisher[crashMsg](c, "", queue)
+		pub := acemq.NewPublisher[crashMsg](c, "", queue, acemq.PublisherConfig{})
 		var wg sync.WaitGroup
 		for w := 0; w < workers; w++ {
 			wg.Add(1)
@@ -124,7 +124,7 @@ func child(ctx context.Context, mode, url, queue, path string, workers int, work
 			_ = rec.line("done", m.Envelope.ID)
 			_ = sleepCtx(ctx, hold) // a kill here lands after the work, before the ack
 			return acemq.Accept()
-		}, acemq.ConsumerConcurrency(workers), acemq.ConsumerPrefetch(workers))
+		}, acemq.ConsumerConfig{Concurrency: workers, Prefetch: workers})
 		if err != nil {
 			return err
 		}

@@ -165,7 +165,7 @@ func crashRig(ctx context.Context, env Env, o CrashOptions, prefix string) (dir 
 		_ = c.Close(context.Background())
 		cleanup()
 	}
-	if err := c.Apply(ctx, acemq.NewTopology().Queue(q)); err != nil {
+	if err := c.Apply(ctx, acemq.NewTopology().Queue(q, acemq.QueueOptions{})); err != nil {
 		done()
 		return "", nil, "", nil, err
 	}
@@ -263,7 +263,7 @@ func CrashConsume(ctx context.Context, env Env, o CrashOptions) *Result {
 		return res
 	}
 	defer release()
-	pub := acemq.NewPublisher[crashMsg](c, "", q)
+	pub := acemq.NewPublisher[crashMsg](c, "", q, acemq.PublisherConfig{})
 	payloads := make([]crashMsg, o.Messages)
 	for i := range payloads {
 		payloads[i] = crashMsg{Seq: i}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
+	"log/slog"
 	"math/rand/v2"
 	"path/filepath"
 	"strings"
@@ -83,7 +84,7 @@ func outboxChild(ctx context.Context, mode, url, db, queue string, rec *record) 
 		return nil
 	case "outbox-relay":
 		r, err := outbox.NewRelay(c, store, outbox.WithLockTTL(outboxLockTTL), outbox.WithBatchSize(50),
-			outbox.WithLogger(acemq.DiscardLogger()), outbox.WithObserver(func(sw outbox.Sweep) {
+			outbox.WithLogger(slog.New(slog.DiscardHandler)), outbox.WithObserver(func(sw outbox.Sweep) {
 				if sw.Published > 0 {
 					_ = rec.line("relayed", fmt.Sprint(sw.Published))
 				}
@@ -151,7 +152,7 @@ func crashOutbox(ctx context.Context, env Env, db string, o CrashOptions, res *R
 	}
 	defer c.Close(context.Background())
 	q := unique("drill.crash.outbox")
-	if err := c.Apply(ctx, acemq.NewTopology().Queue(q, acemq.AsClassic())); err != nil {
+	if err := c.Apply(ctx, acemq.NewTopology().Queue(q, acemq.QueueOptions{Type: acemq.Classic})); err != nil {
 		return err
 	}
 	defer c.DeleteQueue(context.Background(), q)
@@ -198,7 +199,7 @@ func crashOutbox(ctx context.Context, env Env, db string, o CrashOptions, res *R
 	}
 	// A last relay, in this process, finishes the outbox once the killed
 	// relays' claims have expired.
-	relay, err := outbox.NewRelay(c, store, outbox.WithLockTTL(outboxLockTTL), outbox.WithLogger(acemq.DiscardLogger()))
+	relay, err := outbox.NewRelay(c, store, outbox.WithLockTTL(outboxLockTTL), outbox.WithLogger(slog.New(slog.DiscardHandler)))
 	if err != nil {
 		return err
 	}

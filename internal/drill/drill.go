@@ -16,6 +16,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"os"
 	"os/exec"
 	"strings"
@@ -64,11 +65,15 @@ func (e Env) ctl(ctx context.Context, args ...string) (string, error) {
 	return string(out), nil
 }
 
-// connect opens a Conn for a drill with the library's defaults and a quiet
-// logger; opts come after and win.
-func (e Env) connect(ctx context.Context, opts ...acemq.Option) (*acemq.Conn, error) {
-	all := append([]acemq.Option{acemq.WithLogger(acemq.DiscardLogger()), acemq.WithClientName("acemq-drill")}, opts...)
-	return acemq.Connect(ctx, e.URL, all...)
+// connect opens a Conn for a drill with the library's defaults, a quiet
+// logger and the drill's client name laid over cfg (at most one).
+func (e Env) connect(ctx context.Context, cfg ...acemq.Config) (*acemq.Conn, error) {
+	var c acemq.Config
+	if len(cfg) > 0 {
+		c = cfg[0]
+	}
+	c.Logger, c.ClientName = slog.New(slog.DiscardHandler), "acemq-drill"
+	return acemq.Connect(ctx, e.URL, c)
 }
 
 // Result is a drill's outcome: its numbers in the order they were set and

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/acemq-go/acemq"
+	"github.com/acemq-go/acemq/header"
 	"github.com/acemq-go/acemq/transport"
 	amqp "github.com/rabbitmq/amqp091-go"
 )
@@ -102,28 +103,28 @@ func hostileCases() []hostileCase {
 		{name: "large-valid-body-4MiB", contentType: "application/json", body: big, want: landHandled},
 		{name: "large-invalid-body-4MiB", contentType: "application/json", body: bigBad, want: landParked, reason: "could not be decoded"},
 		{name: "no-acemq-headers-message-id", messageID: "mid-1", body: ok, want: landHandled, attempt: 1},
-		{name: "attempt-as-text", body: ok, headers: map[string]any{acemq.HeaderAttempt: "three"}, want: landHandled, attempt: 1},
-		{name: "attempt-negative", body: ok, headers: map[string]any{acemq.HeaderAttempt: int64(-5)}, want: landHandled, attempt: 1},
-		{name: "attempt-zero", body: ok, headers: map[string]any{acemq.HeaderAttempt: int32(0)}, want: landHandled, attempt: 1},
-		{name: "attempt-float", body: ok, headers: map[string]any{acemq.HeaderAttempt: 2.9}, want: landHandled, attempt: 2},
-		{name: "attempt-huge", body: ok, headers: map[string]any{acemq.HeaderAttempt: int64(math.MaxInt64)}, want: landHandled},
-		{name: "attempt-as-bytes", body: ok, headers: map[string]any{acemq.HeaderAttempt: []byte("4")}, want: landHandled, attempt: 4},
-		{name: "attempt-as-table", body: ok, headers: map[string]any{acemq.HeaderAttempt: transport.Table{"n": int32(3)}}, want: landHandled, attempt: 1},
-		{name: "attempt-as-bool", body: ok, headers: map[string]any{acemq.HeaderAttempt: true}, want: landHandled, attempt: 1},
-		{name: "attempt-void", body: ok, headers: map[string]any{acemq.HeaderAttempt: nil}, want: landHandled, attempt: 1},
-		{name: "version-huge-float", body: ok, headers: map[string]any{acemq.HeaderVersion: 1e300}, want: landHandled},
-		{name: "id-as-integer", body: ok, headers: map[string]any{acemq.HeaderID: int64(42)}, want: landHandled},
-		{name: "id-not-utf8-bytes", body: ok, headers: map[string]any{acemq.HeaderID: []byte{0xff, 0x00, 0xfe}}, want: landHandled},
-		{name: "id-empty", body: ok, headers: map[string]any{acemq.HeaderID: ""}, want: landHandled},
-		{name: "type-as-array", body: ok, headers: map[string]any{acemq.HeaderType: []any{"a", int32(1)}}, want: landHandled},
-		{name: "first-seen-as-text", body: ok, headers: map[string]any{acemq.HeaderFirstSeen: "yesterday"}, want: landHandled},
-		{name: "first-seen-epoch-zero", body: ok, headers: map[string]any{acemq.HeaderFirstSeen: int64(0)}, want: landHandled},
-		{name: "first-seen-far-future", body: ok, headers: map[string]any{acemq.HeaderFirstSeen: int64(math.MaxInt64)}, want: landHandled},
-		{name: "first-seen-timestamp-type", body: ok, headers: map[string]any{acemq.HeaderFirstSeen: time.Unix(0, 0)}, want: landHandled},
-		{name: "route-garbage", body: ok, headers: map[string]any{acemq.HeaderRoute: ",,", acemq.HeaderRoutePosition: int64(-9)}, want: landHandled},
-		{name: "error-header-inbound", body: ok, headers: map[string]any{acemq.HeaderError: []byte{0xff}}, want: landHandled},
+		{name: "attempt-as-text", body: ok, headers: map[string]any{header.Attempt: "three"}, want: landHandled, attempt: 1},
+		{name: "attempt-negative", body: ok, headers: map[string]any{header.Attempt: int64(-5)}, want: landHandled, attempt: 1},
+		{name: "attempt-zero", body: ok, headers: map[string]any{header.Attempt: int32(0)}, want: landHandled, attempt: 1},
+		{name: "attempt-float", body: ok, headers: map[string]any{header.Attempt: 2.9}, want: landHandled, attempt: 2},
+		{name: "attempt-huge", body: ok, headers: map[string]any{header.Attempt: int64(math.MaxInt64)}, want: landHandled},
+		{name: "attempt-as-bytes", body: ok, headers: map[string]any{header.Attempt: []byte("4")}, want: landHandled, attempt: 4},
+		{name: "attempt-as-table", body: ok, headers: map[string]any{header.Attempt: transport.Table{"n": int32(3)}}, want: landHandled, attempt: 1},
+		{name: "attempt-as-bool", body: ok, headers: map[string]any{header.Attempt: true}, want: landHandled, attempt: 1},
+		{name: "attempt-void", body: ok, headers: map[string]any{header.Attempt: nil}, want: landHandled, attempt: 1},
+		{name: "version-huge-float", body: ok, headers: map[string]any{header.Version: 1e300}, want: landHandled},
+		{name: "id-as-integer", body: ok, headers: map[string]any{header.ID: int64(42)}, want: landHandled},
+		{name: "id-not-utf8-bytes", body: ok, headers: map[string]any{header.ID: []byte{0xff, 0x00, 0xfe}}, want: landHandled},
+		{name: "id-empty", body: ok, headers: map[string]any{header.ID: ""}, want: landHandled},
+		{name: "type-as-array", body: ok, headers: map[string]any{header.Type: []any{"a", int32(1)}}, want: landHandled},
+		{name: "first-seen-as-text", body: ok, headers: map[string]any{header.FirstSeen: "yesterday"}, want: landHandled},
+		{name: "first-seen-epoch-zero", body: ok, headers: map[string]any{header.FirstSeen: int64(0)}, want: landHandled},
+		{name: "first-seen-far-future", body: ok, headers: map[string]any{header.FirstSeen: int64(math.MaxInt64)}, want: landHandled},
+		{name: "first-seen-timestamp-type", body: ok, headers: map[string]any{header.FirstSeen: time.Unix(0, 0)}, want: landHandled},
+		{name: "route-garbage", body: ok, headers: map[string]any{header.Route: ",,", header.RoutePosition: int64(-9)}, want: landHandled},
+		{name: "error-header-inbound", body: ok, headers: map[string]any{header.Error: []byte{0xff}}, want: landHandled},
 		{name: "unknown-reserved-header", body: ok, headers: map[string]any{"x-acemq-from-the-future": transport.Table{"a": int32(1)}}, want: landHandled},
-		{name: "reply-to-as-integer", body: ok, headers: map[string]any{acemq.HeaderReplyTo: int32(5)}, want: landHandled},
+		{name: "reply-to-as-integer", body: ok, headers: map[string]any{header.ReplyTo: int32(5)}, want: landHandled},
 		{name: "replay-stamps-garbage", body: ok, headers: map[string]any{"acemq-replayed-at": "not a time", "acemq-replay-count": "many"}, want: landHandled},
 		{name: "traceparent-garbage", body: ok, headers: map[string]any{"traceparent": "00-zz-zz-zz", "tracestate": []byte{0xff}}, want: landHandled},
 		{name: "header-table-30-deep", body: ok, headers: map[string]any{"x-app-deep": nested(30)}, want: landHandled},
@@ -165,7 +166,7 @@ func hostile(ctx context.Context, env Env, res *Result) error {
 	defer c.Close(context.Background())
 	q := unique("drill.hostile")
 	dlq, parked := acemq.DeadLetterQueue(q), acemq.ParkedQueue(q)
-	if err := c.Apply(ctx, acemq.NewTopology().Queue(q, acemq.AsClassic())); err != nil {
+	if err := c.Apply(ctx, acemq.NewTopology().Queue(q, acemq.QueueOptions{Type: acemq.Classic})); err != nil {
 		return err
 	}
 	defer func() {
@@ -193,7 +194,7 @@ func hostile(ctx context.Context, env Env, res *Result) error {
 			return acemq.Retry(acemq.Fatal(fmt.Errorf("the drill's handler cannot ever handle this order")))
 		}
 		return acemq.Accept()
-	}, acemq.ConsumerConcurrency(4))
+	}, acemq.ConsumerConfig{Concurrency: 4})
 	if err != nil {
 		return err
 	}

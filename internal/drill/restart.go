@@ -192,20 +192,20 @@ func Restart(ctx context.Context, env Env, o RestartOptions) *Result {
 
 func restartOne(ctx context.Context, env Env, o RestartOptions, typ acemq.QueueType, addr string, res *Result) (err error) {
 	events := make(chan acemq.Event, 256)
-	c, err := env.connect(ctx, acemq.WithEventHandler(func(e acemq.Event) {
+	c, err := env.connect(ctx, acemq.Config{OnEvent: func(e acemq.Event) {
 		select {
 		case events <- e:
 		default:
 		}
-	}))
+	}})
 	if err != nil {
 		return err
 	}
 	defer c.Close(context.Background())
 	q := unique("drill.restart." + string(typ))
-	opt := acemq.AsQuorum()
+	opt := acemq.QueueOptions{Type: acemq.Quorum}
 	if typ == acemq.Classic {
-		opt = acemq.AsClassic()
+		opt = acemq.QueueOptions{Type: acemq.Classic}
 	}
 	if err := c.Apply(ctx, acemq.NewTopology().Queue(q, opt)); err != nil {
 		return err
@@ -221,13 +221,13 @@ func restartOne(ctx context.Context, env Env, o RestartOptions, typ acemq.QueueT
 		tally.received[m.Envelope.ID] = time.Now()
 		tally.mu.Unlock()
 		return acemq.Accept()
-	}, acemq.ConsumerConcurrency(4))
+	}, acemq.ConsumerConfig{Concurrency: 4})
 	if err != nil {
 		return err
 	}
 	pubCtx, stopPub := context.WithCancel(ctx)
 	var wg sync.WaitGroup
-	pub := acemq.NewPublisher[crashMsg](c, "", q)
+	pub := acemq.NewPublisher[crashMsg](c, "", q, acemq.PublisherConfig{})
 	for w := 0; w < o.Publishers; w++ {
 		wg.Add(1)
 		go func() {

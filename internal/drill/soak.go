@@ -160,20 +160,20 @@ func soak(ctx context.Context, env Env, o SoakOptions, res *Result) error {
 	defer proxy.stop()
 	recovered := make(chan acemq.Event, 16)
 	clientName := unique("acemq-soak")
-	c, err := env.connect(ctx, acemq.WithClientName(clientName), acemq.WithEventHandler(func(e acemq.Event) {
+	c, err := env.connect(ctx, acemq.Config{ClientName: clientName, OnEvent: func(e acemq.Event) {
 		if e.Kind == acemq.EventRecovered || e.Kind == acemq.EventGaveUp {
 			select {
 			case recovered <- e:
 			default:
 			}
 		}
-	}))
+	}})
 	if err != nil {
 		return err
 	}
 	defer c.Close(context.Background())
 	q := unique("drill.soak")
-	if err := c.Apply(ctx, acemq.NewTopology().Queue(q)); err != nil {
+	if err := c.Apply(ctx, acemq.NewTopology().Queue(q, acemq.QueueOptions{})); err != nil {
 		return err
 	}
 	defer func() {
@@ -201,7 +201,7 @@ func soak(ctx context.Context, env Env, o SoakOptions, res *Result) error {
 		received.set(m.Payload.Seq)
 		mu.Unlock()
 		return acemq.Accept()
-	})
+	}, acemq.ConsumerConfig{})
 	if err != nil {
 		return err
 	}
@@ -215,7 +215,7 @@ func soak(ctx context.Context, env Env, o SoakOptions, res *Result) error {
 	var wg sync.WaitGroup
 	// Stop the publishers, then wait for them (defers run last-first).
 	defer func() { stopPub(); wg.Wait() }()
-	pub := acemq.NewPublisher[crashMsg](c, "", q)
+	pub := acemq.NewPublisher[crashMsg](c, "", q, acemq.PublisherConfig{})
 	wg.Add(1)
 	go func() {
 		defer wg.Done()

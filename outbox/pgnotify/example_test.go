@@ -19,7 +19,7 @@ func ExampleNew() {
 	if err != nil {
 		log.Fatal(err)
 	}
-	conn, err := acemq.Connect(ctx, "amqp://guest:guest@localhost:5672/")
+	conn, err := acemq.Connect(ctx, "amqp://guest:guest@localhost:5672/", acemq.Config{})
 	if err != nil {
 		log.Fatal(err)
 	}

@@ -2,6 +2,7 @@ package pgnotify_test
 
 import (
 	"context"
+	"log/slog"
 	"testing"
 	"time"
 
@@ -47,18 +48,18 @@ func TestListenWakesTheRelayOnCommit(t *testing.T) {
 	if err := s.EnsureSchema(ctx); err != nil {
 		t.Fatal(err)
 	}
-	c, err := acemq.Connect(ctx, "memory://pgnotify-"+dbtest.RandHex(6), acemq.WithLogger(acemq.DiscardLogger()))
+	c, err := acemq.Connect(ctx, "memory://pgnotify-"+dbtest.RandHex(6), acemq.Config{Logger: slog.New(slog.DiscardHandler)})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer c.Close(ctx)
-	if err := c.Apply(ctx, acemq.NewTopology().Queue("orders", acemq.AsClassic())); err != nil {
+	if err := c.Apply(ctx, acemq.NewTopology().Queue("orders", acemq.QueueOptions{Type: acemq.Classic})); err != nil {
 		t.Fatal(err)
 	}
 	sweeps := make(chan outbox.Sweep, 16)
 	n := &wakeSignal{l: pgnotify.New(db), subd: make(chan struct{})}
 	r, err := outbox.NewRelay(c, s, outbox.WithInterval(time.Hour), outbox.WithNotifier(n),
-		outbox.WithLogger(acemq.DiscardLogger()), outbox.WithObserver(func(sw outbox.Sweep) { sweeps <- sw }))
+		outbox.WithLogger(slog.New(slog.DiscardHandler)), outbox.WithObserver(func(sw outbox.Sweep) { sweeps <- sw }))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -334,7 +334,7 @@ func explainTLS(err error) error {
 	}
 	switch {
 	case errors.As(err, &unknown):
-		return fmt.Errorf("the broker's TLS certificate is not trusted: %w; give the CA that signed it with acemq.WithTLS(&tls.Config{RootCAs: pool}) (the pool replaces the system store) or add it to the system store", err)
+		return fmt.Errorf("the broker's TLS certificate is not trusted: %w; give the CA that signed it with acemq.Config{TLS: &tls.Config{RootCAs: pool}} (the pool replaces the system store) or add it to the system store", err)
 	case errors.As(err, &host):
 		return fmt.Errorf("the broker's TLS certificate does not match the host connected to: %w; connect with a host name the certificate lists, or reissue the certificate for this name", err)
 	case errors.As(err, &invalid):

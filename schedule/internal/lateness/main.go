@@ -12,6 +12,7 @@ import (
 	"flag"
 	"fmt"
 	"log"
+	"log/slog"
 	"os"
 	"slices"
 	"strconv"
@@ -37,7 +38,7 @@ func main() {
 		delays = append(delays, d)
 	}
 	ctx := context.Background()
-	c, err := acemq.Connect(ctx, *url, acemq.WithLogger(acemq.DiscardLogger()))
+	c, err := acemq.Connect(ctx, *url, acemq.Config{Logger: slog.New(slog.DiscardHandler)})
 	if err != nil {
 		log.Fatal(err)
 	}
@@ -48,7 +49,7 @@ func main() {
 	}
 	defer s.Close(ctx)
 	q := "acemq.lateness." + strconv.Itoa(os.Getpid())
-	if err := c.Apply(ctx, acemq.NewTopology().Queue(q, acemq.AsClassic())); err != nil {
+	if err := c.Apply(ctx, acemq.NewTopology().Queue(q, acemq.QueueOptions{Type: acemq.Classic})); err != nil {
 		log.Fatal(err)
 	}
 	defer c.DeleteQueue(ctx, q)
@@ -73,7 +74,7 @@ func main() {
 			close(done)
 		}
 		return acemq.Accept()
-	})
+	}, acemq.ConsumerConfig{})
 	if err != nil {
 		log.Fatal(err)
 	}
