@@ -209,15 +209,8 @@ func (c *Conn) Blocked() bool {
 	return b
 }
 
-// Outstanding is how many confirmed publishes are waiting for the broker's
-// answer now. Pinned at the ceiling means the broker stopped answering.
-func (c *Conn) Outstanding() int { return c.pub.permits.outstanding() }
-
 // Transport names the broker kind: "rabbitmq" or "memory".
 func (c *Conn) Transport() string { return c.links.driver.Name() }
-
-// Capabilities lists what the broker supports, in the contract's spelling.
-func (c *Conn) Capabilities() []string { return c.links.driver.Capabilities() }
 
 // channel opens a throwaway channel on the consuming connection.
 func (c *Conn) channel(ctx context.Context) (transport.Channel, error) { return c.life.channel(ctx) }

@@ -19,8 +19,5 @@ func (c *Conn) String() string {
 // printed whole never dumps its configuration.
 func (c *Conn) Format(f fmt.State, _ rune) { _, _ = f.Write([]byte(c.String())) }
 
-// GoString is String.
-func (c *Conn) GoString() string { return c.String() }
-
 // LogValue is String, for slog.
 func (c *Conn) LogValue() slog.Value { return slog.StringValue(c.String()) }

@@ -273,7 +273,7 @@ func TestFixtureRetrySchedules(t *testing.T) {
 				t.Errorf("rungs derived from Delay = %v, want %v", derived, s.BrokerRungDelaysMillis)
 			}
 			for _, c := range s.Decisions {
-				if got := p.Retries(c.Attempt, ms(c.MessageAgeMillis), true); got != c.Retries {
+				if got := p.retries(c.Attempt, ms(c.MessageAgeMillis), true); got != c.Retries {
 					t.Errorf("Retries(attempt %d, age %d ms) = %v, want %v", c.Attempt, c.MessageAgeMillis, got, c.Retries)
 				}
 			}
@@ -293,10 +293,10 @@ func TestFixtureMaxMessageAge(t *testing.T) {
 	}
 	for _, c := range f.Cases {
 		p := Fixed(3, time.Second).GiveUpAfter(ms(c.MaxMessageAgeMillis))
-		if got := p.Retries(1, ms(c.MessageAgeMillis), true); got != c.Retries {
+		if got := p.retries(1, ms(c.MessageAgeMillis), true); got != c.Retries {
 			t.Errorf("limit %d ms, age %d ms: Retries = %v, want %v", c.MaxMessageAgeMillis, c.MessageAgeMillis, got, c.Retries)
 		}
-		if got := p.Retries(1, ms(c.MessageAgeMillis), false); got != f.UnknownAgeRetries {
+		if got := p.retries(1, ms(c.MessageAgeMillis), false); got != f.UnknownAgeRetries {
 			t.Errorf("limit %d ms, unknown age: Retries = %v, want %v", c.MaxMessageAgeMillis, got, f.UnknownAgeRetries)
 		}
 	}

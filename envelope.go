@@ -111,8 +111,8 @@ func (e Envelope) WithoutHeader(name string) Envelope {
 	return c
 }
 
-// NextAttempt returns a copy with Attempt + 1 (everything else kept).
-func (e Envelope) NextAttempt() Envelope {
+// nextAttempt returns a copy with Attempt + 1 (everything else kept).
+func (e Envelope) nextAttempt() Envelope {
 	c := e.clone(0)
 	c.Attempt++
 	return c

@@ -237,14 +237,6 @@ func ReplayedAt(e Envelope) (time.Time, bool) {
 	return t.UTC(), true
 }
 
-// replayedAtLayout is RFC 3339 in UTC with exactly three fraction digits.
-const replayedAtLayout = "2006-01-02T15:04:05.000Z"
-
-// FormatReplayedAt renders t the way acemq-replayed-at is written: RFC 3339
-// in UTC with exactly three fraction digits and "Z", such as
-// "2026-02-03T04:05:06.789Z". Precision below a millisecond is truncated.
-func FormatReplayedAt(t time.Time) string { return t.UTC().Format(replayedAtLayout) }
-
 // ReplayCount reports how many times the message has been replayed, from
 // its acemq-replay-count header (read tolerantly, contract §1.4). It is 0
 // when the header is absent, unreadable or negative.

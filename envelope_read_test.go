@@ -200,22 +200,6 @@ func TestReplayedAtAcceptsEveryFamilyForm(t *testing.T) {
 	}
 }
 
-func TestReplayFormatWritesUTCWithThreeFractionDigits(t *testing.T) {
-	tz := time.FixedZone("x", 3600)
-	for _, tt := range []struct {
-		in   time.Time
-		want string
-	}{
-		{time.Date(2026, 2, 3, 4, 5, 6, 789e6, time.UTC), "2026-02-03T04:05:06.789Z"},
-		{time.Date(2026, 2, 3, 5, 5, 6, 789999999, tz), "2026-02-03T04:05:06.789Z"},
-		{time.Date(2026, 2, 3, 4, 5, 6, 0, time.UTC), "2026-02-03T04:05:06.000Z"},
-	} {
-		if got := FormatReplayedAt(tt.in); got != tt.want {
-			t.Errorf("FormatReplayedAt(%v) = %q, want %q", tt.in, got, tt.want)
-		}
-	}
-}
-
 func TestReplayCountReadsTolerantlyAndDefaultsToZero(t *testing.T) {
 	for _, tt := range []struct {
 		value any

@@ -104,7 +104,7 @@ func TestEnvelopeWithMethodsNeverChangeTheOriginal(t *testing.T) {
 	hdr, _ := orig.WithHeader("x-b", "2")
 	bulk := orig.WithHeaders(map[string]any{"x-c": "3"})
 	without := orig.WithoutHeader("x-a")
-	next := orig.NextAttempt()
+	next := orig.nextAttempt()
 	next.Route[0] = "changed"
 	hdr.Route[1] = "changed"
 	headersCopy := orig.Headers()

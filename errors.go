@@ -94,7 +94,7 @@ func IsPaused(err error) bool { return errors.Is(err, ErrPublishingPaused) }
 func IsUnroutable(err error) bool {
 	var b *BatchPublishError
 	if errors.As(err, &b) {
-		return b.Unroutable()
+		return b.AllUnroutable
 	}
 	var p *PublishError
 	return errors.As(err, &p) && p.Unroutable
@@ -144,9 +144,6 @@ func (e *BatchPublishError) Unwrap() error { return e.First }
 func (e *BatchPublishError) Is(target error) bool {
 	return target == ErrPublishingPaused && e.AllPaused
 }
-
-// Unroutable reports whether every failure was unroutable.
-func (e *BatchPublishError) Unroutable() bool { return e.AllUnroutable }
 
 type fatalError struct{ err error }
 

@@ -1,13 +1,22 @@
 package acemq
 
-// EventPipelineRunFinished is raised by package pipeline when a run ends,
-// completed or ended early (behaviour §7.6). Event.Fields holds pipeline,
-// step, outcome (completed or ended_early) and route_id.
-const EventPipelineRunFinished EventKind = "pipeline.run_finished"
+import "github.com/acemq-go/acemq/internal/connhook"
 
-// Emit hands e to the Conn's event handler (Config.OnEvent), in order
-// with the Conn's own events, on the handler's goroutine. It never blocks
-// and does nothing when no handler is set or the Conn is closed; a zero
-// At becomes now. It lets packages built over the Conn (pipeline) raise
-// their events through the one handler. Safe for concurrent use.
-func (c *Conn) Emit(e Event) { c.events.emit(e) }
+// Packages built over the Conn (pipeline raises its run events, actuator
+// reports the driver's capabilities) reach it through internal/connhook:
+// no exported name of this package carries them.
+func init() {
+	connhook.Emit = func(conn, e any) {
+		if c, ok := conn.(*Conn); ok && c != nil {
+			if ev, ok := e.(Event); ok {
+				c.events.emit(ev)
+			}
+		}
+	}
+	connhook.Capabilities = func(conn any) []string {
+		if c, ok := conn.(*Conn); ok && c != nil {
+			return c.links.driver.Capabilities()
+		}
+		return nil
+	}
+}

@@ -33,7 +33,7 @@ type Event struct {
 	// Skipped lists re-declarations the broker refused during recovery.
 	Skipped []error
 	// Fields holds the facts of an event raised through Emit by a package
-	// over the Conn (see EventPipelineRunFinished); nil for the Conn's own.
+	// over the Conn (see pipeline.EventRunFinished); nil for the Conn's own.
 	Fields map[string]string
 }
 

@@ -6,9 +6,6 @@ package acemq
 // carry, byte for byte; compare with the constants below, not with text.
 type Outcome string
 
-// String is the outcome's contract spelling.
-func (o Outcome) String() string { return string(o) }
-
 // Publish outcomes (contract §5.2): Sent.Outcome, PublishError.Outcome,
 // PublishReport.Outcome.
 const (

@@ -241,10 +241,10 @@ func (e *rungCollisionError) As(target any) bool {
 	return false
 }
 
-// Retries decides whether a failed delivery at attempt with the given age
+// retries decides whether a failed delivery at attempt with the given age
 // retries. ageKnown false counts as young enough. An age equal to a
 // non-zero limit does not retry.
-func (p RetryPolicy) Retries(attempt int, age time.Duration, ageKnown bool) bool {
+func (p RetryPolicy) retries(attempt int, age time.Duration, ageKnown bool) bool {
 	if attempt >= p.attemptLimit() {
 		return false
 	}
@@ -352,7 +352,7 @@ func (k *consumerCore) retry(dv *delivery, env Envelope, cause error, handled bo
 	q := k.queue
 	p := k.policy
 	age, known := k.age(env)
-	if !p.Retries(env.Attempt, age, known) {
+	if !p.retries(env.Attempt, age, known) {
 		var reason string
 		if env.Attempt >= p.attemptLimit() {
 			n := p.attemptLimit()
@@ -368,7 +368,7 @@ func (k *consumerCore) retry(dv *delivery, env Envelope, cause error, handled bo
 		return
 	}
 	delay, inBroker := p.delayFor(env.Attempt)
-	next := env.NextAttempt()
+	next := env.nextAttempt()
 	if next.FirstSeen.IsZero() {
 		next.FirstSeen = dv.received.Truncate(time.Millisecond)
 	}

@@ -15,7 +15,7 @@ func TestRetryZeroPolicyBehavesAsNoRetry(t *testing.T) {
 		t.Fatalf("MaxAttempts zero=%d none=%d, want 1", zero.attemptLimit(), none.attemptLimit())
 	}
 	for _, p := range []RetryPolicy{zero, none} {
-		if p.Err() != nil || len(p.Schedule()) != 0 || len(p.BrokerDelays()) != 0 || p.Retries(1, 0, false) {
+		if p.Err() != nil || len(p.Schedule()) != 0 || len(p.BrokerDelays()) != 0 || p.retries(1, 0, false) {
 			t.Errorf("%v does not behave as NoRetry", p)
 		}
 		if p.brokerThreshold() != defaultBrokerWaitThreshold || p.jitterFactor() != 0 || p.String() != "none()" {
@@ -54,7 +54,7 @@ func TestPolicyInvalidValuesReportConfigurationError(t *testing.T) {
 		// Nothing panics on an invalid policy.
 		_ = c.p.Schedule()
 		_, _ = c.p.delayFor(1)
-		_ = c.p.Retries(1, 0, true)
+		_ = c.p.retries(1, 0, true)
 		_ = c.p.BrokerDelays()
 	}
 	if err := Fixed(2, time.Second).WithJitter(0.99).Err(); err != nil {

@@ -30,20 +30,25 @@ type StatsSnapshot struct {
 	Unroutable int64
 	// Consumed counts deliveries settled by consumers.
 	Consumed int64
-	At       time.Time
+	// Outstanding is how many confirmed publishes were waiting for the
+	// broker's answer at At. Pinned at Config.MaxOutstandingPublishes it
+	// means the broker stopped answering.
+	Outstanding int
+	At          time.Time
 }
 
 // Stats returns a snapshot of the Conn's counters.
 func (c *Conn) Stats() StatsSnapshot {
 	s := &c.stats
 	return StatsSnapshot{
-		Published:  s.published.Load(),
-		Confirmed:  s.confirmed.Load(),
-		Failed:     s.failed.Load(),
-		Refused:    s.refused.Load(),
-		Unroutable: s.unroutable.Load(),
-		Consumed:   s.consumed.Load(),
-		At:         time.Now(),
+		Published:   s.published.Load(),
+		Confirmed:   s.confirmed.Load(),
+		Failed:      s.failed.Load(),
+		Refused:     s.refused.Load(),
+		Unroutable:  s.unroutable.Load(),
+		Consumed:    s.consumed.Load(),
+		Outstanding: c.pub.permits.outstanding(),
+		At:          time.Now(),
 	}
 }
 

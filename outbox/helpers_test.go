@@ -2,6 +2,7 @@ package outbox
 
 import (
 	"context"
+	"errors"
 	"log/slog"
 	"sync"
 	"testing"
@@ -10,6 +11,7 @@ import (
 	"github.com/acemq-go/acemq/internal/dbtest"
 
 	"github.com/acemq-go/acemq"
+	"github.com/acemq-go/acemq/transport"
 )
 
 // backend is one database the table-driven tests run on; backends are
@@ -185,4 +187,17 @@ func lastCopies(got []string) []string {
 		}
 	}
 	return out
+}
+
+// isNacked reports whether err is a PublishError for a nacked message.
+func isNacked(err error) bool {
+	var pe *acemq.PublishError
+	return errors.As(err, &pe) && pe.Nacked
+}
+
+// isMissingExchange reports whether err is a publish refused with 404
+// NOT_FOUND on its channel (the exchange does not exist).
+func isMissingExchange(err error) bool {
+	var te *transport.Error
+	return errors.As(err, &te) && te.Code == transport.CodeNotFound && !te.Connection
 }

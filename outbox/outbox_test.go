@@ -349,7 +349,7 @@ func TestMissingExchangeSpendsAnAttempt(t *testing.T) {
 		poison := add(t, s, c, "no-such-exchange", "orders", order{"poison", 0})[0]
 		r := newRelay(t, c, s)
 		sw := r.SweepOnce(ctx)
-		if sw.Failed != 1 || !acemq.IsMissingExchange(sw.Err) {
+		if sw.Failed != 1 || !isMissingExchange(sw.Err) {
 			t.Fatalf("sweep %+v", sw)
 		}
 		p, _ := s.Pending(ctx, 0)

@@ -4,7 +4,6 @@ import (
 	"context"
 	"testing"
 
-	"github.com/acemq-go/acemq"
 	"github.com/acemq-go/acemq/transport/memory"
 )
 
@@ -16,7 +15,7 @@ func TestNackSpendsAnAttempt(t *testing.T) {
 		add(t, s, c, "", "orders", order{"a", 1})
 		memory.Lookup(name).NackNext(1)
 		r := newRelay(t, c, s)
-		if sw := r.SweepOnce(ctx); sw.Failed != 1 || !acemq.IsNacked(sw.Err) {
+		if sw := r.SweepOnce(ctx); sw.Failed != 1 || !isNacked(sw.Err) {
 			t.Fatalf("sweep %+v", sw)
 		}
 		if p, _ := s.Pending(ctx, 0); len(p) != 1 || p[0].Attempts != 1 {

@@ -18,6 +18,7 @@ import (
 
 	"github.com/acemq-go/acemq"
 	"github.com/acemq-go/acemq/internal/rawpipe"
+	"github.com/acemq-go/acemq/transport"
 )
 
 // Relay defaults (spec §7.1).
@@ -744,7 +745,7 @@ func (r *Relay) deletePrefix(ctx context.Context, recs []Record) (int, error) {
 // other is not the record's fault. It returns the failure, which ends the
 // sweep.
 func (r *Relay) failed(ctx context.Context, rec Record, span publishSpan, err error, sw *Sweep) error {
-	if acemq.IsUnroutable(err) || acemq.IsNacked(err) || acemq.IsMissingExchange(err) || errors.Is(err, acemq.ErrHeaderLimit) {
+	if aboutTheRecord(err) {
 		r.count(ctx, rec, outcomeFailed)
 		span.failed(outcomeFailed, err)
 		sw.Failed++
@@ -813,4 +814,20 @@ func (r *Relay) listenLoop(ctx context.Context) {
 		case <-backoff.C:
 		}
 	}
+}
+
+// aboutTheRecord reports whether a publish failed because of the record
+// rather than the connection: unroutable (returned), nacked (the broker
+// refused to take responsibility for it), its exchange missing (the channel
+// closed with 404 NOT_FOUND), or a header over the Go client's limits.
+func aboutTheRecord(err error) bool {
+	var pe *acemq.PublishError
+	if errors.As(err, &pe) && (pe.Unroutable || pe.Nacked) {
+		return true
+	}
+	var te *transport.Error
+	if errors.As(err, &te) && te.Code == transport.CodeNotFound && !te.Connection {
+		return true
+	}
+	return errors.Is(err, acemq.ErrHeaderLimit)
 }

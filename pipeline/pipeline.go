@@ -28,6 +28,7 @@ import (
 
 	"github.com/acemq-go/acemq"
 	"github.com/acemq-go/acemq/group"
+	"github.com/acemq-go/acemq/internal/connhook"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/metric"
 )
@@ -294,6 +295,12 @@ func (p *Pipeline) after(ctx context.Context, c *acemq.Conn, i int, in acemq.Env
 	return acemq.Accept()
 }
 
+// EventRunFinished is the kind of the event a pipeline raises on the
+// Conn's event handler (acemq.Config.OnEvent) when a run ends, completed or
+// ended early (behaviour §7.6). Event.Fields holds pipeline, step, outcome
+// (completed or ended_early) and route_id.
+const EventRunFinished acemq.EventKind = "pipeline.run_finished"
+
 func (p *Pipeline) finished(ctx context.Context, c *acemq.Conn, step, outcome string, in acemq.Envelope) {
 	age := time.Duration(0)
 	if !in.FirstSeen.IsZero() {
@@ -304,7 +311,7 @@ func (p *Pipeline) finished(ctx context.Context, c *acemq.Conn, step, outcome st
 		p.metrics.total.Add(ctx, 1, attrs)
 		p.metrics.duration.Record(ctx, age.Seconds(), attrs)
 	}
-	c.Emit(acemq.Event{Kind: acemq.EventPipelineRunFinished, Fields: map[string]string{
+	connhook.Emit(c, acemq.Event{Kind: EventRunFinished, Fields: map[string]string{
 		"pipeline": p.name, "step": step, "outcome": outcome, "route_id": in.RouteID,
 	}})
 }

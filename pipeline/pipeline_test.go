@@ -149,7 +149,7 @@ func start(t *testing.T, url string, name string) (*acemq.Conn, *Pipeline, *reco
 	reader := sdkmetric.NewManualReader()
 	mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader))
 	c := brokertest.Connect(t, url, acemq.Config{MeterProvider: mp, OnEvent: func(e acemq.Event) {
-		if e.Kind == acemq.EventPipelineRunFinished {
+		if e.Kind == EventRunFinished {
 			rec.mu.Lock()
 			rec.events = append(rec.events, e)
 			rec.mu.Unlock()

@@ -285,10 +285,20 @@ func (p *pass) move(ctx context.Context, m *acemq.Pulled) bool {
 	return true
 }
 
+// replayedAtLayout is how acemq-replayed-at is written (contract §1.7):
+// RFC 3339 in UTC with exactly three fraction digits and "Z", such as
+// "2026-02-03T04:05:06.789Z". acemq.ReplayedAt reads every form the family
+// writes.
+const replayedAtLayout = "2006-01-02T15:04:05.000Z"
+
+// formatReplayedAt renders t as acemq-replayed-at is written; precision
+// below a millisecond is truncated.
+func formatReplayedAt(t time.Time) string { return t.UTC().Format(replayedAtLayout) }
+
 // stamp writes the replay headers onto h, a copy of the message's headers.
 func stamp(h map[string]any, env acemq.Envelope, source string, now time.Time, keep bool) {
 	h[header.ReplayedFrom] = source
-	h[header.ReplayedAt] = acemq.FormatReplayedAt(now)
+	h[header.ReplayedAt] = formatReplayedAt(now)
 	h[header.ReplayCount] = int32(acemq.ReplayCount(env) + 1)
 	if !keep {
 		h[header.Attempt] = int32(1)

@@ -45,7 +45,7 @@ func run(url string) error {
 	outcomes := map[string]string{} // route id → step/outcome
 	finished := make(chan struct{}, 16)
 	c, err := acemq.Connect(ctx, url, acemq.Config{Logger: slog.New(slog.DiscardHandler), OnEvent: func(e acemq.Event) {
-		if e.Kind == acemq.EventPipelineRunFinished {
+		if e.Kind == pipeline.EventRunFinished {
 			mu.Lock()
 			outcomes[e.Fields["route_id"]] = e.Fields["step"] + "/" + e.Fields["outcome"]
 			mu.Unlock()
