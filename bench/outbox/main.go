@@ -13,7 +13,9 @@
 //	lag     the acemq.outbox.lag distribution on PostgreSQL (with the
 //	        pgnotify wake-up) while -producers goroutines add a steady
 //	        -rate records/s for -for, each record in its own transaction,
-//	        paced open-loop (see lagRun)
+//	        paced open-loop (see lagRun), with a consumer acking the
+//	        destination queue as a service would (-lag-consumer=false:
+//	        none, and the growing queue's slower confirms enter the lag)
 //
 // Each drain runs -repeat times on a freshly filled table and the median
 // rate is reported. Lag runs from Store.Add (before the commit) to the
@@ -81,6 +83,8 @@ func main() {
 	only := flag.String("only", "", "run only the rows whose name contains one of these comma-separated texts (raw, pg, sqlite, lag)")
 	flag.DurationVar(&drainWait, "drain-wait", 3*time.Minute, "how long the lag run waits for the relay's backlog after the producers stop")
 	producers := flag.Int("producers", 32, "producer goroutines for the lag run (each record is one transaction)")
+	flag.DurationVar(&relayInterval, "relay-interval", 0, "the lag run's relay poll interval (0: the library's default, 1s); a diagnostic: a tail that shrinks with it is a missed wake-up")
+	flag.BoolVar(&lagConsumer, "lag-consumer", true, "the lag run's queue has a consumer acking what the relay publishes (false: the queue grows, and the broker's confirms slow with it)")
 	cpuprofile := flag.String("cpuprofile", "", "write a CPU profile of the whole run (bench process: relay, producers, raw client) to this file")
 	flag.Parse()
 	if *cpuprofile != "" {
@@ -206,7 +210,11 @@ func main() {
 	if pgdb != nil && *lagFor > 0 && want("lag") {
 		lr := lagRun(ctx, conn, pgdb, queue, *rate, *lagFor, *batch, *producers)
 		_, _ = conn.PurgeQueue(ctx, queue)
-		rows = append(rows, row{fmt.Sprintf("lag, PostgreSQL + pgnotify, asked %d records/s for %v: added %d in %.1fs = %.0f records/s (%d late by > 100 ms)",
+		consumed := "destination consumed"
+		if !lagConsumer {
+			consumed = "no consumer on the destination"
+		}
+		rows = append(rows, row{fmt.Sprintf("lag, PostgreSQL + pgnotify, "+consumed+", asked %d records/s for %v: added %d in %.1fs = %.0f records/s (%d late by > 100 ms)",
 			*rate, *lagFor, lr.added, lr.took.Seconds(), float64(lr.added)/lr.took.Seconds(), lr.late),
 			fmt.Sprintf("p50 ≤ %s, p90 ≤ %s, p99 ≤ %s, max ≤ %s", lr.p[0], lr.p[1], lr.p[2], lr.p[3])})
 		rows = append(rows, row{"  of which Add → commit in the producer (included in the lag; not the relay's)",
@@ -418,6 +426,13 @@ type lagResult struct {
 	tx    [4]string     // p50, p90, p99, max of Add to commit (part of the lag the relay cannot shorten)
 }
 
+// relayInterval is the lag run's outbox.WithInterval (0: the default).
+var relayInterval time.Duration
+
+// lagConsumer makes the lag run consume (and ack) the queue the relay
+// publishes to.
+var lagConsumer bool
+
 // lagRun adds rate records/s for d, each in its own transaction, while a
 // relay with the pgnotify wake-up publishes them, and returns how many
 // were added, at what rate, and the p50, p90, p99 and max of
@@ -428,6 +443,7 @@ type lagResult struct {
 // closed loop of producers happened to manage. A record whose
 // transaction began more than 100 ms after its slot counts as late: many
 // late records mean the producers, not the relay, set the pace.
+
 func lagRun(ctx context.Context, conn *acemq.Conn, db *sql.DB, queue string, rate int, d time.Duration, batch, producers int) lagResult {
 	s := freshStore(ctx, db, sqlstore.PostgreSQL)
 	var bounds []float64
@@ -444,14 +460,29 @@ func lagRun(ctx context.Context, conn *acemq.Conn, db *sql.DB, queue string, rat
 		sdkmetric.Stream{Aggregation: sdkmetric.AggregationExplicitBucketHistogram{Boundaries: bounds}},
 	)))
 	defer mp.Shutdown(ctx) //nolint:errcheck // nothing to flush
-	relay, err := outbox.NewRelay(conn, s, outbox.WithBatchSize(batch), outbox.WithNotifier(pgnotify.New(db)),
-		outbox.WithMeterProvider(mp), outbox.WithLogger(slog.New(slog.DiscardHandler)))
+	opts := []outbox.RelayOption{outbox.WithBatchSize(batch), outbox.WithNotifier(pgnotify.New(db)),
+		outbox.WithMeterProvider(mp), outbox.WithLogger(slog.New(slog.DiscardHandler))}
+	if relayInterval > 0 {
+		opts = append(opts, outbox.WithInterval(relayInterval))
+	}
+	relay, err := outbox.NewRelay(conn, s, opts...)
 	if err != nil {
 		log.Fatalf("bench: %v", err)
 	}
 	rctx, cancel := context.WithCancel(ctx)
 	ran := make(chan error, 1)
 	go func() { ran <- relay.Run(rctx) }()
+	if lagConsumer {
+		// A service consumes the queue the relay publishes to, as in
+		// production: the broker's cost of a growing queue (a backlog of
+		// persistent messages, paged to disk) stays out of the relay's lag.
+		k, err := acemq.Consume(ctx, conn, queue, func(context.Context, *acemq.Message[[]byte]) acemq.Decision { return acemq.Accept() },
+			acemq.ConsumerConfig{Codec: acemq.Bytes(), Prefetch: 500, NoDeadLetterDeclaration: true})
+		if err != nil {
+			log.Fatalf("bench: lag consumer: %v", err)
+		}
+		defer k.Close(context.WithoutCancel(ctx)) //nolint:errcheck // best effort
+	}
 
 	total := int(float64(rate) * d.Seconds())
 	slots := make(chan time.Time, total)
