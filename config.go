@@ -239,6 +239,28 @@ func (c *config) problem(option, format string, args ...any) {
 }
 
 // internal validates cfg and lays it over the defaults.
+// orNone reads a duration setting whose zero keeps def and whose negative
+// means none (0).
+func orNone(d, def time.Duration) time.Duration {
+	switch {
+	case d < 0:
+		return 0
+	case d > 0:
+		return d
+	}
+	return def
+}
+
+// overrideOrNone is orNone for a narrower scope's setting: nil (zero) keeps
+// the wider scope's, a negative overrides it with none (0).
+func overrideOrNone(d time.Duration) *time.Duration {
+	if d == 0 {
+		return nil
+	}
+	d = orNone(d, 0)
+	return &d
+}
+
 func (cfg Config) internal() config {
 	c := defaultConfig()
 	if cfg.ClientName != "" {
@@ -261,12 +283,7 @@ func (cfg Config) internal() config {
 	} else if cfg.ConfirmTimeout > 0 {
 		c.confirmTimeout = cfg.ConfirmTimeout
 	}
-	switch {
-	case cfg.DrainTimeout < 0:
-		c.drainTimeout = 0
-	case cfg.DrainTimeout > 0:
-		c.drainTimeout = cfg.DrainTimeout
-	}
+	c.drainTimeout = orNone(cfg.DrainTimeout, c.drainTimeout)
 	if cfg.RecoveryInterval < 0 || cfg.RecoveryIntervalMax < 0 || (cfg.RecoveryIntervalMax > 0 && cfg.RecoveryIntervalMax < cfg.RecoveryInterval) {
 		c.problem("Config.RecoveryInterval", "initial %s must be positive and max %s at least initial", cfg.RecoveryInterval, cfg.RecoveryIntervalMax)
 	}
@@ -288,12 +305,7 @@ func (cfg Config) internal() config {
 	} else if cfg.ConnectionTimeout > 0 {
 		c.connectTimeout = cfg.ConnectionTimeout
 	}
-	switch {
-	case cfg.Heartbeat < 0:
-		c.heartbeat = 0
-	case cfg.Heartbeat > 0:
-		c.heartbeat = cfg.Heartbeat
-	}
+	c.heartbeat = orNone(cfg.Heartbeat, c.heartbeat)
 	c.confirms = !cfg.NoPublisherConfirms
 	c.waitForRecovery = cfg.WaitForRecovery
 	if err := cfg.Retry.Err(); err != nil {

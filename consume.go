@@ -223,20 +223,8 @@ func (cfg ConsumerConfig) internal(c *Conn) consumerConfig {
 		p := cfg.Retry
 		k.policy = &p
 	}
-	switch {
-	case cfg.DrainTimeout < 0:
-		d := time.Duration(0)
-		k.drain = &d
-	case cfg.DrainTimeout > 0:
-		k.drain = &cfg.DrainTimeout
-	}
-	switch {
-	case cfg.DecodeTimeout < 0:
-		d := time.Duration(0)
-		k.decodeTimeout = &d
-	case cfg.DecodeTimeout > 0:
-		k.decodeTimeout = &cfg.DecodeTimeout
-	}
+	k.drain = overrideOrNone(cfg.DrainTimeout)
+	k.decodeTimeout = overrideOrNone(cfg.DecodeTimeout)
 	return k
 }
 

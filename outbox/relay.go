@@ -509,20 +509,9 @@ func (r *Relay) sweep(ctx context.Context, ahead bool) Sweep {
 		out.cancel()
 		spans = out.spans
 	} else {
-		msgs := make([]acemq.RawMessage, len(recs))
-		spans = make([]publishSpan, len(recs))
-		for i, rec := range recs {
-			spans[i] = r.startSpan(ctx, rec)
-			msgs[i] = acemq.RawMessage{
-				Exchange:    rec.Exchange,
-				RoutingKey:  rec.RoutingKey,
-				ContentType: rec.ContentType,
-				MessageID:   rec.ID,
-				Headers:     rec.Headers,
-				Body:        rec.Body,
-			}
-		}
-		pctx, cancel := context.WithDeadline(ctx, earliest(at.Add(r.cfg.lockTTL*3/4), start.Add(r.cfg.publishTimeout)))
+		var msgs []rawpipe.Message
+		msgs, spans = r.outgoing(ctx, recs)
+		pctx, cancel := context.WithDeadline(ctx, r.publishDeadline(at, start))
 		errs = r.publishRuns(pctx, recs, msgs)
 		cancel()
 	}
@@ -602,6 +591,14 @@ func (r *Relay) write(ctx context.Context, recs []Record, at, start time.Time, a
 			return nil
 		}
 	}
+	msgs, spans := r.outgoing(ctx, recs)
+	pctx, cancel := context.WithDeadline(ctx, r.publishDeadline(at, start))
+	return &inFlight{batch: r.pipe.Write(pctx, msgs, after), spans: spans, ctx: pctx, cancel: cancel}
+}
+
+// outgoing starts a span per record and builds its message: the stored
+// bytes and headers unchanged (behaviour §7.1).
+func (r *Relay) outgoing(ctx context.Context, recs []Record) ([]rawpipe.Message, []publishSpan) {
 	msgs := make([]rawpipe.Message, len(recs))
 	spans := make([]publishSpan, len(recs))
 	for i, rec := range recs {
@@ -615,8 +612,14 @@ func (r *Relay) write(ctx context.Context, recs []Record, at, start time.Time, a
 			Body:        rec.Body,
 		}
 	}
-	pctx, cancel := context.WithDeadline(ctx, earliest(at.Add(r.cfg.lockTTL*3/4), start.Add(r.cfg.publishTimeout)))
-	return &inFlight{batch: r.pipe.Write(pctx, msgs, after), spans: spans, ctx: pctx, cancel: cancel}
+	return msgs, spans
+}
+
+// publishDeadline is when a batch claimed at and swept from start stops
+// being written and waited for: three quarters of the lease, or the
+// publish timeout, whichever comes first.
+func (r *Relay) publishDeadline(at, start time.Time) time.Time {
+	return earliest(at.Add(r.cfg.lockTTL*3/4), start.Add(r.cfg.publishTimeout))
 }
 
 // settle waits for the confirms of a batch in flight that will not be
@@ -661,7 +664,7 @@ var errNotWritten = errors.New("acemq: an earlier record of the batch failed bef
 // 0) is a run of its own, published and confirmed before anything after it
 // is written: a record that keeps failing then puts later records on the
 // wire ahead of it at most once, the first time it fails.
-func (r *Relay) publishRuns(ctx context.Context, recs []Record, msgs []acemq.RawMessage) []error {
+func (r *Relay) publishRuns(ctx context.Context, recs []Record, msgs []rawpipe.Message) []error {
 	errs := make([]error, len(msgs))
 	for from := 0; from < len(msgs); {
 		to := from + 1
@@ -670,7 +673,11 @@ func (r *Relay) publishRuns(ctx context.Context, recs []Record, msgs []acemq.Raw
 				to++
 			}
 		}
-		copy(errs[from:to], r.conn.PublishRawBatch(ctx, msgs[from:to]))
+		run := make([]acemq.RawMessage, to-from)
+		for i, m := range msgs[from:to] {
+			run[i] = acemq.RawMessage{Exchange: m.Exchange, RoutingKey: m.RoutingKey, ContentType: m.ContentType, MessageID: m.MessageID, Headers: m.Headers, Body: m.Body}
+		}
+		copy(errs[from:to], r.conn.PublishRawBatch(ctx, run))
 		for i := from; i < to; i++ {
 			if errs[i] != nil {
 				for j := to; j < len(msgs); j++ {

@@ -337,20 +337,30 @@ func sampleRecord(ctx context.Context, conn *acemq.Conn, db *sql.DB, queue strin
 	return p[0]
 }
 
-func rawPipelined(url, q string, rec outbox.Record, n, window int) (float64, error) {
+// confirming dials url and opens a channel in confirm mode whose confirms
+// arrive on the returned channel (buffered to buf).
+func confirming(url string, buf int) (*amqp.Connection, *amqp.Channel, <-chan amqp.Confirmation, error) {
 	conn, err := amqp.Dial(url)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	ch, err := conn.Channel()
+	if err == nil {
+		err = ch.Confirm(false)
+	}
+	if err != nil {
+		conn.Close()
+		return nil, nil, nil, err
+	}
+	return conn, ch, ch.NotifyPublish(make(chan amqp.Confirmation, buf)), nil
+}
+
+func rawPipelined(url, q string, rec outbox.Record, n, window int) (float64, error) {
+	conn, ch, confirms, err := confirming(url, window)
 	if err != nil {
 		return 0, err
 	}
 	defer conn.Close()
-	ch, err := conn.Channel()
-	if err != nil {
-		return 0, err
-	}
-	if err := ch.Confirm(false); err != nil {
-		return 0, err
-	}
-	confirms := ch.NotifyPublish(make(chan amqp.Confirmation, window))
 	sem := make(chan struct{}, window)
 	done := make(chan error, 1)
 	go func() {
@@ -383,19 +393,11 @@ func rawPipelined(url, q string, rec outbox.Record, n, window int) (float64, err
 // a relay that publishes one batch at a time could reach with no database
 // work at all.
 func rawStepped(url, q string, rec outbox.Record, n, batch int) (float64, error) {
-	conn, err := amqp.Dial(url)
+	conn, ch, confirms, err := confirming(url, batch)
 	if err != nil {
 		return 0, err
 	}
 	defer conn.Close()
-	ch, err := conn.Channel()
-	if err != nil {
-		return 0, err
-	}
-	if err := ch.Confirm(false); err != nil {
-		return 0, err
-	}
-	confirms := ch.NotifyPublish(make(chan amqp.Confirmation, batch))
 	ctx := context.Background()
 	start := time.Now()
 	for sent := 0; sent < n; {

@@ -20,17 +20,7 @@ import (
 // Lost (none is left unanswered, none is answered Acked after the break
 // without the broker), and publishing after the break returns an error.
 func TestBrokenSocketFailsThePublishesItConcerns(t *testing.T) {
-	url := testenv.AMQPURL(t)
-	u, err := neturl.Parse(url)
-	if err != nil {
-		t.Fatal(err)
-	}
-	px := startBreakableProxy(t, u.Host)
-	via := *u
-	via.Host = px.ln.Addr().String()
-	direct := dial(t, transport.Config{URL: url})
-	q := tempQueue(t, direct, "coalesce-break", nil)
-	c := dial(t, transport.Config{URL: via.String()})
+	px, c, q := dialThroughBreakableProxy(t, "coalesce-break")
 	p := openPublisher(t, c)
 
 	var mu sync.Mutex
@@ -89,6 +79,24 @@ func TestBrokenSocketFailsThePublishesItConcerns(t *testing.T) {
 	if answers[transport.Acked]+answers[transport.Lost] != written || answers[transport.Lost] == 0 {
 		t.Fatalf("%d written publishes answered %v; want each Acked or Lost, some Lost", written, answers)
 	}
+}
+
+// dialThroughBreakableProxy makes a temporary queue named after name (on a
+// direct connection) and returns a proxy to the test broker with a
+// connection dialled through it.
+func dialThroughBreakableProxy(t *testing.T, name string) (*breakableProxy, transport.Connection, string) {
+	t.Helper()
+	url := testenv.AMQPURL(t)
+	u, err := neturl.Parse(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	px := startBreakableProxy(t, u.Host)
+	via := *u
+	via.Host = px.ln.Addr().String()
+	direct := dial(t, transport.Config{URL: url})
+	q := tempQueue(t, direct, name, nil)
+	return px, dial(t, transport.Config{URL: via.String()}), q
 }
 
 // breakableProxy forwards TCP connections to target until killed.

@@ -5,7 +5,6 @@ import (
 	"context"
 	"errors"
 	"net"
-	neturl "net/url"
 	"strings"
 	"sync"
 	"testing"
@@ -190,17 +189,7 @@ func TestHeldBytesPastTheirDeadlineAreDroppedNotSentLate(t *testing.T) {
 // and every publish of the run is answered Lost (its bytes never left),
 // none Acked; the publishes before the run stay Acked.
 func TestABrokenSocketUnderAHoldFailsEveryPublishOfTheRun(t *testing.T) {
-	url := testenv.AMQPURL(t)
-	u, err := neturl.Parse(url)
-	if err != nil {
-		t.Fatal(err)
-	}
-	px := startBreakableProxy(t, u.Host)
-	via := *u
-	via.Host = px.ln.Addr().String()
-	direct := dial(t, transport.Config{URL: url})
-	q := tempQueue(t, direct, "hold-break", nil)
-	c := dial(t, transport.Config{URL: via.String()})
+	px, c, q := dialThroughBreakableProxy(t, "hold-break")
 	h, ok := c.(transport.Holder)
 	if !ok {
 		t.Fatal("the RabbitMQ connection is not a transport.Holder")
