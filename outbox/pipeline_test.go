@@ -94,15 +94,26 @@ func TestDeadRelaysClaimIsTakenOverAtOnce(t *testing.T) {
 			t.Fatalf("claimed %d records while the holder's session lives", sw.Claimed)
 		}
 		dead.close() // the process dies; its session ends
-		sw := next.SweepOnce(ctx)
 		if b.Name == "sqlite" {
-			if sw.Claimed != 0 {
+			if sw := next.SweepOnce(ctx); sw.Claimed != 0 {
 				t.Fatalf("SQLite took over %d records inside the lease", sw.Claimed)
 			}
 			return
 		}
-		if sw.Err != nil || sw.Published != 2 {
-			t.Fatalf("sweep after the holder died: %+v", sw)
+		// The database ends the dead session's backend a moment after its
+		// connection closes, and only then lets its lock go: sweep until
+		// the records are taken over, within the 2 s the relay promises
+		// (the lease is an hour).
+		published, sweeps := 0, 0
+		for deadline := time.Now().Add(2 * time.Second); published < 2; sweeps++ {
+			sw := next.SweepOnce(ctx)
+			if sw.Err != nil {
+				t.Fatalf("sweep after the holder died: %+v", sw)
+			}
+			published += sw.Published
+			if published < 2 && time.Now().After(deadline) {
+				t.Fatalf("%d of 2 records taken over %d sweeps and 2s after the holder's session ended (lease: 1h)", published, sweeps)
+			}
 		}
 		if got := ids(drain(t, c, "orders")); !slices.Equal(got, sent) {
 			t.Fatalf("published %v, want %v", got, sent)
