@@ -16,13 +16,24 @@ import (
 
 // delivery is one message received by a consumer, tied to the channel it
 // came on: it can only be settled there.
+//
+// Its size is watched: with the consumer's Message[T] for a []byte payload
+// it fits one 576-byte allocation (see consumerCore.newDelivery).
 type delivery struct {
 	d        transport.Delivery
 	att      *attachment
-	received time.Time
+	received int64 // Unix nanoseconds
 	settled  atomic.Bool
-	end      processEnd
+	// heldAt is its index in the consumer's held set; guarded by omu.
+	heldAt int32
+	end    processEnd
+	// msg is the consumer's *Message[T], allocated with the delivery (see
+	// consumerCore.newDelivery); nil when the consumer made none.
+	msg any
 }
+
+// receivedAt is when the delivery was received.
+func (dv *delivery) receivedAt() time.Time { return time.Unix(0, dv.received) }
 
 // attachment is one subscription on one channel. Recovery makes a new one.
 type attachment struct {
@@ -96,6 +107,10 @@ type consumerCore struct {
 	stream       bool                   // nack and reject become acks (see ConsumerConfig.OnStream)
 	drainTimeout time.Duration
 	process      func(dv *delivery)
+	// newDelivery allocates a delivery, with room for the typed message
+	// the handler gets in the same allocation (Consume sets it); nil
+	// allocates a bare one.
+	newDelivery func() *delivery
 
 	base     context.Context
 	hardStop context.CancelFunc
@@ -115,6 +130,9 @@ type consumerCore struct {
 	mu        sync.Mutex
 	att       *attachment
 	draining  bool
+	// drainingNow is draining for readers that take no lock (a worker
+	// about to start a delivery); set with draining, under mu.
+	drainingNow atomic.Bool
 	drainCh   chan struct{}
 	stalled   error
 	resub     bool
@@ -127,7 +145,7 @@ type consumerCore struct {
 
 	omu         sync.Mutex
 	outstanding int
-	held        map[*delivery]struct{} // received, not yet released
+	held        []*delivery // received, not yet released; dv.heldAt indexes it
 	zeroCh      chan struct{}
 }
 
@@ -381,10 +399,8 @@ func (k *consumerCore) hold(dv *delivery) {
 	dv.att.held.Add(1)
 	k.omu.Lock()
 	k.outstanding++
-	if k.held == nil {
-		k.held = map[*delivery]struct{}{}
-	}
-	k.held[dv] = struct{}{}
+	dv.heldAt = int32(len(k.held))
+	k.held = append(k.held, dv)
 	k.omu.Unlock()
 }
 
@@ -404,7 +420,12 @@ func (k *consumerCore) release(dv *delivery) {
 	k.env.tel.inFlight(k.queue, -1)
 	k.omu.Lock()
 	k.outstanding--
-	delete(k.held, dv)
+	if i := int(dv.heldAt); i < len(k.held) && k.held[i] == dv {
+		last := k.held[len(k.held)-1]
+		k.held[i], last.heldAt = last, int32(i)
+		k.held[len(k.held)-1] = nil
+		k.held = k.held[:len(k.held)-1]
+	}
 	if k.outstanding == 0 && k.zeroCh != nil {
 		close(k.zeroCh)
 		k.zeroCh = nil
@@ -455,7 +476,13 @@ func (k *consumerCore) read(att *attachment, next func() (transport.Delivery, bo
 		att.cancel()
 	}()
 	for d, ok := next(); ok; d, ok = next() {
-		dv := &delivery{d: d, att: att, received: time.Now(), end: noopProcessEnd}
+		var dv *delivery
+		if k.newDelivery != nil {
+			dv = k.newDelivery()
+		} else {
+			dv = new(delivery)
+		}
+		dv.d, dv.att, dv.received, dv.end = d, att, time.Now().UnixNano(), noopProcessEnd
 		k.hold(dv)
 		k.inFlight.Add(1)
 		k.env.tel.inFlight(k.queue, 1)
@@ -532,7 +559,7 @@ func (k *consumerCore) run(dv *delivery) {
 		k.release(dv)
 		return
 	}
-	if k.isDraining() {
+	if k.drainingNow.Load() {
 		k.nack(dv, true) // prefetched, never started: back unrun
 		return
 	}
@@ -723,10 +750,7 @@ func errText(err error) string {
 // the broker has it back, and a decision that comes later is discarded.
 func (k *consumerCore) releaseAll() {
 	k.omu.Lock()
-	left := make([]*delivery, 0, len(k.held))
-	for dv := range k.held {
-		left = append(left, dv)
-	}
+	left := append([]*delivery(nil), k.held...)
 	k.omu.Unlock()
 	for _, dv := range left {
 		k.release(dv)
