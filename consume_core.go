@@ -127,21 +127,21 @@ type consumerCore struct {
 
 	attachMu sync.Mutex // serialises attaches (recovery, re-subscriber)
 
-	mu        sync.Mutex
-	att       *attachment
-	draining  bool
+	mu       sync.Mutex
+	att      *attachment
+	draining bool
 	// drainingNow is draining for readers that take no lock (a worker
 	// about to start a delivery); set with draining, under mu.
 	drainingNow atomic.Bool
-	drainCh   chan struct{}
-	stalled   error
-	resub     bool
-	stallGen  uint64 // the connection generation the stall was seen on
-	closed    chan struct{}
-	stranded  int // what the first drain left unsettled
-	drainOnce sync.Once
-	bg        sync.WaitGroup // later hops and the re-subscriber; see goBackground
-	bgDone    bool           // the drain waited for bg; no more may start
+	drainCh     chan struct{}
+	stalled     error
+	resub       bool
+	stallGen    uint64 // the connection generation the stall was seen on
+	closed      chan struct{}
+	stranded    int // what the first drain left unsettled
+	drainOnce   sync.Once
+	bg          sync.WaitGroup // later hops and the re-subscriber; see goBackground
+	bgDone      bool           // the drain waited for bg; no more may start
 
 	omu         sync.Mutex
 	outstanding int
