@@ -15,7 +15,7 @@ type prepared struct {
 	sent Sent
 	err  error
 	typ  string
-	end  publishEnd
+	span publishSpan // the publish span, when one was started
 	ctx  context.Context
 }
 
@@ -81,7 +81,7 @@ func (p *publishing) prepare(pr *prepared, ctx context.Context, exchange, routin
 		key = o.RoutingKey
 	}
 	pr.msg.Exchange, pr.msg.RoutingKey = exchange, key
-	pr.end, pr.ctx = noopPublishEnd, ctx
+	pr.ctx = ctx
 	fail := func(reason string, err error) {
 		pr.err = newPubErr(&pr.msg, OutcomeFailed, reason, false, err)
 	}
@@ -128,7 +128,11 @@ func (p *publishing) prepare(pr *prepared, ctx context.Context, exchange, routin
 	}
 	pr.msg.Exchange, pr.msg.RoutingKey, pr.msg.MessageID = pctx.Exchange, pctx.RoutingKey, env.ID
 	pr.typ = env.Type
-	pr.ctx, pr.end, env = p.tel.publishStart(ctx, pctx.Exchange, pctx.RoutingKey, env)
+	// The propagator writes into the envelope where it will be kept, so
+	// it needs no heap copy of its own.
+	pr.sent.Envelope = env
+	pr.ctx = p.tel.publishStart(ctx, pctx.Exchange, pctx.RoutingKey, &pr.sent.Envelope, &pr.span)
+	env = pr.sent.Envelope
 	codec := p.cfg.codec
 	if pc.codec != nil {
 		codec = pc.codec
@@ -236,7 +240,7 @@ func (p *publishing) finish(pr *prepared, start time.Time, err error) (Sent, err
 			r.Outcome = OutcomeFailed
 		}
 	}
-	pr.end(string(r.Outcome), err)
+	p.tel.publishEnd(&pr.span, string(r.Outcome), err)
 	p.report(r)
 	if err != nil {
 		return Sent{}, err
