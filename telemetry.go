@@ -534,4 +534,4 @@ func (t *telemetry) inFlight(queue string, delta int64) {
 
 type processEnd func(s Settlement)
 
-func noopProcessEnd(Settlement)    {}
+func noopProcessEnd(Settlement) {}
