@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"sync/atomic"
 
 	"go.opentelemetry.io/otel"
 	"go.opentelemetry.io/otel/attribute"
@@ -66,6 +67,7 @@ type attrKey struct {
 
 // attrOpts are the measurement options for one attribute set, built once.
 type attrOpts struct {
+	key attrKey
 	add []metric.AddOption
 	rec []metric.RecordOption
 }
@@ -121,9 +123,11 @@ type telemetry struct {
 	rungMissing     metric.Int64Counter
 	lostOnDrop      metric.Int64Counter
 
-	mu    sync.RWMutex
-	cache map[attrKey]*attrOpts
-	names map[attrKey]string
+	mu       sync.RWMutex
+	cache    map[attrKey]*attrOpts
+	names    map[attrKey]*spanNameOf
+	last     [kindCount]atomic.Pointer[attrOpts]   // per call point; see opts
+	lastName [kindCount]atomic.Pointer[spanNameOf] // per kind; see spanName
 
 	endProcessMetrics processEnd
 }
@@ -136,10 +140,11 @@ const (
 	kindQueue
 	kindSetAside
 	kindRung
+	kindCount // how many kinds there are
 )
 
 func newTelemetry(cfg *config, transportName string) *telemetry {
-	t := &telemetry{transport: transportName, cache: make(map[attrKey]*attrOpts), names: make(map[attrKey]string)}
+	t := &telemetry{transport: transportName, cache: make(map[attrKey]*attrOpts), names: make(map[attrKey]*spanNameOf)}
 	tc := cfg.telemetry
 	tp := tc.tracerProvider
 	if tp == nil {
@@ -210,39 +215,57 @@ func (t *telemetry) instruments(m metric.Meter, cfg *config) bool {
 }
 
 // opts returns the cached measurement options for key, building them with
-// build on a miss.
+// build on a miss. The set a call point (key.kind) used last is tried
+// first: a publisher or a consumer repeats one key message after message,
+// and comparing it costs less than hashing it and taking the cache's lock.
 func (t *telemetry) opts(key attrKey, build func() *attrOpts) *attrOpts {
+	last := &t.last[key.kind]
+	if o := last.Load(); o != nil && o.key == key {
+		return o
+	}
 	t.mu.RLock()
 	o := t.cache[key]
 	t.mu.RUnlock()
-	if o != nil {
-		return o
+	if o == nil {
+		o = build()
+		o.key = key
+		t.mu.Lock()
+		if len(t.cache) < attrCacheLimit {
+			t.cache[key] = o
+		}
+		t.mu.Unlock()
 	}
-	o = build()
-	t.mu.Lock()
-	if len(t.cache) < attrCacheLimit {
-		t.cache[key] = o
-	}
-	t.mu.Unlock()
+	last.Store(o)
 	return o
 }
 
-// spanName returns dest+suffix, cached so the hot path does not build it.
+// spanName returns dest+suffix, cached so the hot path does not build it;
+// the name a kind used last is tried first, as in opts.
 func (t *telemetry) spanName(kind uint8, dest, suffix string) string {
 	k := attrKey{kind: kind, a: dest}
+	last := &t.lastName[kind]
+	if n := last.Load(); n != nil && n.key == k {
+		return n.name
+	}
 	t.mu.RLock()
-	n, ok := t.names[k]
+	n := t.names[k]
 	t.mu.RUnlock()
-	if ok {
-		return n
+	if n == nil {
+		n = &spanNameOf{key: k, name: dest + suffix}
+		t.mu.Lock()
+		if len(t.names) < attrCacheLimit {
+			t.names[k] = n
+		}
+		t.mu.Unlock()
 	}
-	n = dest + suffix
-	t.mu.Lock()
-	if len(t.names) < attrCacheLimit {
-		t.names[k] = n
-	}
-	t.mu.Unlock()
-	return n
+	last.Store(n)
+	return n.name
+}
+
+// spanNameOf is one cached span name and its key.
+type spanNameOf struct {
+	key  attrKey
+	name string
 }
 
 // published records the publish metrics for one application publish.
