@@ -160,14 +160,9 @@ func (p *publishing) prepare(pr *prepared, ctx context.Context, exchange, routin
 	}
 	pr.msg.Body = body
 	pr.msg.HeadersOwned = true // render made it for this message alone
-	// Only application headers can be over the limits: the engine's own
-	// are strings and integers. A table of engine headers alone is not
-	// walked again.
-	if len(env.headers) > 0 {
-		if err := headerRefusal(&pr.msg); err != nil {
-			pr.err = err
-			return
-		}
+	if err := appHeaderRefusal(&pr.msg, env.headers); err != nil {
+		pr.err = err
+		return
 	}
 	pr.sent = Sent{
 		Envelope:    env,
