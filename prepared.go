@@ -354,8 +354,9 @@ func (p *publishing) putMembers(w *members) {
 }
 
 // maxSpareMembers bounds the working space a publishing keeps between
-// SendAll calls (about 2.4 MiB).
-const maxSpareMembers = 5000
+// SendAll calls (about 1 MiB); a larger batch's is left to the garbage
+// collector.
+const maxSpareMembers = 2048
 
 // report counts an application publish's outcome and hands it to the
 // telemetry and the publish hooks.
