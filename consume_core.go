@@ -24,9 +24,7 @@ type delivery struct {
 	att      *attachment
 	received int64 // Unix nanoseconds
 	settled  atomic.Bool
-	// heldAt is its index in the consumer's held set; guarded by omu.
-	heldAt int32
-	end    processEnd
+	end      processEnd
 	// msg is the consumer's *Message[T], allocated with the delivery (see
 	// consumerCore.newDelivery); nil when the consumer made none.
 	msg any
@@ -143,9 +141,13 @@ type consumerCore struct {
 	bg          sync.WaitGroup // later hops and the re-subscriber; see goBackground
 	bgDone      bool           // the drain waited for bg; no more may start
 
+	// outstanding counts the deliveries received and not yet released.
+	// held lists them for releaseAll, with released ones dropped lazily
+	// (when it is full), so a worker releasing a delivery takes no lock
+	// the reader takes per delivery. omu guards held and zeroCh.
+	outstanding atomic.Int64
 	omu         sync.Mutex
-	outstanding int
-	held        []*delivery // received, not yet released; dv.heldAt indexes it
+	held        []*delivery
 	zeroCh      chan struct{}
 }
 
@@ -397,9 +399,24 @@ func (k *consumerCore) subscribeLocked(ctx context.Context, ch transport.Channel
 
 func (k *consumerCore) hold(dv *delivery) {
 	dv.att.held.Add(1)
+	k.outstanding.Add(1)
 	k.omu.Lock()
-	k.outstanding++
-	dv.heldAt = int32(len(k.held))
+	if len(k.held) == cap(k.held) && len(k.held) > 0 {
+		// Full: drop the released ones; grow when most are still held,
+		// so dropping costs O(1) per delivery.
+		n := 0
+		for _, h := range k.held {
+			if !h.settled.Load() {
+				k.held[n] = h
+				n++
+			}
+		}
+		clear(k.held[n:])
+		k.held = k.held[:n]
+		if n > cap(k.held)/2 {
+			k.held = append(make([]*delivery, 0, 2*cap(k.held)), k.held...)
+		}
+	}
 	k.held = append(k.held, dv)
 	k.omu.Unlock()
 }
@@ -418,25 +435,20 @@ func (k *consumerCore) release(dv *delivery) {
 	}
 	k.inFlight.Add(-1)
 	k.env.tel.inFlight(k.queue, -1)
-	k.omu.Lock()
-	k.outstanding--
-	if i := int(dv.heldAt); i < len(k.held) && k.held[i] == dv {
-		last := k.held[len(k.held)-1]
-		k.held[i], last.heldAt = last, int32(i)
-		k.held[len(k.held)-1] = nil
-		k.held = k.held[:len(k.held)-1]
+	if k.outstanding.Add(-1) == 0 {
+		k.omu.Lock()
+		if k.outstanding.Load() == 0 && k.zeroCh != nil {
+			close(k.zeroCh)
+			k.zeroCh = nil
+		}
+		k.omu.Unlock()
 	}
-	if k.outstanding == 0 && k.zeroCh != nil {
-		close(k.zeroCh)
-		k.zeroCh = nil
-	}
-	k.omu.Unlock()
 }
 
 func (k *consumerCore) idle() <-chan struct{} {
 	k.omu.Lock()
 	defer k.omu.Unlock()
-	if k.outstanding == 0 {
+	if k.outstanding.Load() == 0 {
 		ch := make(chan struct{})
 		close(ch)
 		return ch
@@ -448,9 +460,7 @@ func (k *consumerCore) idle() <-chan struct{} {
 }
 
 func (k *consumerCore) unsettled() int {
-	k.omu.Lock()
-	defer k.omu.Unlock()
-	return k.outstanding
+	return int(k.outstanding.Load())
 }
 
 func (k *consumerCore) isDraining() bool {
@@ -750,7 +760,12 @@ func errText(err error) string {
 // the broker has it back, and a decision that comes later is discarded.
 func (k *consumerCore) releaseAll() {
 	k.omu.Lock()
-	left := append([]*delivery(nil), k.held...)
+	left := make([]*delivery, 0, len(k.held))
+	for _, dv := range k.held {
+		if !dv.settled.Load() {
+			left = append(left, dv)
+		}
+	}
 	k.omu.Unlock()
 	for _, dv := range left {
 		k.release(dv)
