@@ -223,8 +223,8 @@ func TestGuardTapsANativeChannelsAnswersInOrder(t *testing.T) {
 		selectOk,
 		method(3, 60, 80, u64(1), []byte{0}), // ack 1
 		method(4, 60, 60, short("ctag"), u64(1), []byte{0}, short(""), short("q")), // a delivery elsewhere
-		method(3, 60, 80, u64(5), []byte{1}),  // ack up to 5
-		method(3, 60, 120, u64(6), []byte{2}), // nack 6, requeue set, not multiple
+		method(3, 60, 80, u64(5), []byte{1}),                                       // ack up to 5
+		method(3, 60, 120, u64(6), []byte{2}),                                      // nack 6, requeue set, not multiple
 		ret, retHeader, frame(3, 3, []byte("xy")),
 		method(3, 60, 80, u64(7), []byte{0}),
 		method(3, 20, 41), // channel.close-ok: tapping ends
