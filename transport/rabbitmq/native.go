@@ -112,14 +112,20 @@ const (
 	tapReturn
 )
 
-// tapEvent is one broker answer on a native channel.
+// tapEvent is one broker answer on a native channel (24 bytes, so the
+// dispatcher's buffer stays small; a return's details are behind ret).
 type tapEvent struct {
 	kind     tapKind
 	multiple bool
-	code     uint16
 	tag      uint64
-	text     string
-	key      returnKey
+	ret      *returned
+}
+
+// returned is what a basic.return says.
+type returned struct {
+	code uint16
+	text string
+	key  returnKey
 }
 
 // nativeChan is one channel of the native path, shared by its publisher,
@@ -134,7 +140,7 @@ type nativeChan struct {
 
 	// Reader-only state.
 	selectSeen bool
-	ret        *tapEvent // a basic.return waiting for its content header
+	ret        *returned // a basic.return waiting for its content header
 }
 
 func newNativeChan(id uint16) *nativeChan {
@@ -167,8 +173,8 @@ func (g *guardedConn) tap(nc *nativeChan, frame []byte) []byte {
 		}
 		nc.push(tapEvent{kind: kind, tag: binary.BigEndian.Uint64(p[4:12]), multiple: p[12]&1 != 0})
 	case class == classBasic && method == methodBasicReturn:
-		if ev, ok := parseReturn(p[4:]); ok {
-			nc.ret = &ev
+		if r, ok := parseReturn(p[4:]); ok {
+			nc.ret = r
 		}
 	case class == classConfirm && method == methodSelectOk && !nc.selectSeen:
 		nc.selectSeen = true
@@ -182,33 +188,33 @@ func (g *guardedConn) tap(nc *nativeChan, frame []byte) []byte {
 
 // parseReturn reads basic.return's arguments: reply code, reply text,
 // exchange, routing key.
-func parseReturn(p []byte) (tapEvent, bool) {
+func parseReturn(p []byte) (*returned, bool) {
 	if len(p) < 2 {
-		return tapEvent{}, false
+		return nil, false
 	}
-	ev := tapEvent{kind: tapReturn, code: binary.BigEndian.Uint16(p)}
+	r := &returned{code: binary.BigEndian.Uint16(p)}
 	p = p[2:]
 	var strs [3]string
 	for i := range strs {
 		if len(p) < 1 || len(p) < 1+int(p[0]) {
-			return tapEvent{}, false
+			return nil, false
 		}
 		strs[i] = string(p[1 : 1+int(p[0])])
 		p = p[1+int(p[0]):]
 	}
-	ev.text, ev.key.exchange, ev.key.routingKey = strs[0], strs[1], strs[2]
-	return ev, true
+	r.text, r.key.exchange, r.key.routingKey = strs[0], strs[1], strs[2]
+	return r, true
 }
 
 // returned completes the pending basic.return of nc with the message id
 // of its content header frame and hands it to the dispatcher.
 func (g *guardedConn) returned(nc *nativeChan, frame []byte) {
-	ev := *nc.ret
+	r := nc.ret
 	nc.ret = nil
 	if len(frame) >= 8 {
-		ev.key.id = messageID(frame[7 : len(frame)-1])
+		r.key.id = messageID(frame[7 : len(frame)-1])
 	}
-	nc.push(ev)
+	nc.push(tapEvent{kind: tapReturn, ret: r})
 }
 
 // messageID reads the message-id property of a content header payload
@@ -299,9 +305,12 @@ func newNativePublisher(ctx context.Context, ch *amqp.Channel, confirm bool, hel
 	p := &publisher{ch: ch, confirm: confirm, done: make(chan struct{}),
 		nat: &nativeState{held: held, natives: nat, nc: nc, frameMax: frameMax, low: 1}}
 	fail := func(err error) (*publisher, error) {
-		nat.unregister(nc)
 		close(nc.gone)
+		// Closed before the channel leaves the tap: a select-ok still on
+		// its way is swallowed, not handed to amqp091-go, and Close
+		// returns once the close-ok that follows it has been read.
 		_ = ch.Close()
+		nat.unregister(nc)
 		return nil, err
 	}
 	if confirm {
@@ -359,7 +368,7 @@ func (p *publisher) onEvent(ev tapEvent) {
 	switch ev.kind {
 	case tapReturn:
 		p.pmu.Lock()
-		p.table.markReturned(ev.key, ev.code, ev.text)
+		p.table.markReturned(ev.ret.key, ev.ret.code, ev.ret.text)
 		p.pmu.Unlock()
 	case tapAck, tapNack:
 		ack := ev.kind == tapAck

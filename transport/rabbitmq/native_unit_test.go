@@ -5,6 +5,7 @@ import (
 	"errors"
 	"io"
 	"net"
+	"reflect"
 	"sync"
 	"testing"
 	"time"
@@ -266,14 +267,14 @@ func TestGuardTapsANativeChannelsAnswersInOrder(t *testing.T) {
 			{kind: tapAck, tag: 1},
 			{kind: tapAck, tag: 5, multiple: true},
 			{kind: tapNack, tag: 6},
-			{kind: tapReturn, code: 312, text: "NO_ROUTE", key: returnKey{"m-9", "ex", "rk"}},
+			{kind: tapReturn, ret: &returned{code: 312, text: "NO_ROUTE", key: returnKey{"m-9", "ex", "rk"}}},
 			{kind: tapAck, tag: 7},
 		}
 		if len(got) != len(wantEvents) {
 			t.Fatalf("reads of %d: events %+v, want %+v", chunk, got, wantEvents)
 		}
 		for i := range got {
-			if got[i] != wantEvents[i] {
+			if !reflect.DeepEqual(got[i], wantEvents[i]) {
 				t.Fatalf("reads of %d: event %d is %+v, want %+v", chunk, i, got[i], wantEvents[i])
 			}
 		}
@@ -318,7 +319,7 @@ func TestDispatcherAnswersOutOfOrderAndMultipleAnswersOnce(t *testing.T) {
 		{kind: tapAck, tag: 3},
 		{kind: tapNack, tag: 1},
 		{kind: tapAck, tag: 4, multiple: true}, // answers 2 and 4
-		{kind: tapReturn, code: 312, text: "NO_ROUTE", key: returnKey{id: "r", routingKey: "q"}},
+		{kind: tapReturn, ret: &returned{code: 312, text: "NO_ROUTE", key: returnKey{id: "r", routingKey: "q"}}},
 		{kind: tapAck, tag: 5},
 		{kind: tapAck, tag: 7},
 		{kind: tapNack, tag: 1000, multiple: true}, // a tag past the last publish: up to 8
