@@ -23,18 +23,21 @@ const (
 	frameMethod    = 1
 	frameHeartbeat = 8
 
-	classBasic   = 60
-	classConfirm = 85
-	classChannel = 20
+	classBasic      = 60
+	classConfirm    = 85
+	classChannel    = 20
+	classConnection = 10
 
-	methodBasicPublish  = 40
-	methodBasicReturn   = 50
-	methodBasicAck      = 80
-	methodBasicNack     = 120
-	methodConfirmSelect = 10
-	methodSelectOk      = 11
-	methodChannelClose  = 40
-	methodCloseOk       = 41
+	methodBasicPublish      = 40
+	methodBasicReturn       = 50
+	methodBasicAck          = 80
+	methodBasicNack         = 120
+	methodConfirmSelect     = 10
+	methodSelectOk          = 11
+	methodChannelClose      = 40
+	methodCloseOk           = 41 // channel.close-ok
+	methodConnectionClose   = 50
+	methodConnectionCloseOk = 51
 
 	propDeliveryMode = 0x1000
 	propPriority     = 0x0800

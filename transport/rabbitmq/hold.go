@@ -148,7 +148,8 @@ func (c *heldConn) keepLocked(p []byte) bool {
 
 // track follows the frames in p, bytes amqp091-go has just written: it
 // notes where each frame ends, marks a native channel closed for writes
-// when amqp091-go writes its channel.close or channel.close-ok, and wakes
+// when amqp091-go writes its channel.close or channel.close-ok (every
+// native channel at connection.close or close-ok), and wakes
 // appenders once the stream is between two frames. c.mu is held.
 func (c *heldConn) track(p []byte) {
 	for len(p) > 0 {
@@ -174,8 +175,11 @@ func (c *heldConn) track(p []byte) {
 		size := int(binary.BigEndian.Uint32(c.hb[3:7]))
 		if want == 11 && c.natives != nil {
 			class, method := binary.BigEndian.Uint16(c.hb[7:9]), binary.BigEndian.Uint16(c.hb[9:11])
-			if class == classChannel && (method == methodChannelClose || method == methodCloseOk) {
+			switch {
+			case class == classChannel && (method == methodChannelClose || method == methodCloseOk):
 				c.natives.closeWrites(binary.BigEndian.Uint16(c.hb[1:3]))
+			case class == classConnection && (method == methodConnectionClose || method == methodConnectionCloseOk):
+				c.natives.closeAllWrites()
 			}
 		}
 		c.left = size + 1 - (want - 7)

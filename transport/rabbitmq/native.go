@@ -75,6 +75,18 @@ func (n *natives) closeWrites(id uint16) {
 	n.mu.Unlock()
 }
 
+// closeAllWrites marks every native channel closed for appends
+// (amqp091-go has written connection.close or close-ok). The heldConn's mu
+// is held.
+func (n *natives) closeAllWrites() {
+	n.mu.Lock()
+	for id, nc := range n.write {
+		nc.closedW = true
+		delete(n.write, id)
+	}
+	n.mu.Unlock()
+}
+
 // reader returns the channel to tap for id, or nil.
 func (n *natives) reader(id uint16) *nativeChan {
 	n.mu.Lock()

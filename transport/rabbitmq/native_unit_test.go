@@ -193,6 +193,22 @@ func TestAppendIsRefusedOnceAmqp091ClosesTheChannel(t *testing.T) {
 	}
 }
 
+func TestAppendIsRefusedOnceAmqp091ClosesTheConnection(t *testing.T) {
+	c, rc, ncs := trackedConn(5, 6)
+	closeFrame := method(0, 10, 50, u16(200), short("bye"), u16(0), u16(0))
+	if _, err := c.Write(append([]byte(protocolHeader), closeFrame...)); err != nil {
+		t.Fatal(err)
+	}
+	for _, nc := range ncs {
+		if r := <-appendAsync(c, nc, method(nc.id, 60, 40)); r.sent || !errors.Is(r.err, errClosedForWrites) {
+			t.Fatalf("append on channel %d after connection.close: sent %v, %v", nc.id, r.sent, r.err)
+		}
+	}
+	if w, _ := rc.record(); !bytes.Equal(bytes.Join(w, nil), append([]byte(protocolHeader), closeFrame...)) {
+		t.Fatal("bytes after connection.close reached the socket")
+	}
+}
+
 func TestAppendWaitingForABoundaryEndsWithTheConnection(t *testing.T) {
 	c, _, ncs := trackedConn(3)
 	if _, err := c.Write([]byte(protocolHeader + "\x01\x00")); err != nil {
