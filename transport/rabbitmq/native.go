@@ -329,7 +329,8 @@ func newNativePublisher(ctx context.Context, ch *amqp.Channel, confirm bool, hel
 		p.table = newPending()
 		sel := appendMethodFrame(nil, id, classConfirm, methodConfirmSelect, 0)
 		if _, err := held.appendFrames(nc, sel); err != nil {
-			return fail(convertError(err))
+			// The channel or the connection was closed first.
+			return fail(fmt.Errorf("rabbitmq: cannot put the channel in confirm mode: %w: %w", transport.ErrClosed, err))
 		}
 		select {
 		case <-nc.selected:
