@@ -222,7 +222,13 @@ func appendField(dst []byte, v any, depth int) ([]byte, error) {
 	case int16:
 		return be.AppendUint16(append(dst, 's'), uint16(v)), nil
 	case int:
-		return be.AppendUint32(append(dst, 'I'), uint32(v)), nil
+		// amqp091-go writes an int as a 32-bit 'I', cutting off the high
+		// bits of a larger one; the same bytes where it fits, a 64-bit 'l'
+		// where it does not, so no value is silently changed.
+		if v >= math.MinInt32 && v <= math.MaxInt32 {
+			return be.AppendUint32(append(dst, 'I'), uint32(v)), nil
+		}
+		return be.AppendUint64(append(dst, 'l'), uint64(v)), nil
 	case int32:
 		return be.AppendUint32(append(dst, 'I'), uint32(v)), nil
 	case int64:

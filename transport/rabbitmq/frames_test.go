@@ -108,6 +108,7 @@ func TestAppendFieldGivesEachGoTypeAmqp091sFieldType(t *testing.T) {
 		{"int8", int8(-2), []byte{'b', 0xFE}},
 		{"int16", int16(-2), []byte{'s', 0xFF, 0xFE}},
 		{"int (32 bits, as amqp091-go)", int(-2), []byte{'I', 0xFF, 0xFF, 0xFF, 0xFE}},
+		{"int past 32 bits (64, where amqp091-go cut it)", int(1) << 40, []byte{'l', 0, 0, 1, 0, 0, 0, 0, 0}},
 		{"int32", int32(70000), append([]byte{'I'}, u32(70000)...)},
 		{"int64", int64(-3), append([]byte{'l'}, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFD)},
 		{"uint16", uint16(65000), append([]byte{'u'}, u16(65000)...)},
