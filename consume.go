@@ -320,9 +320,22 @@ func Consume[T any](ctx context.Context, c *Conn, queue string, h Handler[T], co
 	// ConsumerConfig.OnStream: RabbitMQ answers a nack on a stream (a drain hands
 	// back what it never started) by closing the whole connection (540).
 	k.argsAt, k.stream = cfg.argsAt, cfg.stream || c.decls.asStream(queue)
+	// The handler's Message comes in the delivery's own allocation.
+	type typedDelivery struct {
+		dv delivery
+		m  Message[T]
+	}
+	k.newDelivery = func() *delivery {
+		td := new(typedDelivery)
+		td.dv.msg = &td.m
+		return &td.dv
+	}
 	k.process = func(dv *delivery) {
 		k.handle(dv, icpt, func(ctx context.Context, env Envelope) (Decision, bool, time.Duration) {
-			var m Message[T]
+			m, _ := dv.msg.(*Message[T])
+			if m == nil {
+				m = new(Message[T])
+			}
 			m.Envelope = env
 			m.Queue = queue
 			m.Exchange = dv.d.Exchange
@@ -338,7 +351,7 @@ func Consume[T any](ctx context.Context, c *Conn, queue string, h Handler[T], co
 				return Decision{kind: decPark, err: err}, false, -1
 			}
 			start := time.Now()
-			dec := runHandler(ctx, c, h, &m)
+			dec := runHandler(ctx, c, h, m)
 			return dec, true, time.Since(start)
 		})
 	}

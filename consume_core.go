@@ -16,13 +16,22 @@ import (
 
 // delivery is one message received by a consumer, tied to the channel it
 // came on: it can only be settled there.
+//
+// Its size is watched: with the consumer's Message[T] for a []byte payload
+// it fits one 576-byte allocation (see consumerCore.newDelivery).
 type delivery struct {
 	d        transport.Delivery
 	att      *attachment
-	received time.Time
+	received int64 // Unix nanoseconds
 	settled  atomic.Bool
 	end      processEnd
+	// msg is the consumer's *Message[T], allocated with the delivery (see
+	// consumerCore.newDelivery); nil when the consumer made none.
+	msg any
 }
+
+// receivedAt is when the delivery was received.
+func (dv *delivery) receivedAt() time.Time { return time.Unix(0, dv.received) }
 
 // attachment is one subscription on one channel. Recovery makes a new one.
 type attachment struct {
@@ -96,6 +105,10 @@ type consumerCore struct {
 	stream       bool                   // nack and reject become acks (see ConsumerConfig.OnStream)
 	drainTimeout time.Duration
 	process      func(dv *delivery)
+	// newDelivery allocates a delivery, with room for the typed message
+	// the handler gets in the same allocation (Consume sets it); nil
+	// allocates a bare one.
+	newDelivery func() *delivery
 
 	base     context.Context
 	hardStop context.CancelFunc
@@ -112,22 +125,29 @@ type consumerCore struct {
 
 	attachMu sync.Mutex // serialises attaches (recovery, re-subscriber)
 
-	mu        sync.Mutex
-	att       *attachment
-	draining  bool
-	drainCh   chan struct{}
-	stalled   error
-	resub     bool
-	stallGen  uint64 // the connection generation the stall was seen on
-	closed    chan struct{}
-	stranded  int // what the first drain left unsettled
-	drainOnce sync.Once
-	bg        sync.WaitGroup // later hops and the re-subscriber; see goBackground
-	bgDone    bool           // the drain waited for bg; no more may start
+	mu       sync.Mutex
+	att      *attachment
+	draining bool
+	// drainingNow is draining for readers that take no lock (a worker
+	// about to start a delivery); set with draining, under mu.
+	drainingNow atomic.Bool
+	drainCh     chan struct{}
+	stalled     error
+	resub       bool
+	stallGen    uint64 // the connection generation the stall was seen on
+	closed      chan struct{}
+	stranded    int // what the first drain left unsettled
+	drainOnce   sync.Once
+	bg          sync.WaitGroup // later hops and the re-subscriber; see goBackground
+	bgDone      bool           // the drain waited for bg; no more may start
 
+	// outstanding counts the deliveries received and not yet released.
+	// held lists them for releaseAll, with released ones dropped lazily
+	// (when it is full), so a worker releasing a delivery takes no lock
+	// the reader takes per delivery. omu guards held and zeroCh.
+	outstanding atomic.Int64
 	omu         sync.Mutex
-	outstanding int
-	held        map[*delivery]struct{} // received, not yet released
+	held        []*delivery
 	zeroCh      chan struct{}
 }
 
@@ -379,12 +399,25 @@ func (k *consumerCore) subscribeLocked(ctx context.Context, ch transport.Channel
 
 func (k *consumerCore) hold(dv *delivery) {
 	dv.att.held.Add(1)
+	k.outstanding.Add(1)
 	k.omu.Lock()
-	k.outstanding++
-	if k.held == nil {
-		k.held = map[*delivery]struct{}{}
+	if len(k.held) == cap(k.held) && len(k.held) > 0 {
+		// Full: drop the released ones; grow when most are still held,
+		// so dropping costs O(1) per delivery.
+		n := 0
+		for _, h := range k.held {
+			if !h.settled.Load() {
+				k.held[n] = h
+				n++
+			}
+		}
+		clear(k.held[n:])
+		k.held = k.held[:n]
+		if n > cap(k.held)/2 {
+			k.held = append(make([]*delivery, 0, 2*cap(k.held)), k.held...)
+		}
 	}
-	k.held[dv] = struct{}{}
+	k.held = append(k.held, dv)
 	k.omu.Unlock()
 }
 
@@ -402,20 +435,20 @@ func (k *consumerCore) release(dv *delivery) {
 	}
 	k.inFlight.Add(-1)
 	k.env.tel.inFlight(k.queue, -1)
-	k.omu.Lock()
-	k.outstanding--
-	delete(k.held, dv)
-	if k.outstanding == 0 && k.zeroCh != nil {
-		close(k.zeroCh)
-		k.zeroCh = nil
+	if k.outstanding.Add(-1) == 0 {
+		k.omu.Lock()
+		if k.outstanding.Load() == 0 && k.zeroCh != nil {
+			close(k.zeroCh)
+			k.zeroCh = nil
+		}
+		k.omu.Unlock()
 	}
-	k.omu.Unlock()
 }
 
 func (k *consumerCore) idle() <-chan struct{} {
 	k.omu.Lock()
 	defer k.omu.Unlock()
-	if k.outstanding == 0 {
+	if k.outstanding.Load() == 0 {
 		ch := make(chan struct{})
 		close(ch)
 		return ch
@@ -427,9 +460,7 @@ func (k *consumerCore) idle() <-chan struct{} {
 }
 
 func (k *consumerCore) unsettled() int {
-	k.omu.Lock()
-	defer k.omu.Unlock()
-	return k.outstanding
+	return int(k.outstanding.Load())
 }
 
 func (k *consumerCore) isDraining() bool {
@@ -455,7 +486,13 @@ func (k *consumerCore) read(att *attachment, next func() (transport.Delivery, bo
 		att.cancel()
 	}()
 	for d, ok := next(); ok; d, ok = next() {
-		dv := &delivery{d: d, att: att, received: time.Now(), end: noopProcessEnd}
+		var dv *delivery
+		if k.newDelivery != nil {
+			dv = k.newDelivery()
+		} else {
+			dv = new(delivery)
+		}
+		dv.d, dv.att, dv.received, dv.end = d, att, time.Now().UnixNano(), noopProcessEnd
 		k.hold(dv)
 		k.inFlight.Add(1)
 		k.env.tel.inFlight(k.queue, 1)
@@ -532,7 +569,7 @@ func (k *consumerCore) run(dv *delivery) {
 		k.release(dv)
 		return
 	}
-	if k.isDraining() {
+	if k.drainingNow.Load() {
 		k.nack(dv, true) // prefetched, never started: back unrun
 		return
 	}
@@ -724,8 +761,10 @@ func errText(err error) string {
 func (k *consumerCore) releaseAll() {
 	k.omu.Lock()
 	left := make([]*delivery, 0, len(k.held))
-	for dv := range k.held {
-		left = append(left, dv)
+	for _, dv := range k.held {
+		if !dv.settled.Load() {
+			left = append(left, dv)
+		}
 	}
 	k.omu.Unlock()
 	for _, dv := range left {

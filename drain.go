@@ -47,6 +47,7 @@ func (k *consumerCore) drain(ctx context.Context, deadline time.Time) int {
 	defer close(k.closed)
 	k.mu.Lock()
 	k.draining = true
+	k.drainingNow.Store(true)
 	att := k.att
 	k.mu.Unlock()
 	// Prefetched deliveries no worker has started go back unrun now, not

@@ -46,8 +46,10 @@ type Envelope struct {
 // First-seen is the current time in UTC truncated to the millisecond, the
 // precision it has on the wire, so an envelope compares equal to itself
 // after a round trip through the broker.
-func NewEnvelope() Envelope {
-	id := newUUID()
+func NewEnvelope() Envelope { return newEnvelopeWithID(newUUID()) }
+
+// newEnvelopeWithID is NewEnvelope with a fresh id made by the caller.
+func newEnvelopeWithID(id string) Envelope {
 	return Envelope{
 		ID:            id,
 		CorrelationID: id,
@@ -371,10 +373,16 @@ func nowMillis() time.Time { return time.UnixMilli(time.Now().UnixMilli()).UTC()
 func newUUID() string {
 	var b [16]byte
 	_, _ = rand.Read(b[:]) // never fails (crypto/rand crashes the program instead)
+	var out [36]byte
+	formatUUID(&out, &b)
+	return string(out[:])
+}
+
+// formatUUID writes the random bytes b as a UUID v4 into out.
+func formatUUID(out *[36]byte, b *[16]byte) {
 	b[6] = b[6]&0x0f | 0x40
 	b[8] = b[8]&0x3f | 0x80
 	const hexdigits = "0123456789abcdef"
-	var out [36]byte
 	j := 0
 	for i, x := range b {
 		if i == 4 || i == 6 || i == 8 || i == 10 {
@@ -385,5 +393,31 @@ func newUUID() string {
 		out[j+1] = hexdigits[x&0x0f]
 		j += 2
 	}
-	return string(out[:])
+}
+
+// uuidChunk is how many ids an idBatch makes per allocation: a kept id
+// keeps its chunk (64 × 36 bytes) alive, a small price for one allocation
+// and one read of random bytes per 64 ids instead of one each.
+const uuidChunk = 64
+
+// idBatch hands out fresh UUID v4 strings for the members of one SendAll,
+// cut from one string per uuidChunk ids. The zero value is ready; it is
+// not safe for concurrent use.
+type idBatch struct {
+	s string // unused ids, 36 bytes each
+}
+
+func (ib *idBatch) next() string {
+	if len(ib.s) == 0 {
+		var raw [uuidChunk * 16]byte
+		_, _ = rand.Read(raw[:]) // never fails, as in newUUID
+		var out [uuidChunk * 36]byte
+		for i := 0; i < uuidChunk; i++ {
+			formatUUID((*[36]byte)(out[i*36:]), (*[16]byte)(raw[i*16:]))
+		}
+		ib.s = string(out[:])
+	}
+	id := ib.s[:36]
+	ib.s = ib.s[36:]
+	return id
 }

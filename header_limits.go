@@ -41,3 +41,17 @@ func asHeaderTable(v any) (map[string]any, bool) {
 	}
 	return nil, false
 }
+
+// appHeaderRefusal is headerRefusal for a table rendered from an envelope
+// whose application headers are app: only those can be over the limits
+// (the engine's own are strings and integers), so in the common case only
+// they are walked; a table over a limit gets headerRefusal's full answer.
+func appHeaderRefusal(msg *transport.Message, app map[string]any) error {
+	if len(app) == 0 && len(msg.Headers) <= wire.MaxEntries {
+		return nil
+	}
+	if _, over := wire.CheckHeaders(app, asHeaderTable); !over && len(msg.Headers) <= wire.MaxEntries {
+		return nil
+	}
+	return headerRefusal(msg)
+}

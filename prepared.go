@@ -15,11 +15,14 @@ type prepared struct {
 	sent Sent
 	err  error
 	typ  string
-	end  publishEnd
+	span publishSpan // the publish span, when one was started
 	ctx  context.Context
 }
 
-func (p *publishing) buildEnvelope(o *SendOptions, given *Envelope, routingKey string, headersOK bool) (Envelope, error) {
+// buildEnvelope makes the envelope of one publish: given's (its gaps
+// filled in), or a new one from o. id, when not empty, is a fresh UUID the
+// caller made for a new envelope (SendAll cuts them in chunks).
+func (p *publishing) buildEnvelope(o *SendOptions, given *Envelope, routingKey string, headersOK bool, id string) (Envelope, error) {
 	var env Envelope
 	if given != nil {
 		env = *given
@@ -36,7 +39,10 @@ func (p *publishing) buildEnvelope(o *SendOptions, given *Envelope, routingKey s
 			env.FirstSeen = time.Now().Truncate(time.Millisecond)
 		}
 	} else {
-		env = NewEnvelope()
+		if id == "" {
+			id = newUUID()
+		}
+		env = newEnvelopeWithID(id)
 		if o.Version != 0 {
 			env.Version = o.Version
 		}
@@ -65,38 +71,42 @@ func (p *publishing) buildEnvelope(o *SendOptions, given *Envelope, routingKey s
 	return env, env.Validate()
 }
 
-// prepare builds one message: envelope, interceptors, encoding. It never
-// touches the broker.
-func (p *publishing) prepare(ctx context.Context, exchange, routingKey string, pc *publisherConfig, o *SendOptions, given *Envelope, payload any) (pr prepared) {
+// prepare builds one message into pr, which is zero: envelope,
+// interceptors, encoding. It never touches the broker. id, when not empty,
+// is the fresh id for a new envelope (see buildEnvelope). pr is filled in
+// place: a prepared is large, and SendAll's members were copied twice.
+func (p *publishing) prepare(pr *prepared, ctx context.Context, exchange, routingKey string, pc *publisherConfig, o *SendOptions, given *Envelope, payload any, id string) {
 	key := routingKey
 	if o.RoutingKey != "" {
 		key = o.RoutingKey
 	}
 	pr.msg.Exchange, pr.msg.RoutingKey = exchange, key
-	pr.end, pr.ctx = noopPublishEnd, ctx
-	fail := func(reason string, err error) prepared {
+	pr.ctx = ctx
+	fail := func(reason string, err error) {
 		pr.err = newPubErr(&pr.msg, OutcomeFailed, reason, false, err)
-		return pr
 	}
 	if given != nil {
 		if fields := o.envelopeFields(); len(fields) > 0 {
-			return fail(fmt.Sprintf("both an envelope and envelope fields (%v) were given; pass one or the other, because the two answers differ", fields), nil)
+			fail(fmt.Sprintf("both an envelope and envelope fields (%v) were given; pass one or the other, because the two answers differ", fields), nil)
+			return
 		}
 	}
 	var headerErrs []error
 	if len(o.Headers) > 0 {
 		headerErrs = o.headerErrs()
 	}
-	env, err := p.buildEnvelope(o, given, key, len(headerErrs) == 0)
+	env, err := p.buildEnvelope(o, given, key, len(headerErrs) == 0, id)
 	pr.msg.MessageID = env.ID
 	pr.typ = env.Type
 	if len(headerErrs) > 0 {
 		// After the envelope, so the error names the message's id.
 		err := errors.Join(headerErrs...)
-		return fail(err.Error(), err) // the §8.6 sentence, verbatim
+		fail(err.Error(), err) // the §8.6 sentence, verbatim
+		return
 	}
 	if err != nil {
-		return fail("the envelope is not valid: "+withoutPrefix(err), err)
+		fail("the envelope is not valid: "+withoutPrefix(err), err)
+		return
 	}
 	pctx := PublishContext{
 		Exchange:   exchange,
@@ -108,15 +118,21 @@ func (p *publishing) prepare(ctx context.Context, exchange, routingKey string, p
 	}
 	pctx, err = p.runPublishInterceptors(ctx, pctx)
 	if err != nil {
-		return fail("an interceptor refused it: "+err.Error(), err)
+		fail("an interceptor refused it: "+err.Error(), err)
+		return
 	}
 	env = pctx.Envelope
 	if env.ID == "" || env.Validate() != nil {
-		return fail("an interceptor left an envelope that cannot be sent", env.Validate())
+		fail("an interceptor left an envelope that cannot be sent", env.Validate())
+		return
 	}
 	pr.msg.Exchange, pr.msg.RoutingKey, pr.msg.MessageID = pctx.Exchange, pctx.RoutingKey, env.ID
 	pr.typ = env.Type
-	pr.ctx, pr.end, env = p.tel.publishStart(ctx, pctx.Exchange, pctx.RoutingKey, env)
+	// The propagator writes into the envelope where it will be kept, so
+	// it needs no heap copy of its own.
+	pr.sent.Envelope = env
+	pr.ctx = p.tel.publishStart(ctx, pctx.Exchange, pctx.RoutingKey, &pr.sent.Envelope, &pr.span)
+	env = pr.sent.Envelope
 	codec := p.cfg.codec
 	if pc.codec != nil {
 		codec = pc.codec
@@ -126,7 +142,8 @@ func (p *publishing) prepare(ctx context.Context, exchange, routingKey string, p
 	}
 	body, err := encodeForPublish(codec, pctx.Payload)
 	if err != nil {
-		return fail("the payload could not be encoded: "+withoutPrefix(err), err)
+		fail("the payload could not be encoded: "+withoutPrefix(err), err)
+		return
 	}
 	mode := uint8(2)
 	if !pctx.Persistent {
@@ -143,9 +160,9 @@ func (p *publishing) prepare(ctx context.Context, exchange, routingKey string, p
 	}
 	pr.msg.Body = body
 	pr.msg.HeadersOwned = true // render made it for this message alone
-	if err := headerRefusal(&pr.msg); err != nil {
+	if err := appHeaderRefusal(&pr.msg, env.headers); err != nil {
 		pr.err = err
-		return pr
+		return
 	}
 	pr.sent = Sent{
 		Envelope:    env,
@@ -154,7 +171,6 @@ func (p *publishing) prepare(ctx context.Context, exchange, routingKey string, p
 		ContentType: codec.ContentType(),
 		Mandatory:   pctx.Mandatory,
 	}
-	return pr
 }
 
 // encodeForPublish encodes payload with codec. The built-in bytes codec
@@ -219,7 +235,7 @@ func (p *publishing) finish(pr *prepared, start time.Time, err error) (Sent, err
 			r.Outcome = OutcomeFailed
 		}
 	}
-	pr.end(string(r.Outcome), err)
+	p.tel.publishEnd(&pr.span, string(r.Outcome), err)
 	p.report(r)
 	if err != nil {
 		return Sent{}, err
@@ -240,7 +256,7 @@ func (p *publishing) send(ctx context.Context, exchange, routingKey string, pc *
 	one := getOne()
 	defer putOne(one)
 	pr := &one.prs[0]
-	*pr = p.prepare(ctx, exchange, routingKey, pc, o, o.Envelope, payload)
+	p.prepare(pr, ctx, exchange, routingKey, pc, o, o.Envelope, payload, "")
 	one.errs[0] = pr.err
 	if pr.err == nil {
 		p.publishAll(ctx, one.prs[:], one.errs[:], false)
@@ -248,58 +264,99 @@ func (p *publishing) send(ctx context.Context, exchange, routingKey string, pc *
 	return p.finish(pr, start, one.errs[0])
 }
 
-// sendAll publishes payloads pipelined on the one publish path.
-func (p *publishing) sendAll(ctx context.Context, exchange, routingKey string, pc *publisherConfig, payloads []any, o *SendOptions) ([]Sent, error) {
+// sendAll publishes n payloads pipelined on the one publish path;
+// payload(i) is member i's.
+func (p *publishing) sendAll(ctx context.Context, exchange, routingKey string, pc *publisherConfig, n int, payload func(i int) any, o *SendOptions) ([]Sent, error) {
 	start := time.Now()
-	n := len(payloads)
 	if o.Envelopes != nil && len(o.Envelopes) != n {
 		return nil, fmt.Errorf("acemq: SendAll was given %d payloads and %d envelopes; give one envelope per payload", n, len(o.Envelopes))
 	}
 	p.stats.published.Add(int64(n))
-	prs := make([]prepared, n)
-	errs := make([]error, n)
-	for i := range payloads {
-		given := o.Envelope
+	w := p.getMembers(n)
+	prs, errs := w.prs, w.errs
+	var ids idBatch
+	for i := range prs {
+		given, id := o.Envelope, ""
 		if o.Envelopes != nil {
 			given = &o.Envelopes[i]
+		} else if given == nil {
+			id = ids.next()
 		}
-		prs[i] = p.prepare(ctx, exchange, routingKey, pc, o, given, payloads[i])
+		p.prepare(&prs[i], ctx, exchange, routingKey, pc, o, given, payload(i), id)
 		errs[i] = prs[i].err
 	}
 	p.publishAll(ctx, prs, errs, false)
 
 	sents := make([]Sent, n)
-	be := &BatchPublishError{Total: n, AllPaused: true, AllUnroutable: true}
+	failed := 0
+	var first error
+	allPaused, allUnroutable := true, true
 	for i := range prs {
 		s, err := p.finish(&prs[i], start, errs[i])
 		sents[i] = s
 		errs[i] = err
 		if err != nil {
-			be.Failed++
-			if be.First == nil {
-				be.First = err
+			failed++
+			if first == nil {
+				first = err
 			}
 			if !IsPaused(err) {
-				be.AllPaused = false
+				allPaused = false
 			}
 			if !IsUnroutable(err) {
-				be.AllUnroutable = false
+				allUnroutable = false
 			}
 		}
 	}
-	if be.Failed == 0 {
+	if failed == 0 {
+		p.putMembers(w)
 		return sents, nil
 	}
-	be.Confirmed = n - be.Failed
 	// Built only when something failed: a batch's results are as large
 	// as its Sents, and zeroing them was a measurable share of SendAll.
 	results := make([]Result, n)
 	for i := range results {
 		results[i] = Result{Sent: sents[i], Err: errs[i]}
 	}
-	be.Results = results
-	return sents, be
+	p.putMembers(w)
+	return sents, &BatchPublishError{Total: n, Confirmed: n - failed, Failed: failed, First: first,
+		AllPaused: allPaused, AllUnroutable: allUnroutable, Results: results}
 }
+
+// members is SendAll's working space: one prepared message and one result
+// per member. A finished one is kept for the next SendAll (see
+// publishing.spareMembers), so a batch does not pay for fresh, zeroed
+// memory on every call.
+type members struct {
+	prs  []prepared
+	errs []error
+}
+
+// getMembers returns zeroed working space for n members.
+func (p *publishing) getMembers(n int) *members {
+	w := p.spareMembers.Swap(nil)
+	if w == nil || cap(w.prs) < n {
+		return &members{prs: make([]prepared, n), errs: make([]error, n)}
+	}
+	w.prs, w.errs = w.prs[:n], w.errs[:n]
+	return w
+}
+
+// putMembers clears w (nothing it held may stay reachable) and keeps it
+// as the spare, unless it is larger than maxSpareMembers.
+func (p *publishing) putMembers(w *members) {
+	clear(w.prs)
+	clear(w.errs)
+	if cap(w.prs) > maxSpareMembers {
+		return
+	}
+	p.spareMembers.Store(w)
+}
+
+// maxSpareMembers bounds the working space a publishing keeps between
+// SendAll calls (about 1 MiB); a larger batch's is left to the garbage
+// collector.
+const maxSpareMembers = 2048
 
 // report counts an application publish's outcome and hands it to the
 // telemetry and the publish hooks.

@@ -187,11 +187,7 @@ func (p *Publisher[T]) SendAll(ctx context.Context, payloads []T) ([]Sent, error
 // SendAllWith is SendAll with options applied to every member;
 // o.Envelopes gives each member its own envelope.
 func (p *Publisher[T]) SendAllWith(ctx context.Context, payloads []T, o SendOptions) ([]Sent, error) {
-	anys := make([]any, len(payloads))
-	for i := range payloads {
-		anys[i] = payloads[i]
-	}
-	return p.c.pub.sendAll(ctx, p.exchange, p.routingKey, &p.cfg, anys, &o)
+	return p.c.pub.sendAll(ctx, p.exchange, p.routingKey, &p.cfg, len(payloads), func(i int) any { return payloads[i] }, &o)
 }
 
 // Publish sends one payload with the Conn's codec to exchange and routing

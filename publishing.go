@@ -34,9 +34,12 @@ type publishing struct {
 	// spare is one finished batch kept for the next (see batch): a slot
 	// the pipeline owns, so a garbage collection does not empty it as it
 	// would a sync.Pool.
-	spare    atomic.Pointer[batch]
-	blocked  atomic.Pointer[blockState]
-	blockTok atomic.Pointer[byte] // identifies the publishing connection whose blocked notices count
+	spare atomic.Pointer[batch]
+	// spareMembers is one finished SendAll's working space, kept for the
+	// next (see members).
+	spareMembers atomic.Pointer[members]
+	blocked      atomic.Pointer[blockState]
+	blockTok     atomic.Pointer[byte] // identifies the publishing connection whose blocked notices count
 }
 
 type blockState struct {

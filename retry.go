@@ -370,7 +370,7 @@ func (k *consumerCore) retry(dv *delivery, env Envelope, cause error, handled bo
 	delay, inBroker := p.delayFor(env.Attempt)
 	next := env.nextAttempt()
 	if next.FirstSeen.IsZero() {
-		next.FirstSeen = dv.received.Truncate(time.Millisecond)
+		next.FirstSeen = dv.receivedAt().Truncate(time.Millisecond)
 	}
 	target := q
 	if inBroker {

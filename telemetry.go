@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"sync/atomic"
 
 	"go.opentelemetry.io/otel"
 	"go.opentelemetry.io/otel/attribute"
@@ -66,6 +67,7 @@ type attrKey struct {
 
 // attrOpts are the measurement options for one attribute set, built once.
 type attrOpts struct {
+	key attrKey
 	add []metric.AddOption
 	rec []metric.RecordOption
 }
@@ -82,7 +84,7 @@ func newAttrOpts(kvs ...attribute.KeyValue) *attrOpts {
 // Call points:
 //   - publishStart: once per application publish, after interceptors and
 //     before the envelope is rendered (it may add traceparent/tracestate to
-//     *env); the returned end is called exactly once with the outcome word.
+//     *env); publishEnd is called exactly once with the outcome word.
 //   - published: once per application publish with its report (every
 //     outcome, including failures before publishStart); records the metrics.
 //   - processStart: once per delivery, before interceptors; the handler runs
@@ -121,9 +123,11 @@ type telemetry struct {
 	rungMissing     metric.Int64Counter
 	lostOnDrop      metric.Int64Counter
 
-	mu    sync.RWMutex
-	cache map[attrKey]*attrOpts
-	names map[attrKey]string
+	mu       sync.RWMutex
+	cache    map[attrKey]*attrOpts
+	names    map[attrKey]*spanNameOf
+	last     [kindCount]atomic.Pointer[attrOpts]   // per call point; see opts
+	lastName [kindCount]atomic.Pointer[spanNameOf] // per kind; see spanName
 
 	endProcessMetrics processEnd
 }
@@ -136,10 +140,11 @@ const (
 	kindQueue
 	kindSetAside
 	kindRung
+	kindCount // how many kinds there are
 )
 
 func newTelemetry(cfg *config, transportName string) *telemetry {
-	t := &telemetry{transport: transportName, cache: make(map[attrKey]*attrOpts), names: make(map[attrKey]string)}
+	t := &telemetry{transport: transportName, cache: make(map[attrKey]*attrOpts), names: make(map[attrKey]*spanNameOf)}
 	tc := cfg.telemetry
 	tp := tc.tracerProvider
 	if tp == nil {
@@ -210,39 +215,57 @@ func (t *telemetry) instruments(m metric.Meter, cfg *config) bool {
 }
 
 // opts returns the cached measurement options for key, building them with
-// build on a miss.
+// build on a miss. The set a call point (key.kind) used last is tried
+// first: a publisher or a consumer repeats one key message after message,
+// and comparing it costs less than hashing it and taking the cache's lock.
 func (t *telemetry) opts(key attrKey, build func() *attrOpts) *attrOpts {
+	last := &t.last[key.kind]
+	if o := last.Load(); o != nil && o.key == key {
+		return o
+	}
 	t.mu.RLock()
 	o := t.cache[key]
 	t.mu.RUnlock()
-	if o != nil {
-		return o
+	if o == nil {
+		o = build()
+		o.key = key
+		t.mu.Lock()
+		if len(t.cache) < attrCacheLimit {
+			t.cache[key] = o
+		}
+		t.mu.Unlock()
 	}
-	o = build()
-	t.mu.Lock()
-	if len(t.cache) < attrCacheLimit {
-		t.cache[key] = o
-	}
-	t.mu.Unlock()
+	last.Store(o)
 	return o
 }
 
-// spanName returns dest+suffix, cached so the hot path does not build it.
+// spanName returns dest+suffix, cached so the hot path does not build it;
+// the name a kind used last is tried first, as in opts.
 func (t *telemetry) spanName(kind uint8, dest, suffix string) string {
 	k := attrKey{kind: kind, a: dest}
+	last := &t.lastName[kind]
+	if n := last.Load(); n != nil && n.key == k {
+		return n.name
+	}
 	t.mu.RLock()
-	n, ok := t.names[k]
+	n := t.names[k]
 	t.mu.RUnlock()
-	if ok {
-		return n
+	if n == nil {
+		n = &spanNameOf{key: k, name: dest + suffix}
+		t.mu.Lock()
+		if len(t.names) < attrCacheLimit {
+			t.names[k] = n
+		}
+		t.mu.Unlock()
 	}
-	n = dest + suffix
-	t.mu.Lock()
-	if len(t.names) < attrCacheLimit {
-		t.names[k] = n
-	}
-	t.mu.Unlock()
-	return n
+	last.Store(n)
+	return n.name
+}
+
+// spanNameOf is one cached span name and its key.
+type spanNameOf struct {
+	key  attrKey
+	name string
 }
 
 // published records the publish metrics for one application publish.
@@ -306,74 +329,99 @@ func (t *telemetry) unsetGlobal() bool {
 	return t.globalDefault && otel.GetTracerProvider() == t.tp
 }
 
-func (t *telemetry) publishStart(ctx context.Context, exchange, routingKey string, env Envelope) (context.Context, publishEnd, Envelope) {
-	if !t.tracing {
-		return ctx, noopPublishEnd, env
-	}
-	if t.unsetGlobal() && !trace.SpanContextFromContext(ctx).IsValid() {
-		return ctx, noopPublishEnd, env // the span would be invalid: see below
-	}
-	e := new(Envelope) // on the heap only here: the propagator writes into it
-	*e = env
-	ctx, end := t.startPublishSpan(ctx, exchange, routingKey, e)
-	return ctx, end, *e
+// publishSpan is one publish's span, kept in the publish's own state
+// (prepared) rather than in a closure, so starting one costs no
+// allocation of the engine's. The zero value is no span.
+type publishSpan struct {
+	span      trace.Span // nil when none was started
+	recording bool
+	dest      string
+	key, id   string
+	typ, corr string
 }
 
-// startPublishSpan is publishStart's traced half; env is on the heap only
-// when a span is started (the propagator writes into it).
-func (t *telemetry) startPublishSpan(ctx context.Context, exchange, routingKey string, env *Envelope) (context.Context, publishEnd) {
+// publishStart starts the publish span of one application publish into
+// ps, and returns the context the publish runs in. The propagator writes
+// into *env (traceparent, tracestate). publishEnd ends it.
+func (t *telemetry) publishStart(ctx context.Context, exchange, routingKey string, env *Envelope, ps *publishSpan) context.Context {
+	if !t.tracing {
+		return ctx
+	}
+	if t.unsetGlobal() && !trace.SpanContextFromContext(ctx).IsValid() {
+		return ctx // the span would be invalid: see below
+	}
 	dest := exchange
 	if dest == "" {
 		dest = routingKey
 	}
 	ctx, span := t.tracer.Start(ctx, t.spanName(kindPublish, dest, " publish"), semconv.Producer)
 	if !span.SpanContext().IsValid() {
-		return ctx, noopPublishEnd
+		return ctx
 	}
 	t.prop.Inject(ctx, envCarrier{env})
-	if !span.IsRecording() {
-		return ctx, func(string, error) { span.End() }
+	*ps = publishSpan{span: span, recording: span.IsRecording()}
+	if ps.recording {
+		ps.dest, ps.key, ps.id, ps.typ, ps.corr = dest, routingKey, env.ID, env.Type, env.CorrelationID
 	}
-	// Every attribute is set in one call as the span ends, not some at
-	// the start and the outcome later: the SDK grows its attribute slice
-	// per call, and a second call doubles a full one (an allocation of
-	// twice the size and a copy). So a recording span costs one attribute
-	// slice of its own and this one. Span processors' OnStart therefore
-	// sees no attributes; exporters see them all.
-	id, typ, corr := env.ID, env.Type, env.CorrelationID
-	return ctx, func(outcome string, err error) {
-		kv := [9]attribute.KeyValue{
-			attrSystem.String(semconv.System),
-			attrDestination.String(dest),
-			attrOperation.String("publish"),
-			attrMessageID.String(id),
-			attrRoutingKey.String(routingKey),
-			attrMessageType.String(typ),
-			attrOutcome.String(outcome),
-		}
-		n := 7
-		if corr != "" {
-			kv[n] = attrConversation.String(corr)
+	return ctx
+}
+
+// spanAttrs is room for one span's attributes, pooled: the SDK copies
+// what SetAttributes is given, and a slice passed through its interface
+// would otherwise be a heap allocation per span.
+type spanAttrs [9]attribute.KeyValue
+
+var spanAttrsPool = sync.Pool{New: func() any { return new(spanAttrs) }}
+
+// publishEnd ends the span publishStart started, if any, with the outcome.
+//
+// Every attribute is set in one call as the span ends, not some at the
+// start and the outcome later: the SDK grows its attribute slice per call,
+// and a second call doubles a full one (an allocation of twice the size
+// and a copy). So a recording span costs one attribute slice of its own.
+// Span processors' OnStart therefore sees no attributes; exporters see
+// them all.
+func (t *telemetry) publishEnd(ps *publishSpan, outcome string, err error) {
+	span := ps.span
+	if span == nil {
+		return
+	}
+	if !ps.recording {
+		span.End()
+		return
+	}
+	kv := spanAttrsPool.Get().(*spanAttrs)
+	kv[0] = attrSystem.String(semconv.System)
+	kv[1] = attrDestination.String(ps.dest)
+	kv[2] = attrOperation.String("publish")
+	kv[3] = attrMessageID.String(ps.id)
+	kv[4] = attrRoutingKey.String(ps.key)
+	kv[5] = attrMessageType.String(ps.typ)
+	kv[6] = attrOutcome.String(outcome)
+	n := 7
+	if ps.corr != "" {
+		kv[n] = attrConversation.String(ps.corr)
+		n++
+	}
+	if Outcome(outcome) == OutcomeUnroutable {
+		var pe *PublishError
+		if errors.As(err, &pe) {
+			kv[n] = attrReason.String(pe.Reason)
 			n++
 		}
-		if Outcome(outcome) == OutcomeUnroutable {
-			var pe *PublishError
-			if errors.As(err, &pe) {
-				kv[n] = attrReason.String(pe.Reason)
-				n++
-			}
-		}
-		span.SetAttributes(kv[:n]...)
-		if semconv.IsError(outcome) {
-			desc := outcome
-			if err != nil {
-				desc = err.Error()
-				span.RecordError(err)
-			}
-			span.SetStatus(codes.Error, desc)
-		}
-		span.End()
 	}
+	span.SetAttributes(kv[:n]...)
+	*kv = spanAttrs{}
+	spanAttrsPool.Put(kv)
+	if semconv.IsError(outcome) {
+		desc := outcome
+		if err != nil {
+			desc = err.Error()
+			span.RecordError(err)
+		}
+		span.SetStatus(codes.Error, desc)
+	}
+	span.End()
 }
 
 func (t *telemetry) processStart(ctx context.Context, queue string, env Envelope, d *transport.Delivery) (context.Context, processEnd) {
@@ -413,15 +461,18 @@ func (t *telemetry) processStart(ctx context.Context, queue string, env Envelope
 	id, typ, corr, attempt := env.ID, env.Type, env.CorrelationID, env.Attempt
 	return ctx, func(s Settlement) {
 		t.processMetrics(s)
-		kv := [9]attribute.KeyValue{
-			attrSystem.String(semconv.System),
-			attrDestination.String(queue),
-			attrOperation.String("process"),
-			attrMessageID.String(id),
-			attrMessageType.String(typ),
-			attrAttempt.Int(attempt),
-			attrOutcome.String(string(s.Outcome)),
-		}
+		kv := spanAttrsPool.Get().(*spanAttrs)
+		defer func() {
+			*kv = spanAttrs{}
+			spanAttrsPool.Put(kv)
+		}()
+		kv[0] = attrSystem.String(semconv.System)
+		kv[1] = attrDestination.String(queue)
+		kv[2] = attrOperation.String("process")
+		kv[3] = attrMessageID.String(id)
+		kv[4] = attrMessageType.String(typ)
+		kv[5] = attrAttempt.Int(attempt)
+		kv[6] = attrOutcome.String(string(s.Outcome))
 		n := 7
 		if corr != "" {
 			kv[n] = attrConversation.String(corr)
@@ -504,9 +555,6 @@ func (t *telemetry) inFlight(queue string, delta int64) {
 	t.consumeInFlight.Add(context.Background(), delta, o.add...)
 }
 
-type publishEnd func(outcome string, err error)
-
 type processEnd func(s Settlement)
 
-func noopPublishEnd(string, error) {}
-func noopProcessEnd(Settlement)    {}
+func noopProcessEnd(Settlement) {}

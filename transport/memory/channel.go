@@ -249,6 +249,33 @@ func (ch *channel) Qos(prefetch int) error {
 // with consumers (or any consume beside an exclusive one) 403; each closes
 // the channel.
 func (ch *channel) Consume(ctx context.Context, spec transport.ConsumeSpec) (<-chan transport.Delivery, error) {
+	c, err := ch.subscribe(ctx, spec, false)
+	if err != nil {
+		return nil, err
+	}
+	return c.out, nil
+}
+
+var _ transport.DirectConsumer = (*channel)(nil)
+
+// ConsumeDirect subscribes like Consume, without a pump goroutine: next,
+// called on the subscriber's goroutine, takes the queue's pushed
+// deliveries a batch at a time and hands them out one by one, so a
+// delivery crosses no goroutine inside the broker. next reports false once
+// the subscription is cancelled (or its queue deleted) or the channel has
+// ended; deliveries taken and not yet handed out go back to the queue head
+// unmarked, as with Consume.
+func (ch *channel) ConsumeDirect(ctx context.Context, spec transport.ConsumeSpec) (func() (transport.Delivery, bool), error) {
+	c, err := ch.subscribe(ctx, spec, true)
+	if err != nil {
+		return nil, err
+	}
+	return c.next, nil
+}
+
+// subscribe is Consume and ConsumeDirect: direct makes a consumer without
+// a pump, read through its next.
+func (ch *channel) subscribe(ctx context.Context, spec transport.ConsumeSpec, direct bool) (*consumer, error) {
 	if err := ch.check(ctx); err != nil {
 		return nil, err
 	}
@@ -272,7 +299,7 @@ func (ch *channel) Consume(ctx context.Context, spec transport.ConsumeSpec) (<-c
 		ch.mu.Unlock()
 		return nil, ch.fail(&transport.Error{Code: 530, Reason: fmt.Sprintf("NOT_ALLOWED - attempt to reuse consumer tag '%s'", tag), Server: true, Connection: true})
 	}
-	c := newConsumer(tag, q, ch, ch.prefetch, spec.Exclusive)
+	c := newConsumer(tag, q, ch, ch.prefetch, spec.Exclusive, direct)
 	c.sharedHeaders = spec.ReadOnlyHeaders
 	if ch.consumers == nil {
 		ch.consumers = map[string]*consumer{}
@@ -280,7 +307,9 @@ func (ch *channel) Consume(ctx context.Context, spec transport.ConsumeSpec) (<-c
 	ch.consumers[tag] = c
 	ch.mu.Unlock()
 
-	go c.pump()
+	if !direct {
+		go c.pump()
+	}
 	q.mu.Lock()
 	ended := ch.life.ended() // an end that began before this add missed it
 	switch {
@@ -309,7 +338,7 @@ func (ch *channel) Consume(ctx context.Context, spec transport.ConsumeSpec) (<-c
 		}
 		return nil, ch.fail(e)
 	}
-	return c.out, nil
+	return c, nil
 }
 
 // Cancel stops a subscription: no new deliveries, the delivery channel

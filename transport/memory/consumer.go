@@ -24,29 +24,125 @@ type consumer struct {
 	outbox   []entry
 	cursor   int64 // streams: the next offset to hand out
 
-	out    chan transport.Delivery
-	wake   chan struct{} // capacity 1: the outbox became non-empty
-	stop   chan struct{} // closed to stop the pump
-	exited chan struct{} // closed when the pump has returned
+	out    chan transport.Delivery // nil for a direct consumer
+	wake   chan struct{}           // capacity 1: the outbox became non-empty
+	stop   chan struct{}           // closed to stop the pump
+	exited chan struct{}           // closed when the pump has returned
 	once   sync.Once
+
+	// A direct consumer (ConsumeDirect) has no pump: the subscriber's
+	// goroutine takes the outbox in next. Lock order: nmu, then q.mu,
+	// then the channel's mu.
+	direct  bool
+	nmu     sync.Mutex
+	pending []entry // taken from the outbox and tagged; pending[pos:] not yet handed out
+	pos     int
+	first   uint64 // the delivery tag of pending[0]
+	halted  bool
 }
 
-// halt stops the pump and waits for it to return. It is idempotent.
+// halt stops the pump and waits for it to return; for a direct consumer
+// it gives back what next has not handed out yet. It is idempotent.
 func (c *consumer) halt() {
 	c.once.Do(func() { close(c.stop) })
-	<-c.exited
+	if !c.direct {
+		<-c.exited
+		return
+	}
+	c.nmu.Lock()
+	if c.halted {
+		c.nmu.Unlock()
+		return
+	}
+	c.halted = true
+	var back []entry
+	for j := c.pos; j < len(c.pending); j++ {
+		if _, ok := c.ch.untrack(c.first + uint64(j)); ok {
+			back = append(back, c.pending[j])
+		}
+	}
+	c.pending = nil
+	c.nmu.Unlock()
+	c.giveBack(back)
 }
 
-func newConsumer(tag string, q *queue, ch *channel, prefetch int, exclusive bool) *consumer {
+func newConsumer(tag string, q *queue, ch *channel, prefetch int, exclusive, direct bool) *consumer {
+	c := &consumer{
+		tag: tag, q: q, ch: ch, prefetch: prefetch, exclusive: exclusive, direct: direct,
+		wake: make(chan struct{}, 1), stop: make(chan struct{}), exited: make(chan struct{}),
+	}
+	if direct {
+		close(c.exited) // there is no pump
+		return c
+	}
 	buf := prefetch
 	if buf == 0 || buf > 256 {
 		buf = 256
 	}
-	return &consumer{
-		tag: tag, q: q, ch: ch, prefetch: prefetch, exclusive: exclusive,
-		out:  make(chan transport.Delivery, buf),
-		wake: make(chan struct{}, 1), stop: make(chan struct{}), exited: make(chan struct{}),
+	c.out = make(chan transport.Delivery, buf)
+	return c
+}
+
+// next is a direct consumer's: it hands out the next delivery, taking the
+// outbox when what it took before is used up, and blocks until there is
+// one. It reports false once the consumer is stopped or its channel has
+// ended. One goroutine calls it at a time.
+func (c *consumer) next() (transport.Delivery, bool) {
+	for {
+		c.nmu.Lock()
+		if c.halted {
+			c.nmu.Unlock()
+			return transport.Delivery{}, false
+		}
+		if c.pos < len(c.pending) {
+			i := c.pos
+			c.pos++
+			d := c.deliveryOf(&c.pending[i], c.first+uint64(i))
+			c.pending[i] = entry{}
+			c.nmu.Unlock()
+			return d, true
+		}
+		c.pending, c.pos = c.pending[:0], 0
+		c.nmu.Unlock()
+		select {
+		case <-c.wake:
+		case <-c.stop:
+			c.halt()
+			return transport.Delivery{}, false
+		}
+		c.nmu.Lock()
+		if c.halted {
+			c.nmu.Unlock()
+			return transport.Delivery{}, false
+		}
+		c.q.mu.Lock()
+		c.pending, c.outbox = c.outbox, c.pending[:0]
+		c.q.mu.Unlock()
+		first, ok := c.ch.trackBatch(c, c.pending)
+		if !ok {
+			back := c.pending
+			c.pending, c.halted = nil, true
+			c.nmu.Unlock()
+			c.giveBack(back)
+			return transport.Delivery{}, false
+		}
+		c.first = first
+		c.nmu.Unlock()
 	}
+}
+
+// deliveryOf builds what the application receives for e under tag.
+func (c *consumer) deliveryOf(e *entry, tag uint64) transport.Delivery {
+	d := e.delivery(c.q.quorum, c.sharedHeaders && c.q.stream == nil)
+	d.ConsumerTag = c.tag
+	d.DeliveryTag = tag
+	if c.q.stream != nil {
+		if d.Headers == nil {
+			d.Headers = transport.Table{}
+		}
+		d.Headers["x-stream-offset"] = e.offset
+	}
+	return d
 }
 
 // pump moves entries from the outbox to the application until stopped.
@@ -71,15 +167,7 @@ func (c *consumer) pump() {
 			return
 		}
 		for i := range batch {
-			d := batch[i].delivery(c.q.quorum, c.sharedHeaders && c.q.stream == nil)
-			d.ConsumerTag = c.tag
-			d.DeliveryTag = first + uint64(i)
-			if c.q.stream != nil {
-				if d.Headers == nil {
-					d.Headers = transport.Table{}
-				}
-				d.Headers["x-stream-offset"] = batch[i].offset
-			}
+			d := c.deliveryOf(&batch[i], first+uint64(i))
 			select {
 			case c.out <- d:
 			case <-c.stop:

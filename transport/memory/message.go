@@ -16,29 +16,46 @@ type message struct {
 }
 
 // newMessage copies what the publisher gave, so callers may reuse their
-// buffers as soon as Publish returns. The copies are carved from s.
-func newMessage(msg *transport.Message, s *slab) *message {
+// buffers as soon as Publish returns; headers is the broker's own table
+// (takeHeaders). The copies are carved from s.
+func newMessage(msg *transport.Message, headers transport.Table, s *slab) *message {
 	m := s.message()
 	*m = message{exchange: msg.Exchange, routingKey: msg.RoutingKey, props: msg.Properties}
-	if msg.HeadersOwned {
-		m.props.Headers = ownTable(msg.Headers)
-	} else {
-		m.props.Headers = copyTable(msg.Headers)
-	}
+	m.props.Headers = headers
 	m.body = s.body(msg.Body)
 	return m
 }
 
-// ownTable keeps a table handed over with HeadersOwned, copying in place
-// only the values that could still change (nested tables, slices).
-func ownTable(t transport.Table) transport.Table {
+// takeHeaders checks that every header value has an AMQP 0-9-1 field type
+// and returns the table the broker keeps: a deep copy, or, for a table
+// handed over with HeadersOwned, the table itself with only the values
+// that could still change (nested tables, slices) copied in place. Both
+// happen in one pass over the table.
+func takeHeaders(msg *transport.Message) (transport.Table, error) {
+	t := msg.Headers
+	if len(t) == 0 {
+		return copyTable(t), nil
+	}
+	if !msg.HeadersOwned {
+		if err := transport.CheckHeaders(t); err != nil {
+			return nil, err
+		}
+		return copyTable(t), nil
+	}
 	for k, v := range t {
+		switch v.(type) {
+		case string, int64, int32, int, bool, float64, time.Time, nil:
+			continue // the engine's own values: nothing to check or copy
+		}
+		if err := transport.CheckHeaders(transport.Table{k: v}); err != nil {
+			return nil, err
+		}
 		switch v.(type) {
 		case transport.Table, map[string]any, []any, []byte:
 			t[k] = copyValue(v)
 		}
 	}
-	return t
+	return t, nil
 }
 
 // copyTable deep-copies a field table so no caller can change what the

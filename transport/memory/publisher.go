@@ -97,15 +97,15 @@ func (p *publisher) Publish(ctx context.Context, msg *transport.Message, done tr
 	if err := ctx.Err(); err != nil {
 		return fmt.Errorf("%w: %w", transport.ErrNotWritten, err)
 	}
-	if len(msg.Headers) > 0 {
-		// RabbitMQ's client refuses what AMQP 0-9-1 cannot carry before
-		// writing; so does the in-process broker.
-		if err := transport.CheckHeaders(msg.Headers); err != nil {
-			return fmt.Errorf("memory: cannot encode the message headers: %w: %w: %w", transport.ErrNotWritten, transport.ErrUnencodable, err)
-		}
+	// RabbitMQ's client refuses what AMQP 0-9-1 cannot carry before
+	// writing; so does the in-process broker (in the pass that takes the
+	// table over).
+	headers, err := takeHeaders(msg)
+	if err != nil {
+		return fmt.Errorf("memory: cannot encode the message headers: %w: %w: %w", transport.ErrNotWritten, transport.ErrUnencodable, err)
 	}
 	p.mu.Lock()
-	m := newMessage(msg, &p.slab)
+	m := newMessage(msg, headers, &p.slab)
 	if p.life.ended() {
 		p.mu.Unlock()
 		return fmt.Errorf("%w: %w", transport.ErrNotWritten, closedErr(p.life.reason()))
