@@ -171,7 +171,7 @@ type Relay struct {
 	tracer trace.Tracer
 
 	own    *owner
-	pipe   rawpipe.Pipe // Run's batches go out on it, one after another on one channel
+	pipe   rawpipe.Pipe // every batch goes out on it; Run's one after another on one channel
 	wake   chan struct{}
 	next   claimed  // the batch after the last sweep's, on the wire behind it or claimed (Run's goroutine only)
 	later  claimed  // the batch claimed after next, not written yet (Run's goroutine only)
@@ -648,15 +648,12 @@ func (r *Relay) ahead(ctx context.Context, claiming bool, out *inFlight, later c
 }
 
 // write writes recs on the relay's pipe after the batch after (nil: none
-// outstanding) and returns it in flight; nil when the relay has no pipe or
-// a record of recs failed before (those batches go out by publishRuns,
+// outstanding) and returns it in flight; nil when a record of recs failed
+// before (those batches go out by publishRuns,
 // with nothing written after them until they are confirmed). The writes
 // stop at the claim's lease (three quarters of WithLockTTL from at) and
 // at start plus the publish timeout, and the wait for the confirms too.
 func (r *Relay) write(ctx context.Context, recs []Record, at, start time.Time, after rawpipe.Batch) *inFlight {
-	if r.pipe == nil {
-		return nil
-	}
 	for _, rec := range recs {
 		if rec.Attempts > 0 {
 			return nil
@@ -731,7 +728,8 @@ func (r *Relay) stopped(ctx context.Context, err error, msg string) error {
 var errNotWritten = errors.New("acemq: an earlier record of the batch failed before this one was written; nothing was sent")
 
 // publishRuns publishes the batch as pipelined runs, one after another,
-// stopping at the first failure. A record that failed before (attempts >
+// each written on the relay's pipe behind nothing and confirmed before the
+// next (as Conn.PublishRawBatch does), stopping at the first failure. A record that failed before (attempts >
 // 0) is a run of its own, published and confirmed before anything after it
 // is written: a record that keeps failing then puts later records on the
 // wire ahead of it at most once, the first time it fails.
@@ -744,11 +742,7 @@ func (r *Relay) publishRuns(ctx context.Context, recs []Record, msgs []rawpipe.M
 				to++
 			}
 		}
-		run := make([]acemq.RawMessage, to-from)
-		for i, m := range msgs[from:to] {
-			run[i] = acemq.RawMessage{Exchange: m.Exchange, RoutingKey: m.RoutingKey, ContentType: m.ContentType, MessageID: m.MessageID, Headers: m.Headers, Body: m.Body}
-		}
-		copy(errs[from:to], r.conn.PublishRawBatch(ctx, run))
+		copy(errs[from:to], r.pipe.Write(ctx, msgs[from:to], nil).Wait(ctx))
 		for i := from; i < to; i++ {
 			if errs[i] != nil {
 				for j := to; j < len(msgs); j++ {
