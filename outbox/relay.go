@@ -493,7 +493,7 @@ func (r *Relay) sweep(ctx context.Context, ahead bool) Sweep {
 			out = r.write(ctx, recs, at, start, nil)
 		}
 	}
-	if len(later.recs) > 0 && out != nil && start.Sub(later.at) <= r.cfg.lockTTL/4 {
+	if len(later.recs) > 0 && out != nil && !out.batch.Failed() && start.Sub(later.at) <= r.cfg.lockTTL/4 {
 		// Claimed by the sweep before: on the wire behind this batch now.
 		later.out = r.write(ctx, later.recs, later.at, start, out.batch)
 	}
@@ -560,6 +560,9 @@ func (r *Relay) sweep(ctx context.Context, ahead bool) Sweep {
 	if first == len(recs) && len(f.after.recs) > 0 {
 		// The next sweep deletes this batch while the next is on the wire.
 		r.behind, r.next, r.later = recs, f.after, f.then
+		if f.then.err != nil {
+			r.stopped(ctx, f.then.err, "acemq: the outbox relay could not claim a batch ahead; it claims it again at the next sweep")
+		}
 		return sw
 	}
 	if f.after.out != nil {
