@@ -11,6 +11,9 @@
 //	      channel of its own, carrying AceMQ's contract headers
 //	(d) AceMQ Publisher.Send from 64 goroutines
 //	(e) AceMQ Publisher.SendAll from one goroutine
+//	(d-off), (e-off) as (d), (e) with ?coalesce=off
+//	(d-amqp091), (e-amqp091) as (d), (e) with ?frames=amqp091 (amqp091-go
+//	      writes the publish frames and reads the confirms)
 //	consume+ack: raw amqp091-go (prefetch 250) vs AceMQ Consume (prefetch 250)
 //
 // Each scenario runs -repeat times (consumers -consume-repeat times) on a
@@ -130,6 +133,16 @@ func scenarios(ctx context.Context, o options, body []byte) []*scenario {
 	})
 	add("(e-off) as (e), coalesce=off", o.n, nil, func(q string, c int) (time.Duration, error) {
 		return acemqSendAll(ctx, off, q, body, c, o.channels)
+	})
+	// The same two with amqp091-go writing the publish frames and reading
+	// the confirms (the RabbitMQ transport's ?frames=amqp091), so one run
+	// shows what AceMQ's own frames save.
+	old := withQuery(url, "frames=amqp091")
+	add("(d-amqp091) as (d), frames=amqp091", o.n, nil, func(q string, c int) (time.Duration, error) {
+		return acemqSend(ctx, old, q, body, c, o.goroutines, o.channels)
+	})
+	add("(e-amqp091) as (e), frames=amqp091", o.n, nil, func(q string, c int) (time.Duration, error) {
+		return acemqSendAll(ctx, old, q, body, c, o.channels)
 	})
 	fillQ := func(q string, c int) error { return fill(url, q, body, c) }
 	add("consume raw amqp091-go, prefetch 250", o.n, fillQ, func(q string, c int) (time.Duration, error) { return rawConsume(url, q, c) })
@@ -318,6 +331,8 @@ func main() {
 		ratio("ratio (d-off)/(c)  CPU per message, coalesce=off", func(g func(string) *scenario) float64 { return g("(d-off)").cpu / g("(c)").cpu })
 		ratio("ratio (e-off)/(b+h)  CPU per message, coalesce=off", func(g func(string) *scenario) float64 { return g("(e-off)").cpu / g("(b+h)").cpu })
 		ratio("ratio (e-off)/(b+h)  msg/s, coalesce=off", func(g func(string) *scenario) float64 { return g("(e-off)").rate / g("(b+h)").rate })
+		ratio("ratio (d-amqp091)/(c)  CPU per message, frames=amqp091", func(g func(string) *scenario) float64 { return g("(d-amqp091)").cpu / g("(c)").cpu })
+		ratio("ratio (e-amqp091)/(b+h)  CPU per message, frames=amqp091", func(g func(string) *scenario) float64 { return g("(e-amqp091)").cpu / g("(b+h)").cpu })
 		ratio("ratio consume AceMQ/raw  CPU per message", func(g func(string) *scenario) float64 {
 			return g("consume AceMQ, prefetch 250").cpu / g("consume raw amqp091-go, prefetch 250").cpu
 		})

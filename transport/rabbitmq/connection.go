@@ -26,6 +26,13 @@ type connection struct {
 	err error
 
 	held *heldConn // nil when writes go straight to the socket (coalesce=off)
+
+	// The native publish path (native.go); natives is nil when amqp091-go
+	// publishes (frames=amqp091). writer is the heldConn every write
+	// passes through, held or not; frameMax the negotiated frame_max.
+	natives  *natives
+	writer   *heldConn
+	frameMax int
 }
 
 func newConnection(ac *amqp.Connection, onBlocked func(bool, string)) *connection {
@@ -81,6 +88,13 @@ func (c *connection) Publisher(ctx context.Context, confirm bool) (transport.Pub
 	ch, err := c.open(ctx)
 	if err != nil {
 		return nil, err
+	}
+	if c.natives != nil {
+		p, err := newNativePublisher(ctx, ch, confirm, c.writer, c.natives, c.frameMax)
+		if err != nil {
+			return nil, c.cause(err)
+		}
+		return p, nil
 	}
 	if confirm {
 		if err := ch.Confirm(false); err != nil {

@@ -177,6 +177,14 @@ func dialOne(ctx context.Context, base amqp.URI, addr string, cfg transport.Conf
 	if err != nil {
 		return nil, shown, err
 	}
+	native, err := framesSetting(cfg.URL)
+	if err != nil {
+		return nil, shown, err
+	}
+	var nat *natives
+	if native {
+		nat = newNatives()
+	}
 	config.Dial = func(network, address string) (net.Conn, error) {
 		var d net.Dialer
 		conn, err := d.DialContext(actx, network, address)
@@ -196,13 +204,18 @@ func dialOne(ctx context.Context, base amqp.URI, addr string, cfg transport.Conf
 			conn = tc
 		}
 		guard = newGuardedConn(conn)
-		if !coalesce {
+		guard.natives = nat
+		if !coalesce && !native {
 			return guard, nil
 		}
 		// Writes gather only while a publishing goroutine holds the
 		// connection, and that goroutine writes them (hold.go): nothing
-		// kept is ever written late by a goroutine of ours.
+		// kept is ever written late by a goroutine of ours. The native
+		// path needs the heldConn with coalesce=off too, to append its
+		// frames between amqp091-go's; nothing holds it then, so every
+		// write goes straight to the socket.
 		held = newHeldConn(guard)
+		held.natives = nat
 		return held, nil
 	}
 	ac, err := amqp.DialConfig(uri.String(), config)
@@ -218,7 +231,12 @@ func dialOne(ctx context.Context, base amqp.URI, addr string, cfg transport.Conf
 		guard.maxFrame.Store(uint32(ac.Config.FrameSize))
 	}
 	c := newConnection(ac, cfg.OnBlocked)
-	c.held = held
+	if coalesce {
+		c.held = held
+	}
+	if native {
+		c.natives, c.writer, c.frameMax = nat, held, ac.Config.FrameSize
+	}
 	if sec.Provider != nil && !creds.ExpiresAt.IsZero() {
 		c.refreshSecret(sec.Provider, creds.ExpiresAt)
 	}
@@ -240,6 +258,25 @@ func coalesceSetting(rawURL string) (bool, error) {
 		return false, nil
 	default:
 		return false, fmt.Errorf("the URL's coalesce parameter is %q; write coalesce=on (the default) or coalesce=off", v)
+	}
+}
+
+// framesSetting reads the URL's frames query parameter: native (the
+// default), where AceMQ writes publish frames and reads confirms itself
+// (native.go), or amqp091, where amqp091-go publishes and confirms as
+// before (for comparison, and as a way back).
+func framesSetting(rawURL string) (bool, error) {
+	u, err := neturl.Parse(rawURL)
+	if err != nil {
+		return true, nil // ParseURI has accepted it; nothing to read
+	}
+	switch v := u.Query().Get("frames"); v {
+	case "", "native":
+		return true, nil
+	case "amqp091":
+		return false, nil
+	default:
+		return false, fmt.Errorf("the URL's frames parameter is %q; write frames=native (the default) or frames=amqp091", v)
 	}
 }
 

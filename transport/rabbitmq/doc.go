@@ -7,6 +7,12 @@
 // answers every pending confirm Lost, and leaves recovery to the engine,
 // which dials again through Driver.Dial.
 //
+// amqp091-go dials, opens and closes channels, consumes and reads every
+// frame; publishes are encoded and written by this package and their
+// confirms read by it (native.go), unless the URL says frames=amqp091,
+// which leaves publishing and confirms to amqp091-go. The URL parameter
+// coalesce=off writes every publish straight to the socket (hold.go).
+//
 // Every goroutine this package starts ends when the connection or channel
 // it serves ends.
 package rabbitmq

@@ -42,6 +42,9 @@ type guardedConn struct {
 	maxFrame atomic.Uint32
 	// rewritten counts frames rewritten, for tests.
 	rewritten atomic.Int64
+	// natives are the channels the native publish path owns (native.go):
+	// their confirms and returns are tapped here; nil when none.
+	natives *natives
 }
 
 // maxHeldFrame bounds the content header frames held for scanning; a
@@ -123,10 +126,13 @@ func (g *guardedConn) nextBuffered() bool {
 	if err != nil || len(h) < 7 {
 		return false
 	}
-	if h[0] != frameHeaderType {
+	size := binary.BigEndian.Uint32(h[3:7])
+	if h[0] != frameHeaderType && (h[0] != frameMethod || size > maxTappedFrame) {
 		return true
 	}
-	return g.r.Buffered() >= 7+int(binary.BigEndian.Uint32(h[3:7]))+1
+	// A content header, or a method frame the native path may tap, is
+	// read whole.
+	return g.r.Buffered() >= 7+int(size)+1
 }
 
 // next reads the next frame's header and either queues it to stream the
@@ -140,21 +146,42 @@ func (g *guardedConn) next() error {
 		return err
 	}
 	size := binary.BigEndian.Uint32(g.hdr[3:7])
+	var nc *nativeChan
+	if g.natives != nil && g.natives.reading.Load() > 0 {
+		nc = g.natives.reader(binary.BigEndian.Uint16(g.hdr[1:3]))
+	}
+	if nc != nil && g.hdr[0] == frameMethod && size <= maxTappedFrame {
+		if err := g.readFrame(size); err != nil {
+			return err
+		}
+		g.out = g.tap(nc, g.buf)
+		return nil
+	}
 	if g.hdr[0] != frameHeaderType || size > maxHeldFrame {
 		g.out, g.pass = g.hdr[:], int(size)+1
 		return nil
 	}
+	if err := g.readFrame(size); err != nil {
+		return err
+	}
+	g.out = g.check(g.buf)
+	if nc != nil && nc.ret != nil {
+		g.returned(nc, g.out)
+	}
+	return nil
+}
+
+// readFrame reads the rest of the frame whose header is in g.hdr into
+// g.buf, whole.
+func (g *guardedConn) readFrame(size uint32) error {
 	need := 7 + int(size) + 1
 	if cap(g.buf) < need {
 		g.buf = make([]byte, need)
 	}
 	g.buf = g.buf[:need]
 	copy(g.buf, g.hdr[:])
-	if _, err := io.ReadFull(g.r, g.buf[7:]); err != nil {
-		return err
-	}
-	g.out = g.check(g.buf)
-	return nil
+	_, err := io.ReadFull(g.r, g.buf[7:])
+	return err
 }
 
 // check returns frame unchanged when the client can read its headers, or a
