@@ -22,9 +22,11 @@ func recIDs(recs []Record) []string {
 	return out
 }
 
-// Run's sweeps claim the next batch while a full batch is on the wire, and
-// the next sweep publishes that batch without claiming again; the queue
-// still holds every record once, in seq order.
+// Run's sweeps claim the next batch while a full batch is on the wire
+// (and, that one being full too, the batch after it, which the next sweep
+// writes as it starts), and the next sweep publishes them without
+// claiming them again; the queue still holds every record once, in seq
+// order.
 func TestRunsSweepClaimsTheNextBatchAhead(t *testing.T) {
 	forEachBackend(t, func(t *testing.T, b backend) {
 		ctx := context.Background()
@@ -41,6 +43,9 @@ func TestRunsSweepClaimsTheNextBatchAhead(t *testing.T) {
 		if got := recIDs(r.next.recs); !slices.Equal(got, sent[2:4]) {
 			t.Fatalf("claimed ahead %v, want the next batch %v", got, sent[2:4])
 		}
+		if got := recIDs(r.later.recs); !slices.Equal(got, sent[4:]) || r.later.out != nil {
+			t.Fatalf("claimed after it %v (written: %v), want the batch after %v, not written", got, r.later.out != nil, sent[4:])
+		}
 		if got := recIDs(r.behind); !slices.Equal(got, sent[:2]) {
 			t.Fatalf("left to delete %v, want the first batch %v", got, sent[:2])
 		}
@@ -48,14 +53,14 @@ func TestRunsSweepClaimsTheNextBatchAhead(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if len(p) != 5 || p[3].LockedBy != r.ID() || p[4].LockedBy != "" {
-			t.Fatalf("pending after the first sweep: %+v; want both batches locked by the relay and the last record free", p)
+		if len(p) != 5 || p[3].LockedBy != r.ID() || p[4].LockedBy != r.ID() {
+			t.Fatalf("pending after the first sweep: %+v; want every batch locked by the relay", p)
 		}
 		if sw := r.sweep(ctx, true); sw.Err != nil || sw.Claimed != 2 || sw.Published != 2 {
 			t.Fatalf("second sweep %+v; want the first batch deleted", sw)
 		}
-		if got := recIDs(r.next.recs); !slices.Equal(got, sent[4:]) {
-			t.Fatalf("claimed ahead %v, want %v", got, sent[4:])
+		if got := recIDs(r.next.recs); !slices.Equal(got, sent[4:]) || r.next.out == nil || r.later.recs != nil {
+			t.Fatalf("on the wire behind the batch %v (written: %v), claimed after it %d; want %v written and nothing more", got, r.next.out != nil, len(r.later.recs), sent[4:])
 		}
 		if p, err := s.Pending(ctx, 0); err != nil || !slices.Equal(recIDs(p), sent[2:]) {
 			t.Fatalf("pending after the second sweep: %v (%v); want %v", recIDs(p), err, sent[2:])
@@ -270,11 +275,11 @@ SELECT x, 'id-' || x, '', 'q', 'application/json', '{}', x'', 0 FROM c`
 	}
 }
 
-// The batch claimed ahead is the first records but the batch on the wire,
-// not the records after its last seq: a record whose transaction took a
-// lower seq and committed after the batch was claimed goes out in the
-// next batch, not after the whole backlog (server databases, where
-// transactions overlap).
+// The batch claimed ahead is the first records but the batches on the
+// wire or claimed, not the records after the last seq: a record whose
+// transaction took a lower seq and committed after those batches were
+// claimed goes out in the next batch claimed, not after the whole backlog
+// (server databases, where transactions overlap).
 func TestBatchClaimedAheadTakesARecordThatCommittedLate(t *testing.T) {
 	forEachServerBackend(t, func(t *testing.T, b backend) {
 		ctx := context.Background()
@@ -303,8 +308,11 @@ func TestBatchClaimedAheadTakesARecordThatCommittedLate(t *testing.T) {
 		if sw := r.sweep(ctx, true); sw.Err != nil || sw.Published != 2 {
 			t.Fatalf("second sweep %+v", sw)
 		}
-		if got, want := recIDs(r.next.recs), []string{late.ID, sent[4]}; !slices.Equal(got, want) {
-			t.Fatalf("claimed ahead %v, want the late record first %v", got, want)
+		if got, want := recIDs(r.next.recs), sent[4:]; !slices.Equal(got, want) {
+			t.Fatalf("on the wire behind the batch %v, want the batch claimed before the commit %v", got, want)
+		}
+		if got, want := recIDs(r.later.recs), []string{late.ID}; !slices.Equal(got, want) {
+			t.Fatalf("claimed ahead %v, want the late record %v", got, want)
 		}
 	})
 }

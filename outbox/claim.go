@@ -145,19 +145,29 @@ func (o *owner) close() {
 // own, so they never hold it up). The next batch is the first unretired
 // records but those, so a record that became visible late with a lower
 // seq (its transaction committed after later ones) is not passed over.
-func (o *owner) claim(ctx context.Context, batch int, skip []int64) ([]Record, error) {
+//
+// done (PostgreSQL only; nil elsewhere) lists the relay's confirmed
+// records (by seq) to delete in the claim's own transaction, fenced as
+// published fences; claim then returns how many of them it deleted, and
+// claims nothing unless it deleted them all (the records after them must
+// not go out before they are gone).
+func (o *owner) claim(ctx context.Context, batch int, skip, done []int64) ([]Record, int64, error) {
 	if len(skip) == 0 {
 		skip = []int64{-1} // seq is never negative; an empty list is no SQL
 	}
 	q, err := o.session(ctx)
 	if err != nil {
-		return nil, fmt.Errorf("acemq: cannot claim outbox records: %w", err)
+		return nil, 0, fmt.Errorf("acemq: cannot claim outbox records: %w", err)
+	}
+	if len(done) > 0 && o.s.dialect != sqlstore.PostgreSQL {
+		return nil, 0, errors.New("acemq: the outbox claim deletes records in its own transaction on PostgreSQL only")
 	}
 	now := o.s.now()
 	var recs []Record
+	var deleted int64
 	switch o.s.dialect {
 	case sqlstore.PostgreSQL:
-		recs, err = o.claimPostgres(ctx, batch, skip, now)
+		recs, deleted, err = o.claimPostgres(ctx, batch, skip, done, now)
 	case sqlstore.MySQL:
 		var n int64
 		n, err = o.claimMySQL(ctx, batch, skip, now)
@@ -170,10 +180,10 @@ func (o *owner) claim(ctx context.Context, batch int, skip []int64) ([]Record, e
 		recs, err = o.s.query(ctx, q, fmt.Sprintf(claimSQL, sqlstore.List(len(skip)))+` RETURNING `+recordColumns, append(args, batch, o.relay, o.relay, now.UnixMilli())...)
 	}
 	if err != nil {
-		return nil, fmt.Errorf("acemq: cannot claim outbox records: %w", o.fail(err))
+		return nil, 0, fmt.Errorf("acemq: cannot claim outbox records: %w", o.fail(err))
 	}
 	slices.SortFunc(recs, func(a, b Record) int { return cmp.Compare(a.Seq, b.Seq) })
-	return recs, nil
+	return recs, deleted, nil
 }
 
 func (s *Store) exec(ctx context.Context, q querier, query string, args ...any) (int64, error) {
@@ -222,25 +232,49 @@ var pgClaimSQL = fmt.Sprintf(pgClaimUpdate, "$1", "$2", "$3", "$4", "$5", "$6")
 // unretired ones but skip, so the first of those locked by the relay are
 // exactly them (none when the UPDATE took none: another live relay holds
 // the outbox, and the relay's own expired locks must not be read).
-func (o *owner) claimPostgres(ctx context.Context, batch int, skip []int64, now time.Time) ([]Record, error) {
-	seqs := make([]string, len(skip))
-	for i, v := range skip {
-		seqs[i] = strconv.FormatInt(v, 10)
-	}
+//
+// With done, the second statement deletes done (fenced) and claims in
+// one, as two data-modifying WITHs (so deleting the batch before costs no
+// round trip and no commit of its own); the UPDATE claims only when the
+// DELETE removed all of done, and the statement returns a row per record
+// deleted and per record claimed. Its count n tells both: n <= len(done)
+// is n deleted and nothing claimed; n > len(done) is all of done deleted
+// and the rest claimed.
+func (o *owner) claimPostgres(ctx context.Context, batch int, skip, done []int64, now time.Time) ([]Record, int64, error) {
 	relay := "convert_from(decode('" + hex.EncodeToString([]byte(o.relay)) + "', 'hex'), 'UTF8')"
-	claim := fmt.Sprintf(`SELECT pg_advisory_xact_lock(%d); `, advisoryKey) + fmt.Sprintf(pgClaimUpdate,
+	claim := fmt.Sprintf(pgClaimUpdate,
 		relay, strconv.FormatInt(now.Add(o.ttl).UnixMilli(), 10), strconv.Itoa(MaxAttempts), strconv.Itoa(batch),
-		strconv.FormatInt(now.UnixMilli(), 10), "ARRAY["+strings.Join(seqs, ",")+"]::bigint[]")
-	res, err := o.conn.ExecContext(ctx, claim)
+		strconv.FormatInt(now.UnixMilli(), 10), seqArray(skip))
+	if len(done) > 0 {
+		claim = fmt.Sprintf(`WITH done AS (DELETE FROM acemq_outbox WHERE locked_by = %s AND seq = ANY(%s) RETURNING 1),
+claimed AS (%s
+  AND (SELECT count(*) FROM done) = %d RETURNING 1)
+SELECT FROM done UNION ALL SELECT FROM claimed`, relay, seqArray(done), claim, len(done))
+	}
+	res, err := o.conn.ExecContext(ctx, fmt.Sprintf(`SELECT pg_advisory_xact_lock(%d); `, advisoryKey)+claim)
 	if err != nil {
-		return nil, err
+		return nil, 0, err
 	}
 	n, err := res.RowsAffected()
-	if err != nil || n == 0 {
-		return nil, err
+	if err != nil {
+		return nil, 0, err
 	}
-	return o.s.query(ctx, o.conn, `SELECT `+recordColumns+` FROM acemq_outbox WHERE locked_by = $1 AND attempts < $2 AND seq <> ALL($3) ORDER BY seq LIMIT $4`,
+	deleted := min(n, int64(len(done)))
+	if n -= deleted; n == 0 {
+		return nil, deleted, nil
+	}
+	recs, err := o.s.query(ctx, o.conn, `SELECT `+recordColumns+` FROM acemq_outbox WHERE locked_by = $1 AND attempts < $2 AND seq <> ALL($3) ORDER BY seq LIMIT $4`,
 		o.relay, MaxAttempts, skip, batch)
+	return recs, deleted, err
+}
+
+// seqArray writes seqs as a PostgreSQL bigint[] literal.
+func seqArray(seqs []int64) string {
+	out := make([]string, len(seqs))
+	for i, v := range seqs {
+		out[i] = strconv.FormatInt(v, 10)
+	}
+	return "ARRAY[" + strings.Join(out, ",") + "]::bigint[]"
 }
 
 // mysqlLockName is the GET_LOCK name that serialises claims: one per

@@ -93,19 +93,21 @@
 // the confirms outstanding together; writing stops as soon as a failure is
 // known; the confirmed prefix (the records before the first failure) is
 // deleted in one statement. A record that failed before is published
-// alone, confirmed, before anything after it is written. While a batch
-// is on the wire, Run claims the next one (the first stored records but
-// those on the wire or waiting to be deleted) and writes it on the same
-// channel right behind it, with the first batch's confirms still
-// outstanding, so the broker routes both in seq order; it then deletes the
-// batch before, while both are on the wire. The next batch is written only
-// while no failure of the batch before is known, and neither batch holds a
+// alone, confirmed, before anything after it is written. Run keeps at
+// most two batches on the wire, on the same channel, so the broker routes
+// them in seq order: while batch N's confirms are outstanding, batch N+1 is
+// written right behind it, and batch N+2 is claimed (the first stored
+// records but those on the wire, claimed or waiting to be deleted), to be
+// written once N is confirmed; meanwhile the batch before N, which went
+// through, is deleted (on PostgreSQL by the claim's own statement). So the
+// database work runs while the broker confirms. A batch is written only
+// while no failure of the batch before it is known, and neither holds a
 // record that failed before. A batch's records are deleted only after
 // every record before them was (when a delete fails, nothing after it is
-// deleted and the batches after it go out again, in order). A sweep that
-// failed waits for the confirms of the batch written behind its own and
-// drops it (its records stay stored), and the next sweep claims from the
-// first stored record.
+// deleted or claimed, and the batches after it go out again, in order). A
+// sweep that failed waits for the confirms of the batch written behind its
+// own and drops it and the batch claimed after it (their records stay
+// stored), and the next sweep claims from the first stored record.
 //
 // What a consumer of one queue can rely on (records committed one after
 // another, e.g. by one producer; records whose transactions overlap are in
@@ -120,8 +122,9 @@
 //     and records after it that were already on the wire before the
 //     failure was known may arrive once ahead of k: the rest of k's batch
 //     and, for a running relay (Run), the next batch, never a record
-//     further on (at most 2 × WithBatchSize − 1 records after k; SweepOnce
-//     writes one batch at a time, so only the rest of k's). All of them stay
+//     further on (at most 2 × WithBatchSize − 1 records after k: the batch
+//     claimed after the next is written only once k's batch is confirmed;
+//     SweepOnce writes one batch at a time, so only the rest of k's). All of them stay
 //     stored and are sent again after k is published (or retired). Once k
 //     has spent an attempt it goes out alone, so a failure about the
 //     record causes this once; an outage can cause it again. A consumer that keeps the last copy of each id sees seq

@@ -100,7 +100,7 @@ func TestMySQLClaimWaitsForNoRelayOfAnotherDatabase(t *testing.T) {
 	}
 	held := make(chan error, 1)
 	go func() {
-		_, err := ownerOf(t, other, "other-relay").claim(ctx, 100, nil)
+		_, _, err := ownerOf(t, other, "other-relay").claim(ctx, 100, nil, nil)
 		held <- err
 	}()
 	for waiting := false; !waiting; {
@@ -117,7 +117,7 @@ func TestMySQLClaimWaitsForNoRelayOfAnotherDatabase(t *testing.T) {
 
 	bound, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
-	recs, err := ownerOf(t, mine, "my-relay").claim(bound, 100, nil)
+	recs, _, err := ownerOf(t, mine, "my-relay").claim(bound, 100, nil, nil)
 	if err != nil || len(recs) != 1 {
 		t.Fatalf("claim while another database's claim is held: %d records, %v", len(recs), err)
 	}

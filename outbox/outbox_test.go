@@ -405,10 +405,10 @@ func TestRelayIDsThatDifferOnlyInCaseAreDifferentRelays(t *testing.T) {
 		s := newStore(t, b)
 		c, _ := memConn(t)
 		add(t, s, c, "", "orders", order{"a", 1})
-		if recs, err := ownerOf(t, s, "r1").claim(ctx, 100, nil); err != nil || len(recs) != 1 {
+		if recs, _, err := ownerOf(t, s, "r1").claim(ctx, 100, nil, nil); err != nil || len(recs) != 1 {
 			t.Fatalf("r1 claimed %d records (%v), want 1", len(recs), err)
 		}
-		if recs, err := ownerOf(t, s, "R1").claim(ctx, 100, nil); err != nil || len(recs) != 0 {
+		if recs, _, err := ownerOf(t, s, "R1").claim(ctx, 100, nil, nil); err != nil || len(recs) != 0 {
 			t.Fatalf("R1 claimed %d records (%v) under r1's live lock, want 0", len(recs), err)
 		}
 	})
@@ -435,7 +435,7 @@ func TestTextInAnyScriptRoundTrips(t *testing.T) {
 			t.Fatal(err)
 		}
 		o := ownerOf(t, s, "r1")
-		if recs, err := o.claim(ctx, 100, nil); err != nil || len(recs) != 1 {
+		if recs, _, err := o.claim(ctx, 100, nil, nil); err != nil || len(recs) != 1 {
 			t.Fatalf("claimed %d records (%v)", len(recs), err)
 		}
 		if held, err := o.failed(ctx, env.ID, reason); err != nil || !held {

@@ -15,8 +15,8 @@ import (
 // Run writes batch N+1 on the same channel while batch N's confirms are
 // outstanding, so when record k of batch N fails, the records after k in
 // batch N and those of batch N+1 may already be on the queue ahead of k;
-// nothing of batch N+2 is (it is written only after batch N was
-// confirmed). All of them stay stored and go out again after k, so the
+// nothing of batch N+2 is (it is claimed meanwhile, and written only after
+// batch N was confirmed). All of them stay stored and go out again after k, so the
 // last copies arrive in seq order, and no record arrives more than twice.
 // The broker withholds its confirms until batch N+1 is on the wire, so
 // k's failure is known only then: the test fails without the pipeline
@@ -61,13 +61,34 @@ func failureLetsTheNextBatchAhead(t *testing.T, b backend) {
 		}
 		time.Sleep(time.Millisecond) // polling the queue for a condition
 	}
+	// Batch 2 (records 6-8) is claimed while batch 0's confirms are
+	// outstanding, and not written.
+	for {
+		p, err := s.Pending(ctx, 0)
+		if err != nil {
+			broker.ResumeConfirming()
+			t.Fatal(err)
+		}
+		if len(p) == 9 && p[6].LockedBy == r.ID() && p[8].LockedBy == r.ID() {
+			break
+		}
+		if time.Now().After(deadline) {
+			broker.ResumeConfirming()
+			t.Fatalf("with batch 0's confirms outstanding batch 2 was not claimed ahead: %+v", p)
+		}
+		time.Sleep(time.Millisecond) // polling the table for a condition
+	}
+	if info, _ := broker.QueueInfo("orders"); info.Messages != 5 {
+		broker.ResumeConfirming()
+		t.Fatalf("batch 2 claimed: the queue holds %d messages; want still 5 (batch 2 is written only after batch 0 was confirmed)", info.Messages)
+	}
 	broker.ResumeConfirming()
 	sw := <-swept
 	if sw.Published != 1 || sw.Failed != 1 || !acemq.IsUnroutable(sw.Err) {
 		t.Fatalf("first sweep %+v: want record 0 published and record 1 failed", sw)
 	}
-	if r.next.recs != nil || r.behind != nil {
-		t.Fatalf("a failed sweep kept %d records in flight and %d to delete", len(r.next.recs), len(r.behind))
+	if r.next.recs != nil || r.later.recs != nil || r.behind != nil {
+		t.Fatalf("a failed sweep kept %d records in flight, %d claimed and %d to delete", len(r.next.recs), len(r.later.recs), len(r.behind))
 	}
 	if p, _ := s.Pending(ctx, 0); len(p) != 8 || p[0].ID != sent[1] || p[0].Attempts != 1 {
 		t.Fatalf("after the first sweep %d records pending; want the failed one and the 7 after it", len(p))
@@ -85,7 +106,7 @@ func failureLetsTheNextBatchAhead(t *testing.T, b backend) {
 		}
 		published += sw.Published
 	}
-	for len(r.behind) > 0 || r.next.recs != nil {
+	for len(r.behind) > 0 || r.next.recs != nil || r.later.recs != nil {
 		if sw := r.sweep(ctx, true); sw.Err != nil {
 			t.Fatalf("sweep %+v", sw)
 		}

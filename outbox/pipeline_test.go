@@ -86,7 +86,7 @@ func TestDeadRelaysClaimIsTakenOverAtOnce(t *testing.T) {
 		c, _ := memConn(t, "orders")
 		sent := add(t, s, c, "", "orders", order{"a", 1}, order{"b", 2})
 		dead := s.owner("dead", time.Hour)
-		if recs, err := dead.claim(ctx, 100, nil); err != nil || len(recs) != 2 {
+		if recs, _, err := dead.claim(ctx, 100, nil, nil); err != nil || len(recs) != 2 {
 			t.Fatalf("dead relay claimed %d (%v)", len(recs), err)
 		}
 		next := newRelay(t, c, s, WithRelayID("next"))
@@ -133,13 +133,13 @@ func TestRelayThatLostItsClaimWritesNothing(t *testing.T) {
 		c, _ := memConn(t, "orders")
 		add(t, s, c, "", "orders", order{"a", 1}, order{"b", 2})
 		frozen := ownerOf(t, s, "frozen")
-		recs, err := frozen.claim(ctx, 100, nil)
+		recs, _, err := frozen.claim(ctx, 100, nil, nil)
 		if err != nil || len(recs) != 2 {
 			t.Fatalf("claimed %d (%v)", len(recs), err)
 		}
 		clock.advance(time.Minute + time.Second)
 		other := ownerOf(t, s, "other")
-		if got, err := other.claim(ctx, 100, nil); err != nil || len(got) != 2 {
+		if got, _, err := other.claim(ctx, 100, nil, nil); err != nil || len(got) != 2 {
 			t.Fatalf("the other relay took over %d (%v) after the lease", len(got), err)
 		}
 		n, err := frozen.published(ctx, []any{recs[0].ID, recs[1].ID})
@@ -183,11 +183,11 @@ func TestTwoRelaysWithOneIDAreRefused(t *testing.T) {
 		ctx := context.Background()
 		s := newStore(t, b)
 		first := ownerOf(t, s, "same")
-		if _, err := first.claim(ctx, 100, nil); err != nil {
+		if _, _, err := first.claim(ctx, 100, nil, nil); err != nil {
 			t.Fatal(err)
 		}
 		second := ownerOf(t, s, "same")
-		if _, err := second.claim(ctx, 100, nil); err == nil || !strings.Contains(err.Error(), "same id") {
+		if _, _, err := second.claim(ctx, 100, nil, nil); err == nil || !strings.Contains(err.Error(), "same id") {
 			t.Fatalf("second relay with one id: %v", err)
 		}
 	})

@@ -1,6 +1,7 @@
 package outbox
 
 import (
+	"cmp"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
@@ -18,6 +19,7 @@ import (
 
 	"github.com/acemq-go/acemq"
 	"github.com/acemq-go/acemq/internal/rawpipe"
+	"github.com/acemq-go/acemq/sqlstore"
 	"github.com/acemq-go/acemq/transport"
 )
 
@@ -169,9 +171,10 @@ type Relay struct {
 	tracer trace.Tracer
 
 	own    *owner
-	pipe   rawpipe.Pipe // Run's batches go out on it, one after another on one channel
+	pipe   rawpipe.Pipe // every batch goes out on it; Run's one after another on one channel
 	wake   chan struct{}
-	next   claimed  // the batch claimed ahead by the last sweep (Run's goroutine only)
+	next   claimed  // the batch after the last sweep's, on the wire behind it or claimed (Run's goroutine only)
+	later  claimed  // the batch claimed after next, not written yet (Run's goroutine only)
 	behind []Record // the last sweep's confirmed batch, deleted by the next (Run's goroutine only)
 
 	mu      sync.Mutex
@@ -298,6 +301,7 @@ func (r *Relay) Run(ctx context.Context) error {
 			}
 			r.next = claimed{}
 		}
+		r.later = claimed{} // claimed, never written: unlock below lets it go
 		if len(r.behind) > 0 {
 			// The last batch confirmed: delete it before letting its locks go.
 			n, err := r.deletePrefix(ctx, r.behind)
@@ -386,17 +390,25 @@ func (r *Relay) Close(ctx context.Context) error {
 func (r *Relay) SweepOnce(ctx context.Context) Sweep { return r.sweep(ctx, false) }
 
 // claimed is a batch claimed ahead, while the batch before it was being
-// published, and when its claim was made (its lease runs from then); with
-// how many records of the batch before were deleted meanwhile, and why not
-// all of them; and, when it was written already (Run's pipeline), its
-// publish in flight.
+// published, and when its claim was made (its lease runs from then), or
+// why the claim failed; and, when it was written already (Run's
+// pipeline), its publish in flight.
 type claimed struct {
-	recs    []Record
-	at      time.Time
-	err     error
-	deleted int
-	delErr  error
-	out     *inFlight
+	recs []Record
+	at   time.Time
+	err  error
+	out  *inFlight
+}
+
+// following is what a Run sweep's goroutine did while the sweep's batch
+// was on the wire: the batch after it (written behind it, or claimed
+// only), the batch claimed after that one (not written: the next sweep
+// writes it), and how many records of the batch before were deleted, and
+// why not all of them.
+type following struct {
+	after, then claimed
+	deleted     int
+	delErr      error
 }
 
 // inFlight is a batch written on the relay's pipe, its confirms
@@ -408,35 +420,44 @@ type inFlight struct {
 	cancel context.CancelFunc
 }
 
-// sweep is SweepOnce. With ahead (Run's sweeps), a sweep claims the next
-// batch, the first records but its own, while its own batch is on the
-// wire (a batch that is not full too: records committed meanwhile go out
-// without a claim between batches), and writes it on the same channel
-// right after its own (the relay's pipe), so batch N+1 is on the wire while
-// batch N's confirms are outstanding and the broker routes them in seq
-// order; the next sweep waits for those confirms. A batch that went
-// through whole with a batch claimed after it is deleted by the next
-// sweep, while that batch is on the wire, before it claims the batch after
-// (so that claim never takes them again). Claim, write and delete cost no
-// time between batches. The next batch is written only while no failure
-// of this one is known, on the same terms as any batch (its lease, read
-// from when it was claimed; stopping at the first failure), and not at
-// all when a record of either batch failed before (attempts > 0: such a
-// batch is published as publishRuns does, with nothing after it on the
-// wire). A batch's confirmed records are deleted only once every record
-// before them was: when the delete of the batch before fails (or finds
-// records taken over), nothing of this batch is deleted, so its records
-// go out again after the batch before's and last copies stay in seq order.
-// A sweep that failed waits for the confirms of the batch written after
-// its own and drops it (its records stay locked by this relay, which
-// claims them again from the start).
+// sweep is SweepOnce. With ahead (Run's sweeps) a sweep keeps the
+// database work off the broker's path. At most two batches are on the
+// wire, on one channel (the relay's pipe), so the broker routes them in
+// seq order: the sweep's own batch N, whose confirms it waits for, and
+// batch N+1 right behind it. N+1 was claimed by the sweep before, while N
+// was on the wire, and the sweep writes it as it starts; meanwhile its
+// goroutine claims batch N+2 (the first records but those on the wire or
+// waiting to be deleted, so a record that committed late with a lower seq
+// is not passed over) and deletes batch N−1, which went through (on
+// PostgreSQL in the claim's own transaction), and the next sweep writes
+// N+2 once N is confirmed. When no batch was claimed ahead (the outbox is
+// not full), the goroutine claims N+1 and writes it behind N at once, and
+// when that batch is full it claims N+2 too. So a claim has a batch's
+// confirm time to run in, and records committed meanwhile go out without
+// waiting for one.
+//
+// A batch is written only while no failure of the batch before it is
+// known, on the same terms as any batch (its lease, read from when it was
+// claimed; stopping at the first failure), and not at all when a record
+// of either batch failed before (attempts > 0: such a batch is published
+// as publishRuns does, with nothing after it on the wire). A batch's
+// confirmed records are deleted only once every record before them was:
+// when the delete of the batch before fails (or finds records taken
+// over), nothing of this batch is deleted and nothing more is claimed, so
+// its records go out again after the batch before's and last copies stay
+// in seq order. A sweep that failed waits for the confirms of the batch
+// written after its own and drops it and the batch claimed after it
+// (their records stay locked by this relay, which claims them again from
+// the start).
 func (r *Relay) sweep(ctx context.Context, ahead bool) Sweep {
 	var sw Sweep
 	start := time.Now()
 	recs, at, out := r.next.recs, r.next.at, r.next.out
+	later := r.later
 	behind := r.behind
-	r.next, r.behind = claimed{}, nil
+	r.next, r.later, r.behind = claimed{}, claimed{}, nil
 	if out == nil && (recs == nil || start.Sub(at) > r.cfg.lockTTL/4) {
+		later = claimed{} // claimed after a batch that was not written: claimed again below
 		if len(behind) > 0 {
 			// Nothing on the wire to hide the delete behind; and the claim
 			// below would take these records again.
@@ -450,7 +471,7 @@ func (r *Relay) sweep(ctx context.Context, ahead bool) Sweep {
 		}
 		var err error
 		at = start
-		if recs, err = r.own.claim(ctx, r.cfg.batch, nil); err != nil {
+		if recs, _, err = r.own.claim(ctx, r.cfg.batch, nil, nil); err != nil {
 			sw.Err = r.stopped(ctx, err, "acemq: the outbox relay could not claim records; it tries again at the next sweep")
 			return sw
 		}
@@ -472,35 +493,25 @@ func (r *Relay) sweep(ctx context.Context, ahead bool) Sweep {
 			out = r.write(ctx, recs, at, start, nil)
 		}
 	}
-	var next chan claimed
+	if len(later.recs) > 0 && out != nil && !out.batch.Failed() && start.Sub(later.at) <= r.cfg.lockTTL/4 {
+		// Claimed by the sweep before: on the wire behind this batch now.
+		later.out = r.write(ctx, later.recs, later.at, start, out.batch)
+	}
+	if later.out == nil {
+		later = claimed{} // not written: its records are claimed again below
+	}
+	var next chan following
 	if ahead || len(behind) > 0 {
 		// The relay's session is used here alone until next is received:
 		// the publish below touches only the broker.
-		next = make(chan claimed, 1)
-		skip := make([]int64, 0, len(behind)+len(recs))
-		for _, rec := range behind {
-			skip = append(skip, rec.Seq)
-		}
-		for _, rec := range recs {
-			skip = append(skip, rec.Seq)
-		}
-		go func() {
-			// Claim and write first, so the next batch goes on the wire as
-			// soon as it can; the claim passes over the batch behind, which
-			// the delete after it removes.
-			var c claimed
-			if ahead {
-				c.at = time.Now()
-				c.recs, c.err = r.own.claim(ctx, r.cfg.batch, skip)
-				if c.err == nil && len(c.recs) > 0 && out != nil && !out.batch.Failed() {
-					c.out = r.write(ctx, c.recs, c.at, c.at, out.batch)
-				}
+		next = make(chan following, 1)
+		skip := make([]int64, 0, len(behind)+len(recs)+len(later.recs))
+		for _, batch := range [][]Record{behind, recs, later.recs} {
+			for _, rec := range batch {
+				skip = append(skip, rec.Seq)
 			}
-			if len(behind) > 0 {
-				c.deleted, c.delErr = r.deletePrefix(ctx, behind)
-			}
-			next <- c
-		}()
+		}
+		go func() { next <- r.ahead(ctx, ahead, out, later, behind, skip) }()
 	}
 	var errs []error
 	var spans []publishSpan
@@ -516,11 +527,11 @@ func (r *Relay) sweep(ctx context.Context, ahead bool) Sweep {
 		cancel()
 	}
 	confirmed := r.store.now()
-	var following claimed
+	var f following
 	if next != nil {
-		following = <-next
+		f = <-next
 	}
-	sw.Published += following.deleted
+	sw.Published += f.deleted
 	first := len(recs)
 	for i, err := range errs {
 		if err != nil {
@@ -533,29 +544,32 @@ func (r *Relay) sweep(ctx context.Context, ahead bool) Sweep {
 			r.account(ctx, rec, spans[i], errs[i], confirmed)
 		}
 	}
-	if following.delErr != nil {
+	if f.delErr != nil {
 		// The batch before is still stored (or partly another relay's):
-		// delete nothing after it, and publish the batch claimed after it
-		// again from the first record.
-		if following.out != nil {
-			r.settle(ctx, following)
+		// delete nothing after it, and publish the batches claimed after
+		// it again from the first record.
+		if f.after.out != nil {
+			r.settle(ctx, f.after)
 		}
 		if first < len(recs) {
 			r.failed(ctx, recs[first], spans[first], errs[first], &sw) //nolint:errcheck // the delete's failure is the sweep's
 		}
-		sw.Err = following.delErr
+		sw.Err = f.delErr
 		return sw
 	}
-	if first == len(recs) && len(following.recs) > 0 {
+	if first == len(recs) && len(f.after.recs) > 0 {
 		// The next sweep deletes this batch while the next is on the wire.
-		r.behind, r.next = recs, following
+		r.behind, r.next, r.later = recs, f.after, f.then
+		if f.then.err != nil {
+			r.stopped(ctx, f.then.err, "acemq: the outbox relay could not claim a batch ahead; it claims it again at the next sweep")
+		}
 		return sw
 	}
-	if following.out != nil {
+	if f.after.out != nil {
 		// Written after this batch, whose failure was not known yet: its
 		// records may be on the queue ahead of the failed one, and all of
 		// them go out again after it.
-		r.settle(ctx, following)
+		r.settle(ctx, f.after)
 	}
 	if first > 0 {
 		n, err := r.deletePrefix(ctx, recs[:first])
@@ -569,23 +583,80 @@ func (r *Relay) sweep(ctx context.Context, ahead bool) Sweep {
 		sw.Err = r.failed(ctx, recs[first], spans[first], errs[first], &sw)
 		return sw
 	}
-	if following.err != nil {
+	if err := cmp.Or(f.after.err, f.then.err); err != nil {
 		// The batch went through; the next sweep claims again.
-		r.stopped(ctx, following.err, "acemq: the outbox relay could not claim its next batch ahead; it claims it again at the next sweep")
+		r.stopped(ctx, err, "acemq: the outbox relay could not claim its next batch ahead; it claims it again at the next sweep")
 	}
 	return sw
 }
 
+// ahead is the database side of a Run sweep (see sweep), on a goroutine of
+// its own while the sweep's batch (out) is on the wire: with claiming
+// (Run) it claims the batch after later (the batch written behind out as
+// the sweep started), or, when there is none, the batch after out, which
+// it writes behind out at once, and the batch after that one too when it
+// was full; and it deletes behind, the batch before out, which went
+// through. On PostgreSQL the first claim deletes behind in its own
+// transaction; elsewhere behind is deleted last, after the writes.
+func (r *Relay) ahead(ctx context.Context, claiming bool, out *inFlight, later claimed, behind []Record, skip []int64) following {
+	f := following{after: later}
+	merge := r.store.dialect == sqlstore.PostgreSQL && len(behind) > 0 // the first claim deletes behind
+	deleted := false
+	claim := func(skip []int64) claimed {
+		c := claimed{at: time.Now()}
+		var done []int64
+		if merge {
+			merge, deleted = false, true
+			done = make([]int64, len(behind))
+			for i, rec := range behind {
+				done[i] = rec.Seq
+			}
+			if r.afterConfirm != nil {
+				if err := r.afterConfirm(behind[0].ID); err != nil {
+					f.deleted, f.delErr = r.marked(behind, 0, err)
+					return claimed{}
+				}
+			}
+		}
+		recs, n, err := r.own.claim(ctx, r.cfg.batch, skip, done)
+		if done != nil {
+			f.deleted, f.delErr = r.marked(behind, n, err)
+			if f.delErr != nil {
+				return claimed{}
+			}
+		}
+		c.recs, c.err = recs, err
+		return c
+	}
+	switch {
+	case !claiming:
+	case later.recs != nil:
+		f.then = claim(skip)
+	default:
+		f.after = claim(skip)
+		if f.after.err == nil && len(f.after.recs) > 0 && out != nil && !out.batch.Failed() {
+			f.after.out = r.write(ctx, f.after.recs, f.after.at, f.after.at, out.batch)
+			if f.after.out != nil && len(f.after.recs) == r.cfg.batch && f.delErr == nil {
+				for _, rec := range f.after.recs {
+					skip = append(skip, rec.Seq)
+				}
+				f.then = claim(skip)
+			}
+		}
+	}
+	if len(behind) > 0 && !deleted {
+		f.deleted, f.delErr = r.deletePrefix(ctx, behind)
+	}
+	return f
+}
+
 // write writes recs on the relay's pipe after the batch after (nil: none
-// outstanding) and returns it in flight; nil when the relay has no pipe or
-// a record of recs failed before (those batches go out by publishRuns,
+// outstanding) and returns it in flight; nil when a record of recs failed
+// before (those batches go out by publishRuns,
 // with nothing written after them until they are confirmed). The writes
 // stop at the claim's lease (three quarters of WithLockTTL from at) and
 // at start plus the publish timeout, and the wait for the confirms too.
 func (r *Relay) write(ctx context.Context, recs []Record, at, start time.Time, after rawpipe.Batch) *inFlight {
-	if r.pipe == nil {
-		return nil
-	}
 	for _, rec := range recs {
 		if rec.Attempts > 0 {
 			return nil
@@ -660,7 +731,8 @@ func (r *Relay) stopped(ctx context.Context, err error, msg string) error {
 var errNotWritten = errors.New("acemq: an earlier record of the batch failed before this one was written; nothing was sent")
 
 // publishRuns publishes the batch as pipelined runs, one after another,
-// stopping at the first failure. A record that failed before (attempts >
+// each written on the relay's pipe behind nothing and confirmed before the
+// next (as Conn.PublishRawBatch does), stopping at the first failure. A record that failed before (attempts >
 // 0) is a run of its own, published and confirmed before anything after it
 // is written: a record that keeps failing then puts later records on the
 // wire ahead of it at most once, the first time it fails.
@@ -673,11 +745,7 @@ func (r *Relay) publishRuns(ctx context.Context, recs []Record, msgs []rawpipe.M
 				to++
 			}
 		}
-		run := make([]acemq.RawMessage, to-from)
-		for i, m := range msgs[from:to] {
-			run[i] = acemq.RawMessage{Exchange: m.Exchange, RoutingKey: m.RoutingKey, ContentType: m.ContentType, MessageID: m.MessageID, Headers: m.Headers, Body: m.Body}
-		}
-		copy(errs[from:to], r.conn.PublishRawBatch(ctx, run))
+		copy(errs[from:to], r.pipe.Write(ctx, msgs[from:to], nil).Wait(ctx))
 		for i := from; i < to; i++ {
 			if errs[i] != nil {
 				for j := to; j < len(msgs); j++ {
@@ -723,18 +791,23 @@ func (r *Relay) deletePrefix(ctx context.Context, recs []Record) (int, error) {
 	for i, rec := range recs {
 		ids[i] = rec.ID
 	}
-	var n int64
-	derr := error(nil)
 	if r.afterConfirm != nil {
-		derr = r.afterConfirm(recs[0].ID)
+		if err := r.afterConfirm(recs[0].ID); err != nil {
+			return r.marked(recs, 0, err)
+		}
 	}
-	if derr == nil {
-		dctx, dcancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
-		n, derr = r.own.published(dctx, ids)
-		dcancel()
-	}
-	if derr != nil {
-		e := fmt.Errorf("acemq: %d outbox records from %s were published but not marked, so they will be sent again: %w", len(recs), recs[0].ID, derr)
+	dctx, dcancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+	defer dcancel()
+	n, err := r.own.published(dctx, ids)
+	return r.marked(recs, n, err)
+}
+
+// marked reports the delete of the confirmed records recs, of which n
+// were deleted (or err): how many, and an error (logged) unless all of
+// them were.
+func (r *Relay) marked(recs []Record, n int64, err error) (int, error) {
+	if err != nil {
+		e := fmt.Errorf("acemq: %d outbox records from %s were published but not marked, so they will be sent again: %w", len(recs), recs[0].ID, err)
 		r.log.Error(e.Error(), "relay", r.cfg.id, "id", recs[0].ID)
 		return 0, e
 	}

@@ -36,7 +36,7 @@ func TestConcurrentClaimsNeverShareTheOutbox(t *testing.T) {
 				wg.Add(1)
 				go func() {
 					defer wg.Done()
-					recs, err := o.claim(ctx, 100, nil)
+					recs, _, err := o.claim(ctx, 100, nil, nil)
 					if err != nil {
 						t.Error(err)
 						return
@@ -149,7 +149,7 @@ func TestOpenAddTransactionHoldsUpNoRelay(t *testing.T) {
 		bound, cancel := context.WithTimeout(ctx, 5*time.Second)
 		defer cancel()
 		r1 := ownerOf(t, s, "r1")
-		recs, err := r1.claim(bound, 100, nil)
+		recs, _, err := r1.claim(bound, 100, nil, nil)
 		if err != nil || len(recs) != 1 || recs[0].ID != committed[0] {
 			t.Fatalf("claim beside an open Add: %d records, %v; want the committed one at once", len(recs), err)
 		}

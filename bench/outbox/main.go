@@ -26,6 +26,10 @@
 // (from the first slot to the last commit), and how many began late: on a
 // machine too busy for the asked rate they add fewer, and the row says so.
 // -cpuprofile profiles the bench process (relay, producers, raw client).
+// -lag-trace writes the lag run's slow moments: per 100 ms of Add times,
+// those holding a record that took > 250 ms from Add to the consumer, with
+// the producers' longest Add → commit and the relay's longest sweep then,
+// to set beside the database's log (checkpoints, autovacuum).
 //
 //	cd bench && go run ./outbox -url amqp://guest:guest@127.0.0.1:5672/ -pg postgres://...
 package main
@@ -84,6 +88,7 @@ func main() {
 	flag.DurationVar(&drainWait, "drain-wait", 3*time.Minute, "how long the lag run waits for the relay's backlog after the producers stop")
 	producers := flag.Int("producers", 32, "producer goroutines for the lag run (each record is one transaction)")
 	flag.DurationVar(&relayInterval, "relay-interval", 0, "the lag run's relay poll interval (0: the library's default, 1s); a diagnostic: a tail that shrinks with it is a missed wake-up")
+	flag.StringVar(&lagTracePath, "lag-trace", "", "write the lag run's slow 100 ms windows (a record > 250 ms from Add to the consumer) with the producers' commit times and the relay's sweep times to this file")
 	flag.BoolVar(&lagConsumer, "lag-consumer", true, "the lag run's queue has a consumer acking what the relay publishes (false: the queue grows, and the broker's confirms slow with it)")
 	cpuprofile := flag.String("cpuprofile", "", "write a CPU profile of the whole run (bench process: relay, producers, raw client) to this file")
 	flag.Parse()
@@ -435,6 +440,9 @@ var relayInterval time.Duration
 // publishes to.
 var lagConsumer bool
 
+// lagTracePath is -lag-trace.
+var lagTracePath string
+
 // lagRun adds rate records/s for d, each in its own transaction, while a
 // relay with the pgnotify wake-up publishes them, and returns how many
 // were added, at what rate, and the p50, p90, p99 and max of
@@ -462,8 +470,14 @@ func lagRun(ctx context.Context, conn *acemq.Conn, db *sql.DB, queue string, rat
 		sdkmetric.Stream{Aggregation: sdkmetric.AggregationExplicitBucketHistogram{Boundaries: bounds}},
 	)))
 	defer mp.Shutdown(ctx) //nolint:errcheck // nothing to flush
+	total := int(float64(rate) * d.Seconds())
+	var trace *lagTrace
 	opts := []outbox.RelayOption{outbox.WithBatchSize(batch), outbox.WithNotifier(pgnotify.New(db)),
 		outbox.WithMeterProvider(mp), outbox.WithLogger(slog.New(slog.DiscardHandler))}
+	if lagTracePath != "" {
+		trace = newLagTrace(total)
+		opts = append(opts, outbox.WithObserver(trace.sweep))
+	}
 	if relayInterval > 0 {
 		opts = append(opts, outbox.WithInterval(relayInterval))
 	}
@@ -478,7 +492,12 @@ func lagRun(ctx context.Context, conn *acemq.Conn, db *sql.DB, queue string, rat
 		// A service consumes the queue the relay publishes to, as in
 		// production: the broker's cost of a growing queue (a backlog of
 		// persistent messages, paged to disk) stays out of the relay's lag.
-		k, err := acemq.Consume(ctx, conn, queue, func(context.Context, *acemq.Message[[]byte]) acemq.Decision { return acemq.Accept() },
+		k, err := acemq.Consume(ctx, conn, queue, func(_ context.Context, m *acemq.Message[[]byte]) acemq.Decision {
+			if trace != nil {
+				trace.receivedBody(m.Body)
+			}
+			return acemq.Accept()
+		},
 			acemq.ConsumerConfig{Codec: acemq.Bytes(), Prefetch: 500, NoDeadLetterDeclaration: true})
 		if err != nil {
 			log.Fatalf("bench: lag consumer: %v", err)
@@ -486,19 +505,19 @@ func lagRun(ctx context.Context, conn *acemq.Conn, db *sql.DB, queue string, rat
 		defer k.Close(context.WithoutCancel(ctx)) //nolint:errcheck // best effort
 	}
 
-	total := int(float64(rate) * d.Seconds())
 	slots := make(chan time.Time, total)
+	var next atomic.Int64 // the records' numbers, order(i)
 	var added, late atomic.Int64
 	var lastCommit atomic.Int64
 	var commitsMu sync.Mutex
 	commits := make([]time.Duration, 0, total) // Add to commit, per record
 	var wg sync.WaitGroup
-	for p := range producers {
+	for range producers {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			i := p
 			for due := range slots {
+				i := int(next.Add(1) - 1)
 				if time.Since(due) > 100*time.Millisecond {
 					late.Add(1)
 				}
@@ -507,6 +526,9 @@ func lagRun(ctx context.Context, conn *acemq.Conn, db *sql.DB, queue string, rat
 					log.Fatalf("bench: %v", err)
 				}
 				adding := time.Now()
+				if trace != nil {
+					trace.added[i].Store(adding.UnixNano())
+				}
 				if _, err := s.Add(ctx, tx, conn, "", queue, order(i)); err != nil {
 					log.Fatalf("bench: %v", err)
 				}
@@ -514,12 +536,14 @@ func lagRun(ctx context.Context, conn *acemq.Conn, db *sql.DB, queue string, rat
 					log.Fatalf("bench: %v", err)
 				}
 				took := time.Since(adding)
+				if trace != nil {
+					trace.committed[i].Store(adding.Add(took).UnixNano())
+				}
 				commitsMu.Lock()
 				commits = append(commits, took)
 				commitsMu.Unlock()
 				added.Add(1)
 				lastCommit.Store(time.Now().UnixNano())
-				i += producers
 			}
 		}()
 	}
@@ -556,6 +580,16 @@ func lagRun(ctx context.Context, conn *acemq.Conn, db *sql.DB, queue string, rat
 	}
 	cancel()
 	<-ran
+	if trace != nil {
+		f, err := os.Create(lagTracePath)
+		if err != nil {
+			log.Fatalf("bench: %v", err)
+		}
+		trace.write(f, 250*time.Millisecond)
+		if err := f.Close(); err != nil {
+			log.Fatalf("bench: %v", err)
+		}
+	}
 	var rm metricdata.ResourceMetrics
 	if err := reader.Collect(ctx, &rm); err != nil {
 		log.Fatalf("bench: %v", err)
