@@ -369,3 +369,18 @@ func TestDispatcherAnswersQueuedEventsBeforeLosingTheRest(t *testing.T) {
 		t.Fatal("the ended channel is still registered")
 	}
 }
+
+// TestChannelIDFindsAmqp091sChannelNumber holds the pinned amqp091-go to
+// the one unexported field the native path reads: Channel.id, a uint16.
+// If an upgrade moves or renames it, this fails here, before any publisher
+// is opened (which would then refuse with the frames=amqp091 sentence).
+func TestChannelIDFindsAmqp091sChannelNumber(t *testing.T) {
+	f, ok := reflect.TypeOf((*amqp.Channel)(nil)).Elem().FieldByName("id")
+	if !ok || f.Type.Kind() != reflect.Uint16 {
+		t.Fatalf("amqp091-go's Channel has no uint16 field id (found %v, %v): the native publish path cannot learn its channel number", ok, f.Type)
+	}
+	// A zero Channel reads as channel 0, not an error.
+	if id, err := channelID(&amqp.Channel{}); err != nil || id != 0 {
+		t.Fatalf("channelID(zero Channel) = %d, %v; want 0, nil", id, err)
+	}
+}
