@@ -84,7 +84,21 @@ func (k *consumerCore) drain(ctx context.Context, deadline time.Time) int {
 			return false
 		}
 	}
-	if !wait(timer.C) {
+	// Idle can fire and a delivery the broker sent before its cancel-ok
+	// still be held after it (the reader had not taken it yet): that one
+	// is run as "back unrun" by a worker, so wait again for it rather than
+	// report it stranded, until the deadline.
+	settledAll := func() bool {
+		for {
+			if !wait(timer.C) {
+				return false
+			}
+			if k.unsettled() == 0 {
+				return true
+			}
+		}
+	}
+	if !settledAll() {
 		// Deadline: cancel handler contexts, then a short grace in which
 		// returned decisions are still carried out.
 		k.hardStop()
