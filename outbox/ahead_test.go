@@ -86,18 +86,7 @@ func TestFailedSweepDropsTheBatchClaimedAhead(t *testing.T) {
 		ctx := context.Background()
 		s := newStore(t, b)
 		c, _ := memConn(t)
-		top := acemq.NewTopology().Exchange("shop", acemq.Direct, acemq.ExchangeOptions{}).Queue("orders", acemq.QueueOptions{Type: acemq.Classic}).Bind("orders", "shop", "k")
-		if err := c.Apply(ctx, top); err != nil {
-			t.Fatal(err)
-		}
-		var sent []string
-		for i := range 6 {
-			key := "k"
-			if i == 1 {
-				key = "k1" // unroutable until bound below
-			}
-			sent = append(sent, add(t, s, c, "shop", key, order{fmt.Sprint(i), i})...)
-		}
+		top, sent := ordersWithOneUnroutable(t, s, c, 6, 1) // record 1 unroutable until bound below
 		r := newRelay(t, c, s, WithBatchSize(3))
 		if sw := r.sweep(ctx, true); sw.Published != 1 || sw.Failed != 1 || !acemq.IsUnroutable(sw.Err) {
 			t.Fatalf("first sweep %+v: want the first record published and the second failed", sw)

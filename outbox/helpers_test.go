@@ -3,6 +3,7 @@ package outbox
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"sync"
 	"testing"
@@ -90,6 +91,27 @@ func add(t *testing.T, s *Store, c *acemq.Conn, exchange, key string, payloads .
 		ids = append(ids, env.ID)
 	}
 	return ids
+}
+
+// ordersWithOneUnroutable declares exchange shop with queue orders bound
+// by key "k" on c, then commits n orders through s with key "k", but for
+// record bad, whose key "k<bad>" routes nowhere until a test binds it. It
+// returns the topology declared and the records' ids in seq order.
+func ordersWithOneUnroutable(t *testing.T, s *Store, c *acemq.Conn, n, bad int) (*acemq.Topology, []string) {
+	t.Helper()
+	top := acemq.NewTopology().Exchange("shop", acemq.Direct, acemq.ExchangeOptions{}).Queue("orders", acemq.QueueOptions{Type: acemq.Classic}).Bind("orders", "shop", "k")
+	if err := c.Apply(context.Background(), top); err != nil {
+		t.Fatal(err)
+	}
+	var sent []string
+	for i := range n {
+		key := "k"
+		if i == bad {
+			key = fmt.Sprint("k", bad)
+		}
+		sent = append(sent, add(t, s, c, "shop", key, order{fmt.Sprint(i), i})...)
+	}
+	return top, sent
 }
 
 // drain takes every message now in queue, riding out a recovery.

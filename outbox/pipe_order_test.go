@@ -2,7 +2,6 @@ package outbox
 
 import (
 	"context"
-	"fmt"
 	"slices"
 	"testing"
 	"time"
@@ -31,18 +30,7 @@ func failureLetsTheNextBatchAhead(t *testing.T, b backend) {
 	s := newStore(t, b)
 	c, name := memConn(t)
 	broker := memory.Lookup(name)
-	top := acemq.NewTopology().Exchange("shop", acemq.Direct, acemq.ExchangeOptions{}).Queue("orders", acemq.QueueOptions{Type: acemq.Classic}).Bind("orders", "shop", "k")
-	if err := c.Apply(ctx, top); err != nil {
-		t.Fatal(err)
-	}
-	var sent []string
-	for i := range 9 {
-		key := "k"
-		if i == 1 {
-			key = "k1" // unroutable until bound below
-		}
-		sent = append(sent, add(t, s, c, "shop", key, order{fmt.Sprint(i), i})...)
-	}
+	top, sent := ordersWithOneUnroutable(t, s, c, 9, 1) // record 1 unroutable until bound below
 	r := newRelay(t, c, s, WithBatchSize(3))
 	broker.StopConfirming()
 	swept := make(chan Sweep, 1)

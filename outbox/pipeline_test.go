@@ -3,7 +3,6 @@ package outbox
 import (
 	"context"
 	"errors"
-	"fmt"
 	"slices"
 	"strings"
 	"testing"
@@ -27,18 +26,7 @@ func TestMidBatchFailureOrderRule(t *testing.T) {
 		ctx := context.Background()
 		s := newStore(t, b)
 		c, _ := memConn(t)
-		top := acemq.NewTopology().Exchange("shop", acemq.Direct, acemq.ExchangeOptions{}).Queue("orders", acemq.QueueOptions{Type: acemq.Classic}).Bind("orders", "shop", "k")
-		if err := c.Apply(ctx, top); err != nil {
-			t.Fatal(err)
-		}
-		var sent []string
-		for i := range 8 {
-			key := "k"
-			if i == 3 {
-				key = "k3" // unroutable until bound below
-			}
-			sent = append(sent, add(t, s, c, "shop", key, order{fmt.Sprint(i), i})...)
-		}
+		_, sent := ordersWithOneUnroutable(t, s, c, 8, 3) // record 3 unroutable until bound below
 		r := newRelay(t, c, s)
 		sw := r.SweepOnce(ctx)
 		if sw.Published != 3 || sw.Failed != 1 || !acemq.IsUnroutable(sw.Err) {

@@ -9,30 +9,19 @@ import (
 )
 
 func TestConformance(t *testing.T) {
-	name := "conformance-" + t.Name()
-	t.Cleanup(func() { Delete(name) })
-	dial := func(t *testing.T, onBlocked func(bool, string)) transport.Connection {
-		t.Helper()
-		c, _, err := Driver{}.Dial(context.Background(), transport.Config{URL: "memory://" + name, OnBlocked: onBlocked})
-		if err != nil {
-			t.Fatalf("dial: %v", err)
-		}
-		return c
-	}
-	transporttest.Run(t, transporttest.Harness{
-		Dial:              func(t *testing.T) transport.Connection { return dial(t, nil) },
-		DialWithOnBlocked: dial,
-		Block:             func(_ *testing.T, reason string) { Lookup(name).Block(reason) },
-		Unblock:           func(*testing.T) { Lookup(name).Unblock() },
-		DropConnections:   func(*testing.T) { Lookup(name).DropConnections() },
-	})
+	runConformance(t, "conformance-"+t.Name(), func(c transport.Connection) transport.Connection { return c })
 }
 
 // TestConformanceDirect runs the suite with every subscription made
 // through ConsumeDirect (what the engine uses), forwarded to the channel
 // the suite reads by a goroutine of the test's.
 func TestConformanceDirect(t *testing.T) {
-	name := "conformance-direct-" + t.Name()
+	runConformance(t, "conformance-direct-"+t.Name(), func(c transport.Connection) transport.Connection { return directConn{c} })
+}
+
+// runConformance runs the transport suite on the memory broker name, each
+// connection dialled passed through wrap.
+func runConformance(t *testing.T, name string, wrap func(transport.Connection) transport.Connection) {
 	t.Cleanup(func() { Delete(name) })
 	dial := func(t *testing.T, onBlocked func(bool, string)) transport.Connection {
 		t.Helper()
@@ -40,7 +29,7 @@ func TestConformanceDirect(t *testing.T) {
 		if err != nil {
 			t.Fatalf("dial: %v", err)
 		}
-		return directConn{c}
+		return wrap(c)
 	}
 	transporttest.Run(t, transporttest.Harness{
 		Dial:              func(t *testing.T) transport.Connection { return dial(t, nil) },

@@ -39,10 +39,12 @@ const (
 	methodConnectionClose   = 50
 	methodConnectionCloseOk = 51
 
-	propDeliveryMode = 0x1000
-	propPriority     = 0x0800
-	propReplyTo      = 0x0200
-	propMessageID    = 0x0080
+	propDeliveryMode  = 0x1000
+	propPriority      = 0x0800
+	propCorrelationID = 0x0400 // read past, never written
+	propReplyTo       = 0x0200
+	propExpiration    = 0x0100 // read past, never written
+	propMessageID     = 0x0080
 
 	// maxTableDepth bounds nesting while encoding, so a table that holds
 	// itself is refused instead of recursing for ever (amqp091-go reads no

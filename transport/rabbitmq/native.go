@@ -250,7 +250,7 @@ func messageID(p []byte) string {
 	for _, f := range [...]struct {
 		bit  uint16
 		size int // -1 shortstr, -2 table
-	}{{propContentType, -1}, {propEncoding, -1}, {propHeaders, -2}, {propDeliveryMode, 1}, {propPriority, 1}, {0x0400, -1}, {propReplyTo, -1}, {0x0100, -1}} {
+	}{{propContentType, -1}, {propEncoding, -1}, {propHeaders, -2}, {propDeliveryMode, 1}, {propPriority, 1}, {propCorrelationID, -1}, {propReplyTo, -1}, {propExpiration, -1}} {
 		if flags&f.bit == 0 {
 			continue
 		}
@@ -434,13 +434,8 @@ func (p *publisher) publishNative(msg *transport.Message, done transport.Confirm
 	if !sent {
 		if p.confirm {
 			n.issued.Store(n.seq)
-			p.pmu.Lock()
-			p.table.remove(seq)
-			p.pmu.Unlock()
 		}
-		p.stopped = true
-		p.wmu.Unlock()
-		return p.notWritten()
+		return p.unwrittenLocked(seq)
 	}
 	// Part of the frames may be on the wire. The write failure has closed
 	// the socket, so the connection and this channel end, and the waiter,

@@ -384,3 +384,27 @@ func TestChannelIDFindsAmqp091sChannelNumber(t *testing.T) {
 		t.Fatalf("channelID(zero Channel) = %d, %v; want 0, nil", id, err)
 	}
 }
+
+// TestMessageIDReadsPastEveryPropertyBeforeIt: a returned message's id
+// (how a return is matched to its publish) is found behind every property
+// AMQP puts before it, including the two AceMQ never writes but another
+// client's message may carry; a header without one, or cut short, gives "".
+func TestMessageIDReadsPastEveryPropertyBeforeIt(t *testing.T) {
+	flags := uint16(propContentType | propEncoding | propHeaders | propDeliveryMode | propPriority | propCorrelationID | propReplyTo | propExpiration | propMessageID)
+	payload := bytes.Join([][]byte{
+		u16(classBasic), u16(0), u64(5), u16(flags),
+		short("application/json"), short("gzip"),
+		u32(uint32(len(short("a")) + 2)), short("a"), {'t', 1},
+		{2}, {4}, short("corr-1"), short("reply.q"), short("60000"), short("id-42"),
+	}, nil)
+	if got := messageID(payload); got != "id-42" {
+		t.Fatalf("messageID = %q, want id-42", got)
+	}
+	if got := messageID(payload[:len(payload)-3]); got != "" {
+		t.Fatalf("messageID of a cut header = %q, want empty", got)
+	}
+	noID := bytes.Join([][]byte{u16(classBasic), u16(0), u64(5), u16(propCorrelationID), short("corr-1")}, nil)
+	if got := messageID(noID); got != "" {
+		t.Fatalf("messageID without the property = %q, want empty", got)
+	}
+}

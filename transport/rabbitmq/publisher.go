@@ -206,14 +206,7 @@ func (p *publisher) Publish(ctx context.Context, msg *transport.Message, done tr
 	}
 	if errors.Is(err, amqp.ErrClosed) {
 		// The client refused before writing a byte.
-		if p.confirm {
-			p.pmu.Lock()
-			p.table.remove(seq)
-			p.pmu.Unlock()
-		}
-		p.stopped = true
-		p.wmu.Unlock()
-		return p.notWritten()
+		return p.unwrittenLocked(seq)
 	}
 	// Part of the frames may be on the wire. The client has given the
 	// sequence number back, so nothing more may be written on this
@@ -223,6 +216,21 @@ func (p *publisher) Publish(ctx context.Context, msg *transport.Message, done tr
 	p.wmu.Unlock()
 	go func() { _ = p.ch.Close() }()
 	return fmt.Errorf("rabbitmq: publish failed during the write; the message may have been sent: %w", convertError(err))
+}
+
+// unwrittenLocked ends a Publish whose write sent nothing: it takes back
+// the waiter registered under seq, stops further writes on the channel
+// and releases wmu, which the caller holds, and returns the not-written
+// error.
+func (p *publisher) unwrittenLocked(seq uint64) error {
+	if p.confirm {
+		p.pmu.Lock()
+		p.table.remove(seq)
+		p.pmu.Unlock()
+	}
+	p.stopped = true
+	p.wmu.Unlock()
+	return p.notWritten()
 }
 
 func (p *publisher) notWritten() error {
