@@ -67,10 +67,12 @@
 // connection broke) its locks are taken over at once, without waiting out
 // the lease. The lease is the fallback for a relay that is frozen with its
 // session open (SIGSTOP, a paused VM): its locks are taken over when the
-// lease expires. On SQLite the lease is the only sign of life. Claims are
-// serialised by a transaction-scoped advisory lock on PostgreSQL (the
-// claim transaction ends the session of a relay frozen inside it after
-// one lease: idle_in_transaction_session_timeout), by a GET_LOCK named
+// lease expires. On SQLite the lease is the only sign of life. On
+// PostgreSQL a claim is one statement (it also deletes the batch before,
+// which went through), run at REPEATABLE READ on the relay's session:
+// when two relays find the outbox free at once, both choose the first
+// records, and the claim that commits second fails on the first one's
+// changes and claims nothing. Claims are serialised by a GET_LOCK named
 // after the database on MySQL (held for one lease at most: wait_timeout),
 // and by SQLite's single writer. On MySQL the claim reads with plain
 // SELECTs and updates the chosen records by id, and the relay's session

@@ -12,9 +12,10 @@ import (
 	"github.com/acemq-go/acemq"
 )
 
-// The claim is decided by UPDATE row count under the dialect's lock
-// (advisory lock, GET_LOCK): many relays claiming at once, again and
-// again, never both get records. (SQLite's single writer makes claims
+// Many relays claiming at once, again and again, never both get records:
+// on PostgreSQL the claims that lose to the first one's commit fail on
+// its changes (REPEATABLE READ) and claim nothing, on MySQL they wait for
+// the claim lock (GET_LOCK) and then see its locks. (SQLite's single writer makes claims
 // one at a time by construction; the test cost it seconds to show that.)
 func TestConcurrentClaimsNeverShareTheOutbox(t *testing.T) {
 	forEachServerBackend(t, func(t *testing.T, b backend) {

@@ -368,20 +368,28 @@ func (s *Store) query(ctx context.Context, q querier, query string, args ...any)
 		}); err != nil {
 			return nil, err
 		}
-		h, err := decodeHeaders(headers)
-		if err != nil {
-			return nil, fmt.Errorf("acemq: outbox record %s: %w", r.ID, err)
-		}
-		r.Headers = h
-		r.CreatedAt = time.UnixMilli(created)
-		r.LastError = lastErr.String
-		r.LockedBy = lockedBy.String
-		if lockedUntil.Valid {
-			r.LockedUntil = time.UnixMilli(lockedUntil.Int64)
+		if err := r.fill(headers, created, lastErr, lockedBy, lockedUntil); err != nil {
+			return nil, err
 		}
 		out = append(out, r)
 	}
 	return out, rows.Err()
+}
+
+// fill sets the record's fields read from columns that need decoding.
+func (r *Record) fill(headers string, created int64, lastErr, lockedBy sql.NullString, lockedUntil sql.NullInt64) error {
+	h, err := decodeHeaders(headers)
+	if err != nil {
+		return fmt.Errorf("acemq: outbox record %s: %w", r.ID, err)
+	}
+	r.Headers = h
+	r.CreatedAt = time.UnixMilli(created)
+	r.LastError = lastErr.String
+	r.LockedBy = lockedBy.String
+	if lockedUntil.Valid {
+		r.LockedUntil = time.UnixMilli(lockedUntil.Int64)
+	}
+	return nil
 }
 
 type querier interface {
