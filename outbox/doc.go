@@ -72,7 +72,9 @@
 // which went through), run at REPEATABLE READ on the relay's session:
 // when two relays find the outbox free at once, both choose the first
 // records, and the claim that commits second fails on the first one's
-// changes and claims nothing. Claims are serialised by a GET_LOCK named
+// changes and claims nothing; the session plans its statements by index
+// alone (enable_seqscan and enable_sort off), whatever the table's
+// statistics. Claims are serialised by a GET_LOCK named
 // after the database on MySQL (held for one lease at most: wait_timeout),
 // and by SQLite's single writer. On MySQL the claim reads with plain
 // SELECTs and updates the chosen records by id, and the relay's session
