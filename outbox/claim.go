@@ -212,8 +212,8 @@ const holdersSQL = `SELECT DISTINCT locked_by FROM acemq_outbox WHERE locked_by 
 // are gone. It returns one row per claimed record, each with the number
 // deleted, or one row of that number and NULLs when it claimed nothing.
 // %[1]d is MaxAttempts and %[2]d the batch size, written into the text so
-// that the planner sees the LIMIT (one text per batch size; pgx prepares
-// it once per session).
+// that the planner sees the LIMIT (one text per batch size, which a
+// driver that caches statements, as pgx does, prepares once per session).
 //
 // Why no claim lock: at REPEATABLE READ a statement that would change a
 // record another transaction changed after the statement's snapshot fails
@@ -278,11 +278,7 @@ func (o *owner) claimPostgres(ctx context.Context, batch int, skip, done []int64
 	rows, err := o.conn.QueryContext(ctx, fmt.Sprintf(pgClaimSQL, MaxAttempts, batch),
 		o.relay, now.Add(o.ttl).UnixMilli(), skip, done, now.UnixMilli(), len(done))
 	if err != nil {
-		var st interface{ SQLState() string }
-		if len(done) == 0 && errors.As(err, &st) && st.SQLState() == pgSerializationFailure {
-			return nil, 0, nil
-		}
-		return nil, 0, err
+		return nil, 0, lostRace(err, done)
 	}
 	defer rows.Close()
 	var (
@@ -309,13 +305,20 @@ func (o *owner) claimPostgres(ctx context.Context, batch int, skip, done []int64
 		recs = append(recs, r)
 	}
 	if err := rows.Err(); err != nil {
-		var st interface{ SQLState() string }
-		if len(done) == 0 && errors.As(err, &st) && st.SQLState() == pgSerializationFailure {
-			return nil, 0, nil
-		}
-		return nil, 0, err
+		return nil, 0, lostRace(err, done)
 	}
 	return recs, deleted, nil
+}
+
+// lostRace returns a claim's failure, or nil when the claim deleted
+// nothing (done is empty) and lost to another relay's (a serialization
+// failure): that relay claimed first, and there is no batch.
+func lostRace(err error, done []int64) error {
+	var st interface{ SQLState() string }
+	if len(done) == 0 && errors.As(err, &st) && st.SQLState() == pgSerializationFailure {
+		return nil
+	}
+	return err
 }
 
 // mysqlLockName is the GET_LOCK name that serialises claims: one per
