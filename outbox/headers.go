@@ -99,7 +99,17 @@ func encodeValue(v any) (any, error) {
 	return nil, fmt.Errorf("a value of type %T cannot be stored in the outbox; use a string, number, bool, []byte, time.Time, map[string]any or []any", v)
 }
 
+// decodeHeaders reads stored headers back (see above): in one pass when
+// they have the common form (decodeHeadersFast), else with encoding/json.
 func decodeHeaders(s string) (map[string]any, error) {
+	if h, ok := decodeHeadersFast(s); ok {
+		return h, nil
+	}
+	return decodeHeadersJSON(s)
+}
+
+// decodeHeadersJSON is decodeHeaders with encoding/json: any stored text.
+func decodeHeadersJSON(s string) (map[string]any, error) {
 	dec := json.NewDecoder(bytes.NewReader([]byte(s)))
 	dec.UseNumber()
 	var raw map[string]any
