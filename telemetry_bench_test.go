@@ -3,7 +3,6 @@ package acemq_test
 import (
 	"context"
 	"log/slog"
-	"syscall"
 	"testing"
 	"time"
 
@@ -124,14 +123,3 @@ type mapCarrier map[string]any
 func (c mapCarrier) Get(key string) string { s, _ := c[key].(string); return s }
 func (c mapCarrier) Set(key, value string) { c[key] = value }
 func (c mapCarrier) Keys() []string        { return nil }
-
-// processCPU is the CPU time the process has used (user and system, every
-// thread: the publisher, the broker's goroutines, a span processor's, the
-// garbage collector), in nanoseconds.
-func processCPU() int64 {
-	var ru syscall.Rusage
-	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
-		return 0
-	}
-	return ru.Utime.Nano() + ru.Stime.Nano()
-}

@@ -145,15 +145,7 @@ func TestRabbitUnreadableHeadersAreParkedAndNothingElseIsHeldUp(t *testing.T) {
 	}
 	t.Cleanup(func() { deleteQueues(t, q, q+".dlq", q+".parked") })
 
-	raw, err := amqp.Dial(testenv.AMQPURL(t))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer raw.Close()
-	ch, err := raw.Channel()
-	if err != nil {
-		t.Fatal(err)
-	}
+	ch := testenv.RawChannel(t, testenv.AMQPURL(t))
 	var ordinary []string
 	publish := func(id string, h amqp.Table) {
 		t.Helper()

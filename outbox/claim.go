@@ -49,6 +49,9 @@ type owner struct {
 	relay string
 	ttl   time.Duration // the lease
 	conn  *sql.Conn     // server dialects: nil until first use and after a failure
+
+	pgClaim      string // pgClaimSQL written for pgClaimBatch records (PostgreSQL)
+	pgClaimBatch int
 }
 
 func (s *Store) owner(relay string, ttl time.Duration) *owner {
@@ -275,7 +278,10 @@ func (o *owner) claimPostgres(ctx context.Context, batch int, skip, done []int64
 	if done == nil {
 		done = []int64{} // an empty array, not NULL
 	}
-	rows, err := o.conn.QueryContext(ctx, fmt.Sprintf(pgClaimSQL, MaxAttempts, batch),
+	if o.pgClaim == "" || o.pgClaimBatch != batch {
+		o.pgClaim, o.pgClaimBatch = fmt.Sprintf(pgClaimSQL, MaxAttempts, batch), batch
+	}
+	rows, err := o.conn.QueryContext(ctx, o.pgClaim,
 		o.relay, now.Add(o.ttl).UnixMilli(), skip, done, now.UnixMilli(), len(done))
 	if err != nil {
 		return nil, 0, lostRace(err, done)

@@ -23,15 +23,7 @@ func TestDLQShowDecodesHeadersTheGoClientCannotRead(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _, _ = c.DeleteQueue(context.Background(), q) })
-	raw, err := amqp.Dial(url)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer raw.Close()
-	ch, err := raw.Channel()
-	if err != nil {
-		t.Fatal(err)
-	}
+	ch := testenv.RawChannel(t, url)
 	deep := amqp.Table{"leaf": "bottom"}
 	for range 39 {
 		deep = amqp.Table{"a": deep}

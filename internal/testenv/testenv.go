@@ -17,6 +17,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	amqp "github.com/rabbitmq/amqp091-go"
 )
 
 // Required reports whether missing services and fixtures must fail tests.
@@ -83,6 +85,24 @@ func service(t testing.TB, name, consequence string) string {
 func AMQPURL(t testing.TB) string {
 	t.Helper()
 	return service(t, "ACEMQ_TEST_AMQP_URL", "this RabbitMQ test cannot run; `make test` starts a private node and sets it")
+}
+
+// RawChannel opens a plain amqp091-go connection to url and a channel on
+// it, for a test that must put on the wire what AceMQ would not send (or
+// read what it sent without AceMQ); the connection closes when the test
+// ends.
+func RawChannel(t testing.TB, url string) *amqp.Channel {
+	t.Helper()
+	conn, err := amqp.Dial(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = conn.Close() })
+	ch, err := conn.Channel()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ch
 }
 
 // ManagementURL returns the management HTTP API URL of the test RabbitMQ

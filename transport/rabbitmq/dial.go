@@ -247,18 +247,7 @@ func dialOne(ctx context.Context, base amqp.URI, addr string, cfg transport.Conf
 // default) or off, which makes every write go straight to the socket (for
 // measuring what gathering writes saves).
 func coalesceSetting(rawURL string) (bool, error) {
-	u, err := neturl.Parse(rawURL)
-	if err != nil {
-		return true, nil // ParseURI has accepted it; nothing to read
-	}
-	switch v := u.Query().Get("coalesce"); v {
-	case "", "on":
-		return true, nil
-	case "off":
-		return false, nil
-	default:
-		return false, fmt.Errorf("the URL's coalesce parameter is %q; write coalesce=on (the default) or coalesce=off", v)
-	}
+	return urlSwitch(rawURL, "coalesce", "on", "off")
 }
 
 // framesSetting reads the URL's frames query parameter: native (the
@@ -266,17 +255,24 @@ func coalesceSetting(rawURL string) (bool, error) {
 // (native.go), or amqp091, where amqp091-go publishes and confirms as
 // before (for comparison, and as a way back).
 func framesSetting(rawURL string) (bool, error) {
+	return urlSwitch(rawURL, "frames", "native", "amqp091")
+}
+
+// urlSwitch reads a two-valued query parameter of the broker URL: true
+// when it is absent or on, false when it is off, and an error naming both
+// values for anything else.
+func urlSwitch(rawURL, name, on, off string) (bool, error) {
 	u, err := neturl.Parse(rawURL)
 	if err != nil {
 		return true, nil // ParseURI has accepted it; nothing to read
 	}
-	switch v := u.Query().Get("frames"); v {
-	case "", "native":
+	switch v := u.Query().Get(name); v {
+	case "", on:
 		return true, nil
-	case "amqp091":
+	case off:
 		return false, nil
 	default:
-		return false, fmt.Errorf("the URL's frames parameter is %q; write frames=native (the default) or frames=amqp091", v)
+		return false, fmt.Errorf("the URL's %s parameter is %q; write %s=%s (the default) or %s=%s", name, v, name, on, name, off)
 	}
 }
 

@@ -61,15 +61,7 @@ func TestNativeAndAmqp091PublishesArriveTheSame(t *testing.T) {
 		t.Fatalf("frame_max %d was not read from the tune", fm)
 	}
 	q := tempQueue(t, native, "rabbit.native", nil)
-	raw, err := amqp.Dial(testenv.AMQPURL(t))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer raw.Close()
-	rch, err := raw.Channel()
-	if err != nil {
-		t.Fatal(err)
-	}
+	rch := testenv.RawChannel(t, testenv.AMQPURL(t))
 
 	headers := transport.Table{
 		"bool": true, "byte": byte(7), "int8": int8(-8), "int16": int16(-16), "int": 32, "int32": int32(-32),
