@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -377,6 +378,95 @@ func TestBatchClaimedAheadTakesARecordThatCommittedLate(t *testing.T) {
 		}
 		if got, want := recIDs(r.later.recs), []string{late.ID}; !slices.Equal(got, want) {
 			t.Fatalf("claimed ahead %v, want the late record %v", got, want)
+		}
+	})
+}
+
+// A relay stopped while its sweep's database work runs (the claim ahead,
+// the delete of the batch before) waits for it, then deletes every record
+// it published before it lets its locks go: each record is either on the
+// queue and deleted, or still stored and not on the queue, and the
+// observer counted every delete.
+func TestStoppingRelayFinishesItsDatabaseWork(t *testing.T) {
+	forEachBackend(t, func(t *testing.T, b backend) {
+		ctx := context.Background()
+		s := newStore(t, b)
+		c, _ := memConn(t, "orders")
+		var sent []string
+		for i := range 20 {
+			sent = append(sent, add(t, s, c, "", "orders", order{fmt.Sprint(i), i})...)
+		}
+		var deleted atomic.Int64
+		r := newRelay(t, c, s, WithBatchSize(2), WithObserver(func(sw Sweep) { deleted.Add(int64(sw.Published)) }))
+		gate := make(chan struct{})
+		claiming := make(chan struct{}, 1)
+		var claims atomic.Int32
+		r.beforeClaim = func() {
+			if claims.Add(1) == 5 { // the pipeline is full by now
+				claiming <- struct{}{}
+				<-gate
+			}
+		}
+		ran := make(chan error, 1)
+		go func() { ran <- r.Run(ctx) }()
+		<-claiming
+		closed := make(chan error, 1)
+		go func() { closed <- r.Close(ctx) }()
+		close(gate)
+		if err := <-closed; err != nil {
+			t.Fatalf("Close: %v", err)
+		}
+		if err := <-ran; err != nil {
+			t.Fatalf("Run: %v", err)
+		}
+		queued := ids(drain(t, c, "orders"))
+		p, err := s.Pending(ctx, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		stored := recIDs(p)
+		if len(queued) == 0 || !slices.Equal(queued, sent[:len(queued)]) || !slices.Equal(stored, sent[len(queued):]) {
+			t.Fatalf("queue %v, still stored %v; want a prefix of %v on the queue and the rest stored", queued, stored, sent)
+		}
+		if int(deleted.Load()) != len(queued) {
+			t.Fatalf("the observer counted %d deleted, %d were published", deleted.Load(), len(queued))
+		}
+		for _, rec := range p {
+			if rec.LockedBy != "" {
+				t.Fatalf("record %s still locked by %q after Close", rec.ID, rec.LockedBy)
+			}
+		}
+	})
+}
+
+// A relay whose context ends while its goroutine deletes the batch that
+// went through (on PostgreSQL in the claim's statement) still deletes it,
+// as a delete on its own does: those records were published, and left
+// stored they would go out twice.
+func TestRelayStoppingDuringTheClaimDeletesWhatWentThrough(t *testing.T) {
+	forEachBackend(t, func(t *testing.T, b backend) {
+		s := newStore(t, b)
+		c, _ := memConn(t, "orders")
+		var sent []string
+		for i := range 8 {
+			sent = append(sent, add(t, s, c, "", "orders", order{fmt.Sprint(i), i})...)
+		}
+		r := newRelay(t, c, s, WithBatchSize(2))
+		if sw := r.sweep(context.Background(), true); sw.Err != nil || len(r.behind) != 2 {
+			t.Fatalf("first sweep %+v, left %d to delete; want its batch left for the next sweep", sw, len(r.behind))
+		}
+		ctx, cancel := context.WithCancel(context.Background())
+		defer cancel()
+		r.beforeClaim = cancel // the relay stops as its goroutine starts the claim
+		r.sweep(ctx, true)
+		p, err := s.Pending(context.Background(), 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, rec := range p {
+			if rec.ID == sent[0] || rec.ID == sent[1] {
+				t.Fatalf("still stored after the stop: %v; want the first batch, which went through, deleted", recIDs(p))
+			}
 		}
 	})
 }

@@ -185,6 +185,9 @@ type Relay struct {
 	// afterConfirm runs between the confirm and the delete (tests: a
 	// crash there, or a failing delete).
 	afterConfirm func(id string) error
+	// beforeClaim runs before each claim a sweep's goroutine makes (tests:
+	// a slow database, a relay stopping during the claim).
+	beforeClaim func()
 }
 
 // NewRelay returns a relay publishing store's records through conn. It
@@ -618,7 +621,18 @@ func (r *Relay) ahead(ctx context.Context, claiming bool, out *inFlight, later c
 				}
 			}
 		}
-		recs, n, err := r.own.claim(ctx, r.cfg.batch, skip, done)
+		if r.beforeClaim != nil {
+			r.beforeClaim()
+		}
+		cctx := ctx
+		if done != nil {
+			// The statement deletes records already published: a relay
+			// that is stopping lets it finish, as deletePrefix does.
+			var cancel context.CancelFunc
+			cctx, cancel = context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+			defer cancel()
+		}
+		recs, n, err := r.own.claim(cctx, r.cfg.batch, skip, done)
 		if done != nil {
 			f.deleted, f.delErr = r.marked(behind, n, err)
 			if f.delErr != nil {
