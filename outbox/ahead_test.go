@@ -35,10 +35,7 @@ func TestRunsSweepClaimsTheNextBatchAhead(t *testing.T) {
 		ctx := context.Background()
 		s := newStore(t, b)
 		c, _ := memConn(t, "orders")
-		var sent []string
-		for i := range 5 {
-			sent = append(sent, add(t, s, c, "", "orders", order{fmt.Sprint(i), i})...)
-		}
+		sent := addOrders(t, s, c, 5)
 		r := newRelay(t, c, s, WithBatchSize(2))
 		if sw := r.sweep(ctx, true); sw.Err != nil || sw.Published != 0 {
 			t.Fatalf("first sweep %+v; want its batch left for the next sweep to delete", sw)
@@ -126,10 +123,7 @@ func TestFailedDeleteOfTheBatchBehindDeletesNothingAfterIt(t *testing.T) {
 		ctx := context.Background()
 		s := newStore(t, b)
 		c, _ := memConn(t, "orders")
-		var sent []string
-		for i := range 6 {
-			sent = append(sent, add(t, s, c, "", "orders", order{fmt.Sprint(i), i})...)
-		}
+		sent := addOrders(t, s, c, 6)
 		r := newRelay(t, c, s, WithBatchSize(2))
 		if sw := r.sweep(ctx, true); sw.Err != nil || sw.Published != 0 || len(r.behind) != 2 {
 			t.Fatalf("first sweep %+v, left %d to delete", sw, len(r.behind))
@@ -359,10 +353,7 @@ func TestBatchClaimedAheadTakesARecordThatCommittedLate(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		var sent []string
-		for i := range 6 {
-			sent = append(sent, add(t, s, c, "", "orders", order{fmt.Sprint(i), i})...)
-		}
+		sent := addOrders(t, s, c, 6)
 		r := newRelay(t, c, s, WithBatchSize(2))
 		if sw := r.sweep(ctx, true); sw.Err != nil || sw.Published != 0 || len(r.behind) != 2 {
 			t.Fatalf("first sweep %+v", sw)
@@ -392,10 +383,7 @@ func TestStoppingRelayFinishesItsDatabaseWork(t *testing.T) {
 		ctx := context.Background()
 		s := newStore(t, b)
 		c, _ := memConn(t, "orders")
-		var sent []string
-		for i := range 20 {
-			sent = append(sent, add(t, s, c, "", "orders", order{fmt.Sprint(i), i})...)
-		}
+		sent := addOrders(t, s, c, 20)
 		var deleted atomic.Int64
 		r := newRelay(t, c, s, WithBatchSize(2), WithObserver(func(sw Sweep) { deleted.Add(int64(sw.Published)) }))
 		gate := make(chan struct{})
@@ -447,10 +435,7 @@ func TestRelayStoppingDuringTheClaimDeletesWhatWentThrough(t *testing.T) {
 	forEachBackend(t, func(t *testing.T, b backend) {
 		s := newStore(t, b)
 		c, _ := memConn(t, "orders")
-		var sent []string
-		for i := range 8 {
-			sent = append(sent, add(t, s, c, "", "orders", order{fmt.Sprint(i), i})...)
-		}
+		sent := addOrders(t, s, c, 8)
 		r := newRelay(t, c, s, WithBatchSize(2))
 		if sw := r.sweep(context.Background(), true); sw.Err != nil || len(r.behind) != 2 {
 			t.Fatalf("first sweep %+v, left %d to delete; want its batch left for the next sweep", sw, len(r.behind))

@@ -93,6 +93,18 @@ func add(t *testing.T, s *Store, c *acemq.Conn, exchange, key string, payloads .
 	return ids
 }
 
+// addOrders commits n orders (order{"0", 0}, order{"1", 1}, ...) for queue
+// "orders" on the default exchange, each in its own transaction, and
+// returns their ids in seq order.
+func addOrders(t *testing.T, s *Store, c *acemq.Conn, n int) []string {
+	t.Helper()
+	var sent []string
+	for i := range n {
+		sent = append(sent, add(t, s, c, "", "orders", order{fmt.Sprint(i), i})...)
+	}
+	return sent
+}
+
 // ordersWithOneUnroutable declares exchange shop with queue orders bound
 // by key "k" on c, then commits n orders through s with key "k", but for
 // record bad, whose key "k<bad>" routes nowhere until a test binds it. It
