@@ -3,9 +3,6 @@ package ordered
 import (
 	"context"
 	"fmt"
-	"io"
-	"net"
-	neturl "net/url"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -15,72 +12,14 @@ import (
 	"github.com/acemq-go/acemq/internal/testenv"
 )
 
-// proxy forwards TCP connections to target until kill, which drops every
-// one of them at once (the broker sees the sockets close, as when a
-// process dies) and refuses new ones.
-type proxy struct {
-	ln    net.Listener
-	mu    sync.Mutex
-	conns []net.Conn
-	wg    sync.WaitGroup
-}
-
-func startProxy(t *testing.T, target string) *proxy {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	p := &proxy{ln: ln}
-	p.wg.Add(1)
-	go func() {
-		defer p.wg.Done()
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			u, err := net.Dial("tcp", target)
-			if err != nil {
-				_ = c.Close()
-				continue
-			}
-			p.mu.Lock()
-			p.conns = append(p.conns, c, u)
-			p.mu.Unlock()
-			p.wg.Add(2)
-			go func() { defer p.wg.Done(); _, _ = io.Copy(u, c); _ = u.Close() }()
-			go func() { defer p.wg.Done(); _, _ = io.Copy(c, u); _ = c.Close() }()
-		}
-	}()
-	t.Cleanup(p.kill)
-	return p
-}
-
-func (p *proxy) kill() {
-	_ = p.ln.Close()
-	p.mu.Lock()
-	for _, c := range p.conns {
-		_ = c.Close()
-	}
-	p.mu.Unlock()
-	p.wg.Wait()
-}
-
 // Two instances consume the same partitions with single-active-consumer;
 // the active one dies in the middle of a partition and the other takes
 // over: every key is still handled in order (a message the dead one was
 // handling runs again, never before its predecessors).
 func TestSingleActiveConsumerTakesOverAndKeepsEachKeysOrder(t *testing.T) {
 	url := testenv.AMQPURL(t)
-	u, err := neturl.Parse(url)
-	if err != nil {
-		t.Fatal(err)
-	}
-	px := startProxy(t, u.Host)
-	viaProxy := *u
-	viaProxy.Host = px.ln.Addr().String()
-	a := brokertest.Connect(t, viaProxy.String())
+	px, viaProxy := testenv.StartProxy(t, url)
+	a := brokertest.Connect(t, viaProxy)
 	b := brokertest.Connect(t, url)
 	const parts, keys, per = 2, 4, 25
 	name := newStream(t, b, parts, SingleActiveConsumer())
@@ -139,7 +78,7 @@ func TestSingleActiveConsumerTakesOverAndKeepsEachKeysOrder(t *testing.T) {
 	if n := count("b"); n != 0 {
 		t.Fatalf("the waiting instance handled %d messages while the active one lived", n)
 	}
-	px.kill()
+	px.Kill()
 	distinct := func() int {
 		mu.Lock()
 		defer mu.Unlock()

@@ -222,7 +222,7 @@ func TestABrokenSocketUnderAHoldFailsEveryPublishOfTheRun(t *testing.T) {
 			t.Fatalf("publish %d under the hold: %v", i, err)
 		}
 	}
-	px.kill()
+	px.Kill()
 	// The first write to a socket whose peer has gone may still be taken
 	// by the kernel; either way the bytes never reach the broker.
 	t.Logf("Release after the break: %v", h.Release())
