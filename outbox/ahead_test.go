@@ -187,32 +187,28 @@ func TestStoppingRelayLogsNoFailure(t *testing.T) {
 // statistics, which it has none of unless the application runs ANALYZE;
 // PostgreSQL in TestPostgresClaimScansNoTable).
 func TestClaimReadsIndexesOnABigBacklog(t *testing.T) {
-	for _, b := range backends {
-		if b.Name != "sqlite" {
-			continue
-		}
-		t.Run(b.Name, func(t *testing.T) {
-			ctx := context.Background()
-			s := newStore(t, b)
-			// Without statistics SQLite plans alike for any size; 200
-			// records keep the test fast under the race detector.
-			fill := `WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c WHERE x < 200)
+	b := backendNamed(t, "sqlite")
+	t.Run(b.Name, func(t *testing.T) {
+		ctx := context.Background()
+		s := newStore(t, b)
+		// Without statistics SQLite plans alike for any size; 200
+		// records keep the test fast under the race detector.
+		fill := `WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c WHERE x < 200)
 INSERT INTO acemq_outbox (seq, id, exchange_name, routing_key, content_type, headers, body, created_at)
 SELECT x, 'id-' || x, '', 'q', 'application/json', '{}', x'', 0 FROM c`
-			if _, err := s.DB().ExecContext(ctx, fill); err != nil {
-				t.Fatal(err)
-			}
-			now := int64(1_000_000)
-			plan := planLines(t, s.DB(), `EXPLAIN QUERY PLAN `+fmt.Sprintf(claimSQL, "?"), "r", now+60_000, MaxAttempts, int64(-1), 100, "r", "r", now)
-			// "SCAN acemq_outbox USING INDEX ..." walks the seq index in
-			// order up to the LIMIT; a bare SCAN reads the table.
-			if len(plan) == 0 || slices.ContainsFunc(plan, func(l string) bool {
-				return strings.HasPrefix(strings.TrimSpace(l), "SCAN acemq_outbox") && !strings.Contains(l, "USING")
-			}) {
-				t.Fatalf("the claim's plan scans the table:\n%s", strings.Join(plan, "\n"))
-			}
-		})
-	}
+		if _, err := s.DB().ExecContext(ctx, fill); err != nil {
+			t.Fatal(err)
+		}
+		now := int64(1_000_000)
+		plan := planLines(t, s.DB(), `EXPLAIN QUERY PLAN `+fmt.Sprintf(claimSQL, "?"), "r", now+60_000, MaxAttempts, int64(-1), 100, "r", "r", now)
+		// "SCAN acemq_outbox USING INDEX ..." walks the seq index in
+		// order up to the LIMIT; a bare SCAN reads the table.
+		if len(plan) == 0 || slices.ContainsFunc(plan, func(l string) bool {
+			return strings.HasPrefix(strings.TrimSpace(l), "SCAN acemq_outbox") && !strings.Contains(l, "USING")
+		}) {
+			t.Fatalf("the claim's plan scans the table:\n%s", strings.Join(plan, "\n"))
+		}
+	})
 }
 
 // On PostgreSQL the claim, run on the relay's own session on 20,000
@@ -228,79 +224,75 @@ SELECT x, 'id-' || x, '', 'q', 'application/json', '{}', x'', 0 FROM c`
 // back, so that a scan the plan holds for another relay's locks, and
 // never runs while there are none, passes.
 func TestPostgresClaimScansNoTable(t *testing.T) {
-	for _, b := range backends {
-		if b.Name != "postgres" {
-			continue
-		}
-		for _, stats := range []string{"fresh", "none", "locked"} {
-			for _, mode := range []string{"custom", "generic"} {
-				t.Run(stats+"/"+mode, func(t *testing.T) {
-					ctx := context.Background()
-					s := newStore(t, b)
-					db := s.DB()
-					exec := func(q string) {
-						t.Helper()
-						if _, err := db.ExecContext(ctx, q); err != nil {
+	b := backendNamed(t, "postgres")
+	for _, stats := range []string{"fresh", "none", "locked"} {
+		for _, mode := range []string{"custom", "generic"} {
+			t.Run(stats+"/"+mode, func(t *testing.T) {
+				ctx := context.Background()
+				s := newStore(t, b)
+				db := s.DB()
+				exec := func(q string) {
+					t.Helper()
+					if _, err := db.ExecContext(ctx, q); err != nil {
+						t.Fatal(err)
+					}
+				}
+				exec(`ALTER TABLE acemq_outbox SET (autovacuum_enabled = off)`)
+				exec(`INSERT INTO acemq_outbox (id, exchange_name, routing_key, content_type, headers, body, created_at)
+SELECT 'id-' || x, '', 'q', 'application/json', '{}', ''::bytea, 0 FROM generate_series(1, 20000) x`)
+				now := int64(1_000_000)
+				switch stats {
+				case "fresh":
+					exec(`ANALYZE acemq_outbox`)
+				case "locked":
+					exec(fmt.Sprintf(`UPDATE acemq_outbox SET locked_by = 'r', locked_until = %d`, now+60_000))
+					exec(`ANALYZE acemq_outbox`)
+					exec(`UPDATE acemq_outbox SET locked_by = NULL, locked_until = NULL WHERE seq > 200`)
+				}
+				o := s.owner("r", time.Minute)
+				defer o.close()
+				if _, err := o.session(ctx); err != nil {
+					t.Fatal(err)
+				}
+				tx, err := o.conn.BeginTx(ctx, nil)
+				if err != nil {
+					t.Fatal(err)
+				}
+				defer tx.Rollback() //nolint:errcheck // the claim is not kept
+				done := []int64{}
+				skip := []int64{-1}
+				if stats == "locked" {
+					for i := int64(1); i <= 100; i++ {
+						done = append(done, i)
+						skip = append(skip, i, i+100)
+					}
+				}
+				claim := fmt.Sprintf(pgClaimSQL, MaxAttempts, 100)
+				var plan []string
+				if mode == "custom" {
+					plan = planLines(t, tx, `EXPLAIN (ANALYZE, COSTS OFF) `+claim, "r", now+60_000, skip, done, now, len(done))
+				} else {
+					for _, q := range []string{`SET LOCAL plan_cache_mode = force_generic_plan`, `PREPARE claim(text, bigint, bigint[], bigint[], bigint, bigint) AS ` + claim} {
+						if _, err := tx.ExecContext(ctx, q); err != nil {
 							t.Fatal(err)
 						}
 					}
-					exec(`ALTER TABLE acemq_outbox SET (autovacuum_enabled = off)`)
-					exec(`INSERT INTO acemq_outbox (id, exchange_name, routing_key, content_type, headers, body, created_at)
-SELECT 'id-' || x, '', 'q', 'application/json', '{}', ''::bytea, 0 FROM generate_series(1, 20000) x`)
-					now := int64(1_000_000)
-					switch stats {
-					case "fresh":
-						exec(`ANALYZE acemq_outbox`)
-					case "locked":
-						exec(fmt.Sprintf(`UPDATE acemq_outbox SET locked_by = 'r', locked_until = %d`, now+60_000))
-						exec(`ANALYZE acemq_outbox`)
-						exec(`UPDATE acemq_outbox SET locked_by = NULL, locked_until = NULL WHERE seq > 200`)
+					defer o.conn.ExecContext(ctx, `DEALLOCATE claim`) //nolint:errcheck // the session ends with the test
+					array := func(v []int64) string {
+						return "'{" + strings.Trim(strings.Join(strings.Fields(fmt.Sprint(v)), ","), "[]") + "}'"
 					}
-					o := s.owner("r", time.Minute)
-					defer o.close()
-					if _, err := o.session(ctx); err != nil {
-						t.Fatal(err)
-					}
-					tx, err := o.conn.BeginTx(ctx, nil)
-					if err != nil {
-						t.Fatal(err)
-					}
-					defer tx.Rollback() //nolint:errcheck // the claim is not kept
-					done := []int64{}
-					skip := []int64{-1}
-					if stats == "locked" {
-						for i := int64(1); i <= 100; i++ {
-							done = append(done, i)
-							skip = append(skip, i, i+100)
-						}
-					}
-					claim := fmt.Sprintf(pgClaimSQL, MaxAttempts, 100)
-					var plan []string
-					if mode == "custom" {
-						plan = planLines(t, tx, `EXPLAIN (ANALYZE, COSTS OFF) `+claim, "r", now+60_000, skip, done, now, len(done))
-					} else {
-						for _, q := range []string{`SET LOCAL plan_cache_mode = force_generic_plan`, `PREPARE claim(text, bigint, bigint[], bigint[], bigint, bigint) AS ` + claim} {
-							if _, err := tx.ExecContext(ctx, q); err != nil {
-								t.Fatal(err)
-							}
-						}
-						defer o.conn.ExecContext(ctx, `DEALLOCATE claim`) //nolint:errcheck // the session ends with the test
-						array := func(v []int64) string {
-							return "'{" + strings.Trim(strings.Join(strings.Fields(fmt.Sprint(v)), ","), "[]") + "}'"
-						}
-						plan = planLines(t, tx, fmt.Sprintf(`EXPLAIN (ANALYZE, COSTS OFF) EXECUTE claim('r', %d, %s, %s, %d, %d)`, now+60_000, array(skip), array(done), now, len(done)))
-					}
-					text := strings.Join(plan, "\n")
-					if slices.ContainsFunc(plan, func(l string) bool {
-						return (strings.Contains(l, "Seq Scan on acemq_outbox") || strings.Contains(l, "Sort")) && !strings.Contains(l, "never executed")
-					}) {
-						t.Fatalf("the claim scanned the table or sorted:\n%s", text)
-					}
-					if !strings.Contains(text, "Update on acemq_outbox") || !strings.Contains(text, "rows=100 loops=1") {
-						t.Fatalf("the claim did not take a batch of 100:\n%s", text)
-					}
-				})
-			}
+					plan = planLines(t, tx, fmt.Sprintf(`EXPLAIN (ANALYZE, COSTS OFF) EXECUTE claim('r', %d, %s, %s, %d, %d)`, now+60_000, array(skip), array(done), now, len(done)))
+				}
+				text := strings.Join(plan, "\n")
+				if slices.ContainsFunc(plan, func(l string) bool {
+					return (strings.Contains(l, "Seq Scan on acemq_outbox") || strings.Contains(l, "Sort")) && !strings.Contains(l, "never executed")
+				}) {
+					t.Fatalf("the claim scanned the table or sorted:\n%s", text)
+				}
+				if !strings.Contains(text, "Update on acemq_outbox") || !strings.Contains(text, "rows=100 loops=1") {
+					t.Fatalf("the claim did not take a batch of 100:\n%s", text)
+				}
+			})
 		}
 	}
 }

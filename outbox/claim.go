@@ -278,7 +278,7 @@ func (o *owner) claimPostgres(ctx context.Context, batch int, skip, done []int64
 	if done == nil {
 		done = []int64{} // an empty array, not NULL
 	}
-	if o.pgClaim == "" || o.pgClaimBatch != batch {
+	if o.pgClaimBatch != batch { // batch > 0: also when none is written yet
 		o.pgClaim, o.pgClaimBatch = fmt.Sprintf(pgClaimSQL, MaxAttempts, batch), batch
 	}
 	rows, err := o.conn.QueryContext(ctx, o.pgClaim,

@@ -172,6 +172,19 @@ func ids(ms []*acemq.Pulled) []string {
 	return out
 }
 
+// backendNamed returns the backend called name ("sqlite", "postgres",
+// "mysql"), for a test of one database's own behaviour.
+func backendNamed(t *testing.T, name string) backend {
+	t.Helper()
+	for _, b := range backends {
+		if b.Name == name {
+			return b
+		}
+	}
+	t.Fatalf("no backend is called %q", name)
+	return backend{}
+}
+
 func forEachBackend(t *testing.T, f func(t *testing.T, b backend)) {
 	for _, b := range backends {
 		t.Run(b.Name, func(t *testing.T) { f(t, b) })

@@ -626,10 +626,9 @@ func (r *Relay) ahead(ctx context.Context, claiming bool, out *inFlight, later c
 		}
 		cctx := ctx
 		if done != nil {
-			// The statement deletes records already published: a relay
-			// that is stopping lets it finish, as deletePrefix does.
+			// The statement deletes records already published.
 			var cancel context.CancelFunc
-			cctx, cancel = context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+			cctx, cancel = finishing(ctx)
 			defer cancel()
 		}
 		recs, n, err := r.own.claim(cctx, r.cfg.batch, skip, done)
@@ -810,10 +809,18 @@ func (r *Relay) deletePrefix(ctx context.Context, recs []Record) (int, error) {
 			return r.marked(recs, 0, err)
 		}
 	}
-	dctx, dcancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+	dctx, dcancel := finishing(ctx)
 	defer dcancel()
 	n, err := r.own.published(dctx, ids)
 	return r.marked(recs, n, err)
+}
+
+// finishing is the context of a statement that records what was already
+// published (a delete of confirmed records, a failed attempt): it runs to
+// its end when ctx ends because the relay is stopping — cut short, those
+// records would go out again — within 10 s.
+func finishing(ctx context.Context) (context.Context, context.CancelFunc) {
+	return context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
 }
 
 // marked reports the delete of the confirmed records recs, of which n
@@ -843,7 +850,7 @@ func (r *Relay) failed(ctx context.Context, rec Record, span publishSpan, err er
 		r.count(ctx, rec, outcomeFailed)
 		span.failed(outcomeFailed, err)
 		sw.Failed++
-		fctx, fcancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+		fctx, fcancel := finishing(ctx)
 		held, ferr := r.own.failed(fctx, rec.ID, describe(err))
 		fcancel()
 		switch {

@@ -168,71 +168,67 @@ func TestOpenAddTransactionHoldsUpNoRelay(t *testing.T) {
 // still stored. The race is made certain by opening the losing relay's
 // snapshot (a transaction on its session) before the other change commits.
 func TestPostgresClaimThatLosesARaceChangesNothing(t *testing.T) {
-	for _, b := range backends {
-		if b.Name != "postgres" {
-			continue
-		}
-		for _, deleting := range []bool{false, true} {
-			t.Run(fmt.Sprintf("deleting=%v", deleting), func(t *testing.T) {
-				ctx := context.Background()
-				s := newStore(t, b)
-				c, _ := memConn(t)
-				for i := range 6 {
-					add(t, s, c, "", "orders", order{fmt.Sprint(i), i})
+	b := backendNamed(t, "postgres")
+	for _, deleting := range []bool{false, true} {
+		t.Run(fmt.Sprintf("deleting=%v", deleting), func(t *testing.T) {
+			ctx := context.Background()
+			s := newStore(t, b)
+			c, _ := memConn(t)
+			for i := range 6 {
+				add(t, s, c, "", "orders", order{fmt.Sprint(i), i})
+			}
+			loser := s.owner("relay-a", time.Minute)
+			defer loser.close()
+			var done []int64
+			if deleting {
+				recs, _, err := loser.claim(ctx, 2, nil, nil)
+				if err != nil || len(recs) != 2 {
+					t.Fatalf("first claim: %d records, %v", len(recs), err)
 				}
-				loser := s.owner("relay-a", time.Minute)
-				defer loser.close()
-				var done []int64
-				if deleting {
-					recs, _, err := loser.claim(ctx, 2, nil, nil)
-					if err != nil || len(recs) != 2 {
-						t.Fatalf("first claim: %d records, %v", len(recs), err)
-					}
-					done = []int64{recs[0].Seq, recs[1].Seq}
-				} else if _, err := loser.session(ctx); err != nil {
+				done = []int64{recs[0].Seq, recs[1].Seq}
+			} else if _, err := loser.session(ctx); err != nil {
+				t.Fatal(err)
+			}
+			var one int
+			if _, err := loser.conn.ExecContext(ctx, `BEGIN`); err != nil {
+				t.Fatal(err)
+			}
+			if err := loser.conn.QueryRowContext(ctx, `SELECT 1`).Scan(&one); err != nil {
+				t.Fatal(err)
+			}
+			winner := s.owner("relay-b", time.Minute)
+			defer winner.close()
+			if deleting {
+				// Another transaction changes the records the claim takes next.
+				if _, err := s.DB().ExecContext(ctx, `UPDATE acemq_outbox SET attempts = attempts WHERE seq > $1`, done[1]); err != nil {
 					t.Fatal(err)
 				}
-				var one int
-				if _, err := loser.conn.ExecContext(ctx, `BEGIN`); err != nil {
+			} else if recs, _, err := winner.claim(ctx, 2, nil, nil); err != nil || len(recs) != 2 {
+				t.Fatalf("the winner's claim: %d records, %v", len(recs), err)
+			}
+			recs, deleted, err := loser.claim(ctx, 2, done, done)
+			if len(recs) != 0 || deleted != 0 {
+				t.Fatalf("the losing claim took %d records and deleted %d", len(recs), deleted)
+			}
+			if deleting {
+				if err == nil {
+					t.Fatal("a claim that lost its delete to another transaction reported no error")
+				}
+			} else {
+				if err != nil {
+					t.Fatalf("a claim that lost to another relay's: %v; want no batch and no error", err)
+				}
+				if _, err := loser.conn.ExecContext(ctx, `ROLLBACK`); err != nil {
 					t.Fatal(err)
 				}
-				if err := loser.conn.QueryRowContext(ctx, `SELECT 1`).Scan(&one); err != nil {
-					t.Fatal(err)
-				}
-				winner := s.owner("relay-b", time.Minute)
-				defer winner.close()
-				if deleting {
-					// Another transaction changes the records the claim takes next.
-					if _, err := s.DB().ExecContext(ctx, `UPDATE acemq_outbox SET attempts = attempts WHERE seq > $1`, done[1]); err != nil {
-						t.Fatal(err)
-					}
-				} else if recs, _, err := winner.claim(ctx, 2, nil, nil); err != nil || len(recs) != 2 {
-					t.Fatalf("the winner's claim: %d records, %v", len(recs), err)
-				}
-				recs, deleted, err := loser.claim(ctx, 2, done, done)
-				if len(recs) != 0 || deleted != 0 {
-					t.Fatalf("the losing claim took %d records and deleted %d", len(recs), deleted)
-				}
-				if deleting {
-					if err == nil {
-						t.Fatal("a claim that lost its delete to another transaction reported no error")
-					}
-				} else {
-					if err != nil {
-						t.Fatalf("a claim that lost to another relay's: %v; want no batch and no error", err)
-					}
-					if _, err := loser.conn.ExecContext(ctx, `ROLLBACK`); err != nil {
-						t.Fatal(err)
-					}
-				}
-				var held, stored int
-				if err := s.DB().QueryRowContext(ctx, `SELECT count(*) FILTER (WHERE locked_by = 'relay-b'), count(*) FROM acemq_outbox`).Scan(&held, &stored); err != nil {
-					t.Fatal(err)
-				}
-				if wantHeld := map[bool]int{false: 2, true: 0}[deleting]; held != wantHeld || stored != 6 {
-					t.Fatalf("after the race: relay-b holds %d (want %d), %d stored (want 6)", held, wantHeld, stored)
-				}
-			})
-		}
+			}
+			var held, stored int
+			if err := s.DB().QueryRowContext(ctx, `SELECT count(*) FILTER (WHERE locked_by = 'relay-b'), count(*) FROM acemq_outbox`).Scan(&held, &stored); err != nil {
+				t.Fatal(err)
+			}
+			if wantHeld := map[bool]int{false: 2, true: 0}[deleting]; held != wantHeld || stored != 6 {
+				t.Fatalf("after the race: relay-b holds %d (want %d), %d stored (want 6)", held, wantHeld, stored)
+			}
+		})
 	}
 }
