@@ -168,7 +168,7 @@ func TestPublishInterceptorChangesAreExactlyWhatReachesTheWireTheResultAndTheSpa
 				"messaging.acemq.outcome":                    "confirmed",
 			} {
 				if a, ok := spanAttr(pub[0], k); !ok || a.AsString() != v {
-					t.Errorf("span %s = %v, want %q", k, a.Emit(), v)
+					t.Errorf("span %s = %v, want %q", k, a.String(), v)
 				}
 			}
 			sc := pub[0].SpanContext()
