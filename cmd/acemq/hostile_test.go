@@ -6,6 +6,8 @@ import (
 	"database/sql"
 	"encoding/json"
 	"errors"
+	"net/http"
+	"net/http/httptest"
 	"os/exec"
 	"path/filepath"
 	"strings"
@@ -307,5 +309,31 @@ func TestJSONSafeKeepsValuesAndEscapesForTheTerminal(t *testing.T) {
 	}
 	if !bytes.Contains(safe, []byte(`\u202e`)) || !bytes.Contains(safe, []byte(`\u009b`)) || !bytes.Contains(safe, []byte(`\u007f`)) || !bytes.Contains(safe, []byte("ü 日本")) {
 		t.Fatalf("jsonSafe: %s", safe)
+	}
+}
+
+func TestTopologyPlanShowsNamesEscaped(t *testing.T) {
+	// YAML's "\e" is ESC: a name from a file, or the broker's text about it.
+	file := writeFile(t, "queues:\n  - name: \"orders\\e[2J\\e]52;c;aGk=\\a\\u202eq\"\n    type: classic\n")
+	r := run0(t, "", "topology", "plan", "-f", file, "--url", "memory://plan")
+	safeOnATerminal(t, "topology plan", r.stdout+r.stderr)
+	if !strings.Contains(r.stdout, `queue orders\x1b[2J\x1b]52;c;aGk=\x07\u202eq (classic`) {
+		t.Fatalf("topology plan does not show the name escaped:\n%s", r.stdout)
+	}
+}
+
+func TestHealthLineFromAnActuatorIsEscaped(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		b, _ := json.Marshal(map[string]any{"status": "UP", "components": map[string]any{
+			"acemq":            map[string]any{"status": "UP", "details": map[string]any{"transport": "rabbitmq" + hostileText, "open": true}},
+			"db" + hostileText: map[string]any{"status": "UP" + hostileText}}})
+		_, _ = w.Write(b)
+	}))
+	defer srv.Close()
+	r := acemqCmd(t, "", "health", "--actuator", srv.URL)
+	safeOnATerminal(t, "health", r.stdout+r.stderr)
+	if !strings.Contains(r.stdout, "transport=rabbitmq"+safetext.Line(hostileText)) {
+		t.Fatalf("health does not show the actuator's values escaped: %q", r.stdout)
 	}
 }
