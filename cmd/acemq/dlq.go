@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -18,6 +19,7 @@ import (
 	"github.com/acemq-go/acemq"
 	"github.com/acemq-go/acemq/crypto"
 	"github.com/acemq-go/acemq/header"
+	"github.com/acemq-go/acemq/internal/safetext"
 	"github.com/acemq-go/acemq/replay"
 )
 
@@ -89,7 +91,7 @@ func printDepths(out io.Writer, dl []queueDepth, asJSON bool) error {
 		if dl == nil {
 			dl = []queueDepth{}
 		}
-		return json.NewEncoder(out).Encode(dl)
+		return writeJSONLine(out, dl)
 	}
 	if len(dl) == 0 {
 		fmt.Fprintln(out, "no dead-letter queues")
@@ -98,7 +100,7 @@ func printDepths(out io.Writer, dl []queueDepth, asJSON bool) error {
 	tw := tabwriter.NewWriter(out, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "QUEUE\tDEPTH")
 	for _, q := range dl {
-		fmt.Fprintf(tw, "%s\t%d\n", q.Name, q.Messages)
+		fmt.Fprintf(tw, "%s\t%d\n", safetext.Line(q.Name), q.Messages)
 	}
 	return tw.Flush()
 }
@@ -123,6 +125,8 @@ type shownMessage struct {
 	// from the bytes AceMQ kept of them; Note says why they are apart.
 	UnreadableHeaders map[string]any `json:"unreadableHeaders,omitempty"`
 	Note              string         `json:"note,omitempty"`
+
+	raw []byte // the body as it is in the queue, for --raw
 }
 
 // decodeBody renders a body for people: a body in one of the codec/
@@ -154,7 +158,7 @@ func show(m *acemq.Pulled, dup bool, ring *crypto.Keyring) shownMessage {
 	e := m.Envelope
 	s := shownMessage{ID: e.ID, Type: e.Type, Version: e.Version, CorrelationID: e.CorrelationID, CausationID: e.CausationID,
 		Attempt: e.Attempt, Origin: e.Origin, Error: e.Error, RoutingKey: m.RoutingKey, ContentType: m.ContentType,
-		Headers: map[string]any{}, Body: bodyText(m.ContentType, m.Body, ring), Duplicate: dup}
+		Headers: map[string]any{}, Body: bodyText(m.ContentType, m.Body, ring), Duplicate: dup, raw: m.Body}
 	if !e.FirstSeen.IsZero() {
 		s.FirstSeen = e.FirstSeen.UTC().Format(time.RFC3339Nano)
 	}
@@ -167,63 +171,92 @@ func show(m *acemq.Pulled, dup bool, ring *crypto.Keyring) shownMessage {
 	return s
 }
 
+// printShown prints one message as text. Every value a publisher chose is
+// escaped by the safetext rule (safetext.Line, the body safetext.Block),
+// so nothing in a message acts on the terminal.
 func printShown(out io.Writer, s shownMessage) {
-	fmt.Fprintf(out, "--- %s\n", s.ID)
-	fmt.Fprintf(out, "type:        %s (v%d)\n", s.Type, s.Version)
-	fmt.Fprintf(out, "correlation: %s\n", s.CorrelationID)
+	line := safetext.Line
+	fmt.Fprintf(out, "--- %s\n", line(s.ID))
+	fmt.Fprintf(out, "type:        %s (v%d)\n", line(s.Type), s.Version)
+	fmt.Fprintf(out, "correlation: %s\n", line(s.CorrelationID))
 	if s.CausationID != "" {
-		fmt.Fprintf(out, "causation:   %s\n", s.CausationID)
+		fmt.Fprintf(out, "causation:   %s\n", line(s.CausationID))
 	}
 	fmt.Fprintf(out, "attempt:     %d\n", s.Attempt)
 	if s.FirstSeen != "" {
 		fmt.Fprintf(out, "first seen:  %s\n", s.FirstSeen)
 	}
 	if s.Origin != "" {
-		fmt.Fprintf(out, "origin:      %s\n", s.Origin)
+		fmt.Fprintf(out, "origin:      %s\n", line(s.Origin))
 	}
-	fmt.Fprintf(out, "error:       %s\n", s.Error)
-	fmt.Fprintf(out, "routing key: %s\n", s.RoutingKey)
-	fmt.Fprintf(out, "content:     %s\n", s.ContentType)
+	fmt.Fprintf(out, "error:       %s\n", line(s.Error))
+	fmt.Fprintf(out, "routing key: %s\n", line(s.RoutingKey))
+	fmt.Fprintf(out, "content:     %s\n", line(s.ContentType))
 	keys := make([]string, 0, len(s.Headers))
 	for k := range s.Headers {
 		keys = append(keys, k)
 	}
 	sort.Strings(keys)
 	for _, k := range keys {
-		fmt.Fprintf(out, "header:      %s = %v\n", k, s.Headers[k])
+		fmt.Fprintf(out, "header:      %s = %s\n", line(k), line(fmt.Sprint(s.Headers[k])))
 	}
 	if s.Note != "" {
-		fmt.Fprintf(out, "note:        %s\n", s.Note)
+		fmt.Fprintf(out, "note:        %s\n", line(s.Note))
 		if js, err := json.MarshalIndent(s.UnreadableHeaders, "", "  "); err == nil {
-			fmt.Fprintf(out, "unreadable headers (JSON):\n%s\n", js)
+			fmt.Fprintf(out, "unreadable headers (JSON):\n%s\n", jsonSafe(js))
 		}
 	}
 	if s.Duplicate {
 		fmt.Fprintln(out, "duplicate:   an earlier message in this queue has the same id; replaying both delivers it twice")
 	}
-	fmt.Fprintf(out, "body:\n%s\n", s.Body)
+	fmt.Fprintf(out, "body:\n%s\n", safetext.Block(s.Body))
 }
+
+// liveQueueHelp is what --live-queue does to the queue, said in its help
+// and again on stderr when it is used.
+const liveQueueHelp = "each message read is taken and returned, so the broker redelivers it (marked redelivered) " +
+	"and a quorum queue adds one to its x-delivery-count, which counts toward the queue's delivery limit " +
+	"(RabbitMQ 4 dead-letters or drops a message after 20 deliveries by default)"
 
 func newDLQShow() *cobra.Command {
 	var u, keyringPath string
 	var n int
-	var asJSON bool
+	var asJSON, live bool
+	var raw rawOutput
 	cmd := &cobra.Command{
 		Use:   "show QUEUE",
-		Short: "Print the first N messages of a queue: envelope, error reason, headers, decoded body",
-		Long: "Print the first N messages of a queue without removing them (each is taken and then returned to the queue): " +
-			"envelope fields, the error reason, headers and the decoded body. Messages with an id seen earlier are marked as duplicates.",
+		Short: "Print the first N messages of a .dlq or .parked queue: envelope, error reason, headers, decoded body",
+		Long: "Print the first N messages of a .dlq or .parked queue without removing them (each is taken and then returned to the queue): " +
+			"envelope fields, the error reason, headers and the decoded body. Messages with an id seen earlier are marked as duplicates. " +
+			"Values a publisher chose are shown with control characters and invalid UTF-8 escaped (\\x1b, \\u009b, \\u202e, \\xff); " +
+			"--json keeps the values exact in JSON escapes; --raw writes the bodies' bytes as they are. " +
+			"Another queue is refused unless --live-queue is given: reading a live queue disturbs it (see --live-queue).",
 		Example: `  acemq dlq show orders.new.dlq -n 5
   acemq dlq show orders.new.parked --json
+  acemq dlq show orders.new.dlq -n 1 --raw > body.bin
   acemq dlq show orders.new.parked --keyring /etc/acemq/keyring`,
 		Args: exactQueueArg,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if n < 1 {
 				return fmt.Errorf("-n must be 1 or more, got %d; pass -n 1 or more", n)
 			}
+			q := args[0]
+			if !isSetAside(q) && !live {
+				return fmt.Errorf("%q is not a dead-letter queue (QUEUE.dlq or QUEUE.parked); dlq show reads only those, because on a live queue %s; "+
+					"pass --live-queue to read it anyway", q, liveQueueHelp)
+			}
+			if raw != rawOff && asJSON {
+				return errors.New("--raw writes the bodies' bytes and --json writes JSON; pick one")
+			}
+			if err := raw.check(cmd.OutOrStdout()); err != nil {
+				return err
+			}
 			ring, err := loadShowKeyring(keyringPath)
 			if err != nil {
 				return err
+			}
+			if !isSetAside(q) {
+				fmt.Fprintf(cmd.ErrOrStderr(), "warning: --live-queue: reading %s, which is not a dead-letter queue: %s\n", safetext.Line(q), liveQueueHelp)
 			}
 			ctx, cancel := context.WithTimeout(cmd.Context(), time.Minute)
 			defer cancel()
@@ -232,19 +265,28 @@ func newDLQShow() *cobra.Command {
 				return err
 			}
 			defer closeConn(c)
-			ms, err := peekWithProgress(ctx, c, args[0], n, nil, ring)
+			ms, err := peekWithProgress(ctx, c, q, n, nil, ring)
 			if err != nil {
 				return err
 			}
 			out := cmd.OutOrStdout()
+			if raw != rawOff {
+				rw := &rawWriter{w: out}
+				for _, s := range ms {
+					if err := rw.body(s.raw); err != nil {
+						return err
+					}
+				}
+				return nil
+			}
 			if asJSON {
 				if ms == nil {
 					ms = []shownMessage{}
 				}
-				return json.NewEncoder(out).Encode(ms)
+				return writeJSONLine(out, ms)
 			}
 			if len(ms) == 0 {
-				fmt.Fprintf(out, "%s is empty\n", args[0])
+				fmt.Fprintf(out, "%s is empty\n", safetext.Line(q))
 			}
 			for _, s := range ms {
 				printShown(out, s)
@@ -254,7 +296,9 @@ func newDLQShow() *cobra.Command {
 	}
 	urlFlag(cmd, &u)
 	cmd.Flags().IntVarP(&n, "n", "n", 10, "how many messages to show")
-	cmd.Flags().BoolVar(&asJSON, "json", false, "print a JSON array instead of text")
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print a JSON array instead of text (values exact; control characters as JSON \\u escapes)")
+	cmd.Flags().BoolVar(&live, "live-queue", false, "read a queue that is not a .dlq or .parked queue: "+liveQueueHelp)
+	rawFlag(cmd, &raw, "write only the bodies, as they are in the queue (not decoded or decrypted),")
 	keyringFlag(cmd, &keyringPath)
 	return cmd
 }
@@ -337,7 +381,7 @@ func newDLQReplay() *cobra.Command {
 			defer closeConn(c)
 			errOut := cmd.ErrOrStderr()
 			if dups := duplicateIDs(ctx, c, args[0], errOut); len(dups) > 0 {
-				fmt.Fprintf(errOut, "warning: %d message id(s) appear more than once in %s (e.g. %s); replaying delivers each copy, so their consumer sees them twice unless it is idempotent\n", len(dups), args[0], dups[0])
+				fmt.Fprintf(errOut, "warning: %d message id(s) appear more than once in %s (e.g. %s); replaying delivers each copy, so their consumer sees them twice unless it is idempotent\n", len(dups), safetext.Line(args[0]), safetext.Line(dups[0]))
 			}
 			rep, err := replayQueue(ctx, c, args[0], replayOptions{Limit: limit, Filter: f, KeepAttempts: keep, Progress: errOut})
 			if err != nil {

@@ -33,7 +33,8 @@ func TestDLQShowDecodesHeadersTheGoClientCannotRead(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	r := run0(t, "", "dlq", "show", q, "--json", "--url", url)
+	// q is a source queue, so dlq show reads it only with --live-queue.
+	r := run0(t, "", "dlq", "show", q, "--live-queue", "--json", "--url", url)
 	var shown []shownMessage
 	if err := json.Unmarshal([]byte(r.stdout), &shown); err != nil {
 		t.Fatalf("dlq show --json: %v\n%s", err, r.stdout)
@@ -62,7 +63,7 @@ func TestDLQShowDecodesHeadersTheGoClientCannotRead(t *testing.T) {
 	if levels != 40 {
 		t.Fatalf("the decoded x-deep nests %d levels, want 40: %v", levels, s.UnreadableHeaders)
 	}
-	text := run0(t, "", "dlq", "show", q, "--url", url).stdout
+	text := run0(t, "", "dlq", "show", q, "--live-queue", "--url", url).stdout
 	if !strings.Contains(text, "note:        these headers cannot be read") || !strings.Contains(text, "unreadable headers (JSON):") {
 		t.Fatalf("dlq show text lacks the note or the headers:\n%s", text)
 	}

@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+
+	"github.com/acemq-go/acemq/internal/safetext"
 )
 
 // healthBody is the part of the actuator's health JSON (contract §6) the
@@ -76,7 +78,7 @@ func newHealth() *cobra.Command {
 				fmt.Fprintln(cmd.OutOrStdout(), "DOWN")
 				return err
 			}
-			fmt.Fprintln(cmd.OutOrStdout(), healthLine(h))
+			fmt.Fprintln(cmd.OutOrStdout(), safetext.Line(healthLine(h)))
 			if code := healthExit(h.Status); code != 0 {
 				return &exitCodeError{code: code}
 			}

@@ -21,6 +21,8 @@ import (
 	"syscall"
 
 	"github.com/spf13/cobra"
+
+	"github.com/acemq-go/acemq/internal/safetext"
 )
 
 func main() {
@@ -40,7 +42,7 @@ func run(args []string) int {
 		var ec *exitCodeError
 		if asExitCode(err, &ec) {
 			if ec.msg != "" {
-				fmt.Fprintln(os.Stderr, "acemq:", ec.msg)
+				fmt.Fprintln(os.Stderr, "acemq:", safetext.Line(ec.msg))
 			}
 			return ec.code
 		}
@@ -48,7 +50,9 @@ func run(args []string) int {
 		if strings.HasPrefix(msg, "unknown command") {
 			msg += "; run `acemq --help` for the commands and the arguments they take"
 		}
-		fmt.Fprintln(os.Stderr, "acemq:", msg)
+		// An error can quote a queue name, a header or a reason a
+		// publisher chose: it is shown by the safetext rule.
+		fmt.Fprintln(os.Stderr, "acemq:", safetext.Line(msg))
 		return 1
 	}
 	return 0

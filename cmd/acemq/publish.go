@@ -5,7 +5,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"io"
 	"strings"
 	"time"
 
@@ -148,14 +147,4 @@ func encodeLine(l, codec string) (any, acemq.Codec, error) {
 		return l, acemq.Text(), nil
 	}
 	return nil, nil, fmt.Errorf("--codec %q is not known; use auto, json or text", codec)
-}
-
-// writeJSONLine writes v as one JSON line.
-func writeJSONLine(w io.Writer, v any) error {
-	b, err := json.Marshal(v)
-	if err != nil {
-		return err
-	}
-	_, err = fmt.Fprintf(w, "%s\n", b)
-	return err
 }

@@ -13,6 +13,7 @@ import (
 	_ "github.com/go-sql-driver/mysql" // registers "mysql" for --db mysql:…
 	"github.com/spf13/cobra"
 
+	"github.com/acemq-go/acemq/internal/safetext"
 	"github.com/acemq-go/acemq/saga"
 	"github.com/acemq-go/acemq/sqlstore"
 )
@@ -63,7 +64,7 @@ func newSaga() *cobra.Command {
 				w := tabwriter.NewWriter(cmd.OutOrStdout(), 0, 4, 2, ' ', 0)
 				fmt.Fprintln(w, "INSTANCE\tSAGA\tSTATUS\tFAILED STEP\tUPDATED")
 				for _, in := range list {
-					fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\n", in.ID, in.Saga, in.Status, dash(in.FailedStep), in.Updated.UTC().Format(time.RFC3339))
+					fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\n", line(in.ID), line(in.Saga), line(in.Status), dash(in.FailedStep), in.Updated.UTC().Format(time.RFC3339))
 				}
 				return w.Flush()
 			})
@@ -82,17 +83,17 @@ func newSaga() *cobra.Command {
 					return err
 				}
 				out := cmd.OutOrStdout()
-				fmt.Fprintf(out, "instance  %s\nsaga      %s\nstatus    %s\n", in.ID, in.Saga, in.Status)
+				fmt.Fprintf(out, "instance  %s\nsaga      %s\nstatus    %s\n", line(in.ID), line(in.Saga), line(in.Status))
 				if in.FailedStep != "" || in.Failure != "" {
-					fmt.Fprintf(out, "failed    %s: %s\n", dash(in.FailedStep), in.Failure)
+					fmt.Fprintf(out, "failed    %s: %s\n", dash(in.FailedStep), line(in.Failure))
 				}
 				if in.LockedBy != "" {
-					fmt.Fprintf(out, "lease     %s until %s\n", in.LockedBy, in.LockedUntil.UTC().Format(time.RFC3339))
+					fmt.Fprintf(out, "lease     %s until %s\n", line(in.LockedBy), in.LockedUntil.UTC().Format(time.RFC3339))
 				}
 				w := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
 				fmt.Fprintln(w, "#\tSTEP\tSTATUS\tATTEMPTS\tLAST ERROR")
 				for _, st := range in.Steps {
-					fmt.Fprintf(w, "%d\t%s\t%s\t%d\t%s\n", st.Index+1, st.Name, st.Status, st.Attempts, dash(st.LastError))
+					fmt.Fprintf(w, "%d\t%s\t%s\t%d\t%s\n", st.Index+1, line(st.Name), line(st.Status), st.Attempts, dash(st.LastError))
 				}
 				return w.Flush()
 			})
@@ -109,7 +110,7 @@ func newSaga() *cobra.Command {
 				if err := s.Resolve(ctx, args[0], note); err != nil {
 					return err
 				}
-				fmt.Fprintf(cmd.OutOrStdout(), "resolved %s\n", args[0])
+				fmt.Fprintf(cmd.OutOrStdout(), "resolved %s\n", line(args[0]))
 				return nil
 			})
 		},
@@ -125,7 +126,7 @@ func newSaga() *cobra.Command {
 				if err := s.Compensate(ctx, args[0]); err != nil {
 					return err
 				}
-				fmt.Fprintf(cmd.OutOrStdout(), "compensation requested for %s; a runner's next Sweep runs it\n", args[0])
+				fmt.Fprintf(cmd.OutOrStdout(), "compensation requested for %s; a runner's next Sweep runs it\n", line(args[0]))
 				return nil
 			})
 		},
@@ -134,12 +135,17 @@ func newSaga() *cobra.Command {
 	return cmd
 }
 
+// dash is s escaped by the safetext rule (line), or "-" when empty.
 func dash(s string) string {
 	if s == "" {
 		return "-"
 	}
-	return s
+	return line(s)
 }
+
+// line is safetext.Line: saga names, step errors and failure texts can
+// quote what a message carried, so they are shown escaped.
+func line(s string) string { return safetext.Line(s) }
 
 // openSagaDB opens --db: postgres://…, mysql:<DSN> or sqlite:<path>.
 func openSagaDB(dsn string) (*sql.DB, sqlstore.Dialect, error) {

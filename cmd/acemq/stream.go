@@ -15,6 +15,7 @@ import (
 
 	"github.com/acemq-go/acemq"
 	"github.com/acemq-go/acemq/internal/queuelist"
+	"github.com/acemq-go/acemq/internal/safetext"
 	"github.com/acemq-go/acemq/stream"
 	"github.com/acemq-go/acemq/transport"
 )
@@ -48,19 +49,25 @@ func newStreamTail() *cobra.Command {
 	var u, from string
 	var n int
 	var dur time.Duration
+	var raw rawOutput
 	cmd := &cobra.Command{
 		Use:   "tail STREAM",
 		Short: "Print a stream's messages from a position, one JSON line each with its offset",
 		Long: "Print a stream's messages from a position (--from first, last, next, an offset, an RFC 3339 time, " +
 			"or how far back such as 90m), one JSON line each with its offset. Reading removes nothing. " +
-			"Without -n or --for it follows the stream until interrupted.",
+			"Without -n or --for it follows the stream until interrupted. The JSON lines keep every value exact, with control " +
+			"characters as JSON \\u escapes, so they are safe on a terminal; --raw writes the bodies' bytes instead.",
 		Example: `  acemq stream tail orders.history --from first -n 100
+  acemq stream tail orders.history --from 1500 -n 1 --raw > body.bin
   acemq stream tail orders.history --from 1500
   acemq stream tail orders.history --from 30m --for 10s`,
 		Args: exactStreamArg,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if n < 0 {
 				return fmt.Errorf("-n must be 0 (no limit) or more, got %d; pass -n 0 or more", n)
+			}
+			if err := raw.check(cmd.OutOrStdout()); err != nil {
+				return err
 			}
 			pos, err := stream.ParsePosition(from)
 			if err != nil {
@@ -80,20 +87,22 @@ func newStreamTail() *cobra.Command {
 			if err := requireStream(ctx, c, name); err != nil {
 				return err
 			}
-			return tailStream(ctx, c, name, pos, n, cmd.OutOrStdout())
+			return tailStream(ctx, c, name, pos, n, cmd.OutOrStdout(), raw != rawOff)
 		},
 	}
 	urlFlag(cmd, &u)
 	cmd.Flags().StringVar(&from, "from", "last", "where to start: first, last, next, an offset, an RFC 3339 time, or how far back (90m)")
 	cmd.Flags().IntVarP(&n, "n", "n", 0, "stop after N messages (0 = no limit)")
 	cmd.Flags().DurationVar(&dur, "for", 0, "stop after this long (0 = until interrupted or -n is reached)")
+	rawFlag(cmd, &raw, "write only the bodies")
 	return cmd
 }
 
 // tailStream subscribes at pos and prints up to n messages (0: until ctx
 // ends). Every delivery is acknowledged: on a stream that only returns
-// credit.
-func tailStream(ctx context.Context, c *acemq.Conn, name string, pos stream.Position, n int, out io.Writer) error {
+// credit. With raw it writes only the bodies (rawWriter), otherwise one
+// terminal-safe JSON line each.
+func tailStream(ctx context.Context, c *acemq.Conn, name string, pos stream.Position, n int, out io.Writer, raw bool) error {
 	ch, err := c.Channel(ctx)
 	if err != nil {
 		return fmt.Errorf("cannot open a channel to read %q (%s); check the connection and retry", name, sentence(err))
@@ -107,6 +116,7 @@ func tailStream(ctx context.Context, c *acemq.Conn, name string, pos stream.Posi
 	if err != nil {
 		return fmt.Errorf("cannot read %q from %s (%s); check that it is a stream (acemq stream info %s)", name, pos, sentence(err), name)
 	}
+	rw := &rawWriter{w: out}
 	for got := 0; n == 0 || got < n; got++ {
 		var d transport.Delivery
 		var ok bool
@@ -126,6 +136,12 @@ func tailStream(ctx context.Context, c *acemq.Conn, name string, pos stream.Posi
 			return fmt.Errorf("%q is not a stream: its messages carry no offset; use acemq tail for queues", name)
 		}
 		_ = ch.Ack(d.DeliveryTag)
+		if raw {
+			if err := rw.body(d.Body); err != nil {
+				return err
+			}
+			continue
+		}
 		env := acemq.ReadEnvelope(d.Headers, d.RoutingKey, d.MessageID, d.ReplyTo)
 		line := streamLine{Offset: off, ID: env.ID, Type: env.Type, CorrelationID: env.CorrelationID,
 			RoutingKey: d.RoutingKey, ContentType: d.ContentType, Body: string(d.Body)}
@@ -286,7 +302,7 @@ func printStreamInfo(w io.Writer, info streamInfo, asJSON bool) error {
 		}
 		return fmt.Sprint(v)
 	}
-	fmt.Fprintf(w, "stream     %s\n", info.Name)
+	fmt.Fprintf(w, "stream     %s\n", safetext.Line(info.Name))
 	if info.LastOffset < 0 {
 		fmt.Fprintf(w, "offsets    none (empty)\n")
 	} else {
@@ -297,11 +313,11 @@ func printStreamInfo(w io.Writer, info streamInfo, asJSON bool) error {
 		fmt.Fprintf(w, "consumers  %d\n", *info.Consumers)
 	}
 	if strings.HasPrefix(info.Retention, "declared") {
-		fmt.Fprintf(w, "max age    %s\n", or(info.MaxAge, "not set"))
+		fmt.Fprintf(w, "max age    %s\n", safetext.Line(or(info.MaxAge, "not set")))
 		fmt.Fprintf(w, "max bytes  %s\n", num(info.MaxLengthBytes))
 		fmt.Fprintf(w, "segment    %s\n", num(info.MaxSegmentBytes))
 	} else {
-		fmt.Fprintf(w, "retention  %s\n", info.Retention)
+		fmt.Fprintf(w, "retention  %s\n", safetext.Line(info.Retention))
 	}
 	return nil
 }

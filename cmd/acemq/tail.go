@@ -28,16 +28,21 @@ func newTail() *cobra.Command {
 	var u string
 	var ack, requeue bool
 	var n int
+	var raw rawOutput
 	var dur time.Duration
 	cmd := &cobra.Command{
 		Use:   "tail QUEUE",
 		Short: "Consume from QUEUE and print each envelope as one JSON line",
 		Long: "Consume from QUEUE and print each envelope as one JSON line. With --requeue (the default) nothing is removed: " +
 			"messages are held unacknowledged until tail exits and then returned to the queue (so at most 1000, or -n, are shown). " +
-			"With --ack each printed message is removed.",
+			"With --ack each printed message is removed. Returning a message redelivers it: on a quorum queue that raises its " +
+			"x-delivery-count, which counts toward the queue's delivery limit (RabbitMQ 4's default is 20). " +
+			"The JSON lines keep every value exact, with control characters as JSON \\u escapes, so they are safe on a terminal; " +
+			"--raw writes the bodies' bytes instead.",
 		Example: `  acemq tail orders.new -n 10
   acemq tail orders.new.dlq --for 30s
-  acemq tail orders.new --ack -n 1`,
+  acemq tail orders.new --ack -n 1
+  acemq tail orders.new -n 1 --raw > body.bin`,
 		Args: exactQueueArg,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if ack && requeue {
@@ -45,6 +50,9 @@ func newTail() *cobra.Command {
 			}
 			if n < 0 {
 				return fmt.Errorf("-n must be 0 (no limit) or more, got %d; pass -n 0 or more", n)
+			}
+			if err := raw.check(cmd.OutOrStdout()); err != nil {
+				return err
 			}
 			q := args[0]
 			ctx, cancel := context.WithCancel(cmd.Context())
@@ -88,6 +96,7 @@ func newTail() *cobra.Command {
 				_ = ch.Close()
 			}()
 			out := cmd.OutOrStdout()
+			rw := &rawWriter{w: out}
 			for got := 0; n == 0 || got < n; got++ {
 				var d transport.Delivery
 				var ok bool
@@ -113,7 +122,12 @@ func newTail() *cobra.Command {
 				} else {
 					held = append(held, d.DeliveryTag)
 				}
-				if err := writeJSONLine(out, line); err != nil {
+				if raw != rawOff {
+					err = rw.body(d.Body)
+				} else {
+					err = writeJSONLine(out, line)
+				}
+				if err != nil {
 					return err
 				}
 			}
@@ -125,5 +139,6 @@ func newTail() *cobra.Command {
 	cmd.Flags().BoolVar(&requeue, "requeue", false, "return every message to the queue on exit (the default)")
 	cmd.Flags().IntVarP(&n, "n", "n", 0, "stop after N messages (0 = no limit)")
 	cmd.Flags().DurationVar(&dur, "for", 0, "stop after this long (0 = until interrupted or -n is reached)")
+	rawFlag(cmd, &raw, "write only the bodies")
 	return cmd
 }

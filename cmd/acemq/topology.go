@@ -14,6 +14,7 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"github.com/acemq-go/acemq"
+	"github.com/acemq-go/acemq/internal/safetext"
 )
 
 // topologyFile is the YAML form of a topology: exchanges, queues (with
@@ -217,7 +218,8 @@ func newTopologyPlan() *cobra.Command {
 					return fmt.Errorf("cannot compare the topology with the broker (%s); check the connection and retry", strings.TrimSuffix(sentence(err), "."))
 				}
 				out := cmd.OutOrStdout()
-				fmt.Fprint(out, plan.String())
+				// The broker's texts and the names are shown by the safetext rule.
+				fmt.Fprint(out, safetext.Block(plan.String()))
 				counts := map[acemq.PlanStatus]int{}
 				for _, it := range plan.Items {
 					counts[it.Status]++
