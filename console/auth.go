@@ -175,8 +175,10 @@ func (c *Console) setCookie(w http.ResponseWriter, r *http.Request, value string
 	if path == "" {
 		path = "/"
 	}
+	// Secure over TLS, served directly or by a trusted proxy that says so.
+	secure := r.TLS != nil || c.fromTrustedProxy(r) && strings.EqualFold(r.Header.Get("X-Forwarded-Proto"), "https")
 	http.SetCookie(w, &http.Cookie{Name: c.cookieName, Value: value, Path: path, MaxAge: maxAge,
-		HttpOnly: true, Secure: r.TLS != nil, SameSite: http.SameSiteStrictMode})
+		HttpOnly: true, Secure: secure, SameSite: http.SameSiteStrictMode})
 }
 
 // login takes the token from the login form.
