@@ -12,6 +12,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/acemq-go/acemq"
+	"github.com/acemq-go/acemq/internal/safetext"
 	"github.com/acemq-go/acemq/replay"
 )
 
@@ -106,7 +107,7 @@ func (c *Console) move(w http.ResponseWriter, r *http.Request, action, queue, ta
 	out := outcome{Action: action, Queue: queue, Target: target, Summary: rep.String()}
 	status := http.StatusOK
 	if err != nil {
-		out.Error = strings.TrimPrefix(err.Error(), "acemq: ")
+		out.Error = strings.TrimPrefix(safetext.Line(err.Error()), "acemq: ")
 		entry.Result += ": " + out.Error
 		status = http.StatusBadGateway
 	}
@@ -143,7 +144,7 @@ func (c *Console) purgeAction(w http.ResponseWriter, r *http.Request) {
 	out := outcome{Action: "purge", Queue: queue, Summary: fmt.Sprintf("purged %d message(s) from %s", n, queue)}
 	status := http.StatusOK
 	if err != nil {
-		out.Error = strings.TrimPrefix(err.Error(), "acemq: ")
+		out.Error = strings.TrimPrefix(safetext.Line(err.Error()), "acemq: ")
 		entry.Result = "failed: " + out.Error
 		status = http.StatusBadGateway
 	}

@@ -42,7 +42,7 @@ type auditLog struct {
 func (a *auditLog) add(r *http.Request, e auditEntry) {
 	e.Time = time.Now().UTC()
 	e.Client, e.User = a.who(r)
-	e.Queue, e.Filter, e.Group, e.ID = safetext.Line(e.Queue), safetext.Line(e.Filter), safetext.Line(e.Group), safetext.Line(e.ID)
+	e.Queue, e.Filter, e.Group, e.ID, e.Result = safetext.Line(e.Queue), safetext.Line(e.Filter), safetext.Line(e.Group), safetext.Line(e.ID), safetext.Line(e.Result)
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	a.entries = append(a.entries, e)

@@ -125,7 +125,7 @@ func (c *Console) errorPage(w http.ResponseWriter, r *http.Request, status int, 
 	c.render(w, r, status, "error", http.StatusText(status), struct {
 		Status  int
 		Message string
-	}{status, msg})
+	}{status, safetext.Line(msg)}) // a sentence may quote a request or a message
 }
 
 func (c *Console) loginPage(w http.ResponseWriter, r *http.Request, status int, msg string) {
