@@ -29,7 +29,11 @@ func publishWithoutID(t *testing.T, c *acemq.Conn, queue, reason, body string) {
 // ones are told apart, and each can be viewed, downloaded raw, replayed and
 // parked by that id.
 func TestAMessageWithoutAnIDCanBeViewedReplayedAndParked(t *testing.T) {
-	f := newFixture(t, memURL(t), nil)
+	forEachBroker(t, testAMessageWithoutAnIDCanBeViewedReplayedAndParked)
+}
+
+func testAMessageWithoutAnIDCanBeViewedReplayedAndParked(t *testing.T, u string) {
+	f := newFixture(t, u, nil)
 	q := seedQueue(t, f.conn)
 	dlq := acemq.DeadLetterQueue(q)
 	ids := deadLetter(t, f.conn, dlq, letter{reason: "has an id"})

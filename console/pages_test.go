@@ -137,7 +137,11 @@ func TestAShortTokenIsRefusedWithWhatToDo(t *testing.T) {
 // rungs it waited on, what the broker did, replays, and the attempt that
 // set it aside with its reason.
 func TestMessagePageShowsTheHistory(t *testing.T) {
-	f := newFixture(t, memURL(t), nil)
+	forEachBroker(t, testMessagePageShowsTheHistory)
+}
+
+func testMessagePageShowsTheHistory(t *testing.T, u string) {
+	f := newFixture(t, u, nil)
 	q := seedQueue(t, f.conn)
 	dlq := acemq.DeadLetterQueue(q)
 	t0 := time.Date(2026, 11, 30, 9, 0, 0, 0, time.UTC)

@@ -2,6 +2,7 @@ package console_test
 
 import (
 	"context"
+	"fmt"
 	"net/http"
 	"net/url"
 	"strings"
@@ -16,8 +17,12 @@ import (
 // anything reads it: the message is never taken (its redelivered flag
 // stays clear, and on a quorum queue x-delivery-count stays absent).
 func TestEveryRouteRefusesALiveQueue(t *testing.T) {
+	forEachBroker(t, testEveryRouteRefusesALiveQueue)
+}
+
+func testEveryRouteRefusesALiveQueue(t *testing.T, u string) {
 	for _, readOnly := range []bool{false, true} {
-		f := newFixture(t, memURL(t), func(c *console.Config) { c.ReadOnly = readOnly })
+		f := newFixture(t, u, func(c *console.Config) { c.ReadOnly = readOnly })
 		ctx := context.Background()
 		live := testenv.Unique("console.live")
 		if err := f.conn.Apply(ctx, acemq.NewTopology().Queue(live, acemq.QueueOptions{Type: acemq.Quorum})); err != nil {
@@ -45,7 +50,9 @@ func TestEveryRouteRefusesALiveQueue(t *testing.T) {
 		if err != nil || !ok {
 			t.Fatalf("the live message is gone: %v %v", ok, err)
 		}
-		if _, counted := m.Headers["x-delivery-count"]; m.Redelivered || counted {
+		// RabbitMQ 3.10 writes x-delivery-count 0 on a first delivery.
+		v, ok := m.Headers["x-delivery-count"]
+		if counted := ok && fmt.Sprint(v) != "0"; m.Redelivered || counted {
 			t.Errorf("read-only %v: the console read the live queue (redelivered %v, headers %v)", readOnly, m.Redelivered, m.Headers)
 		}
 		_ = m.Nack(true)
