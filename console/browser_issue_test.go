@@ -128,6 +128,7 @@ func TestBrowserLongValuesDoNotBreakTheLayout(t *testing.T) {
 	fits := `document.documentElement.scrollWidth <= window.innerWidth`
 	waitFor(t, tab, "the page to fit the window", fits)
 	waitFor(t, tab, "reason and origin on screen", `Array.from(document.querySelectorAll("#messages tbody td.reason, #messages tbody td.origin")).every(function (td) { var r = td.getBoundingClientRect(); return r.width > 40 && r.right <= window.innerWidth; })`)
+	waitFor(t, tab, "the long reason group cut", `document.querySelector("#groups").getBoundingClientRect().height < 300`)
 	shot(t, tab, dir, "long-queue")
 	for _, id := range ids {
 		do(t, tab, "open a message", chromedp.Navigate(f.srv.URL+"/q/"+dlq+"/m/"+id))

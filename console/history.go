@@ -85,11 +85,7 @@ func history(env acemq.Envelope, h map[string]any, source string) []event {
 		return a.Before(b)
 	})
 	if env.Error != "" {
-		word := "attempt"
-		if env.Attempt > 1 {
-			word = fmt.Sprintf("attempt %d", env.Attempt)
-		}
-		out = append(out, event{What: fmt.Sprintf("%s failed and the message was set aside", word), Reason: safetext.Line(env.Error)})
+		out = append(out, event{What: fmt.Sprintf("attempt %d failed and the message was set aside", max(env.Attempt, 1)), Reason: safetext.Line(env.Error)})
 	}
 	return out
 }

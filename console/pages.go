@@ -35,6 +35,7 @@ func parsePages(cfg Config) (map[string]*template.Template, error) {
 	funcs := template.FuncMap{
 		"q":       func(name string) string { return url.PathEscape(name) },
 		"line":    safetext.Line,
+		"clip":    clip,
 		"age":     func(t time.Time) string { return ageSince(t) },
 		"percent": func(f float64) string { return fmt.Sprintf("%.0f%%", f*100) },
 		"query":   func(kv ...string) string { return queryString(kv...) },
