@@ -130,7 +130,10 @@ func (c *Console) errorPage(w http.ResponseWriter, r *http.Request, status int, 
 }
 
 func (c *Console) loginPage(w http.ResponseWriter, r *http.Request, status int, msg string) {
-	c.render(w, r, status, "login", "Sign in", msg)
+	c.render(w, r, status, "login", "Sign in", struct {
+		Message string
+		Problem bool // the message is an error, not a notice
+	}{safetext.Line(msg), status != http.StatusOK})
 }
 
 // brokerError turns a failure to read a queue into a page.
