@@ -39,8 +39,9 @@ import (
 // other field works.
 type Config struct {
 	// URL is the broker URL the Conn was opened with. The console uses it
-	// only to list queues (RabbitMQ's management API, or the memory://
-	// broker in process); it never reaches a page.
+	// to list queues (RabbitMQ's management API, or the memory:// broker in
+	// process) and names its scheme, host and vhost on the overview; its
+	// credentials never reach a page.
 	URL string
 	// ManagementURL is RabbitMQ's management API (default: URL's host and
 	// credentials on port 15672).

@@ -12,6 +12,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/acemq-go/acemq/internal/queuelist"
 	"github.com/acemq-go/acemq/internal/safetext"
 	"github.com/acemq-go/acemq/replay"
 	"github.com/acemq-go/acemq/transport"
@@ -312,4 +313,20 @@ func safeFileName(s string) string {
 		}
 		return '_'
 	}, s)
+}
+
+// brokerLabel is the broker and virtual host the overview names: the URL's
+// scheme and host only, never its credentials.
+func brokerLabel(raw string) string {
+	if raw == "" {
+		return ""
+	}
+	if queuelist.IsMemory(raw) {
+		return safetext.Line(raw)
+	}
+	u, err := url.Parse(raw)
+	if err != nil || u.Host == "" {
+		return ""
+	}
+	return safetext.Line(u.Scheme + "://" + u.Host + ", vhost " + queuelist.VhostOf(raw))
 }

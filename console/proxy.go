@@ -5,11 +5,9 @@ import (
 	"net"
 	"net/http"
 	"net/netip"
-	"net/url"
 	"strings"
 
 	"github.com/acemq-go/acemq"
-	"github.com/acemq-go/acemq/internal/queuelist"
 	"github.com/acemq-go/acemq/internal/safetext"
 )
 
@@ -78,20 +76,4 @@ func (c *Console) who(r *http.Request) (client, user string) {
 		user = safetext.Line(strings.TrimSpace(r.Header.Get(c.cfg.IdentityHeader)))
 	}
 	return client, user
-}
-
-// brokerLabel is the broker and virtual host the overview names: the URL's
-// scheme and host only, never its credentials.
-func brokerLabel(raw string) string {
-	if raw == "" {
-		return ""
-	}
-	if queuelist.IsMemory(raw) {
-		return safetext.Line(raw)
-	}
-	u, err := url.Parse(raw)
-	if err != nil || u.Host == "" {
-		return ""
-	}
-	return safetext.Line(u.Scheme + "://" + u.Host + ", vhost " + queuelist.VhostOf(raw))
 }
