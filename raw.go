@@ -61,6 +61,10 @@ type Pulled struct {
 	RoutingKey  string
 	ContentType string
 	ReplyTo     string
+	// MessageID is the AMQP message-id property as received; "" when the
+	// publisher set none (Envelope.ID is then the x-acemq-id header, or a
+	// fresh random id made for this read).
+	MessageID string
 	// Headers are every header as received, engine headers included.
 	Headers     map[string]any
 	Body        []byte
@@ -142,6 +146,7 @@ func (p *Puller) Pull(ctx context.Context, queue string) (*Pulled, bool, error) 
 		RoutingKey:  d.RoutingKey,
 		ContentType: d.ContentType,
 		ReplyTo:     d.ReplyTo,
+		MessageID:   d.MessageID,
 		Headers:     map[string]any(d.Headers),
 		Body:        d.Body,
 		Redelivered: d.Redelivered,

@@ -12,6 +12,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/acemq-go/acemq"
+	"github.com/acemq-go/acemq/internal/safetext"
 	"github.com/acemq-go/acemq/replay"
 )
 
@@ -79,7 +80,7 @@ func (c *Console) move(w http.ResponseWriter, r *http.Request, action, queue, ta
 			c.brokerError(w, r, queue, err)
 			return
 		}
-		c.render(w, http.StatusOK, "preview", "Preview", preview{Action: action, Queue: queue, Target: target, Sel: sel, Keep: keep,
+		c.render(w, r, http.StatusOK, "preview", "Preview", preview{Action: action, Queue: queue, Target: target, Sel: sel, Keep: keep,
 			Count: len(sc.Matching), Read: sc.Read, Depth: sc.Depth})
 		return
 	}
@@ -87,7 +88,7 @@ func (c *Console) move(w http.ResponseWriter, r *http.Request, action, queue, ta
 	if _, err := c.conn.QueueInfo(ctx, target); err != nil {
 		entry.Result = "failed: the target " + target + " does not exist"
 		c.audit.add(r, entry)
-		c.render(w, http.StatusConflict, "outcome", "Not done", outcome{Action: action, Queue: queue, Target: target,
+		c.render(w, r, http.StatusConflict, "outcome", "Not done", outcome{Action: action, Queue: queue, Target: target,
 			Error: fmt.Sprintf("Nothing was moved: %s cannot be read (%s); declare it first (acemq topology apply).", target, strings.TrimPrefix(err.Error(), "acemq: "))})
 		return
 	}
@@ -106,12 +107,13 @@ func (c *Console) move(w http.ResponseWriter, r *http.Request, action, queue, ta
 	out := outcome{Action: action, Queue: queue, Target: target, Summary: rep.String()}
 	status := http.StatusOK
 	if err != nil {
-		out.Error = strings.TrimPrefix(err.Error(), "acemq: ")
+		out.Error = strings.TrimPrefix(safetext.Line(err.Error()), "acemq: ")
 		entry.Result += ": " + out.Error
 		status = http.StatusBadGateway
 	}
 	c.audit.add(r, entry)
-	c.render(w, status, "outcome", "Done", out)
+	c.forgetOldest(queue)
+	c.render(w, r, status, "outcome", "Done", out)
 }
 
 func (c *Console) purgeAction(w http.ResponseWriter, r *http.Request) {
@@ -132,7 +134,7 @@ func (c *Console) purgeAction(w http.ResponseWriter, r *http.Request) {
 		if r.PostFormValue("confirm_name") != "" {
 			msg = "The name typed was not " + queue + "; nothing was deleted."
 		}
-		c.render(w, http.StatusBadRequest, "preview", "Preview", preview{Action: "purge", Queue: queue, Count: info.Messages, Depth: info.Messages, Message: msg})
+		c.render(w, r, http.StatusBadRequest, "preview", "Preview", preview{Action: "purge", Queue: queue, Count: info.Messages, Depth: info.Messages, Message: msg})
 		return
 	}
 	release := c.hold(queue)
@@ -142,17 +144,18 @@ func (c *Console) purgeAction(w http.ResponseWriter, r *http.Request) {
 	out := outcome{Action: "purge", Queue: queue, Summary: fmt.Sprintf("purged %d message(s) from %s", n, queue)}
 	status := http.StatusOK
 	if err != nil {
-		out.Error = strings.TrimPrefix(err.Error(), "acemq: ")
+		out.Error = strings.TrimPrefix(safetext.Line(err.Error()), "acemq: ")
 		entry.Result = "failed: " + out.Error
 		status = http.StatusBadGateway
 	}
 	c.audit.add(r, entry)
-	c.render(w, status, "outcome", "Done", out)
+	c.forgetOldest(queue)
+	c.render(w, r, status, "outcome", "Done", out)
 }
 
 // downloaded is one message as a JSON line of a download.
 type downloaded struct {
-	ID            string            `json:"id"`
+	ID            string            `json:"id"` // a content id ("content-…") when the message carries none
 	Type          string            `json:"type"`
 	Version       int               `json:"version"`
 	CorrelationID string            `json:"correlationId"`
@@ -187,12 +190,14 @@ func (c *Console) downloadAction(w http.ResponseWriter, r *http.Request) {
 	var buf bytes.Buffer
 	enc := json.NewEncoder(&buf)
 	count := 0
+	k := newKeyer()
 	info, err := c.conn.QueueInfo(ctx, queue)
 	if err == nil {
 		_, err = replay.Browse(ctx, c.conn, queue, info.Messages, func(m *acemq.Pulled) bool {
+			cid, _ := k.next(m.Envelope, m.Body)
 			if keep(m.Envelope, m.Body) {
 				count++
-				_ = enc.Encode(toDownloaded(m))
+				_ = enc.Encode(toDownloaded(m, shownID(m, cid)))
 			}
 			return true
 		})
@@ -208,9 +213,11 @@ func (c *Console) downloadAction(w http.ResponseWriter, r *http.Request) {
 	_, _ = w.Write(buf.Bytes())
 }
 
-func toDownloaded(m *acemq.Pulled) downloaded {
+// toDownloaded is m as a download line; id is the id the console shows
+// (its content id when it carries none of its own).
+func toDownloaded(m *acemq.Pulled, id string) downloaded {
 	e := m.Envelope
-	d := downloaded{ID: e.ID, Type: e.Type, Version: e.Version, CorrelationID: e.CorrelationID, CausationID: e.CausationID,
+	d := downloaded{ID: id, Type: e.Type, Version: e.Version, CorrelationID: e.CorrelationID, CausationID: e.CausationID,
 		Attempt: e.Attempt, Origin: e.Origin, Error: e.Error, Exchange: m.Exchange, RoutingKey: m.RoutingKey,
 		ContentType: m.ContentType, Redelivered: m.Redelivered, Headers: map[string]string{}}
 	if !e.FirstSeen.IsZero() {

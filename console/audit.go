@@ -7,13 +7,18 @@ import (
 	"net/http"
 	"sync"
 	"time"
+
+	"github.com/acemq-go/acemq/internal/safetext"
 )
 
-// auditEntry is one action as the audit log records it.
+// auditEntry is one action, or one read of a message's content, as the
+// audit log records it.
 type auditEntry struct {
 	Time    time.Time `json:"time"`
 	Action  string    `json:"action"`
 	Queue   string    `json:"queue"`
+	ID      string    `json:"id,omitempty"` // the message read
+	User    string    `json:"user,omitempty"`
 	Filter  string    `json:"filter,omitempty"`
 	Group   string    `json:"group,omitempty"`
 	IDs     int       `json:"ids,omitempty"`
@@ -31,11 +36,13 @@ type auditLog struct {
 	entries []auditEntry
 	w       io.Writer
 	log     *slog.Logger
+	who     func(*http.Request) (client, user string)
 }
 
 func (a *auditLog) add(r *http.Request, e auditEntry) {
 	e.Time = time.Now().UTC()
-	e.Client = r.RemoteAddr
+	e.Client, e.User = a.who(r)
+	e.Queue, e.Filter, e.Group, e.ID, e.Result = safetext.Line(e.Queue), safetext.Line(e.Filter), safetext.Line(e.Group), safetext.Line(e.ID), safetext.Line(e.Result)
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	a.entries = append(a.entries, e)

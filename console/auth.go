@@ -1,68 +1,116 @@
 package console
 
 import (
-	"crypto/hmac"
-	"crypto/sha256"
+	"context"
 	"crypto/subtle"
-	"encoding/hex"
+	"encoding/json"
+	"fmt"
 	"net/http"
 	"net/url"
 	"strings"
+
+	"github.com/acemq-go/acemq/replay"
 )
-
-const cookieName = "acemq_console"
-
-// csrfToken derives the CSRF token from the console token: a page that
-// can read it was served to someone holding the token.
-func csrfToken(token string) string {
-	m := hmac.New(sha256.New, []byte(token))
-	m.Write([]byte("acemq-console-csrf"))
-	return hex.EncodeToString(m.Sum(nil))
-}
 
 func equal(a, b string) bool { return subtle.ConstantTimeCompare([]byte(a), []byte(b)) == 1 }
 
-// authed reports whether r carries the token (cookie or bearer header).
-func (c *Console) authed(r *http.Request) bool {
-	if ck, err := r.Cookie(cookieName); err == nil && equal(ck.Value, c.cfg.Token) {
-		return true
-	}
-	if t, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer "); ok && equal(t, c.cfg.Token) {
-		return true
-	}
-	return false
+// authInfo is how a request proved it may use the console: a session
+// cookie (its CSRF token is the session's) or the token in an
+// Authorization: Bearer header (no CSRF token needed: a browser never adds
+// that header by itself).
+type authInfo struct {
+	session string
+	csrf    string
+	bearer  bool
 }
 
-// guard wraps a page: without the token it answers 401 with the login
-// form; a ?token= in the URL is exchanged for a cookie and removed from
-// the address (so it is not left in history or logs).
+type authKey struct{}
+
+func authOf(r *http.Request) authInfo {
+	a, _ := r.Context().Value(authKey{}).(authInfo)
+	return a
+}
+
+// authed reports how r carries the right to use the console, if it does.
+func (c *Console) authed(r *http.Request) (authInfo, bool) {
+	if scheme, t, ok := strings.Cut(strings.TrimSpace(r.Header.Get("Authorization")), " "); ok &&
+		strings.EqualFold(scheme, "Bearer") && equal(strings.TrimSpace(t), c.cfg.Token) {
+		return authInfo{bearer: true}, true
+	}
+	if ck, err := r.Cookie(c.cookieName); err == nil && c.sessions.valid(ck.Value) {
+		return authInfo{session: ck.Value, csrf: c.sessions.csrf(ck.Value)}, true
+	}
+	return authInfo{}, false
+}
+
+// guard wraps a page: without a session or the token it answers 401 (the
+// login form, or a JSON error under /api/); a ?token= in the URL is
+// exchanged for a session cookie and removed from the address (so it is
+// not left in history or logs).
 func (c *Console) guard(h http.HandlerFunc) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		if t := r.URL.Query().Get("token"); t != "" {
 			if !equal(t, c.cfg.Token) {
-				c.loginPage(w, r, http.StatusUnauthorized, "That token is not this console's; copy the URL the console printed when it started.")
+				c.unauthorized(w, r, "That token is not this console's; copy the URL the console printed when it started, or paste the token it was given.")
 				return
 			}
-			c.setCookie(w)
+			if !c.signIn(w, r) {
+				return
+			}
 			q := r.URL.Query()
 			q.Del("token")
 			u := url.URL{Path: c.cfg.BasePath + r.URL.Path, RawQuery: q.Encode()}
 			http.Redirect(w, r, u.String(), http.StatusSeeOther)
 			return
 		}
-		if !c.authed(r) {
-			c.loginPage(w, r, http.StatusUnauthorized, "")
+		a, ok := c.authed(r)
+		if !ok {
+			c.unauthorized(w, r, "")
+			return
+		}
+		h(w, r.WithContext(context.WithValue(r.Context(), authKey{}, a)))
+	}
+}
+
+// unauthorized answers 401: JSON under /api/ (a script reads it), the
+// login form elsewhere.
+func (c *Console) unauthorized(w http.ResponseWriter, r *http.Request, msg string) {
+	if strings.HasPrefix(r.URL.Path, "/api/") {
+		if msg == "" {
+			msg = "not signed in: sign in again (open the console's URL with ?token=…), or send Authorization: Bearer <token>"
+		}
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(http.StatusUnauthorized)
+		_ = json.NewEncoder(w).Encode(struct {
+			Error string `json:"error"`
+		}{msg})
+		return
+	}
+	c.loginPage(w, r, http.StatusUnauthorized, msg)
+}
+
+// scoped refuses, with 404, a queue the console does not show: it reads
+// and changes only the QUEUE.dlq and QUEUE.parked queues its overview
+// lists, never a live queue, on every route and whether or not it is
+// read-only (each read takes the messages and gives them back, which
+// counts against a quorum queue's delivery limit).
+func (c *Console) scoped(h http.HandlerFunc) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		queue := r.PathValue("queue")
+		if !replay.IsSetAside(queue) {
+			c.errorPage(w, r, http.StatusNotFound, fmt.Sprintf("%s is not a dead-letter queue; the console reads and changes only the QUEUE.dlq and QUEUE.parked queues its overview lists, never a live queue (reading one would take its messages and give them back, and on a quorum queue count each read against its delivery limit).", quote(queue)))
 			return
 		}
 		h(w, r)
 	}
 }
 
-// action wraps a state-changing handler: POST only, the token, the CSRF
-// token from the form, a same-origin Origin header when the browser sends
-// one, and refused on a read-only console.
+// action wraps a state-changing handler: POST only, signed in, the
+// session's CSRF token from the form (not needed with a bearer token), a
+// same-origin request when the browser says where it comes from, and
+// refused on a read-only console.
 func (c *Console) action(name string, h http.HandlerFunc) http.HandlerFunc {
-	return c.guard(func(w http.ResponseWriter, r *http.Request) {
+	return c.guard(c.scoped(func(w http.ResponseWriter, r *http.Request) {
 		queue := r.PathValue("queue")
 		if r.Method != http.MethodPost {
 			w.Header().Set("Allow", http.MethodPost)
@@ -74,49 +122,83 @@ func (c *Console) action(name string, h http.HandlerFunc) http.HandlerFunc {
 			c.errorPage(w, r, http.StatusForbidden, "This console is read-only (--read-only): it shows messages but changes nothing.")
 			return
 		}
-		if !equal(r.PostFormValue("csrf"), c.csrf) || !sameOrigin(r) {
+		if a := authOf(r); !a.bearer && (a.csrf == "" || !equal(r.PostFormValue("csrf"), a.csrf)) {
 			c.audit.add(r, auditEntry{Action: name, Queue: queue, Result: "refused: missing or wrong CSRF token"})
-			c.errorPage(w, r, http.StatusForbidden, "This request did not come from the console's own page (CSRF check failed); reload the page and try again.")
+			c.errorPage(w, r, http.StatusForbidden, "This request did not carry the CSRF token of the console's own page; reload the page and try again.")
+			return
+		}
+		if why := crossSite(r); why != "" {
+			c.audit.add(r, auditEntry{Action: name, Queue: queue, Result: "refused: " + why})
+			c.errorPage(w, r, http.StatusForbidden, "This request came from another site ("+why+"), not the console's own page; start the action from the console.")
 			return
 		}
 		h(w, r)
-	})
+	}))
 }
 
-// sameOrigin accepts a request that a browser marks as coming from this
-// origin (Sec-Fetch-Site), and otherwise one whose Origin header, when
-// present, names the host it was sent to. Clients that send neither (curl
-// with the token) rely on the CSRF token alone.
-func sameOrigin(r *http.Request) bool {
-	switch r.Header.Get("Sec-Fetch-Site") {
+// crossSite says why a request comes from another origin, or "" when the
+// browser marks it as coming from this one (Sec-Fetch-Site), or its Origin
+// header, when present, names the host it was sent to. Clients that send
+// neither (curl with the token) rely on the CSRF token or the bearer token.
+func crossSite(r *http.Request) string {
+	switch s := r.Header.Get("Sec-Fetch-Site"); s {
 	case "same-origin", "none":
-		return true
+		return ""
 	case "":
 	default:
-		return false
+		return "the browser marks it Sec-Fetch-Site: " + s
 	}
 	o := r.Header.Get("Origin")
 	if o == "" {
-		return true
+		return ""
 	}
-	u, err := url.Parse(o)
-	return err == nil && u.Host == r.Host
+	if u, err := url.Parse(o); err == nil && u.Host == r.Host {
+		return ""
+	}
+	return fmt.Sprintf("its Origin %s is not %s", quote(o), quote(r.Host))
 }
 
-func (c *Console) setCookie(w http.ResponseWriter) {
+// signIn starts a session and sets its cookie; it answers 500 and returns
+// false if no session id could be made.
+func (c *Console) signIn(w http.ResponseWriter, r *http.Request) bool {
+	sid, err := c.sessions.start()
+	if err != nil {
+		c.errorPage(w, r, http.StatusInternalServerError, "Cannot start a session: the system's random source failed; try again.")
+		return false
+	}
+	c.setCookie(w, r, sid, int(c.cfg.SessionTTL.Seconds()))
+	return true
+}
+
+func (c *Console) setCookie(w http.ResponseWriter, r *http.Request, value string, maxAge int) {
 	path := c.cfg.BasePath
 	if path == "" {
 		path = "/"
 	}
-	http.SetCookie(w, &http.Cookie{Name: cookieName, Value: c.cfg.Token, Path: path, HttpOnly: true, SameSite: http.SameSiteStrictMode})
+	// Secure over TLS, served directly or by a trusted proxy that says so.
+	secure := r.TLS != nil || c.fromTrustedProxy(r) && strings.EqualFold(r.Header.Get("X-Forwarded-Proto"), "https")
+	http.SetCookie(w, &http.Cookie{Name: c.cookieName, Value: value, Path: path, MaxAge: maxAge,
+		HttpOnly: true, Secure: secure, SameSite: http.SameSiteStrictMode})
 }
 
 // login takes the token from the login form.
 func (c *Console) login(w http.ResponseWriter, r *http.Request) {
 	if !equal(r.PostFormValue("token"), c.cfg.Token) {
-		c.loginPage(w, r, http.StatusUnauthorized, "That token is not this console's; copy the URL the console printed when it started.")
+		c.loginPage(w, r, http.StatusUnauthorized, "That token is not this console's; copy the URL the console printed when it started, or paste the token it was given.")
 		return
 	}
-	c.setCookie(w)
-	http.Redirect(w, r, c.cfg.BasePath+"/", http.StatusSeeOther)
+	if c.signIn(w, r) {
+		http.Redirect(w, r, c.cfg.BasePath+"/", http.StatusSeeOther)
+	}
+}
+
+// logout ends the request's session at once (the cookie no longer works,
+// wherever a copy of it is) and clears the cookie. A cross-site request
+// cannot sign anyone out: the cookie is SameSite=Strict.
+func (c *Console) logout(w http.ResponseWriter, r *http.Request) {
+	if ck, err := r.Cookie(c.cookieName); err == nil && crossSite(r) == "" {
+		c.sessions.end(ck.Value)
+	}
+	c.setCookie(w, r, "", -1)
+	c.loginPage(w, r, http.StatusOK, "Signed out. The session this browser had no longer works.")
 }

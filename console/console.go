@@ -26,6 +26,7 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
+	"net/netip"
 	"strings"
 	"sync"
 	"time"
@@ -38,8 +39,9 @@ import (
 // other field works.
 type Config struct {
 	// URL is the broker URL the Conn was opened with. The console uses it
-	// only to list queues (RabbitMQ's management API, or the memory://
-	// broker in process); it never reaches a page.
+	// to list queues (RabbitMQ's management API, or the memory:// broker in
+	// process) and names its scheme, host and vhost on the overview; its
+	// credentials never reach a page.
 	URL string
 	// ManagementURL is RabbitMQ's management API (default: URL's host and
 	// credentials on port 15672).
@@ -47,9 +49,24 @@ type Config struct {
 	// ListQueues, when set, lists the broker's queues instead of URL and
 	// ManagementURL (a service that knows its queues can name them).
 	ListQueues func(ctx context.Context) ([]string, error)
-	// Token is the secret every request must carry (?token= once, then a
-	// cookie; or an Authorization: Bearer header). GenerateToken makes one.
+	// Token is the secret that signs a browser in (?token= once, or the
+	// login form; the browser then holds a session cookie, never the
+	// token) or that a script sends as Authorization: Bearer. At least 16
+	// characters; GenerateToken makes one.
 	Token string
+	// SessionTTL is how long a browser stays signed in (default 12 hours).
+	// A session also ends on sign-out, and every session ends when the
+	// process stops.
+	SessionTTL time.Duration
+	// IdentityHeader names a request header that an authenticating reverse
+	// proxy sets to the person it signed in (e.g. X-Forwarded-User); the
+	// audit log records it as the user. It is believed only on requests
+	// from TrustedProxies. Empty (the default) reads no header.
+	IdentityHeader string
+	// TrustedProxies are the addresses ("127.0.0.1", "::1", "10.0.0.0/8")
+	// of the proxies whose IdentityHeader, and X-Forwarded-For, are
+	// believed. Required with IdentityHeader.
+	TrustedProxies []string
 	// ReadOnly hides every action and refuses it with 403.
 	ReadOnly bool
 	// TraceURL links a message's trace id to a tracing UI; "{traceId}" in
@@ -83,7 +100,11 @@ type Console struct {
 	cfg   Config
 	mux   *http.ServeMux
 	pages map[string]*template.Template
-	csrf  string
+
+	sessions   *sessions
+	cookieName string // unique per console, so consoles on one host do not collide
+	trusted    []netip.Prefix
+	broker     string // the broker and vhost, for the overview
 
 	locksMu sync.Mutex
 	locks   map[string]*sync.Mutex
@@ -117,7 +138,11 @@ func New(conn *acemq.Conn, cfg Config) (*Console, error) {
 		return nil, &acemq.ConfigurationError{Option: "conn", Reason: "the console needs an open Conn; pass the one acemq.Connect returned"}
 	}
 	if len(cfg.Token) < 16 {
-		return nil, &acemq.ConfigurationError{Option: "console.Config.Token", Reason: "the token is empty or shorter than 16 characters; use console.GenerateToken()"}
+		return nil, &acemq.ConfigurationError{Option: "console.Config.Token", Reason: "the token is empty or shorter than 16 characters; give at least 16 random characters (openssl rand -hex 16), or leave the acemq console's --token unset to have one generated (console.GenerateToken in Go)"}
+	}
+	trusted, err := parseTrusted(cfg.IdentityHeader, cfg.TrustedProxies)
+	if err != nil {
+		return nil, err
 	}
 	if cfg.ListQueues == nil && cfg.URL == "" {
 		return nil, &acemq.ConfigurationError{Option: "console.Config.URL", Reason: "the console lists queues through the broker URL; set URL (or ListQueues)"}
@@ -131,6 +156,9 @@ func New(conn *acemq.Conn, cfg Config) (*Console, error) {
 	if cfg.ActionTimeout <= 0 {
 		cfg.ActionTimeout = 10 * time.Minute
 	}
+	if cfg.SessionTTL <= 0 {
+		cfg.SessionTTL = 12 * time.Hour
+	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
@@ -139,13 +167,21 @@ func New(conn *acemq.Conn, cfg Config) (*Console, error) {
 	if err != nil {
 		return nil, err
 	}
+	sess, err := newSessions(cfg.SessionTTL)
+	if err != nil {
+		return nil, errors.New("acemq: cannot start the console: the system's random source failed")
+	}
+	id, err := randomHex(4)
+	if err != nil {
+		return nil, errors.New("acemq: cannot start the console: the system's random source failed")
+	}
 	c := &Console{
 		conn: conn, cfg: cfg, pages: pages,
-		csrf:  csrfToken(cfg.Token),
+		sessions: sess, cookieName: "acemq_console_" + id, trusted: trusted, broker: brokerLabel(cfg.URL),
 		locks: map[string]*sync.Mutex{},
 		stats: map[string]*queueStats{},
-		audit: auditLog{w: cfg.Audit, log: cfg.Logger},
 	}
+	c.audit = auditLog{w: cfg.Audit, log: cfg.Logger, who: c.who}
 	c.routes()
 	return c, nil
 }

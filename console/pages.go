@@ -12,6 +12,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/acemq-go/acemq/internal/queuelist"
+	"github.com/acemq-go/acemq/internal/safetext"
 	"github.com/acemq-go/acemq/replay"
 	"github.com/acemq-go/acemq/transport"
 )
@@ -24,14 +26,17 @@ var assets embed.FS
 type view struct {
 	Title    string
 	Base     string
-	CSRF     string
+	CSRF     string // the session's CSRF token ("" with a bearer token)
 	ReadOnly bool
+	SignedIn bool // with a session cookie: the page offers sign-out
 	Data     any
 }
 
 func parsePages(cfg Config) (map[string]*template.Template, error) {
 	funcs := template.FuncMap{
 		"q":       func(name string) string { return url.PathEscape(name) },
+		"line":    safetext.Line,
+		"clip":    clip,
 		"age":     func(t time.Time) string { return ageSince(t) },
 		"percent": func(f float64) string { return fmt.Sprintf("%.0f%%", f*100) },
 		"query":   func(kv ...string) string { return queryString(kv...) },
@@ -82,30 +87,34 @@ func (c *Console) routes() {
 	static, _ := fs.Sub(assets, "assets/static")
 	m.Handle("GET /static/", http.StripPrefix("/static/", http.FileServerFS(static)))
 	m.HandleFunc("POST /login", c.login)
+	m.HandleFunc("POST /logout", c.logout)
 	m.HandleFunc("GET /{$}", c.guard(c.serveOverview))
 	m.HandleFunc("GET /api/overview", c.guard(c.serveOverviewJSON))
 	m.HandleFunc("GET /audit", c.guard(c.serveAudit))
-	m.HandleFunc("GET /q/{queue}", c.guard(c.serveQueue))
-	m.HandleFunc("GET /q/{queue}/m/{id}", c.guard(c.serveMessage))
-	m.HandleFunc("GET /q/{queue}/m/{id}/raw", c.guard(c.serveRaw))
+	m.HandleFunc("GET /q/{queue}", c.guard(c.scoped(c.serveQueue)))
+	m.HandleFunc("GET /q/{queue}/m/{id}", c.guard(c.scoped(c.serveMessage)))
+	m.HandleFunc("GET /q/{queue}/m/{id}/raw", c.guard(c.scoped(c.serveRaw)))
 	m.HandleFunc("/q/{queue}/replay", c.action("replay", c.replayAction))
 	m.HandleFunc("/q/{queue}/park", c.action("park", c.parkAction))
 	m.HandleFunc("/q/{queue}/purge", c.action("purge", c.purgeAction))
 	m.HandleFunc("/q/{queue}/download", c.action("download", c.downloadAction))
+	m.HandleFunc("/q/{queue}/", c.guard(c.scoped(func(w http.ResponseWriter, r *http.Request) {
+		c.errorPage(w, r, http.StatusNotFound, "There is no such page; start from the overview.")
+	})))
 	m.HandleFunc("/", c.guard(func(w http.ResponseWriter, r *http.Request) {
 		c.errorPage(w, r, http.StatusNotFound, "There is no such page; start from the overview.")
 	}))
 	c.mux = m
 }
 
-func (c *Console) render(w http.ResponseWriter, status int, page, title string, data any) {
+func (c *Console) render(w http.ResponseWriter, r *http.Request, status int, page, title string, data any) {
 	t, ok := c.pages[page]
 	if !ok {
 		http.Error(w, "acemq: the console has no page "+page, http.StatusInternalServerError)
 		return
 	}
 	var buf strings.Builder
-	if err := t.Execute(&buf, view{Title: title, Base: c.cfg.BasePath, CSRF: c.csrf, ReadOnly: c.cfg.ReadOnly, Data: data}); err != nil {
+	if err := t.Execute(&buf, view{Title: title, Base: c.cfg.BasePath, CSRF: authOf(r).csrf, ReadOnly: c.cfg.ReadOnly, SignedIn: authOf(r).session != "", Data: data}); err != nil {
 		http.Error(w, "acemq: the console could not render "+page+": "+err.Error(), http.StatusInternalServerError)
 		return
 	}
@@ -114,36 +123,40 @@ func (c *Console) render(w http.ResponseWriter, status int, page, title string, 
 	_, _ = w.Write([]byte(buf.String()))
 }
 
-func (c *Console) errorPage(w http.ResponseWriter, _ *http.Request, status int, msg string) {
-	c.render(w, status, "error", http.StatusText(status), struct {
+func (c *Console) errorPage(w http.ResponseWriter, r *http.Request, status int, msg string) {
+	c.render(w, r, status, "error", http.StatusText(status), struct {
 		Status  int
 		Message string
-	}{status, msg})
+	}{status, safetext.Line(msg)}) // a sentence may quote a request or a message
 }
 
-func (c *Console) loginPage(w http.ResponseWriter, _ *http.Request, status int, msg string) {
-	c.render(w, status, "login", "Sign in", msg)
+func (c *Console) loginPage(w http.ResponseWriter, r *http.Request, status int, msg string) {
+	c.render(w, r, status, "login", "Sign in", struct {
+		Message string
+		Problem bool // the message is an error, not a notice
+	}{safetext.Line(msg), status != http.StatusOK})
 }
 
 // brokerError turns a failure to read a queue into a page.
 func (c *Console) brokerError(w http.ResponseWriter, r *http.Request, queue string, err error) {
 	if transport.Code(err) == transport.CodeNotFound {
-		c.errorPage(w, r, http.StatusNotFound, fmt.Sprintf("Queue %q does not exist on the broker; the overview lists the dead-letter queues.", queue))
+		c.errorPage(w, r, http.StatusNotFound, fmt.Sprintf("Queue %s does not exist on the broker; the overview lists the dead-letter queues.", quote(queue)))
 		return
 	}
-	c.errorPage(w, r, http.StatusBadGateway, fmt.Sprintf("Cannot read %q from the broker (%s); check the broker and reload.", queue, strings.TrimPrefix(err.Error(), "acemq: ")))
+	c.errorPage(w, r, http.StatusBadGateway, fmt.Sprintf("Cannot read %s from the broker (%s). Check that the broker is up and reachable from the console; the console reconnects by itself, so reload this page once it is back.", quote(queue), strings.TrimPrefix(safetext.Line(err.Error()), "acemq: ")))
 }
 
 func (c *Console) serveOverview(w http.ResponseWriter, r *http.Request) {
 	rows, err := c.overview(r.Context())
 	data := struct {
-		Rows  []overviewRow
-		Error string
-	}{Rows: rows}
+		Rows   []overviewRow
+		Error  string
+		Broker string
+	}{Rows: rows, Broker: c.broker}
 	if err != nil {
-		data.Error = strings.TrimPrefix(err.Error(), "acemq: ")
+		data.Error = listError(err)
 	}
-	c.render(w, http.StatusOK, "overview", "Dead letters", data)
+	c.render(w, r, http.StatusOK, "overview", "Dead letters", data)
 }
 
 func (c *Console) serveOverviewJSON(w http.ResponseWriter, r *http.Request) {
@@ -151,19 +164,26 @@ func (c *Console) serveOverviewJSON(w http.ResponseWriter, r *http.Request) {
 	out := struct {
 		Queues []overviewRow `json:"queues"`
 		Error  string        `json:"error,omitempty"`
-	}{Queues: rows}
+		Broker string        `json:"broker,omitempty"`
+	}{Queues: rows, Broker: c.broker}
 	if out.Queues == nil {
 		out.Queues = []overviewRow{}
 	}
 	if err != nil {
-		out.Error = strings.TrimPrefix(err.Error(), "acemq: ")
+		out.Error = listError(err)
 	}
 	w.Header().Set("Content-Type", "application/json")
 	_ = json.NewEncoder(w).Encode(out)
 }
 
+// listError says that the queues could not be listed, so nothing is known
+// about them (not that there are none), and what to do.
+func listError(err error) string {
+	return "The dead-letter queues are unknown: " + strings.TrimPrefix(safetext.Line(err.Error()), "acemq: ") + ". This is not \"no dead letters\": fix the listing (the page refreshes every 2 seconds)."
+}
+
 func (c *Console) serveAudit(w http.ResponseWriter, r *http.Request) {
-	c.render(w, http.StatusOK, "audit", "Audit log", c.audit.newestFirst())
+	c.render(w, r, http.StatusOK, "audit", "Audit log", c.audit.newestFirst())
 }
 
 // selectionOf reads a selection from a request's query or form.
@@ -188,6 +208,7 @@ type queuePage struct {
 	Rows                  []row
 	Page, Pages           int
 	Help                  string
+	OtherSelected         bool // the selected group is one of the "other reasons"
 }
 
 func (c *Console) serveQueue(w http.ResponseWriter, r *http.Request) {
@@ -195,12 +216,8 @@ func (c *Console) serveQueue(w http.ResponseWriter, r *http.Request) {
 	sel := selectionOf(r)
 	p := queuePage{Queue: queue, Source: replay.SourceOf(queue), Sel: sel, Help: replay.FilterHelp,
 		IsDLQ: strings.HasSuffix(queue, ".dlq"), Parked: replay.SourceOf(queue) + ".parked"}
-	if !replay.IsSetAside(queue) {
-		c.errorPage(w, r, http.StatusNotFound, fmt.Sprintf("%q is not a dead-letter queue; the console shows QUEUE.dlq and QUEUE.parked queues.", queue))
-		return
-	}
 	if _, err := replay.ParseFilter(sel.Filter); err != nil {
-		p.FilterError = err.Error()
+		p.FilterError = safetext.Line(err.Error())
 		sel.Filter = ""
 	}
 	sc, err := c.read(r.Context(), queue, sel)
@@ -209,55 +226,81 @@ func (c *Console) serveQueue(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	p.Scan = sc
+	for _, g := range sc.Rest {
+		p.OtherSelected = p.OtherSelected || g.Key == sel.Group
+	}
 	size := c.cfg.PageSize
 	p.Pages = max(1, (len(sc.Matching)+size-1)/size)
 	p.Page, _ = strconv.Atoi(r.Form.Get("page"))
 	p.Page = min(max(p.Page, 1), p.Pages)
 	lo := (p.Page - 1) * size
 	p.Rows = sc.Matching[min(lo, len(sc.Matching)):min(lo+size, len(sc.Matching))]
-	c.render(w, http.StatusOK, "queue", queue, p)
+	c.render(w, r, http.StatusOK, "queue", queue, p)
 }
 
-// messagePage is the message page's data.
+// messagePage is the message page's data; every text from the message is
+// escaped by the one rule (safetext).
 type messagePage struct {
 	Queue   string
 	IsDLQ   bool
 	Msg     *message
+	Fields  shownEnvelope
+	History []event
 	Headers []headerLine
 	Body    body
 	Read    int
 }
 
+// shownEnvelope is a message's envelope and properties as the page shows
+// them, each escaped with safetext.Line.
+type shownEnvelope struct {
+	Type, Error, Origin, Correlation, Causation, Exchange, RoutingKey, ContentType, ReplyTo string
+}
+
+func showEnvelope(m *message) shownEnvelope {
+	e, l := m.Envelope, safetext.Line
+	return shownEnvelope{Type: l(e.Type), Error: l(e.Error), Origin: l(e.Origin), Correlation: l(e.CorrelationID), Causation: l(e.CausationID),
+		Exchange: l(m.Exchange), RoutingKey: l(m.RoutingKey), ContentType: l(m.ContentType), ReplyTo: l(m.ReplyTo)}
+}
+
+// serveMessage shows one message in full; the read is audited.
 func (c *Console) serveMessage(w http.ResponseWriter, r *http.Request) {
 	queue, id := r.PathValue("queue"), r.PathValue("id")
 	m, n, err := c.find(r.Context(), queue, id)
 	if err != nil {
+		c.audit.add(r, auditEntry{Action: "view", Queue: queue, ID: id, Result: "failed: " + strings.TrimPrefix(err.Error(), "acemq: ")})
 		c.brokerError(w, r, queue, err)
 		return
 	}
 	if m == nil {
-		c.errorPage(w, r, http.StatusNotFound, fmt.Sprintf("No message with id %q among the first %d messages of %s; it may have been replayed or purged.", id, n, queue))
+		c.audit.add(r, auditEntry{Action: "view", Queue: queue, ID: id, Result: "not found"})
+		c.errorPage(w, r, http.StatusNotFound, fmt.Sprintf("No message with id %s among the first %d messages of %s; it may have been replayed or purged.", quote(id), n, quote(queue)))
 		return
 	}
-	c.render(w, http.StatusOK, "message", "Message "+id, messagePage{
-		Queue: queue, IsDLQ: strings.HasSuffix(queue, ".dlq"), Msg: m, Read: n,
+	c.audit.add(r, auditEntry{Action: "view", Queue: queue, ID: m.ID, Result: fmt.Sprintf("shown (%d bytes)", len(m.Body))})
+	c.render(w, r, http.StatusOK, "message", "Message "+m.ID, messagePage{
+		Queue: queue, IsDLQ: strings.HasSuffix(queue, ".dlq"), Msg: m, Read: n, Fields: showEnvelope(m),
+		History: history(m.Envelope, m.Headers, replay.SourceOf(queue)),
 		Headers: headerLines(m.Headers, c.cfg.TraceURL), Body: decodeBody(m.ContentType, m.Body),
 	})
 }
 
 // serveRaw sends a message's body as it is, as a download (never rendered
-// by the browser).
+// by the browser); the read is audited.
 func (c *Console) serveRaw(w http.ResponseWriter, r *http.Request) {
 	queue, id := r.PathValue("queue"), r.PathValue("id")
 	m, n, err := c.find(r.Context(), queue, id)
 	if err != nil {
+		c.audit.add(r, auditEntry{Action: "raw", Queue: queue, ID: id, Result: "failed: " + strings.TrimPrefix(err.Error(), "acemq: ")})
 		c.brokerError(w, r, queue, err)
 		return
 	}
 	if m == nil {
-		c.errorPage(w, r, http.StatusNotFound, fmt.Sprintf("No message with id %q among the first %d messages of %s.", id, n, queue))
+		c.audit.add(r, auditEntry{Action: "raw", Queue: queue, ID: id, Result: "not found"})
+		c.errorPage(w, r, http.StatusNotFound, fmt.Sprintf("No message with id %s among the first %d messages of %s.", quote(id), n, quote(queue)))
 		return
 	}
+	c.audit.add(r, auditEntry{Action: "raw", Queue: queue, ID: m.ID, Result: fmt.Sprintf("downloaded %d bytes", len(m.Body))})
 	w.Header().Set("Content-Type", "application/octet-stream")
 	w.Header().Set("Content-Disposition", fmt.Sprintf("attachment; filename=%q", safeFileName(id)+".bin"))
 	_, _ = w.Write(m.Body)
@@ -270,4 +313,20 @@ func safeFileName(s string) string {
 		}
 		return '_'
 	}, s)
+}
+
+// brokerLabel is the broker and virtual host the overview names: the URL's
+// scheme and host only, never its credentials.
+func brokerLabel(raw string) string {
+	if raw == "" {
+		return ""
+	}
+	if queuelist.IsMemory(raw) {
+		return safetext.Line(raw)
+	}
+	u, err := url.Parse(raw)
+	if err != nil || u.Host == "" {
+		return ""
+	}
+	return safetext.Line(u.Scheme + "://" + u.Host + ", vhost " + queuelist.VhostOf(raw))
 }

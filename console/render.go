@@ -11,6 +11,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/acemq-go/acemq"
+	"github.com/acemq-go/acemq/internal/safetext"
 	"github.com/acemq-go/acemq/transport"
 )
 
@@ -64,22 +65,66 @@ func decodeBody(contentType string, b []byte) body {
 	return body{Kind: "binary", Text: fmt.Sprintf("%d bytes, %s\n%s", len(b), describe(contentType), hex.Dump(b[:n])), Cut: n < len(b)}
 }
 
+// cut escapes s by the one rule for bodies (safetext.Block: control
+// characters shown as \x1b and the like, lines kept) and keeps its start.
 func cut(kind, s string) body {
-	if len(s) <= maxShown {
-		return body{Kind: kind, Text: s}
+	if len(s) > maxShown {
+		s = s[:maxShown]
+		for !utf8.ValidString(s) {
+			s = s[:len(s)-1]
+		}
+		return body{Kind: kind, Text: safetext.Block(s), Cut: true}
 	}
-	s = s[:maxShown]
-	for !utf8.ValidString(s) {
-		s = s[:len(s)-1]
-	}
-	return body{Kind: kind, Text: s, Cut: true}
+	return body{Kind: kind, Text: safetext.Block(s)}
 }
+
+// clipped is a one-line value from a message for a table cell: escaped
+// (safetext.Line) and, when long, cut to its start; Full (itself cut at
+// 4,096 characters) is for the cell's title, the message page shows all.
+type clipped struct {
+	Short, Full string
+	Cut         bool
+}
+
+const (
+	clipCell  = 160
+	clipTitle = 4096
+)
+
+func clip(s string) clipped {
+	s = safetext.Line(s)
+	full, cutFull := runePrefix(s, clipTitle)
+	if cutFull {
+		full += "…"
+	}
+	short, cutShort := runePrefix(s, clipCell)
+	if !cutShort {
+		return clipped{Short: s, Full: s}
+	}
+	return clipped{Short: short + "…", Full: full, Cut: true}
+}
+
+// runePrefix is s's first n characters, and whether s was longer.
+func runePrefix(s string, n int) (string, bool) {
+	i := 0
+	for j := range s {
+		if i == n {
+			return s[:j], true
+		}
+		i++
+	}
+	return s, false
+}
+
+// quote is s in double quotes, escaped by the one rule (safetext.Line),
+// for sentences that name a value from a request or a message.
+func quote(s string) string { return `"` + safetext.Line(s) + `"` }
 
 func describe(contentType string) string {
 	if contentType == "" {
 		return "no content type"
 	}
-	return "content type " + contentType
+	return "content type " + safetext.Line(contentType)
 }
 
 // codecFor finds a registered codec for a media type by the names codecs
@@ -112,7 +157,7 @@ func encryptedNote(b []byte) string {
 		return fmt.Sprintf("encrypted (%d bytes), but the framing does not read (no 0xAE magic or a short key id); the raw bytes link has them", len(b))
 	}
 	id := b[3 : 3+int(b[2])]
-	return fmt.Sprintf("encrypted with key id %q (format %d, %d bytes); the console holds no key, so the body stays sealed", string(id), b[1], len(b))
+	return fmt.Sprintf("encrypted with key id %s (format %d, %d bytes); the console holds no key, so the body stays sealed", quote(string(id)), b[1], len(b))
 }
 
 // headerLine is one header as the message page lists it.
@@ -132,9 +177,10 @@ func headerLines(h map[string]any, traceURL string) []headerLine {
 	sort.Strings(names)
 	out := make([]headerLine, 0, len(names))
 	for _, k := range names {
-		l := headerLine{Name: k, Value: formatValue(h[k], "")}
+		v := formatValue(h[k], "")
+		l := headerLine{Name: safetext.Line(k), Value: safetext.Block(v)}
 		if k == "traceparent" && traceURL != "" {
-			if id := traceID(l.Value); id != "" {
+			if id := traceID(v); id != "" {
 				l.Trace = strings.ReplaceAll(traceURL, "{traceId}", id)
 			}
 		}

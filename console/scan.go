@@ -2,25 +2,30 @@ package console
 
 import (
 	"context"
+	"fmt"
 	"regexp"
 	"sort"
 	"strings"
 	"time"
 
 	"github.com/acemq-go/acemq"
+	"github.com/acemq-go/acemq/internal/safetext"
 	"github.com/acemq-go/acemq/replay"
+	"github.com/acemq-go/acemq/transport"
 )
 
-// row is one message as a queue page lists it.
+// row is one message as a queue page lists it. Text from the message is
+// escaped (safetext) and clipped; the message page shows it in full.
 type row struct {
-	Index       int // position in the queue, from 1
-	ID          string
-	Type        string
+	Index       int    // position in the queue, from 1
+	ID          string // the id the console shows and links (see ids.go)
+	NoID        bool   // named by its content: it carries no id of its own
+	Type        clipped
 	Attempt     int
 	FirstSeen   time.Time
-	Error       string
+	Error       clipped
 	Group       string
-	Origin      string
+	Origin      clipped
 	Redelivered bool
 	Duplicate   bool
 	Bytes       int
@@ -39,6 +44,7 @@ type scan struct {
 	Depth    int // ready messages when the read began
 	Matching []row
 	Groups   []group // the five largest, largest first
+	Rest     []group // the other groups, largest first
 	Others   int     // messages outside the five
 	DupIDs   int
 }
@@ -56,7 +62,8 @@ func reasonGroup(reason string) string {
 	if strings.TrimSpace(reason) == "" {
 		return "(no reason)"
 	}
-	s := uuidRE.ReplaceAllString(reason, "{id}")
+	s := safetext.Line(reason)
+	s = uuidRE.ReplaceAllString(s, "{id}")
 	s = hexRE.ReplaceAllString(s, "{id}")
 	return numberRE.ReplaceAllString(s, "N")
 }
@@ -72,18 +79,33 @@ type selection struct {
 func (s selection) empty() bool { return len(s.IDs) == 0 && s.Filter == "" && s.Group == "" }
 
 // predicate compiles the selection; the error is the filter's own sentence.
+// An id selects a message by its own id or by its content id (ids.go); the
+// predicate numbers identical messages as it meets them, so it serves one
+// pass over a queue, in queue order, once per message.
 func (s selection) predicate() (replay.Predicate, error) {
 	f, err := replay.ParseFilter(s.Filter)
 	if err != nil {
 		return nil, err
 	}
 	ids := map[string]bool{}
+	byContent := false
 	for _, id := range s.IDs {
 		ids[id] = true
+		byContent = byContent || strings.HasPrefix(id, contentIDPrefix)
 	}
+	k := newKeyer()
 	return func(env acemq.Envelope, body []byte) bool {
-		if len(ids) > 0 && !ids[env.ID] {
-			return false
+		if len(ids) > 0 {
+			match := ids[env.ID]
+			if byContent {
+				// Every message is numbered, matched or not, so the
+				// numbers are those a read gives.
+				id, _ := k.next(env, body)
+				match = match || ids[id]
+			}
+			if !match {
+				return false
+			}
 		}
 		if s.Group != "" && reasonGroup(env.Error) != s.Group {
 			return false
@@ -110,19 +132,26 @@ func (c *Console) read(ctx context.Context, queue string, sel selection) (scan, 
 	seen := map[string]int{}
 	counts := map[string]int{}
 	pos := 0
+	k := newKeyer()
+	var oldest time.Time
 	sc.Read, err = replay.Browse(ctx, c.conn, queue, c.cfg.ScanLimit, func(m *acemq.Pulled) bool {
 		pos++
 		e := m.Envelope
 		g := reasonGroup(e.Error)
 		counts[g]++
-		seen[e.ID]++
-		if seen[e.ID] == 2 {
+		cid, _ := k.next(e, m.Body)
+		id := shownID(m, cid)
+		seen[id]++
+		if seen[id] == 2 {
 			sc.DupIDs++
+		}
+		if !e.FirstSeen.IsZero() && (oldest.IsZero() || e.FirstSeen.Before(oldest)) {
+			oldest = e.FirstSeen
 		}
 		if keep(e, m.Body) {
 			sc.Matching = append(sc.Matching, row{
-				Index: pos, ID: e.ID, Type: e.Type, Attempt: e.Attempt, FirstSeen: e.FirstSeen, Error: e.Error, Group: g,
-				Origin: e.Origin, Redelivered: m.Redelivered, Bytes: len(m.Body),
+				Index: pos, ID: id, NoID: id == cid, Type: clip(e.Type), Attempt: e.Attempt, FirstSeen: e.FirstSeen, Error: clip(e.Error), Group: g,
+				Origin: clip(e.Origin), Redelivered: m.Redelivered, Bytes: len(m.Body),
 			})
 		}
 		if c.browseHook != nil {
@@ -133,6 +162,7 @@ func (c *Console) read(ctx context.Context, queue string, sel selection) (scan, 
 	if err != nil {
 		return sc, err
 	}
+	c.noteOldest(queue, oldest, sc.Read, sc.Depth)
 	for i := range sc.Matching {
 		sc.Matching[i].Duplicate = seen[sc.Matching[i].ID] > 1
 	}
@@ -146,7 +176,8 @@ func (c *Console) read(ctx context.Context, queue string, sel selection) (scan, 
 		return sc.Groups[i].Key < sc.Groups[j].Key
 	})
 	if len(sc.Groups) > 5 {
-		for _, g := range sc.Groups[5:] {
+		sc.Rest = sc.Groups[5:]
+		for _, g := range sc.Rest {
 			sc.Others += g.Count
 		}
 		sc.Groups = sc.Groups[:5]
@@ -166,18 +197,26 @@ type message struct {
 	Priority    uint8
 	Headers     map[string]any
 	Body        []byte
-	Copies      int // messages with this id among those read
+	ID          string // the id the console shows (see ids.go)
+	NoID        bool   // named by its content
+	Copies      int    // messages with this id among those read
+	Identical   int    // messages identical to it among those read (content ids)
 }
 
-// find browses queue for the first message with id (under the queue's
-// lock) and counts its copies among the messages read.
+// find browses queue for the first message with id, its own or its
+// content id (under the queue's lock), and counts its copies among the
+// messages read.
 func (c *Console) find(ctx context.Context, queue, id string) (*message, int, error) {
 	defer c.hold(queue)()
 	var found *message
+	var hash string
 	pos := 0
+	k := newKeyer()
 	n, err := replay.Browse(ctx, c.conn, queue, c.cfg.ScanLimit, func(m *acemq.Pulled) bool {
 		pos++
-		if m.Envelope.ID != id {
+		cid, h := k.next(m.Envelope, m.Body)
+		shown := shownID(m, cid)
+		if shown != id && !(ownID(m) && m.Envelope.ID == id) {
 			return true
 		}
 		if found != nil {
@@ -187,10 +226,14 @@ func (c *Console) find(ctx context.Context, queue, id string) (*message, int, er
 		found = &message{
 			Position: pos, Envelope: m.Envelope, RoutingKey: m.RoutingKey, Exchange: m.Exchange,
 			ContentType: m.ContentType, ReplyTo: m.ReplyTo, Redelivered: m.Redelivered, Priority: m.Priority,
-			Headers: m.Headers, Body: m.Body, Copies: 1,
+			Headers: m.Headers, Body: m.Body, ID: shown, NoID: shown == cid, Copies: 1,
 		}
+		hash = h
 		return true
 	})
+	if found != nil && found.NoID {
+		found.Identical = k.seen[hash]
+	}
 	return found, n, err
 }
 
@@ -198,8 +241,9 @@ func (c *Console) find(ctx context.Context, queue, id string) (*message, int, er
 type queueStats struct {
 	samples    []sample // depth over the last ten minutes
 	oldest     time.Time
-	oldestRead time.Time
-	oldestAt   int // depth when oldest was read
+	partial    bool // oldest is of the first oldestOf messages only
+	oldestOf   int
+	oldestRead time.Time // zero: read it at the next refresh
 }
 
 type sample struct {
@@ -207,47 +251,57 @@ type sample struct {
 	depth int
 }
 
-// overviewRow is one set-aside queue on the overview.
+// overviewRow is one set-aside queue on the overview. Depth is nil when it
+// could not be read (Error says why and what to do): unknown is never
+// shown as zero.
 type overviewRow struct {
 	Name      string  `json:"name"`
 	Source    string  `json:"source"`
 	Kind      string  `json:"kind"` // "dlq" or "parked"
-	Depth     int     `json:"depth"`
-	Oldest    string  `json:"oldest"`    // age of the head message, "" when empty or unknown
+	Depth     *int    `json:"depth"`
+	Oldest    string  `json:"oldest"`    // age of the oldest message read, "" when empty or unknown
 	PerMinute float64 `json:"perMinute"` // depth change per minute over the last minute or so
 	Growth    string  `json:"growth"`
 	Error     string  `json:"error,omitempty"`
 }
 
+// oldestEvery is how often the overview reads a queue again for its
+// oldest message.
+const oldestEvery = 30 * time.Second
+
 // overview measures every set-aside queue: depth from the broker (exact),
-// growth from the depths this console saw, and the oldest message's age
-// from its head (read with a one-message browse only when the depth
-// changed or 30 s passed, and skipped while the queue is busy).
+// growth from the depths this console saw, and the oldest message's age:
+// the earliest first-seen among the first ScanLimit messages (a replayed
+// message goes to the back, so the head is not always the oldest), read
+// at most every 30 s per queue (and by every queue page), skipped while
+// the console is busy with the queue. Rows are sorted by depth, largest
+// first; a queue whose depth cannot be read comes first.
 func (c *Console) overview(ctx context.Context) ([]overviewRow, error) {
 	names, err := c.listQueues(ctx)
 	if err != nil {
 		return nil, err
 	}
 	now := time.Now()
-	var rows []overviewRow
+	rows := []overviewRow{}
 	for _, n := range names {
 		if !replay.IsSetAside(n) {
 			continue
 		}
-		r := overviewRow{Name: n, Source: replay.SourceOf(n), Kind: "dlq"}
+		r := overviewRow{Name: safetext.Line(n), Source: safetext.Line(replay.SourceOf(n)), Kind: "dlq"}
 		if strings.HasSuffix(n, ".parked") {
 			r.Kind = "parked"
 		}
 		info, err := c.conn.QueueInfo(ctx, n)
 		if err != nil {
-			r.Error = "cannot read the depth: " + err.Error()
+			r.Error = depthError(err)
 			rows = append(rows, r)
 			continue
 		}
-		r.Depth = info.Messages
+		depth := info.Messages
+		r.Depth = &depth
 		st := c.statsFor(n)
 		c.statsMu.Lock()
-		st.samples = append(st.samples, sample{now, r.Depth})
+		st.samples = append(st.samples, sample{now, depth})
 		for len(st.samples) > 1 && now.Sub(st.samples[0].at) > 10*time.Minute {
 			st.samples = st.samples[1:]
 		}
@@ -257,26 +311,50 @@ func (c *Console) overview(ctx context.Context) ([]overviewRow, error) {
 				base = s
 			}
 		}
-		refresh := r.Depth > 0 && (st.oldestAt != r.Depth || now.Sub(st.oldestRead) > 30*time.Second)
-		if r.Depth == 0 {
-			st.oldest = time.Time{}
+		refresh := depth > 0 && (st.oldestRead.IsZero() || now.Sub(st.oldestRead) > oldestEvery)
+		if depth == 0 {
+			st.oldest, st.oldestRead = time.Time{}, time.Time{}
 		}
 		c.statsMu.Unlock()
 		if el := now.Sub(base.at); el >= 5*time.Second {
-			r.PerMinute = float64(r.Depth-base.depth) / el.Minutes()
+			r.PerMinute = float64(depth-base.depth) / el.Minutes()
 		}
 		r.Growth = growthText(r.PerMinute)
 		if refresh {
-			c.readOldest(ctx, n, st, r.Depth, now)
+			c.readOldest(ctx, n)
 		}
 		c.statsMu.Lock()
-		if !st.oldest.IsZero() && r.Depth > 0 {
+		if !st.oldest.IsZero() && depth > 0 {
 			r.Oldest = age(now.Sub(st.oldest))
+			if st.partial {
+				r.Oldest = fmt.Sprintf("%s (of the first %d)", r.Oldest, st.oldestOf)
+			}
 		}
 		c.statsMu.Unlock()
 		rows = append(rows, r)
 	}
+	sort.SliceStable(rows, func(i, j int) bool {
+		a, b := rows[i], rows[j]
+		if (a.Depth == nil) != (b.Depth == nil) {
+			return a.Depth == nil
+		}
+		if a.Depth != nil && *a.Depth != *b.Depth {
+			return *a.Depth > *b.Depth
+		}
+		if a.PerMinute != b.PerMinute {
+			return a.PerMinute > b.PerMinute
+		}
+		return a.Name < b.Name
+	})
 	return rows, nil
+}
+
+// depthError says why a queue's depth could not be read and what to do.
+func depthError(err error) string {
+	if transport.Code(err) == transport.CodeNotFound {
+		return "the queue no longer exists on the broker (deleted since it was listed); it drops off at the next refresh"
+	}
+	return fmt.Sprintf("depth unknown: the console cannot reach the broker over AMQP (%s). Check that the broker is up and reachable from the console; the console reconnects by itself and this page refreshes every 2 seconds", strings.TrimPrefix(safetext.Line(err.Error()), "acemq: "))
 }
 
 func (c *Console) statsFor(queue string) *queueStats {
@@ -290,23 +368,47 @@ func (c *Console) statsFor(queue string) *queueStats {
 	return st
 }
 
-// readOldest reads the head message's first-seen time, unless the console
-// is busy with the queue (then the last value stays).
-func (c *Console) readOldest(ctx context.Context, queue string, st *queueStats, depth int, now time.Time) {
+// forgetOldest makes the next refresh read queue's oldest message again
+// (after an action moved or removed messages).
+func (c *Console) forgetOldest(queue string) {
+	st := c.statsFor(queue)
+	c.statsMu.Lock()
+	st.oldestRead = time.Time{}
+	c.statsMu.Unlock()
+}
+
+// noteOldest records what a read of queue found: the earliest first-seen
+// among the read messages, of depth.
+func (c *Console) noteOldest(queue string, oldest time.Time, read, depth int) {
+	st := c.statsFor(queue)
+	c.statsMu.Lock()
+	defer c.statsMu.Unlock()
+	st.oldest, st.oldestRead = oldest, time.Now()
+	st.partial, st.oldestOf = read < depth, read
+}
+
+// readOldest reads the first ScanLimit messages of queue for the earliest
+// first-seen, unless the console is busy with the queue (then the last
+// value stays).
+func (c *Console) readOldest(ctx context.Context, queue string) {
 	mu := c.lock(queue)
 	if !mu.TryLock() {
 		return
 	}
 	defer mu.Unlock()
-	var first time.Time
-	_, err := replay.Browse(ctx, c.conn, queue, 1, func(m *acemq.Pulled) bool {
-		first = m.Envelope.FirstSeen
-		return false
+	info, err := c.conn.QueueInfo(ctx, queue)
+	if err != nil {
+		return
+	}
+	var oldest time.Time
+	n, err := replay.Browse(ctx, c.conn, queue, c.cfg.ScanLimit, func(m *acemq.Pulled) bool {
+		if f := m.Envelope.FirstSeen; !f.IsZero() && (oldest.IsZero() || f.Before(oldest)) {
+			oldest = f
+		}
+		return true
 	})
 	if err != nil {
 		return
 	}
-	c.statsMu.Lock()
-	st.oldest, st.oldestRead, st.oldestAt = first, now, depth
-	c.statsMu.Unlock()
+	c.noteOldest(queue, oldest, n, info.Messages)
 }

@@ -199,6 +199,7 @@ func view(d transport.Delivery, queue string) *acemq.Pulled {
 		RoutingKey:  d.RoutingKey,
 		ContentType: d.ContentType,
 		ReplyTo:     d.ReplyTo,
+		MessageID:   d.MessageID,
 		Headers:     map[string]any(d.Headers),
 		Body:        d.Body,
 		Redelivered: d.Redelivered,

@@ -21,14 +21,18 @@ import (
 type consoleFlags struct {
 	listen, token, traceURL, mgmt, auditPath string
 	readOnly                                 bool
+	identityHeader                           string
+	trustedProxies                           []string
 }
 
 func (f *consoleFlags) register(cmd *cobra.Command) {
 	cmd.Flags().StringVar(&f.listen, "listen", "127.0.0.1:8080", "address to serve the console on (loopback by default; port 0 picks one)")
-	cmd.Flags().StringVar(&f.token, "token", os.Getenv("ACEMQ_CONSOLE_TOKEN"), "the token every request must carry (default $ACEMQ_CONSOLE_TOKEN, else one is generated and printed)")
+	cmd.Flags().StringVar(&f.token, "token", os.Getenv("ACEMQ_CONSOLE_TOKEN"), "the token that signs a browser or script in (default $ACEMQ_CONSOLE_TOKEN, else one is generated and printed; a given token is never printed)")
 	cmd.Flags().BoolVar(&f.readOnly, "read-only", false, "show messages but hide and refuse every action")
 	cmd.Flags().StringVar(&f.traceURL, "trace-url", os.Getenv("ACEMQ_TRACE_URL"), "link trace ids to a tracing UI; {traceId} is replaced (e.g. http://localhost:16686/trace/{traceId})")
 	cmd.Flags().StringVar(&f.auditPath, "audit-log", "", "append the audit log to this file as JSON lines (default: stderr)")
+	cmd.Flags().StringVar(&f.identityHeader, "identity-header", "", "behind an authenticating proxy: the request header naming the signed-in person (e.g. X-Forwarded-User), recorded in the audit log; believed only from --trusted-proxy addresses")
+	cmd.Flags().StringSliceVar(&f.trustedProxies, "trusted-proxy", nil, "address or CIDR of a proxy whose --identity-header and X-Forwarded-For are believed (repeat or comma-separate)")
 }
 
 func newConsole() *cobra.Command {
@@ -68,12 +72,13 @@ func newConsole() *cobra.Command {
 
 // serveConsole serves the console for c until ctx ends.
 func serveConsole(ctx context.Context, out, errOut io.Writer, c *acemq.Conn, brokerURL string, f consoleFlags) error {
-	token := f.token
+	token, generated := f.token, false
 	if token == "" {
 		var err error
 		if token, err = console.GenerateToken(); err != nil {
 			return err
 		}
+		generated = true
 	}
 	var audit io.Writer = errOut
 	if f.auditPath != "" {
@@ -84,7 +89,8 @@ func serveConsole(ctx context.Context, out, errOut io.Writer, c *acemq.Conn, bro
 		defer file.Close()
 		audit = file
 	}
-	h, err := console.New(c, console.Config{URL: brokerURL, ManagementURL: f.mgmt, Token: token, ReadOnly: f.readOnly, TraceURL: f.traceURL, Audit: audit})
+	h, err := console.New(c, console.Config{URL: brokerURL, ManagementURL: f.mgmt, Token: token, ReadOnly: f.readOnly, TraceURL: f.traceURL, Audit: audit,
+		IdentityHeader: f.identityHeader, TrustedProxies: f.trustedProxies})
 	if err != nil {
 		return err
 	}
@@ -104,8 +110,16 @@ func serveConsole(ctx context.Context, out, errOut io.Writer, c *acemq.Conn, bro
 	if f.readOnly {
 		mode = " (read-only)"
 	}
-	fmt.Fprintf(out, "console%s: http://%s/?token=%s\n", mode, host, token)
-	fmt.Fprintln(out, "(the token is needed once; Ctrl-C stops the console)")
+	// A token the operator gave (--token, $ACEMQ_CONSOLE_TOKEN) is never
+	// printed: stdout often ends up in journald or a pod's log. Only a
+	// generated one is, since nobody else knows it.
+	if generated {
+		fmt.Fprintf(out, "console%s: http://%s/?token=%s\n", mode, host, token)
+		fmt.Fprintln(out, "(the token is needed once per browser; Ctrl-C stops the console)")
+	} else {
+		fmt.Fprintf(out, "console%s: http://%s/ (sign in with the token you gave; it is not printed)\n", mode, host)
+		fmt.Fprintln(out, "(Ctrl-C stops the console)")
+	}
 	err = actuator.Serve(ctx, ln, h)
 	if err != nil && !errors.Is(err, context.Canceled) {
 		return fmt.Errorf("the console stopped: %s", strings.TrimSuffix(sentence(err), "."))

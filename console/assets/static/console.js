@@ -5,15 +5,26 @@
 (function () {
   var base = document.body.getAttribute("data-base") || "";
 
-  function poll(url, every, apply) {
+  // poll fetches url every so often and hands the JSON to apply; a failure
+  // (no answer, an error status, an answer that is not JSON) goes to fail
+  // with a sentence, so a page never mistakes "unknown" for "nothing".
+  function poll(url, every, apply, fail) {
     var busy = false;
     function tick() {
       if (busy) return;
       busy = true;
       fetch(url, { credentials: "same-origin", cache: "no-store" })
-        .then(function (r) { return r.ok ? r.json() : null; })
-        .then(function (j) { if (j) apply(j); })
-        .catch(function () {})
+        .then(function (r) {
+          if (r.status === 401) throw new Error("signed out (the session expired or was ended): reload the page to sign in again");
+          if (!r.ok) throw new Error("the console answered " + r.status);
+          return r.json();
+        })
+        .then(function (j) { apply(j); })
+        .catch(function (e) {
+          var msg = e && e.message ? e.message : String(e);
+          if (e instanceof TypeError) msg = "the console did not answer (" + msg + "); is it still running?";
+          if (fail) fail(msg);
+        })
         .then(function () { busy = false; });
     }
     tick();
@@ -28,16 +39,35 @@
     return td;
   }
 
-  // The overview: rebuild the rows from /api/overview every 2 s.
+  function clock() { return new Date().toLocaleTimeString(); }
+
+  // The overview: rebuild the rows from /api/overview every 2 s. When the
+  // queues cannot be listed, or the console does not answer, the rows stay
+  // as they were, marked stale, under a sentence saying what failed.
   var overview = document.getElementById("overview");
+  var banner = document.getElementById("overview-error");
+  function showProblem(msg) {
+    if (!banner) return;
+    banner.textContent = msg;
+    banner.hidden = false;
+  }
   if (overview) {
     poll(overview.getAttribute("data-poll"), 2000, function (j) {
+      if (j.error) {
+        overview.classList.add("stale");
+        showProblem(j.error + " (the rows below are from the last good refresh; " + clock() + ")");
+        return;
+      }
+      overview.classList.remove("stale");
+      if (banner) { banner.hidden = true; banner.textContent = ""; }
       var tbody = overview.tBodies[0];
       var rows = document.createDocumentFragment();
       j.queues.forEach(function (q) {
         var tr = document.createElement("tr");
         tr.setAttribute("data-queue", q.name);
+        if (q.error) tr.className = "unknown";
         var td = document.createElement("td");
+        td.className = "name";
         var a = document.createElement("a");
         a.href = base + "/q/" + encodeURIComponent(q.name);
         a.textContent = q.name;
@@ -48,11 +78,17 @@
         td.appendChild(document.createTextNode(" "));
         td.appendChild(badge);
         tr.appendChild(td);
-        cell(tr, "", q.source);
-        cell(tr, "num depth", String(q.depth));
+        cell(tr, "name", q.source);
+        cell(tr, "num depth", q.depth === null || q.depth === undefined ? "unknown" : String(q.depth));
         cell(tr, "oldest", q.oldest || "");
-        cell(tr, "growth", q.error ? q.error : q.growth);
+        cell(tr, "growth", q.growth || "");
         rows.appendChild(tr);
+        if (q.error) {
+          var er = document.createElement("tr");
+          er.className = "row-error";
+          cell(er, "error", q.error).colSpan = 5;
+          rows.appendChild(er);
+        }
       });
       if (j.queues.length === 0) {
         var tr = document.createElement("tr");
@@ -62,6 +98,9 @@
       }
       tbody.replaceChildren(rows);
       overview.setAttribute("data-refreshed", String(Date.now()));
+    }, function (msg) {
+      overview.classList.add("stale");
+      showProblem("Cannot refresh: " + msg + " The rows below are from the last good refresh (" + clock() + ").");
     });
   }
 
@@ -71,9 +110,9 @@
     var name = depth.getAttribute("data-queue");
     poll(depth.getAttribute("data-poll"), 2000, function (j) {
       j.queues.forEach(function (q) {
-        if (q.name === name) depth.textContent = String(q.depth);
+        if (q.name === name) depth.textContent = q.depth === null || q.depth === undefined ? "unknown" : String(q.depth);
       });
-    });
+    }, function () { depth.textContent = depth.textContent.replace(/ \(stale\)$/, "") + " (stale)"; });
   }
 
   // Purge: the button works only once the queue's name is typed exactly.

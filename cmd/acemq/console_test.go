@@ -1,0 +1,59 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"io"
+	"log/slog"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/acemq-go/acemq"
+)
+
+// consoleBanner starts serveConsole with f on a memory:// broker, returns
+// the two lines it prints, and stops it.
+func consoleBanner(t *testing.T, f consoleFlags) string {
+	t.Helper()
+	u := "memory://" + strings.ReplaceAll(t.Name(), "/", "-")
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	c, err := acemq.Connect(ctx, u, acemq.Config{Logger: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = c.Close(context.Background()) }()
+	pr, pw := io.Pipe()
+	sctx, stop := context.WithCancel(ctx)
+	done := make(chan error, 1)
+	go func() {
+		done <- serveConsole(sctx, pw, io.Discard, c, u, f)
+		pw.Close()
+	}()
+	sc := bufio.NewScanner(pr)
+	var lines []string
+	for len(lines) < 2 && sc.Scan() {
+		lines = append(lines, sc.Text())
+	}
+	stop()
+	go func() { _, _ = io.Copy(io.Discard, pr) }()
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	return strings.Join(lines, "\n")
+}
+
+// A token given with --token or $ACEMQ_CONSOLE_TOKEN is never printed (it
+// would end up in journald or a pod log); a generated one is.
+func TestConsolePrintsOnlyAGeneratedToken(t *testing.T) {
+	given := "given-token-0123456789abcdef"
+	out := consoleBanner(t, consoleFlags{listen: "127.0.0.1:0", token: given})
+	if strings.Contains(out, given) || strings.Contains(out, "token=") || !strings.Contains(out, "http://127.0.0.1:") {
+		t.Fatalf("with --token the console printed:\n%s", out)
+	}
+	out = consoleBanner(t, consoleFlags{listen: "127.0.0.1:0"})
+	if !strings.Contains(out, "/?token=") {
+		t.Fatalf("with no token the console did not print the generated one:\n%s", out)
+	}
+}
