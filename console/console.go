@@ -62,7 +62,7 @@ type Config struct {
 	// message look-up reads (default 1,000). A page says when a queue
 	// holds more than it read. Every page reads (and gives back) that
 	// many, so its cost grows with the limit: about a second per 1,000
-	// messages on a loaded 2-core machine (see the README).
+	// messages on a loaded 2-core machine (see docs/command.md).
 	ScanLimit int
 	// PageSize is how many messages a queue page lists (default 50).
 	PageSize int

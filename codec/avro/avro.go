@@ -36,7 +36,7 @@
 // items, so a short body cannot make the decoder allocate without bound.
 //
 // It uses github.com/hamba/avro/v2 (chosen by measurement against
-// github.com/linkedin/goavro/v2; see the README's Codecs section).
+// github.com/linkedin/goavro/v2; see docs/codecs.md).
 package avro
 
 import (
