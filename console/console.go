@@ -15,6 +15,8 @@
 // channel close: they come back with the redelivered flag set, in their
 // order. The console serialises its own browsing and actions per queue,
 // so a replay never runs while a page holds some of the queue's messages.
+//
+// The manual's page on the acemq command and the console: https://github.com/acemq-go/acemq/blob/main/docs/command.md
 package console
 
 import (

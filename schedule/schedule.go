@@ -20,6 +20,8 @@
 //
 // The names and arguments are the AceMQ family's, so a Go scheduler and a
 // Java or Python one can share the same queues.
+//
+// The manual's page on the patterns: https://github.com/acemq-go/acemq/blob/main/docs/patterns.md
 package schedule
 
 import (

@@ -37,6 +37,8 @@
 //
 // It uses github.com/hamba/avro/v2 (chosen by measurement against
 // github.com/linkedin/goavro/v2; see docs/codecs.md).
+//
+// The manual's page on codecs: https://github.com/acemq-go/acemq/blob/main/docs/codecs.md
 package avro
 
 import (
