@@ -89,11 +89,12 @@ func splitShell(line string) [][]string {
 	return cmds
 }
 
-var inlineCommandRE = regexp.MustCompile("`((?:make|acemq|go run \\./cmd/acemq) [^`]*)`")
+var inlineCommandRE = regexp.MustCompile("`((?:make|acemq|cd|go (?:run|test|build|vet|install)) [^`]*)`")
 
 // InlineCommands returns the commands written as inline code spans
-// outside code blocks that start with make, acemq or go run ./cmd/acemq
-// (the spans that name a target or a subcommand).
+// outside code blocks that start with make, acemq, cd or go run, test,
+// build, vet or install (the spans that name a target, a directory or a
+// subcommand). A span's cd carries to the commands after it in the span.
 func InlineCommands(path string) ([]Command, error) {
 	lines, err := readLines(path)
 	if err != nil {
@@ -110,8 +111,12 @@ func InlineCommands(path string) ([]Command, error) {
 			continue
 		}
 		for _, m := range inlineCommandRE.FindAllStringSubmatch(l, -1) {
+			dir := "."
 			for _, words := range splitShell(strings.ReplaceAll(m[1], `\|`, "|")) {
-				out = append(out, Command{File: path, Line: i + 1, Dir: ".", Words: words})
+				out = append(out, Command{File: path, Line: i + 1, Dir: dir, Words: words})
+				if words[0] == "cd" && len(words) > 1 {
+					dir = filepath.Join(dir, words[1])
+				}
 			}
 		}
 	}
