@@ -156,3 +156,66 @@ func allOtel(mods []string) bool {
 	}
 	return len(mods) > 0
 }
+
+// TestEveryModuleIsInTheWorkspaceAndHasNoReplace reads every go.mod of the
+// repository: each must be a use line of go.work (the Makefile's test,
+// lint and bench targets run the modules go.work lists, so a module
+// missing there would go untested), and none may carry a replace directive
+// (`go install github.com/acemq-go/acemq/cmd/acemq@v…` refuses a module
+// with one; the workspace's replaces live in go.work).
+func TestEveryModuleIsInTheWorkspaceAndHasNoReplace(t *testing.T) {
+	root := testenv.RepoRoot(t)
+	work, err := os.ReadFile(filepath.Join(root, "go.work"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	used := map[string]bool{}
+	inUse := false
+	for _, line := range strings.Split(string(work), "\n") {
+		line = strings.TrimSpace(line)
+		switch {
+		case line == "use (":
+			inUse = true
+		case inUse && line == ")":
+			inUse = false
+		case inUse && line != "":
+			used[filepath.Clean(line)] = true
+		}
+	}
+	if !used["."] {
+		t.Fatalf("go.work does not use the root module; read %v", used)
+	}
+	found := 0
+	err = filepath.WalkDir(root, func(path string, d os.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if d.IsDir() && path != root && (strings.HasPrefix(d.Name(), ".") || d.Name() == "testdata") {
+			return filepath.SkipDir
+		}
+		if d.IsDir() || d.Name() != "go.mod" {
+			return nil
+		}
+		found++
+		dir, _ := filepath.Rel(root, filepath.Dir(path))
+		if !used[dir] {
+			t.Errorf("%s has a go.mod that go.work does not use; add ./%s to go.work's use block (and its placeholder replace)", dir, dir)
+		}
+		text, err := os.ReadFile(path)
+		if err != nil {
+			return err
+		}
+		for _, line := range strings.Split(string(text), "\n") {
+			if strings.HasPrefix(strings.TrimSpace(line), "replace") {
+				t.Errorf("%s/go.mod has a replace directive (%s); go install refuses such a module: put the replace in go.work", dir, strings.TrimSpace(line))
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if found != len(used) {
+		t.Errorf("go.work uses %d modules, the repository has %d go.mod files", len(used), found)
+	}
+}
