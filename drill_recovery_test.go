@@ -27,7 +27,7 @@ import (
 // line's connect, redeclare, channels and reattach times); then the median
 // gap per size and its growth per queue between the smallest and the
 // largest topology. It asserts only that every consumer reads again; the
-// numbers are for the reader (README, "Recovery time and topology size").
+// numbers are for the reader (docs/operations.md, "Recovery time and topology size").
 func TestDrillRecoveryGap(t *testing.T) {
 	sizes := []int{10, 50, 200}
 	gaps := map[int]time.Duration{}

@@ -7,7 +7,6 @@ import (
 	"encoding/json"
 	"errors"
 	"io"
-	"net"
 	"net/http"
 	"net/url"
 	"os"
@@ -406,13 +405,4 @@ func TestCredentialsProviderWithURLUserInfoIsAConfigurationError(t *testing.T) {
 	if strings.Contains(err.Error(), "hunter2") {
 		t.Fatalf("the error shows the URL's password: %v", err)
 	}
-}
-
-func hostPort(t *testing.T, raw string) string {
-	t.Helper()
-	u, err := url.Parse(raw)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return net.JoinHostPort(u.Hostname(), u.Port())
 }

@@ -2,6 +2,8 @@
 // HTTP (contract §6): /acemq-metrics (Prometheus text), /acemq-health
 // (Spring Boot's JSON shape; 503 only when DOWN) and /acemq-info. It is
 // unauthenticated by design and binds loopback by default.
+//
+// The manual's page on observability: https://github.com/acemq-go/acemq/blob/main/docs/observability.md
 package actuator
 
 import (

@@ -39,4 +39,6 @@
 // to a temporary file, fsync, rename, fsync the directory; keys checked
 // against path traversal) and SQLStore (a table on PostgreSQL, SQLite or
 // MySQL, via package sqlstore).
+//
+// The manual's page on encryption and the claim check: https://github.com/acemq-go/acemq/blob/main/docs/encryption.md
 package claimcheck

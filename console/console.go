@@ -15,6 +15,8 @@
 // channel close: they come back with the redelivered flag set, in their
 // order. The console serialises its own browsing and actions per queue,
 // so a replay never runs while a page holds some of the queue's messages.
+//
+// The manual's page on the acemq command and the console: https://github.com/acemq-go/acemq/blob/main/docs/command.md
 package console
 
 import (
@@ -79,7 +81,7 @@ type Config struct {
 	// message look-up reads (default 1,000). A page says when a queue
 	// holds more than it read. Every page reads (and gives back) that
 	// many, so its cost grows with the limit: about a second per 1,000
-	// messages on a loaded 2-core machine (see the README).
+	// messages on a loaded 2-core machine (see docs/command.md).
 	ScanLimit int
 	// PageSize is how many messages a queue page lists (default 50).
 	PageSize int

@@ -26,4 +26,6 @@
 // With the claim check (package claimcheck), the claim check wraps the
 // encryption — claimcheck.New(crypto codec, store) — so a store only ever
 // holds ciphertext. NewCodec refuses the other order.
+//
+// The manual's page on encryption and the claim check: https://github.com/acemq-go/acemq/blob/main/docs/encryption.md
 package crypto

@@ -4,6 +4,8 @@
 // security.DevelopmentMarker in every subject's organisation), so that no
 // AceMQ client trusts them unless the application explicitly allows
 // development certificates. `acemq certs` is its command-line face.
+//
+// The manual's page on security and TLS: https://github.com/acemq-go/acemq/blob/main/docs/security.md
 package devcerts
 
 import (

@@ -7,6 +7,8 @@
 // deliveries the others could run, and the broker spreads the queue
 // across them. Members are tagged acemq-{queue}-{i}, i from 1, and keep
 // their tags across recoveries.
+//
+// The manual's page on the patterns: https://github.com/acemq-go/acemq/blob/main/docs/patterns.md
 package group
 
 import (

@@ -5,6 +5,8 @@
 // reads envelopes through acemq.Envelope and never needs these names;
 // tooling that reads or writes raw messages (replay, the console, the
 // command line, a bridge to another client library) does.
+//
+// The manual's page on the wire contract: https://github.com/acemq-go/acemq/blob/main/docs/wire-contract.md
 package header
 
 import "github.com/acemq-go/acemq/internal/wire"

@@ -37,4 +37,6 @@
 // On MySQL a key longer than 255 characters is refused before it reaches
 // the server, as acemq.Fatal: a server not in strict mode would cut it
 // short and take two long keys for one.
+//
+// The manual's page on the patterns: https://github.com/acemq-go/acemq/blob/main/docs/patterns.md
 package idempotency

@@ -1,6 +1,8 @@
 // Package loadline writes the standing-load sample line (contract §7): one
 // JSON object per interval, plus a final one on exit, with the fields in
 // the contract's order.
+//
+// The manual's page on the acemq command: https://github.com/acemq-go/acemq/blob/main/docs/command.md
 package loadline
 
 import (

@@ -7,6 +7,8 @@
 // partition. Each partition is a quorum queue {name}.p{n} bound to the
 // direct exchange {name} on key p{n}; one consumer per partition keeps
 // the partition's order, and with it every key's.
+//
+// The manual's page on the patterns: https://github.com/acemq-go/acemq/blob/main/docs/patterns.md
 package ordered
 
 import (

@@ -147,4 +147,6 @@
 // connection or a timeout is not about the record: the sweep stops and no
 // attempt is spent. Either way the sweep stops at the first failure and
 // deletes nothing after it (see the order rule above).
+//
+// The manual's page on the patterns: https://github.com/acemq-go/acemq/blob/main/docs/patterns.md
 package outbox

@@ -8,6 +8,8 @@
 // is the dead-letter copy acknowledged. A failure therefore leaves a
 // message in its dead-letter queue, or at worst in both queues, never in
 // neither.
+//
+// The manual's page on the patterns: https://github.com/acemq-go/acemq/blob/main/docs/patterns.md
 package replay
 
 import (

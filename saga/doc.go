@@ -26,4 +26,6 @@
 //
 // Tables (created by EnsureSchema): acemq_saga, one row per instance, and
 // acemq_saga_step, one row per step of an instance.
+//
+// The manual's page on the patterns: https://github.com/acemq-go/acemq/blob/main/docs/patterns.md
 package saga

@@ -8,7 +8,7 @@
 // with less than a second left it delivers the message to its target,
 // otherwise it sends it to the longest rung that does not overshoot the
 // due time. A message is therefore delivered up to about a second early,
-// never more, and late by what the broker's expiry takes (see the README
+// never more, and late by what the broker's expiry takes (see docs/patterns.md
 // for measured figures).
 //
 // The payload is encoded once, when it is scheduled; only its bytes move
@@ -20,6 +20,8 @@
 //
 // The names and arguments are the AceMQ family's, so a Go scheduler and a
 // Java or Python one can share the same queues.
+//
+// The manual's page on the patterns: https://github.com/acemq-go/acemq/blob/main/docs/patterns.md
 package schedule
 
 import (

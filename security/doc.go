@@ -9,4 +9,6 @@
 // acemq.Config.ClientCertificate, acemq.Config.ExternalAuth,
 // acemq.Config.CredentialsProvider) put its values into a Conn, and the
 // RabbitMQ transport applies them on every dial.
+//
+// The manual's page on security and TLS: https://github.com/acemq-go/acemq/blob/main/docs/security.md
 package security

@@ -18,6 +18,8 @@
 // confirmed, and the incoming message is accepted only after the hop is
 // confirmed, so a crash in between repeats a step but never skips one:
 // steps must be idempotent.
+//
+// The manual's page on the patterns: https://github.com/acemq-go/acemq/blob/main/docs/patterns.md
 package slip
 
 import (

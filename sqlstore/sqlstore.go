@@ -17,6 +17,8 @@
 // SQLite with modernc.org/sqlite, PostgreSQL 15 with pgx, and the MySQL
 // dialect on MariaDB 10.11 with go-sql-driver/mysql. MySQL 8 itself is not
 // run here.
+//
+// The manual's page on the patterns and their SQL stores: https://github.com/acemq-go/acemq/blob/main/docs/patterns.md
 package sqlstore
 
 import (

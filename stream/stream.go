@@ -21,6 +21,8 @@
 // behind the stream's end a reader is; Health and Check report a reader the
 // Stop policy halted as degraded. Probe reads a stream's oldest and newest
 // offsets.
+//
+// The manual's page on streams: https://github.com/acemq-go/acemq/blob/main/docs/streams.md
 package stream
 
 import (

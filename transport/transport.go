@@ -8,6 +8,8 @@
 // A transport registers itself for one or more URL schemes with Register.
 // The memory:// and amqp:// / amqps:// transports are registered by package
 // acemq itself, so users never need a blank import for them.
+//
+// The manual's page on the design (writing a transport): https://github.com/acemq-go/acemq/blob/main/docs/design.md
 package transport
 
 import (

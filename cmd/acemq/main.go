@@ -10,6 +10,8 @@
 // Every subcommand takes --url (default $ACEMQ_URL; memory://demo for the
 // demo), exits 0 on success and otherwise prints one sentence saying what
 // went wrong and what to do, and exits non-zero.
+//
+// The manual's page on the acemq command and the console: https://github.com/acemq-go/acemq/blob/main/docs/command.md
 package main
 
 import (

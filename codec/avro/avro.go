@@ -36,7 +36,9 @@
 // items, so a short body cannot make the decoder allocate without bound.
 //
 // It uses github.com/hamba/avro/v2 (chosen by measurement against
-// github.com/linkedin/goavro/v2; see the README's Codecs section).
+// github.com/linkedin/goavro/v2; see docs/codecs.md).
+//
+// The manual's page on codecs: https://github.com/acemq-go/acemq/blob/main/docs/codecs.md
 package avro
 
 import (

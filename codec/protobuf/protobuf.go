@@ -10,6 +10,8 @@
 // the same message always gives the same bytes.
 //
 // It uses google.golang.org/protobuf, the official Go runtime.
+//
+// The manual's page on codecs: https://github.com/acemq-go/acemq/blob/main/docs/codecs.md
 package protobuf
 
 import (

@@ -15,6 +15,8 @@
 // configured for its format (WithChecker); the Avro codec checks backward
 // compatibility itself before it registers, so a change that cannot read
 // the data already written is refused with a sentence naming the field.
+//
+// The manual's page on codecs and the schema registry: https://github.com/acemq-go/acemq/blob/main/docs/codecs.md
 package schemas
 
 import (

@@ -6,6 +6,8 @@
 //
 // It uses github.com/pelletier/go-toml/v2: maintained, TOML 1.0, and it
 // decodes into map[string]any and structs with `toml` tags.
+//
+// The manual's page on codecs: https://github.com/acemq-go/acemq/blob/main/docs/codecs.md
 package toml
 
 import (

@@ -17,6 +17,8 @@
 // (strings): XML has no numbers.
 //
 // It uses encoding/xml only.
+//
+// The manual's page on codecs: https://github.com/acemq-go/acemq/blob/main/docs/codecs.md
 package xml
 
 import (

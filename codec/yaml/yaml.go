@@ -12,6 +12,8 @@
 //
 // It uses go.yaml.in/yaml/v3, the YAML organisation's maintained
 // continuation of gopkg.in/yaml.v3 (which is no longer maintained).
+//
+// The manual's page on codecs: https://github.com/acemq-go/acemq/blob/main/docs/codecs.md
 package yaml
 
 import (

@@ -7,7 +7,7 @@ import (
 	"github.com/acemq-go/acemq/internal/codectest"
 )
 
-// The JSON codec on the same 1 KiB order, as the baseline of the README's
+// The JSON codec on the same 1 KiB order, as the baseline of docs/codecs.md's
 // Codecs table.
 func BenchmarkJSONEncode(b *testing.B) {
 	c, o := acemq.JSON(), codectest.SampleOrder()

@@ -47,4 +47,6 @@
 // goroutine, timer or channel per message (one timer per queue with a
 // TTL); message copies carved from per-publisher slabs; confirm callbacks
 // run without any broker lock held.
+//
+// The manual's page on getting started (the in-process broker): https://github.com/acemq-go/acemq/blob/main/docs/getting-started.md
 package memory

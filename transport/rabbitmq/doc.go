@@ -15,4 +15,6 @@
 //
 // Every goroutine this package starts ends when the connection or channel
 // it serves ends.
+//
+// The manual's page on the design (the transport): https://github.com/acemq-go/acemq/blob/main/docs/design.md
 package rabbitmq

@@ -7,6 +7,8 @@
 // and exchange with a random suffix and uses exclusive queues (deleted with
 // their connection) or deletes what it declares, so it can run against a
 // shared broker.
+//
+// The manual's page on the design (writing a transport): https://github.com/acemq-go/acemq/blob/main/docs/design.md
 package transporttest
 
 import (

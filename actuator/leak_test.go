@@ -1,4 +1,4 @@
-package acemq_test
+package actuator_test
 
 import (
 	"context"

@@ -1,0 +1,177 @@
+package docscheck_test
+
+import (
+	"path/filepath"
+	"reflect"
+	"strings"
+	"testing"
+
+	"github.com/acemq-go/acemq/internal/docscheck"
+	"github.com/acemq-go/acemq/internal/testenv"
+)
+
+func pages(t *testing.T) (string, []string) {
+	t.Helper()
+	root := testenv.RepoRoot(t)
+	ps, err := docscheck.Pages(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(ps) < 3 {
+		t.Fatalf("found only %v; expected README.md, CHANGELOG.md and docs/*.md", ps)
+	}
+	return root, ps
+}
+
+// TestEveryGoBlockIsTheBodyOfAnExample holds every ```go block of the
+// README and docs/ to an Example function: the line above the block names
+// it (<!-- go: DIR ExampleName -->) and the block's lines must appear, in
+// order and white space aside, in that function's body. The Example is
+// compiled by go vet and go test, so the block compiles.
+func TestEveryGoBlockIsTheBodyOfAnExample(t *testing.T) {
+	root, ps := pages(t)
+	n := 0
+	for _, p := range ps {
+		if p == "CHANGELOG.md" {
+			continue // history: its snippets show old names on purpose
+		}
+		blocks, err := docscheck.Blocks(filepath.Join(root, p))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, b := range blocks {
+			if b.Lang != "go" {
+				continue
+			}
+			n++
+			if b.Marker == "" {
+				t.Errorf("%s:%d: a go block without <!-- go: DIR ExampleName --> on the line above; put the code in an Example function and name it there", p, b.Line)
+				continue
+			}
+			dir, name, _ := strings.Cut(b.Marker, " ")
+			if !strings.HasPrefix(name, "Example") {
+				t.Errorf("%s:%d: %s is not an Example function", p, b.Line, name)
+				continue
+			}
+			body, file, err := docscheck.ExampleBody(filepath.Join(root, dir), name)
+			if err != nil {
+				t.Errorf("%s:%d: %v", p, b.Line, err)
+				continue
+			}
+			if !docscheck.Contains(docscheck.Normalize(body), docscheck.Normalize(b.Lines)) {
+				rel, _ := filepath.Rel(root, file)
+				t.Errorf("%s:%d: the block is not the body of %s in %s (white space aside); change one to match the other", p, b.Line, name, rel)
+			}
+		}
+	}
+	if n == 0 {
+		t.Fatal("found no go block at all; is the parser broken?")
+	}
+}
+
+// TestEveryShellBlockNamesWhatExists checks each command of every ```sh
+// block, and each inline `make …` span: make targets are in the Makefile;
+// cd directories, go's ./package arguments and scripts exist. The acemq
+// subcommands and flags are checked by cmd/acemq's TestDocsNameOnlyRealSubcommandsAndFlags.
+func TestEveryShellBlockNamesWhatExists(t *testing.T) {
+	root, ps := pages(t)
+	targets, err := docscheck.MakeTargets(filepath.Join(root, "Makefile"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"test", "lint", "services-up", "drill-cluster", "drill-crash"} {
+		if !targets[want] {
+			t.Fatalf("MakeTargets missed %q (found %v)", want, targets)
+		}
+	}
+	n := 0
+	for _, p := range ps {
+		if p == "CHANGELOG.md" {
+			continue
+		}
+		path := filepath.Join(root, p)
+		blocks, err := docscheck.Blocks(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var cmds []docscheck.Command
+		for _, b := range blocks {
+			switch b.Lang {
+			case "sh":
+				cmds = append(cmds, docscheck.ShellCommands(b)...)
+			case "":
+				t.Errorf("%s:%d: a code block without a language; say sh (checked as commands), go (an Example), or text", p, b.Line)
+			}
+		}
+		inline, err := docscheck.InlineCommands(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, c := range append(cmds, inline...) {
+			c.File = p
+			n++
+			if _, _, err := docscheck.CheckCommand(root, targets, c); err != nil {
+				t.Error(err)
+			}
+		}
+	}
+	if n == 0 {
+		t.Fatal("found no command at all; is the parser broken?")
+	}
+}
+
+// TestEveryLinkBetweenPagesResolves follows every relative link of the
+// README, CHANGELOG and docs/: the file must exist and an #anchor must be
+// one of the target page's headings.
+func TestEveryLinkBetweenPagesResolves(t *testing.T) {
+	root, ps := pages(t)
+	n := 0
+	for _, p := range ps {
+		links, err := docscheck.Links(filepath.Join(root, p))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, l := range links {
+			n++
+			if err := docscheck.CheckLink(root, l); err != nil {
+				t.Error(err)
+			}
+		}
+	}
+	if n == 0 {
+		t.Fatal("found no link at all; is the parser broken?")
+	}
+}
+
+func TestSlugIsGitHubsAnchor(t *testing.T) {
+	for in, want := range map[string]string{
+		"## The `acemq` command":                                "the-acemq-command",
+		"### Held writes (issue 16, third pass)":                "held-writes-issue-16-third-pass",
+		"## The outbox relay: pipeline, liveness":               "the-outbox-relay-pipeline-liveness",
+		"### memory:// per-message cost (issue 16: the engine)": "memory-per-message-cost-issue-16-the-engine",
+	} {
+		if got := docscheck.Slug(in); got != want {
+			t.Errorf("Slug(%q) = %q, want %q", in, got, want)
+		}
+	}
+}
+
+func TestShellCommandsSplitAndFollowCd(t *testing.T) {
+	b := docscheck.Block{File: "x.md", Line: 1, Lang: "sh", Lines: []string{
+		`make services-up; set -a; . .tmp/rabbitmq/env; set +a`,
+		`cd bench && go run ./outbox -url "$X"   # a comment`,
+	}}
+	var got [][]string
+	var dirs []string
+	for _, c := range docscheck.ShellCommands(b) {
+		got = append(got, c.Words)
+		dirs = append(dirs, c.Dir)
+	}
+	want := [][]string{{"make", "services-up"}, {"set", "-a"}, {".", ".tmp/rabbitmq/env"}, {"set", "+a"}, {"cd", "bench"}, {"go", "run", "./outbox", "-url", "$X"}}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("commands = %q, want %q", got, want)
+	}
+	if dirs[5] != "bench" {
+		t.Errorf("the go run after cd bench runs in %q, want bench", dirs[5])
+	}
+}
