@@ -680,7 +680,9 @@ func (k *consumerCore) nack(dv *delivery, requeue bool) {
 		return
 	}
 	if dv.att.alive() {
-		_ = dv.att.ch.Nack(dv.d.DeliveryTag, requeue)
+		if err := dv.att.ch.Nack(dv.d.DeliveryTag, requeue); err != nil {
+			k.env.logger.Debug("acemq: a nack did not reach the broker; it will redeliver", "queue", k.queue, "error", err)
+		}
 	}
 	k.release(dv)
 }
@@ -691,7 +693,9 @@ func (k *consumerCore) reject(dv *delivery) {
 		return
 	}
 	if dv.att.alive() {
-		_ = dv.att.ch.Reject(dv.d.DeliveryTag, false)
+		if err := dv.att.ch.Reject(dv.d.DeliveryTag, false); err != nil {
+			k.env.logger.Debug("acemq: a reject did not reach the broker; it will redeliver rather than dead-letter", "queue", k.queue, "error", err)
+		}
 	}
 	k.release(dv)
 }
