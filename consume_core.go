@@ -604,7 +604,9 @@ func (k *consumerCore) markStalled(cause error) {
 }
 
 // resubscribe retries the subscription with back-off until the consumer
-// reads again (this loop's attach, or the recovery's) or drains.
+// reads again (this loop's attach, or the recovery's) or drains. Each wait
+// is jittered (between half the step and the step), so consumers that
+// stalled together do not come back together.
 func (k *consumerCore) resubscribe() {
 	// done ends the loop when the consumer reads again or drains. It is
 	// decided under k.mu, where markStalled records a stall, so a stall
@@ -622,7 +624,7 @@ func (k *consumerCore) resubscribe() {
 	delay := k.env.recoveryInterval
 	warned := false
 	for {
-		t := time.NewTimer(delay)
+		t := time.NewTimer(jitter(delay))
 		select {
 		case <-t.C:
 		case <-k.drainCh:
