@@ -66,7 +66,10 @@ type Config struct {
 	DrainTimeout time.Duration
 	// RecoveryInterval is the delay before the first recovery attempt
 	// (0 means 1s); it doubles up to RecoveryIntervalMax (0 means 30s,
-	// or RecoveryInterval when that is larger).
+	// or RecoveryInterval when that is larger). Each wait is jittered: a
+	// random time between half the step and the step, so a fleet of
+	// clients does not reconnect in the same instant. A consumer's
+	// re-subscription after a stall backs off the same way.
 	RecoveryInterval    time.Duration
 	RecoveryIntervalMax time.Duration
 	// RecoveryAttempts caps recovery attempts; after the last one fails

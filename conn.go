@@ -11,6 +11,7 @@ import (
 	"runtime/debug"
 	"strings"
 
+	"github.com/acemq-go/acemq/internal/redact"
 	"github.com/acemq-go/acemq/transport"
 	_ "github.com/acemq-go/acemq/transport/memory"   // registers memory://
 	_ "github.com/acemq-go/acemq/transport/rabbitmq" // registers amqp:// and amqps://
@@ -54,7 +55,7 @@ func Connect(ctx context.Context, rawURL string, config Config) (*Conn, error) {
 		if errors.As(err, &ue) {
 			err = ue.Err // url.Error repeats the URL, password and all
 		}
-		return nil, configErr("url", "%q is not a URL: %v", redactURL(rawURL), err)
+		return nil, configErr("url", "%q is not a URL: %v", redact.URL(rawURL), err)
 	}
 	scheme := strings.ToLower(u.Scheme)
 	driver, ok := transport.Lookup(scheme)
@@ -64,7 +65,7 @@ func Connect(ctx context.Context, rawURL string, config Config) (*Conn, error) {
 	if uc, ok := driver.(transport.URLChecker); ok {
 		set, err := uc.CheckURL(rawURL)
 		if err != nil {
-			return nil, configErr("url", "%s is not a URL the %s transport accepts: %v", redactURL(rawURL), driver.Name(), err)
+			return nil, configErr("url", "%s is not a URL the %s transport accepts: %v", redact.URL(rawURL), driver.Name(), err)
 		}
 		if set.ConfirmsOff {
 			cfg.confirms = false
@@ -79,7 +80,7 @@ func Connect(ctx context.Context, rawURL string, config Config) (*Conn, error) {
 	if scheme == "amqps" {
 		cfg.tls = checkTLS(&cfg)
 	}
-	checkSecurity(&cfg, scheme, redactURL(rawURL), u.User != nil)
+	checkSecurity(&cfg, scheme, redact.URL(rawURL), u.User != nil)
 	if cfg.credentials != nil && u.User != nil {
 		cfg.problem("Config.Credentials", "the URL carries user information and a credentials provider was given; use one source of credentials")
 	}
@@ -112,7 +113,7 @@ func Connect(ctx context.Context, rawURL string, config Config) (*Conn, error) {
 	c.links = &links{
 		driver:     driver,
 		clientName: cfg.clientName,
-		redacted:   redactURL(rawURL),
+		redacted:   redact.URL(rawURL),
 		tcfg: transport.Config{
 			URL:            rawURL,
 			Addresses:      cfg.addresses,
@@ -153,26 +154,6 @@ func isLoopback(host string) bool {
 	}
 	ip := net.ParseIP(host)
 	return ip != nil && ip.IsLoopback()
-}
-
-func redactURL(raw string) string {
-	u, err := url.Parse(raw)
-	if err != nil {
-		// Mask whatever sits between "://" and the last "@".
-		scheme, rest, ok := strings.Cut(raw, "://")
-		if at := strings.LastIndex(rest, "@"); ok && at >= 0 {
-			user, _, _ := strings.Cut(rest[:at], ":")
-			return scheme + "://" + user + ":***@" + rest[at+1:]
-		}
-		return raw
-	}
-	if u.User == nil {
-		return raw
-	}
-	if _, has := u.User.Password(); has {
-		u.User = url.UserPassword(u.User.Username(), "***")
-	}
-	return strings.Replace(u.String(), "%2A%2A%2A", "***", 1)
 }
 
 func libraryVersion() string {

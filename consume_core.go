@@ -604,7 +604,9 @@ func (k *consumerCore) markStalled(cause error) {
 }
 
 // resubscribe retries the subscription with back-off until the consumer
-// reads again (this loop's attach, or the recovery's) or drains.
+// reads again (this loop's attach, or the recovery's) or drains. Each wait
+// is jittered (between half the step and the step), so consumers that
+// stalled together do not come back together.
 func (k *consumerCore) resubscribe() {
 	// done ends the loop when the consumer reads again or drains. It is
 	// decided under k.mu, where markStalled records a stall, so a stall
@@ -622,7 +624,7 @@ func (k *consumerCore) resubscribe() {
 	delay := k.env.recoveryInterval
 	warned := false
 	for {
-		t := time.NewTimer(delay)
+		t := time.NewTimer(jitter(delay))
 		select {
 		case <-t.C:
 		case <-k.drainCh:
@@ -680,7 +682,9 @@ func (k *consumerCore) nack(dv *delivery, requeue bool) {
 		return
 	}
 	if dv.att.alive() {
-		_ = dv.att.ch.Nack(dv.d.DeliveryTag, requeue)
+		if err := dv.att.ch.Nack(dv.d.DeliveryTag, requeue); err != nil {
+			k.env.logger.Debug("acemq: a nack did not reach the broker; it will redeliver", "queue", k.queue, "error", err)
+		}
 	}
 	k.release(dv)
 }
@@ -691,7 +695,9 @@ func (k *consumerCore) reject(dv *delivery) {
 		return
 	}
 	if dv.att.alive() {
-		_ = dv.att.ch.Reject(dv.d.DeliveryTag, false)
+		if err := dv.att.ch.Reject(dv.d.DeliveryTag, false); err != nil {
+			k.env.logger.Debug("acemq: a reject did not reach the broker; it will redeliver rather than dead-letter", "queue", k.queue, "error", err)
+		}
 	}
 	k.release(dv)
 }

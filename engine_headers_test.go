@@ -35,7 +35,7 @@ func TestPublishRawWithANestedMapHeaderIsWrittenOnEveryTransport(t *testing.T) {
 	})
 }
 
-// A header value AMQP 0-9-1 has no field type for (a struct, a uint64) is
+// A header value AMQP 0-9-1 has no field type for (a struct, a complex) is
 // bad input: Send, SendAll and PublishRaw refuse it saying which header and
 // what to write instead, nothing reaches the queue, it is not reported as a
 // lost connection or a pause (retrying cannot help), and the Conn stays
@@ -66,7 +66,7 @@ func TestAHeaderWithNoAMQPFieldTypeIsRefusedAsBadInputNotALoss(t *testing.T) {
 		pub := acemq.NewPublisher[order](r.c, "", q, acemq.PublisherConfig{})
 		_, err := pub.SendWith(ctx, order{ID: "a"}, acemq.SendOptions{Headers: map[string]any{"x-bad": point{X: 1}}})
 		check("Send", err)
-		_, err = pub.SendAllWith(ctx, []order{{ID: "b"}}, acemq.SendOptions{Headers: map[string]any{"x-bad": []any{uint64(1)}}})
+		_, err = pub.SendAllWith(ctx, []order{{ID: "b"}}, acemq.SendOptions{Headers: map[string]any{"x-bad": []any{complex(1, 2)}}})
 		check("SendAll", err)
 		env := acemq.NewEnvelope()
 		h := env.WireHeaders()

@@ -64,7 +64,14 @@ func newRig(t *testing.T, opts ...acemq.Config) *rig {
 // the test names with r.named are deleted at cleanup.
 func newRabbitRig(t *testing.T, opts ...acemq.Config) *rig {
 	t.Helper()
-	r := &rig{t: t, url: testenv.AMQPURL(t), rabbit: true}
+	return newRabbitRigAt(t, testenv.AMQPURL(t), opts...)
+}
+
+// newRabbitRigAt is newRabbitRig dialling url: the node of `make test`
+// with transport settings of its own (frames=amqp091, coalesce=off).
+func newRabbitRigAt(t *testing.T, url string, opts ...acemq.Config) *rig {
+	t.Helper()
+	r := &rig{t: t, url: url, rabbit: true}
 	logger := slog.New(slog.DiscardHandler)
 	if os.Getenv("ACEMQ_TEST_LOG") == "1" {
 		logger = slog.New(slog.NewTextHandler(os.Stderr, nil))

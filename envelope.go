@@ -4,6 +4,7 @@ import (
 	"crypto/rand"
 	"fmt"
 	"maps"
+	"math"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -75,8 +76,10 @@ func (e Envelope) Headers() map[string]any {
 // envelope is returned unchanged.
 //
 // The refusal is a *ReservedHeaderError whose text is the contract §8.6
-// sentence. An empty name or a nil value (AMQP headers carry no null) is
-// refused too, also leaving the envelope unchanged.
+// sentence. An empty name or a nil value is refused too, also leaving the
+// envelope unchanged: WithHeader sets a value, WithoutHeader removes one.
+// (A null header received from another client is kept, and WithHeaders
+// copies it across as AMQP's void value.)
 func (e Envelope) WithHeader(name string, value any) (Envelope, error) {
 	if strings.HasPrefix(name, header.ReservedPrefix) {
 		return e, reservedHeaderError(name)
@@ -85,7 +88,7 @@ func (e Envelope) WithHeader(name string, value any) (Envelope, error) {
 		return e, fmt.Errorf("acemq: a header name cannot be empty; give the header a name of your own, such as x-yourcompany-tenant")
 	}
 	if value == nil {
-		return e, fmt.Errorf("acemq: header %q has a nil value, which AMQP headers cannot carry; use WithoutHeader to remove a header", name)
+		return e, fmt.Errorf("acemq: header %q has a nil value; give it a value, or use WithoutHeader to remove the header", name)
 	}
 	c := e.clone(1)
 	c.headers[name] = value
@@ -93,12 +96,13 @@ func (e Envelope) WithHeader(name string, value any) (Envelope, error) {
 }
 
 // WithHeaders returns a copy with every header in h set, silently skipping
-// reserved x-acemq- names (the copy-from-incoming path).
-// Empty names and nil values are skipped as well.
+// reserved x-acemq- names (the copy-from-incoming path). Empty names are
+// skipped as well. A nil value is kept and written as AMQP's null ('V'):
+// a received message's headers, which may hold one, copy across whole.
 func (e Envelope) WithHeaders(h map[string]any) Envelope {
 	c := e.clone(len(h))
 	for k, v := range h {
-		if k == "" || v == nil || strings.HasPrefix(k, header.ReservedPrefix) {
+		if k == "" || strings.HasPrefix(k, header.ReservedPrefix) {
 			continue
 		}
 		c.headers[k] = v
@@ -113,10 +117,13 @@ func (e Envelope) WithoutHeader(name string) Envelope {
 	return c
 }
 
-// nextAttempt returns a copy with Attempt + 1 (everything else kept).
+// nextAttempt returns a copy with Attempt + 1 (everything else kept); the
+// largest attempt an int holds stays the largest rather than wrapping.
 func (e Envelope) nextAttempt() Envelope {
 	c := e.clone(0)
-	c.Attempt++
+	if c.Attempt < math.MaxInt {
+		c.Attempt++
+	}
 	return c
 }
 
@@ -204,16 +211,17 @@ func (e Envelope) Validate() error {
 // attempt, first-seen, origin; the rest when non-empty) and the
 // application headers into a new table.
 //
-// No header is ever written as "" or nil: an empty string field is left
-// out (the engine fills id, type and origin before rendering), an empty
+// No engine header is ever written as "" or nil: an empty string field is
+// left out (the engine fills id, type and origin before rendering), an empty
 // correlation is written as the id, and an unknown (zero) first-seen is
 // left out. Application headers never overwrite engine headers: one in the
 // reserved namespace is never written, and acemq-reply-to is written from
 // ReplyTo alone (reading sets ReplyTo from that header, so it round-trips).
+// Application headers are written as given, a null one included.
 func (e Envelope) render() transport.Table {
 	t := make(transport.Table, e.renderedLen())
 	for k, v := range e.headers {
-		if v == nil || k == header.ReplyTo || strings.HasPrefix(k, header.ReservedPrefix) {
+		if k == header.ReplyTo || strings.HasPrefix(k, header.ReservedPrefix) {
 			continue
 		}
 		t[k] = v

@@ -27,9 +27,7 @@ func readEnvelope(headers transport.Table, routingKey, messageID, replyTo string
 	apps := 0
 	for k, v := range headers {
 		if !strings.HasPrefix(k, header.ReservedPrefix) {
-			if v != nil {
-				apps++
-			}
+			apps++ // a null ('V') is kept too: application headers are as given
 			continue
 		}
 		switch k {
@@ -97,7 +95,7 @@ func readEnvelope(headers transport.Table, routingKey, messageID, replyTo string
 	if apps > 0 {
 		e.headers = make(map[string]any, apps)
 		for k, v := range headers {
-			if v != nil && !strings.HasPrefix(k, header.ReservedPrefix) {
+			if !strings.HasPrefix(k, header.ReservedPrefix) {
 				e.headers[k] = v
 			}
 		}
@@ -106,9 +104,11 @@ func readEnvelope(headers transport.Table, routingKey, messageID, replyTo string
 }
 
 // atLeastOne is the version and attempt read rule: below 1 (including
-// absent and unreadable, read as 0) becomes 1.
+// absent and unreadable, read as 0) becomes 1. Any value an int holds is
+// kept (other clients write 2^31 and above as a 64-bit 'l'); one beyond
+// it (only where int is 32 bits) is unreadable, so 1.
 func atLeastOne(v int64) int {
-	if v < 1 || v > math.MaxInt32 {
+	if v < 1 || v > math.MaxInt {
 		return 1
 	}
 	return int(v)

@@ -252,3 +252,53 @@ func TestEnvelopeReadNeverKeepsAnIdTheContractForbidsWriting(t *testing.T) {
 		}
 	}
 }
+
+// An attempt or version of 2^31 or more arrives as a 64-bit 'l' from the
+// other family clients (pika, bunny); contract §1.4 reads any integer
+// width up to int64 by value. It was read as 1.
+func TestEnvelopeReadsAttemptAndVersionBeyondInt32(t *testing.T) {
+	if math.MaxInt == math.MaxInt32 {
+		t.Skip("int is 32 bits on this platform: such an attempt cannot be held")
+	}
+	for _, v := range []any{int64(1) << 31, int64(1) << 40, int64(math.MaxInt64), uint64(math.MaxInt64), "2147483648", float64(1 << 40)} {
+		want, _ := readInt(v)
+		e := readEnvelope(transport.Table{header.Attempt: v, header.Version: v}, "k", "m", "")
+		if int64(e.Attempt) != want || int64(e.Version) != want {
+			t.Errorf("attempt/version from %T %v = %d/%d, want %d", v, v, e.Attempt, e.Version, want)
+		}
+	}
+}
+
+// The next attempt after the largest one is not a negative attempt: it
+// stays the largest.
+func TestNextAttemptDoesNotWrapAround(t *testing.T) {
+	e := Envelope{Attempt: math.MaxInt}
+	if got := e.nextAttempt().Attempt; got != math.MaxInt {
+		t.Fatalf("next attempt after %d = %d", math.MaxInt, got)
+	}
+}
+
+// A top-level null application header ('V' on the wire) is an application
+// header like any other (contract §1.1 "as given"): it stays visible in
+// Headers and is rendered again on a hop, as nested nulls already were.
+func TestEnvelopeKeepsATopLevelNullApplicationHeader(t *testing.T) {
+	e := readEnvelope(transport.Table{
+		header.ID: "id",
+		"x-null":  nil,
+		"x-table": transport.Table{"inner": nil},
+	}, "k", "", "")
+	h := e.Headers()
+	if v, ok := h["x-null"]; !ok || v != nil {
+		t.Fatalf("Headers() = %v: the null header x-null is missing", h)
+	}
+	if v, ok := e.Header("x-null"); !ok || v != nil {
+		t.Fatalf("Header(x-null) = %v, %v; want nil, true", v, ok)
+	}
+	r := e.render()
+	if v, ok := r["x-null"]; !ok || v != nil {
+		t.Fatalf("rendered %v: the null header x-null is not written again", r)
+	}
+	if _, ok := e.WithHeaders(h).Header("x-null"); !ok {
+		t.Fatal("WithHeaders(e.Headers()) dropped the null header: copying a message's headers loses one")
+	}
+}

@@ -8,9 +8,11 @@ import (
 )
 
 // ErrHeaderLimit matches (errors.Is) the *PublishError of a publish refused
-// because a header is over header.MaxDepth or header.MaxEntries, or holds a
+// because a header is over header.MaxDepth or header.MaxEntries, holds a
 // NaN or infinite float (RabbitMQ cannot decode one and closes the
-// publishing connection, taking every publish in flight with it). Nothing was
+// publishing connection, taking every publish in flight with it), or holds
+// a uint or uint64 above math.MaxInt64 (unsigned values are written as the
+// next wider signed type, and no signed type holds one). Nothing was
 // written (Sent is false, Outcome "refused"); the Reason names the header
 // and the limit. Application publishes (Send, SendAll, including headers an
 // interceptor set), hops (retry, dead-letter and park copies) and
@@ -28,6 +30,9 @@ func headerRefusal(msg *transport.Message) error {
 	reason := l.String() + " that Go consumers (amqp091-go) can read, and one would lose its connection on it; nothing was sent. Flatten the header or carry the data in the body"
 	if l.NonFinite {
 		reason = l.String() + "; nothing was sent. Send a finite number, or the value as text"
+	}
+	if l.Unsigned {
+		reason = l.String() + "; nothing was sent. Send the value as a string, or as an int64 when it fits"
 	}
 	return newPubErr(msg, OutcomeRefused, reason, false, ErrHeaderLimit)
 }

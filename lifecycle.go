@@ -224,7 +224,7 @@ func (l *lifecycle) recover() bool {
 	refused := false
 	var lastErr error
 	for attempt := 1; ; attempt++ {
-		if !l.waitRetry(delay, refused) {
+		if !l.waitRetry(jitter(delay), refused) {
 			return false
 		}
 		l.events.emit(Event{Kind: EventRetrying, Attempt: attempt, Err: lastErr})
@@ -274,15 +274,14 @@ func (l *lifecycle) recover() bool {
 	}
 }
 
-// probeEvery is how often waitRetry knocks on a port that refused us.
-const probeEvery = 20 * time.Millisecond
-
 // waitRetry waits d before the next recovery attempt. After an attempt the
 // broker's host refused (nothing listening: a restart), and when the
-// transport can probe (transport.Prober), it also probes every probeEvery
-// and ends the wait as soon as the broker accepts connections, so the next
-// attempt starts the moment it listens again rather than up to an interval
-// later. It returns false when Close began.
+// transport can probe (transport.Prober), it also probes about every
+// probeEvery (probeWait, jittered) and, once the broker accepts
+// connections, ends the wait after a random share of reconnectSpread
+// (spreadWait), so the next attempt starts soon after it listens again
+// rather than up to an interval later, and a fleet of clients does not
+// start it in the same instant. It returns false when Close began.
 func (l *lifecycle) waitRetry(d time.Duration, refused bool) bool {
 	t := time.NewTimer(d)
 	defer t.Stop()
@@ -297,18 +296,20 @@ func (l *lifecycle) waitRetry(d time.Duration, refused bool) bool {
 	}
 	ctx, cancel := l.closingContext()
 	defer cancel()
-	tick := time.NewTicker(probeEvery)
-	defer tick.Stop()
+	knock := time.NewTimer(probeWait())
+	defer knock.Stop()
 	for {
 		select {
 		case <-t.C:
 			return true
 		case <-l.closing.Done():
 			return false
-		case <-tick.C:
-			if prober.Probe(ctx, l.links.tcfg) {
-				return true
+		case <-knock.C:
+			if !prober.Probe(ctx, l.links.tcfg) {
+				knock.Reset(probeWait())
+				continue
 			}
+			t.Reset(spreadWait())
 		}
 	}
 }

@@ -33,3 +33,26 @@ func TestTheTransportReadsItsOwnURL(t *testing.T) {
 		t.Fatalf("Connect with an unknown memory:// parameter = %v, want the transport's refusal as a url ConfigurationError", err)
 	}
 }
+
+// A URL the transport refuses is named in the error without its password,
+// however it is written: a password holding "/" made url.Parse read the
+// user as the host and the password as a port and path, and the old
+// redaction then showed the URL as it was.
+func TestConnectRefusalsNeverShowThePassword(t *testing.T) {
+	for _, raw := range []string{
+		"amqp://user:12/secret@host/?frames=bogus",
+		"amqp://user:pa ss@host/?frames=bogus",
+		"amqp://user:p%zz@host",
+		"amqps://user:p@ss/word@host/?coalesce=maybe",
+	} {
+		_, err := acemq.Connect(context.Background(), raw, acemq.Config{})
+		if err == nil {
+			t.Fatalf("Connect(%q) succeeded", raw)
+		}
+		for _, pw := range []string{"12/secret", "secret", "pa ss", "p%zz", "p@ss/word"} {
+			if strings.Contains(raw, pw) && strings.Contains(err.Error(), pw) {
+				t.Errorf("Connect(%q): %v shows the password", raw, err)
+			}
+		}
+	}
+}

@@ -15,6 +15,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/acemq-go/acemq"
+	"github.com/acemq-go/acemq/internal/redact"
 )
 
 // benchResult is what bench prints and writes as JSON.
@@ -227,7 +228,7 @@ loop:
 		return benchResult{}, fmt.Errorf("no message was confirmed (%s); check the broker", sentence(e))
 	}
 	res := benchResult{
-		URL: redact(u), Transport: c.Transport(), QueueType: qtype, Mode: mode, TargetRate: rate, Size: size, Window: window,
+		URL: redact.URL(u), Transport: c.Transport(), QueueType: qtype, Mode: mode, TargetRate: rate, Size: size, Window: window,
 		Sent: sent.Load(), Confirmed: confirmedTotal.Load(), Consumed: consumed.Load(),
 		Seconds:     elapsed.Seconds(),
 		PublishRate: float64(confirmedTotal.Load()) / pubElapsed.Seconds(),

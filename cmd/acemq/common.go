@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"net/url"
 	"os"
 	"strings"
 	"time"
@@ -13,6 +12,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/acemq-go/acemq"
+	"github.com/acemq-go/acemq/internal/redact"
 )
 
 // exitCodeError ends the command with a specific exit code and, when msg is
@@ -48,27 +48,6 @@ func needURL(u string) error {
 	return nil
 }
 
-// redact hides the password in a broker URL.
-func redact(raw string) string {
-	u, err := url.Parse(raw)
-	if err != nil {
-		// Mask whatever sits between "://" and the last "@".
-		scheme, rest, ok := strings.Cut(raw, "://")
-		if at := strings.LastIndex(rest, "@"); ok && at >= 0 {
-			user, _, _ := strings.Cut(rest[:at], ":")
-			return scheme + "://" + user + ":***@" + rest[at+1:]
-		}
-		return raw
-	}
-	if u.User == nil {
-		return raw
-	}
-	if _, ok := u.User.Password(); ok {
-		u.User = url.UserPassword(u.User.Username(), "***")
-	}
-	return strings.Replace(u.String(), ":%2A%2A%2A@", ":***@", 1)
-}
-
 // connect dials the broker with the command's settings and turns a failure
 // into one sentence saying what to check.
 // cfg's client name, logger and connection timeout are the command's.
@@ -83,7 +62,7 @@ func connect(ctx context.Context, rawURL, name string, cfg ...acemq.Config) (*ac
 	base.ClientName, base.Logger, base.ConnectionTimeout = name, slog.New(slog.DiscardHandler), 5*time.Second
 	c, err := acemq.Connect(ctx, rawURL, base)
 	if err != nil {
-		return nil, fmt.Errorf("cannot connect to the broker at %s (%s); check that it is running and that --url is right", redact(rawURL), strings.TrimSuffix(sentence(rootCause(err)), "."))
+		return nil, fmt.Errorf("cannot connect to the broker at %s (%s); check that it is running and that --url is right", redact.URL(rawURL), strings.TrimSuffix(sentence(rootCause(err)), "."))
 	}
 	return c, nil
 }

@@ -19,6 +19,7 @@ import (
 
 	"github.com/acemq-go/acemq"
 	"github.com/acemq-go/acemq/idempotency"
+	"github.com/acemq-go/acemq/internal/redact"
 	"github.com/acemq-go/acemq/outbox"
 	"github.com/acemq-go/acemq/rpc"
 )
@@ -199,7 +200,7 @@ func runDemo(ctx context.Context, out io.Writer, url, dbURL string, then func(*a
 		return err
 	}
 	defer closeConn(services)
-	say("broker: %s (%s)", redact(url), orders.Transport())
+	say("broker: %s (%s)", redact.URL(url), orders.Transport())
 
 	topo := acemq.NewTopology().
 		Exchange(ex, acemq.Topic, acemq.ExchangeOptions{}).

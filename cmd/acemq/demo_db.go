@@ -13,6 +13,7 @@ import (
 	_ "modernc.org/sqlite"             // registers "sqlite": the demo's default, nothing to install
 
 	"github.com/acemq-go/acemq/idempotency"
+	"github.com/acemq-go/acemq/internal/redact"
 	"github.com/acemq-go/acemq/outbox"
 	"github.com/acemq-go/acemq/sqlstore"
 )
@@ -38,7 +39,7 @@ func openDemoDB(ctx context.Context, dsn, run string) (*demoDB, error) {
 	switch {
 	case strings.HasPrefix(dsn, "postgres://") || strings.HasPrefix(dsn, "postgresql://"):
 		d.kind, d.dialect, d.schema = "postgresql", sqlstore.PostgreSQL, "acemq_demo_"+run
-		d.where = redact(dsn) + ", schema " + d.schema
+		d.where = redact.URL(dsn) + ", schema " + d.schema
 		if d.admin, err = sql.Open("pgx", dsn); err == nil {
 			pctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 			_, err = d.admin.ExecContext(pctx, "CREATE SCHEMA "+d.schema)
@@ -73,7 +74,7 @@ func openDemoDB(ctx context.Context, dsn, run string) (*demoDB, error) {
 	}
 	if err != nil {
 		d.close()
-		return nil, fmt.Errorf("cannot open the database %s (%v); check --db, or leave it out to use SQLite", redact(dsn), err)
+		return nil, fmt.Errorf("cannot open the database %s (%v); check --db, or leave it out to use SQLite", redact.URL(dsn), err)
 	}
 	for _, stmt := range []string{
 		`CREATE TABLE orders (id VARCHAR(64) PRIMARY KEY, sku VARCHAR(64) NOT NULL, cents INTEGER NOT NULL, created_at BIGINT NOT NULL)`,

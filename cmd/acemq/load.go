@@ -12,6 +12,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/acemq-go/acemq"
+	"github.com/acemq-go/acemq/internal/redact"
 	"github.com/acemq-go/acemq/loadline"
 )
 
@@ -76,7 +77,7 @@ func runLoad(ctx context.Context, out, logw io.Writer, u, queue string, rate int
 	if err != nil {
 		return fmt.Errorf("cannot consume from %s (%s); check the broker", queue, sentence(err))
 	}
-	fmt.Fprintf(logw, "load: %d msg/s on %s at %s\n", rate, queue, redact(u))
+	fmt.Fprintf(logw, "load: %d msg/s on %s at %s\n", rate, queue, redact.URL(u))
 	pub := acemq.NewPublisher[[]byte](c, "", queue, acemq.PublisherConfig{Codec: acemq.Bytes()})
 	var wg sync.WaitGroup
 	slots := make(chan struct{}, 256)

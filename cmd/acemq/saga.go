@@ -13,6 +13,7 @@ import (
 	_ "github.com/go-sql-driver/mysql" // registers "mysql" for --db mysql:…
 	"github.com/spf13/cobra"
 
+	"github.com/acemq-go/acemq/internal/redact"
 	"github.com/acemq-go/acemq/internal/safetext"
 	"github.com/acemq-go/acemq/saga"
 	"github.com/acemq-go/acemq/sqlstore"
@@ -161,11 +162,11 @@ func openSagaDB(dsn string) (*sql.DB, sqlstore.Dialect, error) {
 	case dsn == "":
 		return nil, 0, errors.New("acemq: no database given; pass --db postgres://…, mysql:… or sqlite:path (or set ACEMQ_DB)")
 	default:
-		return nil, 0, fmt.Errorf("acemq: --db %s is not postgres://…, mysql:… or sqlite:path", redact(dsn))
+		return nil, 0, fmt.Errorf("acemq: --db %s is not postgres://…, mysql:… or sqlite:path", redact.URL(dsn))
 	}
 	db, err := sql.Open(driver, src)
 	if err != nil {
-		return nil, 0, fmt.Errorf("acemq: cannot open the database %s (%v); check --db", redact(dsn), err)
+		return nil, 0, fmt.Errorf("acemq: cannot open the database %s (%v); check --db", redact.URL(dsn), err)
 	}
 	return db, d, nil
 }

@@ -15,6 +15,7 @@ import (
 
 	"github.com/acemq-go/acemq"
 	"github.com/acemq-go/acemq/internal/queuelist"
+	"github.com/acemq-go/acemq/internal/redact"
 	"github.com/acemq-go/acemq/internal/safetext"
 	"github.com/acemq-go/acemq/stream"
 	"github.com/acemq-go/acemq/transport"
@@ -242,7 +243,7 @@ func managementRetention(ctx context.Context, brokerURL, mgmtURL string, info *s
 	}
 	base, err := url.Parse(mgmtURL)
 	if err != nil {
-		return fmt.Errorf("the management URL %q does not parse; pass --management-url http://user:pass@host:15672/", queuelist.Redact(mgmtURL))
+		return fmt.Errorf("the management URL %q does not parse; pass --management-url http://user:pass@host:15672/", redact.URL(mgmtURL))
 	}
 	user := base.User
 	base.User = nil
@@ -257,11 +258,11 @@ func managementRetention(ctx context.Context, brokerURL, mgmtURL string, info *s
 	}
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
-		return fmt.Errorf("the RabbitMQ management API at %s did not answer (%v); enable the rabbitmq_management plugin or pass --management-url", queuelist.Redact(mgmtURL), err)
+		return fmt.Errorf("the RabbitMQ management API at %s did not answer (%v); enable the rabbitmq_management plugin or pass --management-url", redact.URL(mgmtURL), err)
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
-		return fmt.Errorf("the RabbitMQ management API at %s answered %s for %q; check --management-url and the user's permissions", queuelist.Redact(mgmtURL), resp.Status, info.Name)
+		return fmt.Errorf("the RabbitMQ management API at %s answered %s for %q; check --management-url and the user's permissions", redact.URL(mgmtURL), resp.Status, info.Name)
 	}
 	var q struct {
 		Type      string         `json:"type"`

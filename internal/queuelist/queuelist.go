@@ -14,6 +14,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/acemq-go/acemq/internal/redact"
 	"github.com/acemq-go/acemq/transport/memory"
 )
 
@@ -26,25 +27,13 @@ type Depth struct {
 // IsMemory reports whether the URL names the in-process broker.
 func IsMemory(raw string) bool { return strings.HasPrefix(raw, "memory://") }
 
-// Redact hides the password in a URL.
-func Redact(raw string) string {
-	u, err := url.Parse(raw)
-	if err != nil || u.User == nil {
-		return raw
-	}
-	if _, ok := u.User.Password(); ok {
-		u.User = url.UserPassword(u.User.Username(), "xxxxx")
-	}
-	return u.String()
-}
-
 // ManagementURL derives the RabbitMQ management API's base URL from an
 // AMQP URL: same host and credentials, port 15672 (15671 and https for
 // amqps).
 func ManagementURL(amqpURL string) (string, error) {
 	u, err := url.Parse(amqpURL)
 	if err != nil || u.Host == "" {
-		return "", fmt.Errorf("cannot derive the management URL from %q; pass --management-url http://user:pass@host:15672/", Redact(amqpURL))
+		return "", fmt.Errorf("cannot derive the management URL from %q; pass --management-url http://user:pass@host:15672/", redact.URL(amqpURL))
 	}
 	scheme, port := "http", "15672"
 	if u.Scheme == "amqps" {
@@ -112,7 +101,7 @@ func List(ctx context.Context, brokerURL, mgmtURL string) ([]Depth, error) {
 	}
 	base, err := url.Parse(mgmtURL)
 	if err != nil {
-		return nil, fmt.Errorf("the management URL %q does not parse; pass --management-url http://user:pass@host:15672/", Redact(mgmtURL))
+		return nil, fmt.Errorf("the management URL %q does not parse; pass --management-url http://user:pass@host:15672/", redact.URL(mgmtURL))
 	}
 	vhost := VhostOf(brokerURL)
 	user := base.User
@@ -133,11 +122,11 @@ func List(ctx context.Context, brokerURL, mgmtURL string) ([]Depth, error) {
 	}
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
-		return nil, fmt.Errorf("cannot list queues: the RabbitMQ management API at %s did not answer (%v); enable the rabbitmq_management plugin or pass --management-url", Redact(mgmtURL), err)
+		return nil, fmt.Errorf("cannot list queues: the RabbitMQ management API at %s did not answer (%v); enable the rabbitmq_management plugin or pass --management-url", redact.URL(mgmtURL), err)
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
-		return nil, fmt.Errorf("cannot list queues: the RabbitMQ management API at %s answered %s; check --management-url and that the user may read vhost %q", Redact(mgmtURL), resp.Status, vhost)
+		return nil, fmt.Errorf("cannot list queues: the RabbitMQ management API at %s answered %s; check --management-url and that the user may read vhost %q", redact.URL(mgmtURL), resp.Status, vhost)
 	}
 	var rows []struct {
 		Name     string `json:"name"`

@@ -33,6 +33,12 @@ type Limit struct {
 	NonFinite bool
 	// Float is that value.
 	Float float64
+	// Unsigned is set when the problem is a uint or uint64 above
+	// math.MaxInt64, which no signed AMQP integer holds (unsigned values
+	// are written as the next wider signed type, see Signed).
+	Unsigned bool
+	// Uint is that value.
+	Uint uint64
 }
 
 // String says what is over which limit, in words for an error sentence.
@@ -44,6 +50,9 @@ func (l Limit) String() string {
 	if l.NonFinite {
 		return fmt.Sprintf("%s holds the float %v, which RabbitMQ cannot decode (it closes the publishing connection on it)", where, l.Float)
 	}
+	if l.Unsigned {
+		return fmt.Sprintf("%s holds the unsigned integer %d, above %d, the largest integer AMQP clients read (a signed 64-bit 'l')", where, l.Uint, int64(math.MaxInt64))
+	}
 	if l.Entries > 0 {
 		return fmt.Sprintf("%s holds %d entries, over the limit of %d per table or array", where, l.Entries, MaxEntries)
 	}
@@ -51,7 +60,8 @@ func (l Limit) String() string {
 }
 
 // CheckHeaders walks a header table as the engine builds it, for the Go
-// client's limits and for NaN or infinite floats (which RabbitMQ refuses), (values may be
+// client's limits, for NaN or infinite floats (which RabbitMQ refuses) and
+// for unsigned integers above math.MaxInt64 (which no client reads) (values may be
 // map[string]any, named maps of that type registered by the caller through
 // asTable, or []any) and reports the first place over a limit. ok is false
 // when the headers are within both limits. It never allocates on the
@@ -87,6 +97,16 @@ func checkValue(v any, depth int, asTable func(any) (map[string]any, bool)) (Lim
 	case float32:
 		if f := float64(x); math.IsNaN(f) || math.IsInf(f, 0) {
 			return Limit{NonFinite: true, Float: f}, true
+		}
+		return Limit{}, false
+	case uint64:
+		if x > math.MaxInt64 {
+			return Limit{Unsigned: true, Uint: x}, true
+		}
+		return Limit{}, false
+	case uint:
+		if uint64(x) > math.MaxInt64 {
+			return Limit{Unsigned: true, Uint: uint64(x)}, true
 		}
 		return Limit{}, false
 	case []any:

@@ -9,6 +9,7 @@ import (
 
 	amqp "github.com/rabbitmq/amqp091-go"
 
+	"github.com/acemq-go/acemq/internal/wire"
 	"github.com/acemq-go/acemq/transport"
 )
 
@@ -205,9 +206,13 @@ func appendTable(dst []byte, t map[string]any, depth int) ([]byte, error) {
 }
 
 // appendField appends one field value with the type tag amqp091-go's
-// writeField gives the same Go type (int is written as a 32-bit 'I', as
-// amqp091-go does). transport.Table and map[string]any are written as the
-// nested table amqp091-go writes for the amqp.Table they are converted to.
+// writeField gives the value toAMQPTable hands it (table.go): an int is a
+// 32-bit 'I' where it fits and a 64-bit 'l' where it does not, and an
+// unsigned value is written as the next wider signed type, because bunny
+// cannot read 'B', 'u' or 'i' (uint8 as 's', uint16 as 'I', uint32, uint
+// and uint64 as 'l'; a uint or uint64 above math.MaxInt64 is refused).
+// transport.Table and map[string]any are written as the nested table
+// amqp091-go writes for the amqp.Table they are converted to.
 func appendField(dst []byte, v any, depth int) ([]byte, error) {
 	be := binary.BigEndian
 	switch v := v.(type) {
@@ -217,8 +222,8 @@ func appendField(dst []byte, v any, depth int) ([]byte, error) {
 			b = 1
 		}
 		return append(dst, 't', b), nil
-	case byte:
-		return append(dst, 'B', v), nil
+	case uint8:
+		return be.AppendUint16(append(dst, 's'), uint16(v)), nil
 	case int8:
 		return append(dst, 'b', byte(v)), nil
 	case int16:
@@ -236,9 +241,15 @@ func appendField(dst []byte, v any, depth int) ([]byte, error) {
 	case int64:
 		return be.AppendUint64(append(dst, 'l'), uint64(v)), nil
 	case uint16:
-		return be.AppendUint16(append(dst, 'u'), v), nil
+		return be.AppendUint32(append(dst, 'I'), uint32(v)), nil
 	case uint32:
-		return be.AppendUint32(append(dst, 'i'), v), nil
+		return be.AppendUint64(append(dst, 'l'), uint64(v)), nil
+	case uint, uint64:
+		n, ok := wire.Int(v)
+		if !ok {
+			return dst, fmt.Errorf("%s: %w", wire.UnsignedTooLarge(v), errUnencodable)
+		}
+		return be.AppendUint64(append(dst, 'l'), uint64(n)), nil
 	case float32:
 		return be.AppendUint32(append(dst, 'f'), math.Float32bits(v)), nil
 	case float64:

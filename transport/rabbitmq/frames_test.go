@@ -94,7 +94,10 @@ func TestAppendPublishSplitsTheBodyAtFrameMaxLessEight(t *testing.T) {
 }
 
 // TestAppendFieldGivesEachGoTypeAmqp091sFieldType pins, for every value a
-// table may hold, the bytes amqp091-go's writeField writes for it.
+// table may hold, the bytes amqp091-go's writeField writes for it once
+// toAMQPTable has converted it: an int past 32 bits and the unsigned types
+// become signed values wide enough to hold them (issue 28: amqp091-go cut
+// the int, and bunny cannot read 'B', 'u' or 'i').
 func TestAppendFieldGivesEachGoTypeAmqp091sFieldType(t *testing.T) {
 	when := time.Unix(1700000000, 500)
 	cases := []struct {
@@ -104,15 +107,17 @@ func TestAppendFieldGivesEachGoTypeAmqp091sFieldType(t *testing.T) {
 	}{
 		{"bool true", true, []byte{'t', 1}},
 		{"bool false", false, []byte{'t', 0}},
-		{"byte", byte(200), []byte{'B', 200}},
+		{"byte (uint8, widened to a signed short: bunny cannot read 'B')", byte(200), []byte{'s', 0, 200}},
 		{"int8", int8(-2), []byte{'b', 0xFE}},
 		{"int16", int16(-2), []byte{'s', 0xFF, 0xFE}},
 		{"int (32 bits, as amqp091-go)", int(-2), []byte{'I', 0xFF, 0xFF, 0xFF, 0xFE}},
 		{"int past 32 bits (64, where amqp091-go cut it)", int(1) << 40, []byte{'l', 0, 0, 1, 0, 0, 0, 0, 0}},
 		{"int32", int32(70000), append([]byte{'I'}, u32(70000)...)},
 		{"int64", int64(-3), append([]byte{'l'}, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFD)},
-		{"uint16", uint16(65000), append([]byte{'u'}, u16(65000)...)},
-		{"uint32", uint32(4000000000), append([]byte{'i'}, u32(4000000000)...)},
+		{"uint16 (widened to a signed long: bunny cannot read 'u')", uint16(65000), append([]byte{'I'}, u32(65000)...)},
+		{"uint32 (widened to a signed long long: bunny cannot read 'i')", uint32(4000000000), append([]byte{'l'}, u64(4000000000)...)},
+		{"uint (as a signed long long)", uint(7), append([]byte{'l'}, u64(7)...)},
+		{"uint64 up to MaxInt64 (as a signed long long)", uint64(math.MaxInt64), append([]byte{'l'}, u64(math.MaxInt64)...)},
 		{"float32", float32(1.5), append([]byte{'f'}, u32(math.Float32bits(1.5))...)},
 		{"float64", 2.25, append([]byte{'d'}, u64(math.Float64bits(2.25))...)},
 		{"decimal", amqp.Decimal{Scale: 2, Value: 12345}, append([]byte{'D', 2}, u32(12345)...)},
@@ -150,8 +155,9 @@ func TestAppendPublishRefusesWhatCannotBeEncodedAndWritesNothing(t *testing.T) {
 		msg  transport.Message
 		says string
 	}{
-		{"uint64 header", transport.Message{Properties: transport.Properties{Headers: transport.Table{"n": uint64(1)}}}, "uint64"},
-		{"uint header in an array", transport.Message{Properties: transport.Properties{Headers: transport.Table{"a": []any{uint(1)}}}}, "uint"},
+		{"uint64 header above MaxInt64", transport.Message{Properties: transport.Properties{Headers: transport.Table{"n": uint64(math.MaxInt64) + 1}}}, "9223372036854775808"},
+		{"uint header above MaxInt64 in an array", transport.Message{Properties: transport.Properties{Headers: transport.Table{"a": []any{uint(math.MaxUint64)}}}}, "largest"},
+		{"complex number", transport.Message{Properties: transport.Properties{Headers: transport.Table{"c": complex(1, 2)}}}, "complex128"},
 		{"struct in a nested table", transport.Message{Properties: transport.Properties{Headers: transport.Table{"t": map[string]any{"s": struct{}{}}}}}, "struct"},
 		{"long header name", transport.Message{Properties: transport.Properties{Headers: transport.Table{long: 1}}}, "256 bytes"},
 		{"long routing key", transport.Message{RoutingKey: long}, "routing key"},

@@ -3,6 +3,7 @@ package rabbitmq
 import (
 	"context"
 	"errors"
+	"math"
 	"net/url"
 	"reflect"
 	"strings"
@@ -108,7 +109,7 @@ func TestNativePublishRefusesAnUnencodableHeaderAndTheChannelGoesOn(t *testing.T
 	c := dial(t, transport.Config{})
 	q := tempQueue(t, c, "rabbit.unenc", nil)
 	p := openPublisher(t, c)
-	err := p.Publish(context.Background(), &transport.Message{RoutingKey: q, Properties: transport.Properties{Headers: transport.Table{"n": uint64(1)}}}, func(transport.Confirmation) {
+	err := p.Publish(context.Background(), &transport.Message{RoutingKey: q, Properties: transport.Properties{Headers: transport.Table{"n": uint64(math.MaxUint64)}}}, func(transport.Confirmation) {
 		t.Error("done called for a publish that was not written")
 	})
 	if !errors.Is(err, transport.ErrNotWritten) || !errors.Is(err, transport.ErrUnencodable) || !strings.Contains(err.Error(), "uint64") {

@@ -1,14 +1,27 @@
 package rabbitmq
 
 import (
+	"math"
+
 	amqp "github.com/rabbitmq/amqp091-go"
 
+	"github.com/acemq-go/acemq/internal/wire"
 	"github.com/acemq-go/acemq/transport"
 )
 
 // toAMQPTable converts a seam table for the wire. Tables without nested
-// tables share their map (the two types have the same underlying type), so
-// the common case allocates nothing.
+// tables, unsigned values or ints past 32 bits share their map (the two
+// types have the same underlying type), so the common case allocates
+// nothing.
+//
+// amqp091-go writes every int as a 32-bit 'I', cutting off the high bits
+// of a larger one, so an int that does not fit is handed over as an int64
+// ('l', its exact value). It writes uint8, uint16 and uint32 as 'B', 'u'
+// and 'i', which bunny (Ruby) cannot read, and refuses uint and uint64, so
+// unsigned values are handed over as the next wider signed type
+// (wire.Signed); one above math.MaxInt64 is left as it is, for
+// amqp.Table.Validate to refuse. The native path (appendField) writes the
+// same bytes.
 func toAMQPTable(t transport.Table) amqp.Table {
 	if t == nil {
 		return nil
@@ -27,6 +40,10 @@ func toAMQPTable(t transport.Table) amqp.Table {
 
 func needsOutbound(v any) bool {
 	switch v := v.(type) {
+	case int:
+		return v < math.MinInt32 || v > math.MaxInt32
+	case uint8, uint16, uint32, uint, uint64:
+		return true
 	case transport.Table, map[string]any:
 		// amqp091-go writes only its own Table type as a field table; a
 		// plain map (what a caller building headers by hand, or decoding
@@ -50,6 +67,14 @@ func needsOutbound(v any) bool {
 
 func outboundValue(v any) any {
 	switch v := v.(type) {
+	case int:
+		if v < math.MinInt32 || v > math.MaxInt32 {
+			return int64(v)
+		}
+		return v
+	case uint8, uint16, uint32, uint, uint64:
+		s, _ := wire.Signed(v)
+		return s
 	case transport.Table:
 		return toAMQPTable(v)
 	case map[string]any:

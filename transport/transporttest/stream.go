@@ -100,8 +100,13 @@ func (s *suite) streamReadersAreIndependent(t *testing.T) {
 			t.Fatalf("reader from %s: %q at %d redelivered=%v, want \"5\" at 5", name, d.Body, streamOffset(t, d), d.Redelivered)
 		}
 	}
-	if info, err := setup.DeclareQueue(ctx(t), transport.QueueSpec{Name: q, Passive: true}); err != nil || info.Messages != 0 {
-		t.Fatalf("passive declare of a stream: %+v, %v; want message count 0", info, err)
+	// RabbitMQ answers a stream's passive declare with the message count of
+	// its statistics (rabbit_stream_queue:stat reads the "messages" info
+	// item), which trail the log: 0 until a statistics tick has seen the
+	// messages, then what it saw. Neither is a count of what is left to
+	// read (a stream keeps everything), so only the bounds are promised.
+	if info, err := setup.DeclareQueue(ctx(t), transport.QueueSpec{Name: q, Passive: true}); err != nil || info.Messages < 0 || info.Messages > 6 {
+		t.Fatalf("passive declare of a stream: %+v, %v; want it answered with a count between 0 and the 6 messages in it", info, err)
 	}
 }
 
