@@ -84,6 +84,9 @@ func (p *publisher) Close() error {
 // an unroutable mandatory message; or Lost when the channel ends first.
 // Publishing to a missing exchange closes the channel with 404; that
 // publish and every pending one end Lost, and the 404 is returned.
+// A body over the broker's max_message_size closes the channel with 406,
+// as on RabbitMQ. A content header frame over the connection's frame_max
+// is refused before anything is done, with a *transport.LimitError.
 // Publishing on an ended channel returns an error wrapping ErrNotWritten;
 // a header value AMQP 0-9-1 cannot carry, one wrapping ErrNotWritten and
 // ErrUnencodable.
@@ -96,6 +99,14 @@ func (p *publisher) Publish(ctx context.Context, msg *transport.Message, done tr
 	}
 	if err := ctx.Err(); err != nil {
 		return fmt.Errorf("%w: %w", transport.ErrNotWritten, err)
+	}
+	// Over frame_max: refused before writing, as the RabbitMQ transport
+	// refuses it.
+	if err := transport.CheckFrameMax(msg, p.c.limits.frameMax); err != nil {
+		return fmt.Errorf("memory: publish refused before writing: %w", err)
+	}
+	if len(msg.Body) > p.c.limits.brokerMax {
+		return p.tooLarge(len(msg.Body), done)
 	}
 	// RabbitMQ's client refuses what AMQP 0-9-1 cannot carry before
 	// writing; so does the in-process broker (in the pass that takes the
@@ -126,6 +137,24 @@ func (p *publisher) Publish(ctx context.Context, msg *transport.Message, done tr
 		runtime.Gosched() // let consumers catch up, as RabbitMQ's flow control would
 	}
 	return nil
+}
+
+// tooLarge is the broker's answer to a body over its max_message_size,
+// RabbitMQ's: the publishing channel closes with 406 PRECONDITION_FAILED
+// (the message and every pending one end Lost with it).
+func (p *publisher) tooLarge(size int, done transport.ConfirmFunc) error {
+	e := chanErr(transport.CodePreconditionFailed, "PRECONDITION_FAILED", "message size %d is larger than configured max size %d", size, p.c.limits.brokerMax)
+	p.mu.Lock()
+	if p.life.ended() {
+		p.mu.Unlock()
+		return fmt.Errorf("%w: %w", transport.ErrNotWritten, closedErr(p.life.reason()))
+	}
+	if done != nil {
+		p.enqueue(pendingConfirm{done, transport.Confirmation{Outcome: transport.Lost, Err: e}})
+	}
+	p.mu.Unlock()
+	p.end(e)
+	return e
 }
 
 // routeLocked routes one message and records its answer; p.mu is held.

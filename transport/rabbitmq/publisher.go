@@ -39,6 +39,10 @@ type publisher struct {
 	// nat is set on the native path (native.go): frames written by
 	// AceMQ, confirms read by AceMQ. nil when amqp091-go publishes.
 	nat *nativeState
+
+	// frameMax is the negotiated frame_max Publish checks before writing;
+	// set by connection.Publisher before the publisher is handed out.
+	frameMax int
 }
 
 func newPublisher(ch *amqp.Channel, confirm bool) *publisher {
@@ -158,7 +162,8 @@ func (p *publisher) finish(e *amqp.Error) {
 // unroutable) or Lost (the channel ended first). An error wrapping
 // transport.ErrNotWritten means nothing was written and done will not be
 // called (with transport.ErrUnencodable too when a header value has no AMQP
-// field type: sending it again will not help); any other error means
+// field type, a *transport.LimitError when the content header frame is over
+// the negotiated frame_max: sending it again will not help); any other error means
 // bytes may have gone, done will be called (Lost) and the channel is
 // closed. On a non-confirming publisher done must be nil. Publish is safe for concurrent use and never waits for the broker.
 func (p *publisher) Publish(ctx context.Context, msg *transport.Message, done transport.ConfirmFunc) error {
@@ -167,6 +172,11 @@ func (p *publisher) Publish(ctx context.Context, msg *transport.Message, done tr
 	}
 	if !p.confirm && done != nil {
 		return fmt.Errorf("rabbitmq: a confirm callback was given to a non-confirming publisher: %w", transport.ErrNotWritten)
+	}
+	// Checked here, above both frame writers: RabbitMQ closes the whole
+	// connection on a frame over frame_max.
+	if err := transport.CheckFrameMax(msg, p.frameMax); err != nil {
+		return fmt.Errorf("rabbitmq: publish refused before writing: %w", err)
 	}
 	if p.nat != nil {
 		return p.publishNative(msg, done)
