@@ -19,7 +19,7 @@ import (
 // says which and why. The body, id and claim are always kept.
 
 // maxKeptReason bounds a reason (the handler's error text) on a copy that
-// had to be made to fit.
+// had to be made to fit (a quarter of frame_max when that is smaller).
 const maxKeptReason = 4096
 
 // frameLimit returns the frame_max refusal err carries, or nil.
@@ -41,9 +41,9 @@ func fitCopy(msg *transport.Message, le *transport.LimitError) bool {
 	h := msg.Headers
 	reason, _ := h[header.Error].(string)
 	size := le.Size - len(reason)
-	if len(reason) > maxKeptReason {
-		cut := len(reason) - maxKeptReason
-		reason = strings.ToValidUTF8(reason[:maxKeptReason], "") + fmt.Sprintf(" … (%d bytes of the reason cut)", cut)
+	if keep := min(maxKeptReason, le.Max/4); len(reason) > keep {
+		cut := len(reason) - keep
+		reason = strings.ToValidUTF8(reason[:keep], "") + fmt.Sprintf(" … (%d bytes of the reason cut)", cut)
 	}
 	size += len(reason)
 

@@ -173,12 +173,14 @@ func (p *publisher) Publish(ctx context.Context, msg *transport.Message, done tr
 	if !p.confirm && done != nil {
 		return fmt.Errorf("rabbitmq: a confirm callback was given to a non-confirming publisher: %w", transport.ErrNotWritten)
 	}
-	// Checked here, above both frame writers: RabbitMQ closes the whole
-	// connection on a frame over frame_max.
-	if err := transport.CheckFrameMax(msg, p.frameMax); err != nil {
-		return fmt.Errorf("rabbitmq: publish refused before writing: %w", err)
-	}
+	// RabbitMQ closes the whole connection on a frame over frame_max, so
+	// the content header is measured before either writer writes it: as
+	// given for the native writer, which writes those values; as converted
+	// for amqp091-go.
 	if p.nat != nil {
+		if err := p.checkFrameMax(&msg.Properties); err != nil {
+			return err
+		}
 		return p.publishNative(msg, done)
 	}
 	headers := toAMQPTable(msg.Headers)
@@ -186,6 +188,11 @@ func (p *publisher) Publish(ctx context.Context, msg *transport.Message, done tr
 		if err := headers.Validate(); err != nil {
 			return fmt.Errorf("rabbitmq: cannot encode the message headers: %w: %w: %w", transport.ErrNotWritten, transport.ErrUnencodable, err)
 		}
+	}
+	props := msg.Properties
+	props.Headers = transport.Table(headers)
+	if err := p.checkFrameMax(&props); err != nil {
+		return err
 	}
 	pub := amqp.Publishing{
 		Headers:      headers,
@@ -226,6 +233,18 @@ func (p *publisher) Publish(ctx context.Context, msg *transport.Message, done tr
 	p.wmu.Unlock()
 	go func() { _ = p.ch.Close() }()
 	return fmt.Errorf("rabbitmq: publish failed during the write; the message may have been sent: %w", convertError(err))
+}
+
+// checkFrameMax refuses, before anything is written, a publish whose
+// content header frame would be over the negotiated frame_max.
+func (p *publisher) checkFrameMax(props *transport.Properties) error {
+	if p.frameMax <= 0 {
+		return nil
+	}
+	if n := transport.ContentHeaderFrameSize(props); n > p.frameMax {
+		return fmt.Errorf("rabbitmq: publish refused before writing: %w", &transport.LimitError{Limit: transport.LimitFrameMax, Size: n, Max: p.frameMax})
+	}
+	return nil
 }
 
 // unwrittenLocked ends a Publish whose write sent nothing: it takes back
