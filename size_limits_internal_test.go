@@ -53,7 +53,7 @@ func TestAFittedCopyKeepsTheIDTheClaimAndABoundedReason(t *testing.T) {
 		t.Fatal("the copy kept x-big")
 	}
 	reason := h[header.Error].(string)
-	if !strings.Contains(reason, "(5904 bytes of the reason cut)") || !strings.Contains(reason, `leaves out header "x-big" (9011 bytes)`) {
+	if !strings.Contains(reason, "(7952 bytes of the reason cut)") || !strings.Contains(reason, `leaves out header "x-big" (9011 bytes)`) {
 		t.Fatalf("reason %.80q… does not say what was cut and left out", reason[len(reason)-300:])
 	}
 	if n := transport.ContentHeaderFrameSize(&msg.Properties); n > 8192 {
