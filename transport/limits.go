@@ -53,10 +53,10 @@ func (e *LimitError) Error() string {
 func (e *LimitError) Is(target error) bool { return target == ErrNotWritten }
 
 // CheckFrameMax returns a *LimitError when the content header frame of
-// msg would be over frameMax (0 or less: no limit), or nil. Every
-// transport calls it in Publish, before writing: RabbitMQ closes the whole
-// connection on a frame over its frame_max. It costs one walk over the
-// headers.
+// msg would be over frameMax (0 or less: no limit), or nil. A transport
+// calls it (or measures with ContentHeaderFrameSize) in Publish, before
+// writing: RabbitMQ closes the whole connection on a frame over its
+// frame_max. It costs one walk over the headers.
 func CheckFrameMax(msg *Message, frameMax int) error {
 	if frameMax > 0 {
 		if n := ContentHeaderFrameSize(&msg.Properties); n > frameMax {

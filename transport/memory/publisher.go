@@ -100,20 +100,20 @@ func (p *publisher) Publish(ctx context.Context, msg *transport.Message, done tr
 	if err := ctx.Err(); err != nil {
 		return fmt.Errorf("%w: %w", transport.ErrNotWritten, err)
 	}
+	// RabbitMQ's client refuses what AMQP 0-9-1 cannot carry before
+	// writing; so does the in-process broker (in the pass that takes the
+	// table over, which also measures it).
+	headers, tsize, err := takeHeaders(msg)
+	if err != nil {
+		return fmt.Errorf("memory: cannot encode the message headers: %w: %w: %w", transport.ErrNotWritten, transport.ErrUnencodable, err)
+	}
 	// Over frame_max: refused before writing, as the RabbitMQ transport
 	// refuses it.
-	if err := transport.CheckFrameMax(msg, p.c.limits.frameMax); err != nil {
-		return fmt.Errorf("memory: publish refused before writing: %w", err)
+	if err := p.checkFrameMax(msg, tsize); err != nil {
+		return err
 	}
 	if len(msg.Body) > p.c.limits.brokerMax {
 		return p.tooLarge(len(msg.Body), done)
-	}
-	// RabbitMQ's client refuses what AMQP 0-9-1 cannot carry before
-	// writing; so does the in-process broker (in the pass that takes the
-	// table over).
-	headers, err := takeHeaders(msg)
-	if err != nil {
-		return fmt.Errorf("memory: cannot encode the message headers: %w: %w: %w", transport.ErrNotWritten, transport.ErrUnencodable, err)
 	}
 	p.mu.Lock()
 	m := newMessage(msg, headers, &p.slab)
@@ -135,6 +135,21 @@ func (p *publisher) Publish(ctx context.Context, msg *transport.Message, done tr
 	}
 	if p.c.b.flow.Load() && p.c.b.flow.CompareAndSwap(true, false) {
 		runtime.Gosched() // let consumers catch up, as RabbitMQ's flow control would
+	}
+	return nil
+}
+
+// checkFrameMax refuses a publish whose content header frame would be over
+// the connection's frame_max; tsize is its headers table's encoded size.
+func (p *publisher) checkFrameMax(msg *transport.Message, tsize int) error {
+	props := msg.Properties
+	props.Headers = nil
+	n := transport.ContentHeaderFrameSize(&props)
+	if len(msg.Headers) > 0 {
+		n += tsize
+	}
+	if max := p.c.limits.frameMax; n > max {
+		return fmt.Errorf("memory: publish refused before writing: %w", &transport.LimitError{Limit: transport.LimitFrameMax, Size: n, Max: max})
 	}
 	return nil
 }

@@ -174,13 +174,10 @@ func (p *publisher) Publish(ctx context.Context, msg *transport.Message, done tr
 		return fmt.Errorf("rabbitmq: a confirm callback was given to a non-confirming publisher: %w", transport.ErrNotWritten)
 	}
 	// RabbitMQ closes the whole connection on a frame over frame_max, so
-	// the content header is measured before either writer writes it: as
-	// given for the native writer, which writes those values; as converted
-	// for amqp091-go.
+	// the content header is measured before either writer sends it: the
+	// native writer measures the frame it encoded (appendPublish); for
+	// amqp091-go it is measured as converted, below.
 	if p.nat != nil {
-		if err := p.checkFrameMax(&msg.Properties); err != nil {
-			return err
-		}
 		return p.publishNative(msg, done)
 	}
 	headers := toAMQPTable(msg.Headers)
