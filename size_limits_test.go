@@ -245,3 +245,19 @@ func TestASetAsideCopyOverFrameMaxIsMadeToFitAndEndsWhereAnOperatorFindsIt(t *te
 		})
 	}
 }
+
+func TestAPublishOverFrameMaxIsRefusedWithConfirmsOffToo(t *testing.T) {
+	onEveryRig(t, func(t *testing.T, r *rig) {
+		q := r.named("framemax.unconfirmed")
+		r.queue(q)
+		pub := acemq.NewPublisher[order](r.c, "", q, acemq.PublisherConfig{})
+		_, err := pub.SendWith(context.Background(), order{ID: "big"}, bigHeader(140000))
+		var pe *acemq.PublishError
+		if !errors.Is(err, acemq.ErrHeaderLimit) || !errors.As(err, &pe) || pe.Sent {
+			t.Fatalf("Send = %v, want an unsent refusal matching ErrHeaderLimit", err)
+		}
+		if _, err := pub.Send(context.Background(), order{ID: "after"}); err != nil {
+			t.Fatalf("the next Send failed: %v", err)
+		}
+	}, acemq.Config{NoPublisherConfirms: true})
+}
