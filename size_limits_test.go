@@ -108,8 +108,11 @@ func TestABodyOverTheMaximumMessageSizeIsRefusedBeforeWriting(t *testing.T) {
 				}
 			}
 		}
-		_, err := acemq.NewPublisher[[]byte](r.c, "", q, acemq.PublisherConfig{Codec: acemq.Bytes()}).Send(ctx, body)
+		pub := acemq.NewPublisher[[]byte](r.c, "", q, acemq.PublisherConfig{Codec: acemq.Bytes()})
+		_, err := pub.Send(ctx, body)
 		check("Send", err)
+		_, err = pub.SendAll(ctx, [][]byte{body})
+		check("SendAll", err)
 		check("PublishRaw", r.c.PublishRaw(ctx, acemq.RawMessage{RoutingKey: q, Body: body}))
 		if n := r.ready(q); n != 0 {
 			t.Fatalf("%d messages reached the queue, want none", n)
