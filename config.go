@@ -186,6 +186,18 @@ type Config struct {
 	// Propagator carries trace context in message headers. nil means W3C
 	// Trace Context.
 	Propagator propagation.TextMapPropagator
+	// MaxMessageSize is the largest body an application publish (Send,
+	// SendAll, PublishRaw, and so the outbox relay, replay and replies)
+	// writes; a larger one is refused before anything is written, matching
+	// ErrMessageTooLarge, with a reason that points at the claim check
+	// (package claimcheck). 0 means 16 MiB, RabbitMQ 4's default
+	// max_message_size; set it to the broker's max_message_size when that
+	// differs (RabbitMQ 3.x accepted 128 MiB). A negative value turns the
+	// check off. Either way a body the broker refuses (406, which closes
+	// the publishing channel) is reported as not sent, matching
+	// ErrMessageTooLarge. Consumer hops are not checked: the broker has
+	// already accepted their body.
+	MaxMessageSize int
 }
 
 type config struct {
@@ -214,6 +226,7 @@ type config struct {
 	addresses        []string
 	onEvent          func(Event)
 	publishChannels  int
+	maxMessage       int // as Config.MaxMessageSize: 0 default, negative none
 	settlementHooks  []func(Settlement)
 	publishHooks     []func(PublishReport)
 	fallbackHooks    []func(Fallback)
@@ -328,6 +341,11 @@ func (cfg Config) internal() config {
 	} else if cfg.PublishChannels > 0 {
 		c.publishChannels = cfg.PublishChannels
 	}
+	c.maxMessage = cfg.MaxMessageSize
+	if c.maxMessage == 0 {
+		c.maxMessage = transport.DefaultMaxMessageSize
+	}
+	c.maxMessage = max(c.maxMessage, -1)
 	if cfg.OnSettlement != nil {
 		c.settlementHooks = []func(Settlement){cfg.OnSettlement}
 	}
@@ -391,6 +409,7 @@ func (c *Conn) Config() Config {
 		CredentialsProvider:              k.sec.settings.Provider,
 		Addresses:                        k.addresses,
 		PublishChannels:                  k.publishChannels,
+		MaxMessageSize:                   k.maxMessage,
 		OnEvent:                          k.onEvent,
 		MeterProvider:                    c.tel.mp,
 		TracerProvider:                   c.tel.tp,

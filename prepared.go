@@ -164,6 +164,10 @@ func (p *publishing) prepare(pr *prepared, ctx context.Context, exchange, routin
 		pr.err = err
 		return
 	}
+	if err := p.bodyRefusal(&pr.msg); err != nil {
+		pr.err = err
+		return
+	}
 	pr.sent = Sent{
 		Envelope:    env,
 		Exchange:    pctx.Exchange,

@@ -90,11 +90,22 @@ func newPubErr(msg *transport.Message, outcome Outcome, reason string, sent bool
 	}
 }
 
+// isLimit reports a transport's size refusal: another channel would
+// refuse it too.
+func isLimit(err error) bool {
+	var le *transport.LimitError
+	return errors.As(err, &le)
+}
+
 // unencodable is the refusal of a publish the transport could not encode
-// (a header value AMQP 0-9-1 has no field type for), or nil when err says
-// something else. It is bad input, not a lost connection: nothing was
+// (a header value AMQP 0-9-1 has no field type for) or would not write
+// (over frame_max or the maximum message size: limitRefusal), or nil when
+// err says something else. It is bad input, not a lost connection: nothing was
 // written, and sending the same message again cannot help.
 func unencodable(msg *transport.Message, err error) error {
+	if lerr := limitRefusal(msg, err); lerr != nil {
+		return lerr
+	}
 	if !errors.Is(err, transport.ErrUnencodable) {
 		return nil
 	}
@@ -333,6 +344,9 @@ func classify(msg *transport.Message, cf transport.Confirmation) error {
 	default:
 		var te *transport.Error
 		if errors.As(cf.Err, &te) && te.Server && !te.Connection {
+			if e := brokerSizeRefusal(msg, te); e != nil {
+				return e
+			}
 			// The broker closed the publishing channel, not the connection:
 			// nothing was "remade", so say what happened.
 			e := newPubErr(msg, OutcomeFailed, fmt.Sprintf(reasonChannelClosed, te.Code, te.Reason), true, cf.Err)
@@ -358,7 +372,7 @@ func (p *publishing) writeHeld(ctx context.Context, msg *transport.Message, done
 			hd.on(set)
 		}
 		err := pub.Publish(ctx, msg, done)
-		if err == nil || !errors.Is(err, transport.ErrNotWritten) || errors.Is(err, transport.ErrUnencodable) {
+		if err == nil || !errors.Is(err, transport.ErrNotWritten) || errors.Is(err, transport.ErrUnencodable) || isLimit(err) {
 			return pub, err
 		}
 		if hd != nil {

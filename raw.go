@@ -47,7 +47,11 @@ type RawMessage struct {
 // error is a *PublishError as for Send. Patterns (outbox relay, replay,
 // replies) publish through it; it does not count in acemq.publish.total.
 func (c *Conn) PublishRaw(ctx context.Context, m RawMessage) error {
-	return c.pub.hop(ctx, m.message())
+	msg := m.message()
+	if err := c.pub.bodyRefusal(msg); err != nil {
+		return err
+	}
+	return c.pub.hop(ctx, msg)
 }
 
 // Pulled is one message taken with basic.get and not yet settled. Settle it

@@ -105,6 +105,9 @@ func (rp *rawPipe) write(ctx context.Context, msgs []*transport.Message, prev *p
 		if err := headerRefusal(msg); err != nil {
 			return stopAt(i, err)
 		}
+		if err := p.bodyRefusal(msg); err != nil {
+			return stopAt(i, err)
+		}
 		if err := p.acquireHeld(ctx, msg, &hd); err != nil {
 			return stopAt(i, err)
 		}

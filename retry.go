@@ -385,6 +385,9 @@ func (k *consumerCore) retry(dv *delivery, env Envelope, cause error, handled bo
 			k.ack(dv)
 			return
 		}
+		if k.hopOverFrameMax(dv, env, "retry copy", err, cause) {
+			return
+		}
 		if IsUnroutable(err) {
 			k.fallback(Fallback{Kind: "rung_missing", Queue: q, Target: target, Envelope: env, Err: err})
 			k.env.logger.Warn(fmt.Sprintf("acemq: %s is not on the broker, so %s will wait %s in this consumer instead; declare it (start the consumer with its retry policy, or Topology.Retries)", target, env.ID, delay), "queue", q)
@@ -396,7 +399,9 @@ func (k *consumerCore) retry(dv *delivery, env Envelope, cause error, handled bo
 	wait := p.consumerWait(delay, rand.Float64())
 	k.later(dv, wait, func(ctx context.Context) {
 		if err := k.host.hop(ctx, k.hopMessage(dv, next, q)); err != nil {
-			k.putBackFailed(dv, env, q, err)
+			if !k.hopOverFrameMax(dv, env, "retry copy", err, cause) {
+				k.putBackFailed(dv, env, q, err)
+			}
 			return
 		}
 		k.ack(dv)
@@ -412,7 +417,9 @@ func (k *consumerCore) putBackFailed(dv *delivery, env Envelope, target string, 
 func (k *consumerCore) putBackLater(dv *delivery, env Envelope, delay time.Duration) {
 	k.later(dv, delay, func(ctx context.Context) {
 		if err := k.host.hop(ctx, k.hopMessage(dv, env, k.queue)); err != nil {
-			k.putBackFailed(dv, env, k.queue, err)
+			if !k.hopOverFrameMax(dv, env, "put-back copy", err, nil) {
+				k.putBackFailed(dv, env, k.queue, err)
+			}
 			return
 		}
 		k.ack(dv)

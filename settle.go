@@ -123,10 +123,22 @@ func (k *consumerCore) hopMessage(dv *delivery, env Envelope, target string) *tr
 // documented fallback keeps the message: never unsettled, never dropped.
 func (k *consumerCore) settleAside(dv *delivery, env Envelope, target, reason string, outcome Outcome, handled bool, dur time.Duration) {
 	k.report(dv, Settlement{Queue: k.queue, Envelope: env, Outcome: outcome, Target: target, Reason: reason, Handled: handled, HandlerDuration: dur})
+	k.setAside(dv, env, target, reason)
+}
+
+// setAside copies the message into target with the reason and acks the
+// original; settleAside without the report. A copy over frame_max is made
+// to fit (fitCopy) and written once more.
+func (k *consumerCore) setAside(dv *delivery, env Envelope, target, reason string) {
 	cp := env
 	cp.Error = reason
 	ctx, cancel := hopContext()
-	err := k.host.hop(ctx, k.hopMessage(dv, cp, target))
+	msg := k.hopMessage(dv, cp, target)
+	err := k.host.hop(ctx, msg)
+	if le := frameLimit(err); le != nil && fitCopy(msg, le) {
+		k.env.logger.Warn("acemq: a set-aside copy was over frame_max; it leaves out headers, and its x-acemq-error says which", "queue", k.queue, "id", env.ID, "target", target, "error", le)
+		err = k.host.hop(ctx, msg)
+	}
 	cancel()
 	if err == nil {
 		k.ack(dv)

@@ -139,8 +139,10 @@
 //
 // # Failures
 //
-// A nack, an unroutable return, a missing exchange or a header over the
-// limits Go consumers can read (acemq.ErrHeaderLimit) is about the record:
+// A nack, an unroutable return, a missing exchange, a header over the
+// limits Go consumers can read or over frame_max (acemq.ErrHeaderLimit) or
+// a body over the maximum message size (acemq.ErrMessageTooLarge) is about
+// the record:
 // attempts + 1 and last_error (≤ 1,000 characters); at 10 attempts the
 // record is retired: kept, skipped by relays, listed by Store.Retired and
 // put back by Store.Release. A refused publish (blocked broker, recovery), a lost

@@ -3,6 +3,7 @@ package outbox
 import (
 	"context"
 	"errors"
+	"log/slog"
 	"slices"
 	"strings"
 	"testing"
@@ -310,5 +311,62 @@ func TestRecordWithUnreadableHeadersSpendsAnAttempt(t *testing.T) {
 	}
 	if got := drain(t, c, "orders"); len(got) != 0 {
 		t.Fatalf("%d messages written after the refused record; want none (it was first)", len(got))
+	}
+}
+
+// A record whose publish is over a size limit (a header over frame_max, a
+// body over the maximum message size) is about the record: refused before
+// anything is written, it spends an attempt instead of stopping every
+// sweep for good, and nothing behind it is written out of order.
+func TestRecordOverASizeLimitSpendsAnAttempt(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		rec  order
+		opt  AddOption
+		want error
+	}{
+		{"frame_max", order{"big", 1}, WithHeader("x-big", strings.Repeat("b", 140000)), acemq.ErrHeaderLimit},
+		{"max_message_size", order{strings.Repeat("b", 2000), 1}, WithHeader("x-small", "s"), acemq.ErrMessageTooLarge},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ctx := context.Background()
+			s := newStore(t, backend{Name: "sqlite", Open: dbtest.SQLite})
+			c, _ := memConn(t, "orders")
+			if tc.want == acemq.ErrMessageTooLarge {
+				// The same refusal as at 16 MiB, at a size a test handles quickly.
+				small, err := acemq.Connect(ctx, "memory://"+dbtest.RandHex(6), acemq.Config{Logger: slog.New(slog.DiscardHandler), MaxMessageSize: 1000})
+				if err != nil {
+					t.Fatal(err)
+				}
+				t.Cleanup(func() { small.Close(context.Background()) })
+				if err := small.Apply(ctx, acemq.NewTopology().Queue("orders", acemq.QueueOptions{Type: acemq.Classic})); err != nil {
+					t.Fatal(err)
+				}
+				c = small
+			}
+			tx, err := s.DB().BeginTx(ctx, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := s.Add(ctx, tx, c, "", "orders", tc.rec, tc.opt); err != nil {
+				tx.Rollback()
+				t.Fatal(err)
+			}
+			if err := tx.Commit(); err != nil {
+				t.Fatal(err)
+			}
+			add(t, s, c, "", "orders", order{"a", 1})
+			sw := newRelay(t, c, s).SweepOnce(ctx)
+			if sw.Failed != 1 || sw.Published != 0 || !errors.Is(sw.Err, tc.want) {
+				t.Fatalf("sweep %+v, want one failure matching %v", sw, tc.want)
+			}
+			p, _ := s.Pending(ctx, 0)
+			if len(p) != 2 || p[0].Attempts != 1 || !strings.Contains(p[0].LastError, "nothing was sent") {
+				t.Fatalf("pending %+v", p)
+			}
+			if got := drain(t, c, "orders"); len(got) != 0 {
+				t.Fatalf("%d messages written after the refused record; want none (it was first)", len(got))
+			}
+		})
 	}
 }

@@ -920,7 +920,8 @@ func (r *Relay) listenLoop(ctx context.Context) {
 // aboutTheRecord reports whether a publish failed because of the record
 // rather than the connection: unroutable (returned), nacked (the broker
 // refused to take responsibility for it), its exchange missing (the channel
-// closed with 404 NOT_FOUND), or a header over the Go client's limits.
+// closed with 404 NOT_FOUND), a header over the Go client's limits or
+// frame_max, or a body over the maximum message size.
 func aboutTheRecord(err error) bool {
 	var pe *acemq.PublishError
 	if errors.As(err, &pe) && (pe.Unroutable || pe.Nacked) {
@@ -930,5 +931,5 @@ func aboutTheRecord(err error) bool {
 	if errors.As(err, &te) && te.Code == transport.CodeNotFound && !te.Connection {
 		return true
 	}
-	return errors.Is(err, acemq.ErrHeaderLimit)
+	return errors.Is(err, acemq.ErrHeaderLimit) || errors.Is(err, acemq.ErrMessageTooLarge)
 }

@@ -15,6 +15,7 @@ import (
 	"github.com/acemq-go/acemq/internal/brokertest"
 	"github.com/acemq-go/acemq/internal/testenv"
 	"github.com/acemq-go/acemq/replay"
+	"github.com/acemq-go/acemq/transport"
 	"github.com/acemq-go/acemq/transport/memory"
 	"go.uber.org/goleak"
 )
@@ -340,4 +341,38 @@ func TestReplayInterruptedByAConnectionDropLosesNothing(t *testing.T) {
 	if inTarget+inDLQ < len(ids) {
 		t.Fatalf("%d in the target, %d in the DLQ", inTarget, inDLQ)
 	}
+}
+
+// A dead letter whose content header is just under frame_max cannot be
+// replayed once the replay headers are stamped on it: the replay is
+// refused before writing (acemq.ErrHeaderLimit), the message goes back to
+// the DLQ, and the connection, which the broker would have closed, stays
+// up for the next replay.
+func TestReplayOfAMessageThatWouldBeOverFrameMaxIsRefusedAndKeepsIt(t *testing.T) {
+	forEachBroker(t, func(t *testing.T, url string) {
+		c := connect(t, url)
+		q, _ := setup(t, c, 0)
+		dlq := acemq.DeadLetterQueue(q)
+		raw := func(n int) error {
+			return c.PublishRaw(context.Background(), acemq.RawMessage{RoutingKey: dlq, ContentType: "application/json", MessageID: "big-1",
+				Headers: map[string]any{header.ID: "big-1", header.Error: "boom", "x-big": strings.Repeat("b", n)}, Body: []byte(`{"n":1}`)})
+		}
+		var le *transport.LimitError
+		if err := raw(transport.DefaultFrameMax); !errors.As(err, &le) {
+			t.Fatalf("PublishRaw of a frame_max-sized header = %v, want a LimitError", err)
+		}
+		if err := raw(transport.DefaultFrameMax - (le.Size - transport.DefaultFrameMax)); err != nil {
+			t.Fatal(err)
+		}
+		rep, err := replay.Queue(context.Background(), c, dlq)
+		if !errors.Is(err, acemq.ErrHeaderLimit) || rep.Reason != replay.Failed || rep.Moved != 0 {
+			t.Fatalf("%+v %v, want the replay refused with ErrHeaderLimit", rep, err)
+		}
+		if n := count(t, c, dlq); n != 1 {
+			t.Fatalf("%d messages left in the DLQ, want the one refused", n)
+		}
+		if _, err := c.QueueInfo(context.Background(), q); err != nil {
+			t.Fatalf("the Conn is not usable after the refusal: %v", err)
+		}
+	})
 }

@@ -17,6 +17,7 @@ type conn struct {
 	b         *Broker
 	onBlocked func(active bool, reason string)
 	life      lifecycle
+	limits    limits
 
 	mu        sync.Mutex
 	channels  map[ender]struct{}
@@ -33,8 +34,8 @@ type conn struct {
 
 var _ transport.Connection = (*conn)(nil)
 
-func (b *Broker) connect(cfg transport.Config) *conn {
-	c := &conn{b: b, onBlocked: cfg.OnBlocked, life: newLifecycle(),
+func (b *Broker) connect(cfg transport.Config, lim limits) *conn {
+	c := &conn{b: b, onBlocked: cfg.OnBlocked, life: newLifecycle(), limits: lim,
 		channels: map[ender]struct{}{}, pubs: map[*publisher]struct{}{}}
 	b.connMu.Lock()
 	b.conns[c] = struct{}{}

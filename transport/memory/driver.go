@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net/url"
+	"strconv"
 	"strings"
 
 	"github.com/acemq-go/acemq/transport"
@@ -44,14 +45,63 @@ func (Driver) Dial(ctx context.Context, cfg transport.Config) (transport.Connect
 	if err != nil {
 		return nil, 0, err
 	}
-	return Lookup(name).connect(cfg), 0, nil
+	lim, err := parseLimits(cfg.URL)
+	if err != nil {
+		return nil, 0, err
+	}
+	return Lookup(name).connect(cfg, lim), 0, nil
+}
+
+// limits are a connection's size limits.
+type limits struct {
+	// frameMax is the connection's frame_max (the URL's frame_max, else
+	// transport.DefaultFrameMax): a publish whose content header frame is
+	// larger is refused before it is written, as the RabbitMQ transport
+	// refuses one the broker would close the connection for.
+	frameMax int
+	// brokerMax is the broker's max_message_size (the URL's
+	// max_message_size, else transport.DefaultMaxMessageSize, RabbitMQ
+	// 4's): a larger body that reaches the broker closes the publishing
+	// channel with 406 PRECONDITION_FAILED, as RabbitMQ does.
+	brokerMax int
+}
+
+// parseLimits reads frame_max and max_message_size from a memory:// URL.
+func parseLimits(raw string) (limits, error) {
+	l := limits{frameMax: transport.DefaultFrameMax, brokerMax: transport.DefaultMaxMessageSize}
+	u, err := url.Parse(raw)
+	if err != nil {
+		return l, fmt.Errorf("memory: cannot parse URL: %w", err)
+	}
+	q := u.Query()
+	for _, s := range [...]struct {
+		name string
+		min  int
+		to   *int
+	}{{"frame_max", 4096, &l.frameMax}, {"max_message_size", 1, &l.brokerMax}} {
+		v := q.Get(s.name)
+		if v == "" {
+			continue
+		}
+		n, err := strconv.Atoi(v)
+		if err != nil || n < s.min {
+			return l, fmt.Errorf("memory: the URL's %s is %q; give a whole number of bytes, at least %d", s.name, v, s.min)
+		}
+		*s.to = n
+	}
+	return l, nil
 }
 
 // CheckURL validates a memory:// URL before any dial and reads the engine
 // settings it carries: confirms=off turns publisher confirms off
-// (transport.URLChecker).
+// (transport.URLChecker). frame_max=N and max_message_size=N set the
+// in-process broker's limits for the connection (defaults 131072 and
+// 16 MiB, RabbitMQ 4's).
 func (Driver) CheckURL(raw string) (transport.URLSettings, error) {
 	if _, err := parseURL(raw); err != nil {
+		return transport.URLSettings{}, err
+	}
+	if _, err := parseLimits(raw); err != nil {
 		return transport.URLSettings{}, err
 	}
 	u, _ := url.Parse(raw)
@@ -75,8 +125,8 @@ func parseURL(raw string) (string, error) {
 		return "", fmt.Errorf("memory: URL %q names no broker; use memory://name", raw)
 	}
 	for k := range u.Query() {
-		if k != "confirms" {
-			return "", fmt.Errorf("memory: unknown URL parameter %q; memory:// understands only confirms", k)
+		if k != "confirms" && k != "frame_max" && k != "max_message_size" {
+			return "", fmt.Errorf("memory: unknown URL parameter %q; memory:// understands confirms, frame_max and max_message_size", k)
 		}
 	}
 	return name, nil

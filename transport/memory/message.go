@@ -31,31 +31,33 @@ func newMessage(msg *transport.Message, headers transport.Table, s *slab) *messa
 // handed over with HeadersOwned, the table itself with only the values
 // that could still change (nested tables, slices) copied in place. Both
 // happen in one pass over the table.
-func takeHeaders(msg *transport.Message) (transport.Table, error) {
+func takeHeaders(msg *transport.Message) (transport.Table, int, error) {
 	t := msg.Headers
 	if len(t) == 0 {
-		return copyTable(t), nil
+		return copyTable(t), 0, nil
 	}
 	if !msg.HeadersOwned {
 		if err := transport.CheckHeaders(t); err != nil {
-			return nil, err
+			return nil, 0, err
 		}
-		return copyTable(t), nil
+		return copyTable(t), transport.FieldSize(t) - 1, nil
 	}
+	size := 4
 	for k, v := range t {
+		size += transport.HeaderSize(k, v)
 		switch v.(type) {
 		case string, int64, int32, int, bool, float64, time.Time, nil:
 			continue // the engine's own values: nothing to check or copy
 		}
 		if err := transport.CheckHeaders(transport.Table{k: v}); err != nil {
-			return nil, err
+			return nil, 0, err
 		}
 		switch v.(type) {
 		case transport.Table, map[string]any, []any, []byte:
 			t[k] = copyValue(v)
 		}
 	}
-	return t, nil
+	return t, size, nil
 }
 
 // copyTable deep-copies a field table so no caller can change what the

@@ -84,6 +84,9 @@ func (p *publisher) Close() error {
 // an unroutable mandatory message; or Lost when the channel ends first.
 // Publishing to a missing exchange closes the channel with 404; that
 // publish and every pending one end Lost, and the 404 is returned.
+// A body over the broker's max_message_size closes the channel with 406,
+// as on RabbitMQ. A content header frame over the connection's frame_max
+// is refused before anything is done, with a *transport.LimitError.
 // Publishing on an ended channel returns an error wrapping ErrNotWritten;
 // a header value AMQP 0-9-1 cannot carry, one wrapping ErrNotWritten and
 // ErrUnencodable.
@@ -99,10 +102,18 @@ func (p *publisher) Publish(ctx context.Context, msg *transport.Message, done tr
 	}
 	// RabbitMQ's client refuses what AMQP 0-9-1 cannot carry before
 	// writing; so does the in-process broker (in the pass that takes the
-	// table over).
-	headers, err := takeHeaders(msg)
+	// table over, which also measures it).
+	headers, tsize, err := takeHeaders(msg)
 	if err != nil {
 		return fmt.Errorf("memory: cannot encode the message headers: %w: %w: %w", transport.ErrNotWritten, transport.ErrUnencodable, err)
+	}
+	// Over frame_max: refused before writing, as the RabbitMQ transport
+	// refuses it.
+	if err := p.checkFrameMax(msg, tsize); err != nil {
+		return err
+	}
+	if len(msg.Body) > p.c.limits.brokerMax {
+		return p.tooLarge(len(msg.Body), done)
 	}
 	p.mu.Lock()
 	m := newMessage(msg, headers, &p.slab)
@@ -126,6 +137,39 @@ func (p *publisher) Publish(ctx context.Context, msg *transport.Message, done tr
 		runtime.Gosched() // let consumers catch up, as RabbitMQ's flow control would
 	}
 	return nil
+}
+
+// checkFrameMax refuses a publish whose content header frame would be over
+// the connection's frame_max; tsize is its headers table's encoded size.
+func (p *publisher) checkFrameMax(msg *transport.Message, tsize int) error {
+	props := msg.Properties
+	props.Headers = nil
+	n := transport.ContentHeaderFrameSize(&props)
+	if len(msg.Headers) > 0 {
+		n += tsize
+	}
+	if max := p.c.limits.frameMax; n > max {
+		return fmt.Errorf("memory: publish refused before writing: %w", &transport.LimitError{Limit: transport.LimitFrameMax, Size: n, Max: max})
+	}
+	return nil
+}
+
+// tooLarge is the broker's answer to a body over its max_message_size,
+// RabbitMQ's: the publishing channel closes with 406 PRECONDITION_FAILED
+// (the message and every pending one end Lost with it).
+func (p *publisher) tooLarge(size int, done transport.ConfirmFunc) error {
+	e := chanErr(transport.CodePreconditionFailed, "PRECONDITION_FAILED", "message size %d is larger than configured max size %d", size, p.c.limits.brokerMax)
+	p.mu.Lock()
+	if p.life.ended() {
+		p.mu.Unlock()
+		return fmt.Errorf("%w: %w", transport.ErrNotWritten, closedErr(p.life.reason()))
+	}
+	if done != nil {
+		p.enqueue(pendingConfirm{done, transport.Confirmation{Outcome: transport.Lost, Err: e}})
+	}
+	p.mu.Unlock()
+	p.end(e)
+	return e
 }
 
 // routeLocked routes one message and records its answer; p.mu is held.

@@ -94,6 +94,7 @@ func (c *connection) Publisher(ctx context.Context, confirm bool) (transport.Pub
 		if err != nil {
 			return nil, c.cause(err)
 		}
+		c.limit(p)
 		return p, nil
 	}
 	if confirm {
@@ -102,7 +103,14 @@ func (c *connection) Publisher(ctx context.Context, confirm bool) (transport.Pub
 			return nil, c.cause(err)
 		}
 	}
-	return newPublisher(ch, confirm), nil
+	p := newPublisher(ch, confirm)
+	c.limit(p)
+	return p, nil
+}
+
+// limit gives p the frame_max negotiated with the broker.
+func (c *connection) limit(p *publisher) {
+	p.frameMax = c.ac.Config.FrameSize
 }
 
 func (c *connection) open(ctx context.Context) (*amqp.Channel, error) {

@@ -61,7 +61,8 @@ var errUnencodable = errors.New("value cannot be encoded")
 // basic.publish, the content header and the body split into frames of at
 // most frameMax-8 bytes (none for an empty body). frameMax 0 means no
 // limit was negotiated. On failure dst is returned unchanged in length
-// with an error saying which value could not be encoded.
+// with an error saying which value could not be encoded, or a
+// *transport.LimitError when the content header frame is over frameMax.
 func appendPublish(dst []byte, ch uint16, frameMax int, msg *transport.Message) ([]byte, error) {
 	start := len(dst)
 	fail := func(err error) ([]byte, error) { return dst[:start], err }
@@ -137,6 +138,10 @@ func appendPublish(dst []byte, ch uint16, frameMax int, msg *transport.Message) 
 		dst = appendShortstr(dst, msg.MessageID)
 	}
 	dst = endFrame(dst, f)
+	if n := len(dst) - f; frameMax > 0 && n > frameMax {
+		// RabbitMQ would close the whole connection on it.
+		return fail(&transport.LimitError{Limit: transport.LimitFrameMax, Size: n, Max: frameMax})
+	}
 
 	chunk := len(msg.Body)
 	if frameMax > 8 {

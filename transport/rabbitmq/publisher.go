@@ -39,6 +39,10 @@ type publisher struct {
 	// nat is set on the native path (native.go): frames written by
 	// AceMQ, confirms read by AceMQ. nil when amqp091-go publishes.
 	nat *nativeState
+
+	// frameMax is the negotiated frame_max Publish checks before writing;
+	// set by connection.Publisher before the publisher is handed out.
+	frameMax int
 }
 
 func newPublisher(ch *amqp.Channel, confirm bool) *publisher {
@@ -158,7 +162,8 @@ func (p *publisher) finish(e *amqp.Error) {
 // unroutable) or Lost (the channel ended first). An error wrapping
 // transport.ErrNotWritten means nothing was written and done will not be
 // called (with transport.ErrUnencodable too when a header value has no AMQP
-// field type: sending it again will not help); any other error means
+// field type, a *transport.LimitError when the content header frame is over
+// the negotiated frame_max: sending it again will not help); any other error means
 // bytes may have gone, done will be called (Lost) and the channel is
 // closed. On a non-confirming publisher done must be nil. Publish is safe for concurrent use and never waits for the broker.
 func (p *publisher) Publish(ctx context.Context, msg *transport.Message, done transport.ConfirmFunc) error {
@@ -168,6 +173,10 @@ func (p *publisher) Publish(ctx context.Context, msg *transport.Message, done tr
 	if !p.confirm && done != nil {
 		return fmt.Errorf("rabbitmq: a confirm callback was given to a non-confirming publisher: %w", transport.ErrNotWritten)
 	}
+	// RabbitMQ closes the whole connection on a frame over frame_max, so
+	// the content header is measured before either writer sends it: the
+	// native writer measures the frame it encoded (appendPublish); for
+	// amqp091-go it is measured as converted, below.
 	if p.nat != nil {
 		return p.publishNative(msg, done)
 	}
@@ -176,6 +185,11 @@ func (p *publisher) Publish(ctx context.Context, msg *transport.Message, done tr
 		if err := headers.Validate(); err != nil {
 			return fmt.Errorf("rabbitmq: cannot encode the message headers: %w: %w: %w", transport.ErrNotWritten, transport.ErrUnencodable, err)
 		}
+	}
+	props := msg.Properties
+	props.Headers = transport.Table(headers)
+	if err := p.checkFrameMax(&props); err != nil {
+		return err
 	}
 	pub := amqp.Publishing{
 		Headers:      headers,
@@ -216,6 +230,18 @@ func (p *publisher) Publish(ctx context.Context, msg *transport.Message, done tr
 	p.wmu.Unlock()
 	go func() { _ = p.ch.Close() }()
 	return fmt.Errorf("rabbitmq: publish failed during the write; the message may have been sent: %w", convertError(err))
+}
+
+// checkFrameMax refuses, before anything is written, a publish whose
+// content header frame would be over the negotiated frame_max.
+func (p *publisher) checkFrameMax(props *transport.Properties) error {
+	if p.frameMax <= 0 {
+		return nil
+	}
+	if n := transport.ContentHeaderFrameSize(props); n > p.frameMax {
+		return fmt.Errorf("rabbitmq: publish refused before writing: %w", &transport.LimitError{Limit: transport.LimitFrameMax, Size: n, Max: p.frameMax})
+	}
+	return nil
 }
 
 // unwrittenLocked ends a Publish whose write sent nothing: it takes back

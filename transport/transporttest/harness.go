@@ -55,6 +55,7 @@ func Run(t *testing.T, h Harness) {
 		{"NonMandatoryUnroutableIsAcked", s.nonMandatoryUnroutableIsAcked},
 		{"RejectPublishFullQueueIsNacked", s.rejectPublishFullQueueIsNacked},
 		{"PublishToMissingExchangeClosesChannelWith404", s.publishToMissingExchange},
+		{"PublishOverFrameMaxIsRefusedBeforeWriting", s.publishOverFrameMaxIsRefused},
 		{"PassiveDeclareOfMissingQueueIs404AndClosesChannel", s.passiveDeclareMissingQueue},
 		{"InequivalentRedeclareIs406", s.inequivalentRedeclare},
 		{"IntegerArgumentsCompareAcrossWidths", s.integerArgsCompareAcrossWidths},

@@ -1,6 +1,8 @@
 package transporttest
 
 import (
+	"errors"
+	"strings"
 	"testing"
 
 	"github.com/acemq-go/acemq/transport"
@@ -75,4 +77,24 @@ func (s *suite) publishToMissingExchange(t *testing.T) {
 	case <-ctx(t).Done():
 		t.Fatal("channel still open after publishing to a missing exchange")
 	}
+}
+
+// A content header over frame_max makes RabbitMQ close the whole
+// connection; a transport refuses it before writing, and the channel, the
+// connection and the publishes beside it go on.
+func (s *suite) publishOverFrameMaxIsRefused(t *testing.T) {
+	c := s.dial(t)
+	ch := openChannel(t, c)
+	q := exclusiveQueue(t, ch, "framemax", nil)
+	p := openPublisher(t, c)
+	publishAcked(t, p, toQueue(q, "before"))
+	big := toQueue(q, "big")
+	big.Headers = transport.Table{"x-big": strings.Repeat("b", transport.DefaultFrameMax)}
+	err := p.Publish(ctx(t), big, func(transport.Confirmation) { t.Error("a refused publish was answered") })
+	var le *transport.LimitError
+	if !errors.Is(err, transport.ErrNotWritten) || !errors.As(err, &le) || le.Limit != transport.LimitFrameMax || le.Max != transport.DefaultFrameMax || le.Size != transport.ContentHeaderFrameSize(&big.Properties) {
+		t.Fatalf("publish over frame_max returned %v, want a not-written LimitError for frame_max %d", err, transport.DefaultFrameMax)
+	}
+	publishAcked(t, p, toQueue(q, "after"))
+	readyEventually(t, c, q, 2)
 }
