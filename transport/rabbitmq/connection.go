@@ -139,11 +139,11 @@ func (c *connection) Hold(deadline time.Time) {
 // Release ends a Hold; the last holder out writes everything kept, in one
 // call, before it returns. A failed write closes the connection: the
 // publishes whose bytes were kept end Lost.
-func (c *connection) Release() error {
+func (c *connection) Release(deadline time.Time) error {
 	if c.held == nil {
 		return nil
 	}
-	if err := c.held.Release(); err != nil {
+	if err := c.held.Release(deadline); err != nil {
 		return convertError(err)
 	}
 	return nil

@@ -24,9 +24,11 @@ import (
 // writes the kept bytes and its own at once. The age bound matters when
 // holds overlap without a break (many goroutines publishing, or a holder
 // descheduled mid-run): another writer's acks and publishes then leave
-// within about maxHeldAge instead of waiting for the last holder. A holder may give a deadline: kept
-// bytes that find the earliest such deadline passed when they would be
-// written are dropped and the socket closed instead (see errHeldTooLong).
+// within about maxHeldAge instead of waiting for the last holder. A holder may give a
+// deadline, which is its own: kept bytes that would be written once the
+// deadline of a writer still holding has passed are dropped and the socket
+// closed instead (see errHeldTooLong); a holder with a deadline writes what
+// is kept as it leaves, so no deadline outlives its holder.
 //
 // A failed write is kept: every later Write returns it, and the socket is
 // closed, so the client's reader fails and the connection shuts down; the
@@ -37,10 +39,10 @@ type heldConn struct {
 
 	mu      sync.Mutex // held across socket writes, so bytes go out in order
 	holders int
-	buf     []byte    // kept bytes, not yet written
-	dl      time.Time // earliest holder deadline since the connection was last idle
-	since   time.Time // when the oldest kept byte was kept
-	err     error     // the first write failure; every later Write returns it
+	buf     []byte      // kept bytes, not yet written
+	dls     []time.Time // the deadlines of the holders still holding (zero ones left out)
+	since   time.Time   // when the oldest kept byte was kept
+	err     error       // the first write failure; every later Write returns it
 
 	now func() time.Time // the clock (time.Now; tests replace it)
 
@@ -80,17 +82,22 @@ func newHeldConn(c net.Conn) *heldConn {
 }
 
 // Hold makes Writes keep their bytes until the last holder releases.
+// deadline, when not zero, applies while this holder holds: kept bytes
+// that would be written at or after it are dropped instead.
 func (c *heldConn) Hold(deadline time.Time) {
 	c.mu.Lock()
 	c.holders++
-	if !deadline.IsZero() && (c.dl.IsZero() || deadline.Before(c.dl)) {
-		c.dl = deadline
+	if !deadline.IsZero() {
+		c.dls = append(c.dls, deadline)
 	}
 	c.mu.Unlock()
 }
 
-// Release ends one hold; the last one out writes what is kept.
-func (c *heldConn) Release() error {
+// Release ends one hold taken with deadline; the last one out writes what
+// is kept. A holder with a deadline that leaves while others still hold
+// writes what is kept too (its own bytes are among it), so its deadline
+// goes with it and never judges bytes written after it left.
+func (c *heldConn) Release(deadline time.Time) error {
 	c.mu.Lock()
 	if c.holders == 1 && len(c.buf) > 0 {
 		// The last one out yields once, still holding, so goroutines made
@@ -102,13 +109,35 @@ func (c *heldConn) Release() error {
 		c.mu.Lock()
 	}
 	defer c.mu.Unlock()
-	c.holders--
-	if c.holders > 0 {
-		return c.err
+	err := c.err
+	if c.holders == 1 || (!deadline.IsZero() && len(c.buf) > 0) {
+		err = c.flushLocked(nil) // judged by this holder's deadline too
 	}
-	err := c.flushLocked(nil)
-	c.dl = time.Time{}
+	c.holders--
+	if !deadline.IsZero() {
+		for i, d := range c.dls {
+			if d.Equal(deadline) {
+				c.dls = append(c.dls[:i], c.dls[i+1:]...)
+				break
+			}
+		}
+	}
 	return err
+}
+
+// pastDeadlineLocked reports whether some holder still holding has a
+// deadline that has passed. c.mu is held.
+func (c *heldConn) pastDeadlineLocked() bool {
+	if len(c.dls) == 0 {
+		return false
+	}
+	now := c.now()
+	for _, d := range c.dls {
+		if !now.Before(d) {
+			return true
+		}
+	}
+	return false
 }
 
 // Write keeps p while the connection is held and the cap allows, and
@@ -237,7 +266,7 @@ func (c *heldConn) flushLocked(p []byte) error {
 		}
 		return nil
 	}
-	if !c.dl.IsZero() && !c.now().Before(c.dl) {
+	if c.pastDeadlineLocked() {
 		c.fail(errHeldTooLong)
 		return c.err
 	}
