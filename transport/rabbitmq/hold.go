@@ -250,6 +250,40 @@ func (c *heldConn) appendFrames(nc *nativeChan, frames []byte) (sent bool, err e
 	return true, c.flushLocked(frames)
 }
 
+// put writes whole frames of the publishing connection AceMQ owns under
+// the same rules as Write: kept while held, else written with what is
+// kept. sent is false when nothing was written because the connection had
+// already failed or been closed for writes; when sent is true and err is
+// not nil, the write failed and the socket is closed.
+func (c *heldConn) put(p []byte) (sent bool, err error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.err != nil {
+		return false, c.err
+	}
+	if c.keepLocked(p) {
+		return true, nil
+	}
+	return true, c.flushLocked(p)
+}
+
+// urgent writes what is kept and p at once, held or not: for control frames
+// a caller waits on the answer to. after, when not nil, closes the stream
+// for writes once p is out (connection.close and close-ok are the last
+// frames a client sends), so every later write is refused with it.
+func (c *heldConn) urgent(p []byte, after error) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if err := c.flushLocked(p); err != nil {
+		return err
+	}
+	if after != nil {
+		c.err = after
+		c.buf = nil
+	}
+	return nil
+}
+
 // flushLocked writes the kept bytes followed by p. On failure it keeps the
 // error and closes the socket. c.mu is held.
 func (c *heldConn) flushLocked(p []byte) error {

@@ -209,7 +209,7 @@ func TestABrokenSocketUnderAHoldFailsEveryPublishOfTheRun(t *testing.T) {
 
 	// A stopped clock: the run's bytes stay kept however long its 50
 	// writes take on a loaded machine (the age bound would write them).
-	hc := c.(*connection).held
+	hc := c.(*connection).held.Load()
 	hc.mu.Lock()
 	stopped := time.Now()
 	hc.now = func() time.Time { return stopped }
