@@ -333,8 +333,8 @@ func coalesceSetting(rawURL string) (bool, error) {
 }
 
 // framesSetting reads the URL's frames query parameter: native (the
-// default), where AceMQ writes publish frames and reads confirms itself
-// (native.go), or amqp091, where amqp091-go publishes and confirms as
+// default), where publishers run on a connection AceMQ owns (own.go), or
+// amqp091, where amqp091-go publishes and confirms as
 // before (for comparison, and as a way back).
 func framesSetting(rawURL string) (bool, error) {
 	return urlSwitch(rawURL, "frames", "native", "amqp091")

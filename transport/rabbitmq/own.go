@@ -214,7 +214,6 @@ func handshake(sock net.Conn, prm ownParams) (*ownConn, error) {
 		chans: make(map[uint16]*ownPublisher), secretOk: make(chan struct{}, 1), done: make(chan struct{}),
 	}
 	c.w = newHeldConn(sock)
-	c.w.left = 0 // the protocol header is out: only whole frames pass
 	return c, nil
 }
 

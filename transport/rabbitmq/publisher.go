@@ -35,10 +35,6 @@ type publisher struct {
 	pmu   sync.Mutex
 	table pending
 	err   error
-
-	// nat is set on the native path (native.go): frames written by
-	// AceMQ, confirms read by AceMQ. nil when amqp091-go publishes.
-	nat *nativeState
 }
 
 func newPublisher(ch *amqp.Channel, confirm bool) *publisher {
@@ -167,9 +163,6 @@ func (p *publisher) Publish(ctx context.Context, msg *transport.Message, done tr
 	}
 	if !p.confirm && done != nil {
 		return fmt.Errorf("rabbitmq: a confirm callback was given to a non-confirming publisher: %w", transport.ErrNotWritten)
-	}
-	if p.nat != nil {
-		return p.publishNative(msg, done)
 	}
 	headers := toAMQPTable(msg.Headers)
 	if headers != nil {

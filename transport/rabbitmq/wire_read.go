@@ -210,3 +210,65 @@ func readContentHeader(p []byte) (bodySize uint64, ok bool) {
 	a.short() // flags
 	return bodySize, a.ok()
 }
+
+// maxScratch bounds the encoding buffer a publisher keeps between
+// publishes; a larger publish's buffer is dropped after use.
+const maxScratch = 1 << 20
+
+// heartbeatFrame is one heartbeat: type 8 on channel 0, no payload.
+var heartbeatFrame = [8]byte{frameHeartbeat, 0, 0, 0, 0, 0, 0, frameEndOctet}
+
+// returned is what a basic.return says.
+type returned struct {
+	code uint16
+	text string
+	key  returnKey
+}
+
+// messageID reads the message-id property of a content header payload
+// ("" when absent or unreadable).
+func messageID(p []byte) string {
+	if len(p) < 14 {
+		return ""
+	}
+	flags := binary.BigEndian.Uint16(p[12:14])
+	if flags&propMessageID == 0 || flags&propContinued != 0 {
+		return ""
+	}
+	off := 14
+	shortstr := func() bool {
+		if off >= len(p) {
+			return false
+		}
+		off += 1 + int(p[off])
+		return off <= len(p)
+	}
+	for _, f := range [...]struct {
+		bit  uint16
+		size int // -1 shortstr, -2 table
+	}{{propContentType, -1}, {propEncoding, -1}, {propHeaders, -2}, {propDeliveryMode, 1}, {propPriority, 1}, {propCorrelationID, -1}, {propReplyTo, -1}, {propExpiration, -1}} {
+		if flags&f.bit == 0 {
+			continue
+		}
+		switch f.size {
+		case -1:
+			if !shortstr() {
+				return ""
+			}
+		case -2:
+			if off+4 > len(p) {
+				return ""
+			}
+			off += 4 + int(binary.BigEndian.Uint32(p[off:off+4]))
+		default:
+			off += f.size
+		}
+		if off > len(p) || off < 0 {
+			return ""
+		}
+	}
+	if off >= len(p) || off+1+int(p[off]) > len(p) {
+		return ""
+	}
+	return string(p[off+1 : off+1+int(p[off])])
+}
