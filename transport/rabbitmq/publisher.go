@@ -31,6 +31,10 @@ type publisher struct {
 	wmu     sync.Mutex
 	stopped bool
 
+	// closer is the goroutine that closes the channel after a write
+	// failed part way; Close waits for it.
+	closer sync.WaitGroup
+
 	// pmu guards table and err.
 	pmu   sync.Mutex
 	table pending
@@ -207,7 +211,13 @@ func (p *publisher) Publish(ctx context.Context, msg *transport.Message, done tr
 	// channel ends, which closing it makes sure of.
 	p.stopped = true
 	p.wmu.Unlock()
-	go func() { _ = p.ch.Close() }()
+	// Closed on a goroutine of the publisher's (the client's Close waits
+	// for the broker, and Publish never does); Close waits for it.
+	p.closer.Add(1)
+	go func() {
+		defer p.closer.Done()
+		_ = p.ch.Close()
+	}()
 	return fmt.Errorf("rabbitmq: publish failed during the write; the message may have been sent: %w", convertError(err))
 }
 
@@ -243,10 +253,12 @@ func (p *publisher) Confirming() bool { return p.confirm }
 func (p *publisher) Done() <-chan struct{} { return p.done }
 
 // Close ends the channel and waits until every pending confirm has been
-// answered Lost. Closing an ended channel returns nil.
+// answered Lost, and for the goroutine that closes the channel after a
+// failed write, if one was started. Closing an ended channel returns nil.
 func (p *publisher) Close() error {
 	err := p.ch.Close()
 	<-p.done
+	p.closer.Wait()
 	if err != nil && convertError(err) != transport.ErrClosed {
 		return convertError(err)
 	}
