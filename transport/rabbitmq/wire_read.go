@@ -182,7 +182,7 @@ func readTune(p []byte) (tuneArgs, bool) {
 	return t, a.ok()
 }
 
-// ackArgs are basic.ack's and basic.nack's delivery tag and multiple bit.
+// readAck reads basic.ack's or basic.nack's delivery tag and multiple bit.
 func readAck(p []byte) (tag uint64, multiple bool, ok bool) {
 	a := args{p: p}
 	tag = a.longlong()
@@ -198,17 +198,6 @@ func readReturn(p []byte) (*returned, bool) {
 	r.key.exchange = a.shortstr()
 	r.key.routingKey = a.shortstr()
 	return r, a.ok()
-}
-
-// readContentHeader reads a content header frame's body size; the message
-// id is read by messageID.
-func readContentHeader(p []byte) (bodySize uint64, ok bool) {
-	a := args{p: p}
-	a.short() // class
-	a.short() // weight
-	bodySize = a.longlong()
-	a.short() // flags
-	return bodySize, a.ok()
 }
 
 // maxScratch bounds the encoding buffer a publisher keeps between
