@@ -177,6 +177,21 @@ func (c *heldConn) put(p []byte) (sent bool, err error) {
 	return true, c.flushLocked(p)
 }
 
+// tryPut is put for a frame that may be skipped (a heartbeat): when
+// another write holds the connection (perhaps blocked on a socket the
+// broker no longer reads), it does nothing rather than wait; that write is
+// traffic the broker will see anyway.
+func (c *heldConn) tryPut(p []byte) {
+	if !c.mu.TryLock() {
+		return
+	}
+	defer c.mu.Unlock()
+	if c.err != nil || c.keepLocked(p) {
+		return
+	}
+	_ = c.flushLocked(p)
+}
+
 // urgent writes what is kept and p at once, held or not: for control frames
 // a caller waits on the answer to. after, when not nil, closes the stream
 // for writes once p is out (connection.close and close-ok are the last

@@ -367,15 +367,15 @@ func (c *ownConn) beat() {
 			return
 		case <-t.C:
 		}
-		_, _ = c.w.put(heartbeatFrame[:])
 		if r := c.reads.Load(); r != last {
 			last, quiet = r, 0
-			continue
-		}
-		if quiet++; quiet >= 4 {
+		} else if quiet++; quiet >= 4 {
 			c.fail(fmt.Errorf("rabbitmq: the broker sent nothing for %s, two heartbeat intervals; the publishing connection was dropped", 2*c.heartbeat))
 			return
 		}
+		// Never waits: a write blocked on a socket the broker stopped
+		// reading must not stop the silence being noticed.
+		c.w.tryPut(heartbeatFrame[:])
 	}
 }
 
