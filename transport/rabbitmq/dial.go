@@ -425,7 +425,12 @@ func explainLogin(err error, sec security.Settings) error {
 		subject = leaf.Subject.String()
 	}
 	text := err.Error()
+	var te *transport.Error
 	switch {
+	case sec.External && errors.As(err, &te) && te.Code == transport.CodeAccessRefused:
+		// The owned connection asks for authentication_failure_close, so
+		// the broker says why in its own words.
+		return fmt.Errorf("the broker refused the EXTERNAL login with the client certificate %s; it answered %q. Create a user named after the certificate's common name on the broker (rabbitmqctl add_user, then clear_password and set_permissions), or check ssl_cert_login_from: %w", subject, te.Reason, err)
 	case sec.External && errors.Is(err, amqp.ErrCredentials), sec.External && strings.Contains(text, "username or password not allowed"):
 		return fmt.Errorf("the broker refused the EXTERNAL login with the client certificate %s; it answered %q. Create a user named after the certificate's common name on the broker (rabbitmqctl add_user, then clear_password and set_permissions), or check ssl_cert_login_from: %w", subject, "username or password not allowed", err)
 	case strings.Contains(text, "connection reset by peer"), strings.Contains(text, "use of closed network connection"), strings.Contains(text, "broken pipe"):
