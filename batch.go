@@ -172,7 +172,7 @@ func (hd *holding) resume() {
 // needs no other route.
 func (hd *holding) release() {
 	if hd.h != nil {
-		_ = hd.h.Release()
+		_ = hd.h.Release(hd.deadline)
 		hd.h = nil
 	}
 }

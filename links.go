@@ -33,6 +33,7 @@ func (l *links) dial(ctx context.Context, start int, onBlocked func(active bool,
 	pcfg.Start = start
 	pcfg.ConnectionName = l.clientName + " (publishing)"
 	pcfg.OnBlocked = onBlocked
+	pcfg.Purpose = transport.Publishing
 	pc, idx, err = l.driver.Dial(ctx, pcfg)
 	if err != nil {
 		return nil, nil, 0, fmt.Errorf("acemq: cannot connect to %s: %w", l.redacted, err)
@@ -40,6 +41,7 @@ func (l *links) dial(ctx context.Context, start int, onBlocked func(active bool,
 	ccfg := l.tcfg
 	ccfg.Start = idx
 	ccfg.ConnectionName = l.clientName + " (consuming)"
+	ccfg.Purpose = transport.Consuming
 	cc, _, err = l.driver.Dial(ctx, ccfg)
 	if err != nil {
 		_ = pc.Close()

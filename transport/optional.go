@@ -62,7 +62,9 @@ func CloseWithin(conn Connection, d time.Duration) error {
 // deadline, when not zero, is the latest time the holder's bytes may go
 // out: a write of kept bytes that finds it passed (the process was frozen
 // in between) writes nothing and closes the connection instead, so its
-// publishes end as lost, never as sent late.
+// publishes end as lost, never as sent late. A deadline belongs to its
+// holder: Release is given the same deadline, and once its holder has
+// released, it judges no later write.
 //
 // Release reports a failed write of the kept bytes; the connection is then
 // closed, and every publish whose bytes were kept ends as lost (its
@@ -70,5 +72,5 @@ func CloseWithin(conn Connection, d time.Duration) error {
 // for concurrent use; every Hold must be matched by one Release.
 type Holder interface {
 	Hold(deadline time.Time)
-	Release() error
+	Release(deadline time.Time) error
 }

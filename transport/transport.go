@@ -271,6 +271,20 @@ type Connection interface {
 	Close() error
 }
 
+// Purpose says what a caller will open on a connection, so a transport may
+// set up only what that needs. Every Connection still serves both Channel
+// and Publisher, whatever its Purpose.
+type Purpose uint8
+
+const (
+	// AnyPurpose is channels and publishers alike (the zero value).
+	AnyPurpose Purpose = iota
+	// Publishing is publishers only: the engine's publishing connection.
+	Publishing
+	// Consuming is channels only: declarations, consuming and settling.
+	Consuming
+)
+
 // Credentials returns the user name and password for one dial.
 type Credentials func(ctx context.Context) (user, password string, err error)
 
@@ -286,6 +300,9 @@ type Config struct {
 	Start int
 	// ConnectionName is the client-provided connection name operators see.
 	ConnectionName string
+	// Purpose says what the connection will be used for (AnyPurpose when
+	// zero).
+	Purpose Purpose
 	// Product and Version are reported to the broker.
 	Product, Version string
 	Heartbeat        time.Duration

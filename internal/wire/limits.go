@@ -6,10 +6,15 @@ import (
 	"strconv"
 )
 
-// The Go AMQP client (amqp091-go, read.go) refuses to read a field table
-// or array nested deeper than MaxDepth below the headers table, or holding
-// more than MaxEntries entries, and closes the whole connection when a
-// delivery carries one. RabbitMQ accepts such messages from other clients.
+// MaxDepth and MaxEntries are AceMQ's limits for a headers table: no field
+// table or array nested deeper than MaxDepth below it, none holding more
+// than MaxEntries entries. They are chosen to equal what the consuming
+// side's client, amqp091-go, reads: it closes the whole connection on a
+// delivery beyond them (RabbitMQ accepts such messages from other
+// clients). amqp091-go does not document those limits, so
+// transport/rabbitmq's TestAmqp091ReadsHeaderTablesExactlyUpToAceMQsLimits
+// holds it to these values through its public API: a release that reads
+// more or less fails that test.
 const (
 	MaxDepth   = 32
 	MaxEntries = 8192

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	amqp "github.com/rabbitmq/amqp091-go"
@@ -13,40 +14,130 @@ import (
 	"github.com/acemq-go/acemq/transport"
 )
 
-// connection is one AMQP connection. Its methods are safe for concurrent
-// use. One watcher goroutine per connection reports blocked/unblocked and
-// closes done the moment the client reports the connection gone; it exits
-// with the connection.
+// connection is one transport connection to one broker address. With
+// frames=amqp091 it is one amqp091-go connection. With frames=native (the
+// default) it has up to two parts: publishers run on a connection AceMQ
+// owns (own.go) and channels on an amqp091-go connection, each dialled when
+// first needed (the one cfg.Purpose names, at Dial), so the engine's
+// publishing and consuming connections are one socket each. The connection
+// ends when any part ends; the others are then closed.
+//
+// Its methods are safe for concurrent use. One watcher goroutine per part
+// reports blocked/unblocked and ends the connection when the part ends; it
+// exits with the part, and Close waits for it.
 type connection struct {
-	ac   *amqp.Connection
-	done chan struct{}
-	wg   sync.WaitGroup // the secret refresher, when there is one
+	plan      *dialPlan
+	onBlocked func(bool, string)
+	done      chan struct{}
+	wg        sync.WaitGroup // the part watchers and the secret refresher
 
-	mu  sync.Mutex
-	err error
+	dialMu sync.Mutex // serialises dialling a part
 
-	held *heldConn // nil when writes go straight to the socket (coalesce=off)
+	mu    sync.Mutex
+	err   error
+	ended bool
+	ac    *amqp.Connection // nil until dialled
+	own   *ownConn         // nil until dialled (always nil with frames=amqp091)
 
-	// The native publish path (native.go); natives is nil when amqp091-go
-	// publishes (frames=amqp091). writer is the heldConn every write
-	// passes through, held or not; frameMax the negotiated frame_max.
-	natives  *natives
-	writer   *heldConn
-	frameMax int
+	// held is the writer holders hold (transport.Holder): the owned
+	// connection's, or amqp091-go's socket with frames=amqp091; nil when
+	// writes go straight to the socket (coalesce=off).
+	held atomic.Pointer[heldConn]
 }
 
-func newConnection(ac *amqp.Connection, onBlocked func(bool, string)) *connection {
-	c := &connection{ac: ac, done: make(chan struct{})}
+// amqpPart returns the amqp091-go part, dialling it first if needed.
+func (c *connection) amqpPart(ctx context.Context) (*amqp.Connection, error) {
+	c.mu.Lock()
+	ac, ended := c.ac, c.ended
+	c.mu.Unlock()
+	if ac != nil {
+		return ac, nil
+	}
+	if ended {
+		return nil, c.endedErr()
+	}
+	c.dialMu.Lock()
+	defer c.dialMu.Unlock()
+	if c.ac != nil {
+		return c.ac, nil
+	}
+	ac, held, err := c.plan.dialAMQP(ctx)
+	if err != nil {
+		return nil, err
+	}
+	c.mu.Lock()
+	if c.ended {
+		c.mu.Unlock()
+		_ = ac.CloseDeadline(time.Now().Add(loseCloseWait))
+		return nil, c.endedErr()
+	}
+	c.ac = ac
+	c.mu.Unlock()
+	if held != nil && c.plan.coalesce {
+		c.held.Store(held)
+	}
 	closes := ac.NotifyClose(make(chan *amqp.Error, 1))
 	var blocks chan amqp.Blocking
-	if onBlocked != nil {
+	if c.onBlocked != nil {
 		blocks = ac.NotifyBlocked(make(chan amqp.Blocking, 4))
 	}
-	go c.watch(closes, blocks, onBlocked)
-	return c
+	c.wg.Add(1)
+	go c.watch(closes, blocks)
+	return ac, nil
 }
 
-func (c *connection) watch(closes chan *amqp.Error, blocks chan amqp.Blocking, onBlocked func(bool, string)) {
+// ownPart returns the owned publishing part, dialling it first if needed.
+func (c *connection) ownPart(ctx context.Context) (*ownConn, error) {
+	c.mu.Lock()
+	oc, ended := c.own, c.ended
+	c.mu.Unlock()
+	if oc != nil {
+		return oc, nil
+	}
+	if ended {
+		return nil, c.endedErr()
+	}
+	c.dialMu.Lock()
+	defer c.dialMu.Unlock()
+	if c.own != nil {
+		return c.own, nil
+	}
+	oc, err := c.plan.dialOwn(ctx)
+	if err != nil {
+		return nil, err
+	}
+	c.mu.Lock()
+	if c.ended {
+		c.mu.Unlock()
+		_ = oc.closeWithin(loseCloseWait)
+		return nil, c.endedErr()
+	}
+	c.own = oc
+	c.mu.Unlock()
+	if c.plan.coalesce {
+		c.held.Store(oc.w)
+	}
+	c.wg.Add(1)
+	go func() {
+		defer c.wg.Done()
+		<-oc.done
+		c.end(oc.Err())
+	}()
+	return oc, nil
+}
+
+// loseCloseWait bounds the close handshake of a part whose sibling ended.
+const loseCloseWait = 25 * time.Millisecond
+
+func (c *connection) endedErr() error {
+	if err := c.Err(); err != nil {
+		return err
+	}
+	return transport.ErrClosed
+}
+
+func (c *connection) watch(closes chan *amqp.Error, blocks chan amqp.Blocking) {
+	defer c.wg.Done()
 	for {
 		select {
 		case b, ok := <-blocks:
@@ -55,21 +146,43 @@ func (c *connection) watch(closes chan *amqp.Error, blocks chan amqp.Blocking, o
 				continue
 			}
 			if b.Active {
-				onBlocked(true, b.Reason)
+				c.onBlocked(true, b.Reason)
 			} else {
-				onBlocked(false, "")
+				c.onBlocked(false, "")
 			}
 		case e, ok := <-closes:
-			c.mu.Lock()
+			var err error
 			if ok && e != nil {
-				c.err = fromAMQPError(e)
+				err = fromAMQPError(e)
 			}
-			c.mu.Unlock()
-			close(c.done)
 			// The client closes the blocked channel with the connection;
 			// nothing more can arrive that needs reporting.
+			c.end(err)
 			return
 		}
+	}
+}
+
+// end ends the connection once, with err as its reason (nil for a close
+// of ours), and closes the parts still open.
+func (c *connection) end(err error) {
+	c.mu.Lock()
+	if c.ended {
+		c.mu.Unlock()
+		return
+	}
+	c.ended = true
+	if c.err == nil {
+		c.err = err
+	}
+	ac, oc := c.ac, c.own
+	c.mu.Unlock()
+	close(c.done)
+	if oc != nil {
+		_ = oc.closeWithin(loseCloseWait)
+	}
+	if ac != nil {
+		_ = ac.CloseDeadline(time.Now().Add(loseCloseWait))
 	}
 }
 
@@ -85,17 +198,25 @@ func (c *connection) Channel(ctx context.Context) (transport.Channel, error) {
 
 // Publisher opens a publishing channel, in confirm mode when confirm is set.
 func (c *connection) Publisher(ctx context.Context, confirm bool) (transport.Publisher, error) {
-	ch, err := c.open(ctx)
-	if err != nil {
+	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	if c.natives != nil {
-		p, err := newNativePublisher(ctx, ch, confirm, c.writer, c.natives, c.frameMax)
+	if c.plan.native {
+		oc, err := c.ownPart(ctx)
+		if err != nil {
+			return nil, err
+		}
+		p, err := oc.publisher(ctx, confirm)
 		if err != nil {
 			return nil, c.cause(err)
 		}
-		c.limit(p)
+		// The owned connection's writer checks the frame it encodes
+		// against the frame_max it negotiated (appendPublish).
 		return p, nil
+	}
+	ch, err := c.open(ctx)
+	if err != nil {
+		return nil, err
 	}
 	if confirm {
 		if err := ch.Confirm(false); err != nil {
@@ -117,7 +238,11 @@ func (c *connection) open(ctx context.Context) (*amqp.Channel, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	ch, err := c.ac.Channel()
+	ac, err := c.amqpPart(ctx)
+	if err != nil {
+		return nil, c.cause(err)
+	}
+	ch, err := ac.Channel()
 	if err != nil {
 		return nil, c.cause(err)
 	}
@@ -139,20 +264,19 @@ func (c *connection) cause(err error) error {
 // Hold makes the connection keep what is written on it until the last
 // holder releases it (transport.Holder). Safe for concurrent use.
 func (c *connection) Hold(deadline time.Time) {
-	if c.held != nil {
-		c.held.Hold(deadline)
+	if h := c.held.Load(); h != nil {
+		h.Hold(deadline)
 	}
 }
 
-// Release ends a Hold; the last holder out writes everything kept, in one
-// call, before it returns. A failed write closes the connection: the
-// publishes whose bytes were kept end Lost.
-func (c *connection) Release() error {
-	if c.held == nil {
-		return nil
-	}
-	if err := c.held.Release(); err != nil {
-		return convertError(err)
+// Release ends a Hold taken with deadline; the last holder out writes
+// everything kept, in one call, before it returns. A failed write closes
+// the connection: the publishes whose bytes were kept end Lost.
+func (c *connection) Release(deadline time.Time) error {
+	if h := c.held.Load(); h != nil {
+		if err := h.Release(deadline); err != nil {
+			return convertError(err)
+		}
 	}
 	return nil
 }
@@ -181,15 +305,33 @@ func (c *connection) Close() error { return c.CloseWithin(closeHandshake) }
 // dropping the socket. Every channel has ended when it returns, so every
 // pending publish has been answered.
 func (c *connection) CloseWithin(d time.Duration) error {
-	err := c.ac.CloseDeadline(time.Now().Add(d))
-	<-c.done
+	c.dialMu.Lock() // no part is being dialled
+	c.mu.Lock()
+	first := !c.ended
+	ac, oc := c.ac, c.own
+	c.ended = true
+	c.mu.Unlock()
+	c.dialMu.Unlock()
+	if first {
+		close(c.done)
+	}
+	var errs []error
+	if oc != nil {
+		if err := oc.closeWithin(d); err != nil && first {
+			errs = append(errs, err)
+		}
+	}
+	if ac != nil {
+		err := ac.CloseDeadline(time.Now().Add(d))
+		if err != nil && convertError(err) != transport.ErrClosed && first {
+			var ne net.Error
+			if errors.As(err, &ne) && ne.Timeout() {
+				errs = append(errs, fmt.Errorf("rabbitmq: the broker did not answer the close within %s; the socket was dropped: %w", d, err))
+			} else {
+				errs = append(errs, convertError(err))
+			}
+		}
+	}
 	c.wg.Wait()
-	if err == nil || convertError(err) == transport.ErrClosed {
-		return nil
-	}
-	var ne net.Error
-	if errors.As(err, &ne) && ne.Timeout() {
-		return fmt.Errorf("rabbitmq: the broker did not answer the close within %s; the socket was dropped: %w", d, err)
-	}
-	return convertError(err)
+	return errors.Join(errs...)
 }

@@ -81,92 +81,213 @@ func (e *dialError) Unwrap() error { return e.last }
 // dialOne makes one attempt at one address. It returns the redacted URL of
 // the attempt for error messages.
 func dialOne(ctx context.Context, base amqp.URI, addr string, cfg transport.Config) (*connection, string, error) {
+	pl, err := prepare(ctx, base, addr, cfg)
+	if err != nil {
+		return nil, pl.shownOr(addr), err
+	}
+	c := &connection{plan: pl, done: make(chan struct{}), onBlocked: cfg.OnBlocked}
+	// With frames=native the publishing part is a connection AceMQ owns
+	// (own.go) and channels (declarations, consuming) run on amqp091-go's:
+	// each is dialled when first needed, the one the Purpose names at once.
+	if pl.native && cfg.Purpose != transport.Consuming {
+		_, err = c.ownPart(ctx)
+	} else {
+		_, err = c.amqpPart(ctx)
+	}
+	if err != nil {
+		return nil, pl.shown, err
+	}
+	if pl.sec.Provider != nil && !pl.creds.ExpiresAt.IsZero() {
+		c.refreshSecret(pl.sec.Provider, pl.creds.ExpiresAt)
+	}
+	return c, pl.shown, nil
+}
+
+// dialPlan is everything one address's dial needs, kept so a connection's
+// second part dials the same address with the same settings.
+type dialPlan struct {
+	uri       amqp.URI // the scheme is amqp: TLS is done by tlsConfig
+	shown     string
+	timeout   time.Duration
+	heartbeat time.Duration
+	props     amqp.Table
+	external  bool
+	tlsConfig *tls.Config
+	sec       security.Settings
+	creds     security.Credentials
+	coalesce  bool
+	native    bool
+	onBlocked func(active bool, reason string)
+}
+
+func (pl *dialPlan) shownOr(addr string) string {
+	if pl == nil || pl.shown == "" {
+		return addr
+	}
+	return pl.shown
+}
+
+// prepare reads the settings of one attempt: address, credentials (asked
+// of a provider now), TLS configuration and the URL's switches.
+func prepare(ctx context.Context, base amqp.URI, addr string, cfg transport.Config) (*dialPlan, error) {
 	uri := base
 	host, portText, err := net.SplitHostPort(addr)
 	if err != nil {
-		return nil, addr, fmt.Errorf("address %q is not host:port: %w", addr, err)
+		return nil, fmt.Errorf("address %q is not host:port: %w", addr, err)
 	}
 	port, err := strconv.Atoi(portText)
 	if err != nil {
-		return nil, addr, fmt.Errorf("address %q has a bad port: %w", addr, err)
+		return nil, fmt.Errorf("address %q has a bad port: %w", addr, err)
 	}
 	uri.Host, uri.Port = host, port
-
-	timeout := cfg.ConnectTimeout
-	if timeout <= 0 {
-		timeout = defaultConnectTimeout
+	pl := &dialPlan{timeout: cfg.ConnectTimeout, heartbeat: cfg.Heartbeat, onBlocked: cfg.OnBlocked}
+	if pl.timeout <= 0 {
+		pl.timeout = defaultConnectTimeout
 	}
-	actx, cancel := context.WithTimeout(ctx, timeout)
+	if pl.heartbeat <= 0 {
+		pl.heartbeat = defaultHeartbeat
+	}
+	actx, cancel := context.WithTimeout(ctx, pl.timeout)
 	defer cancel()
-
-	config := amqp.Config{
-		Heartbeat:  cfg.Heartbeat,
-		Properties: amqp.NewConnectionProperties(),
-		Locale:     "en_US",
-	}
-	if config.Heartbeat <= 0 {
-		config.Heartbeat = defaultHeartbeat
-	}
+	pl.props = amqp.NewConnectionProperties()
 	if cfg.ConnectionName != "" {
-		config.Properties.SetClientConnectionName(cfg.ConnectionName)
+		pl.props.SetClientConnectionName(cfg.ConnectionName)
 	}
 	if cfg.Product != "" {
-		config.Properties["product"] = cfg.Product
+		pl.props["product"] = cfg.Product
 	}
 	if cfg.Version != "" {
-		config.Properties["version"] = cfg.Version
+		pl.props["version"] = cfg.Version
 	}
-	var sec security.Settings
 	if cfg.Security != nil {
-		sec = *cfg.Security
+		pl.sec = *cfg.Security
 	}
-	if problems := sec.Check(uri.Scheme, shownURL(uri), false); len(problems) > 0 {
-		return nil, shownURL(uri), fmt.Errorf("the security settings cannot work with this URL: %w", problems[0])
+	pl.shown = shownURL(uri)
+	if problems := pl.sec.Check(uri.Scheme, shownURL(uri), false); len(problems) > 0 {
+		return pl, fmt.Errorf("the security settings cannot work with this URL: %w", problems[0])
 	}
-	var creds security.Credentials
 	switch {
-	case sec.External:
+	case pl.sec.External:
 		// The broker takes the user from the client certificate.
 		uri.Username, uri.Password = "", ""
-		config.SASL = []amqp.Authentication{&amqp.ExternalAuth{}}
-	case sec.Provider != nil:
-		creds, err = sec.Provider.Credentials(actx)
+		pl.external = true
+	case pl.sec.Provider != nil:
+		pl.creds, err = pl.sec.Provider.Credentials(actx)
 		if err != nil {
-			return nil, shownURL(uri), fmt.Errorf("the credentials provider failed: %w", err)
+			return pl, fmt.Errorf("the credentials provider failed: %w", err)
 		}
-		uri.Username, uri.Password = creds.User, creds.Password
-		config.SASL = []amqp.Authentication{&amqp.PlainAuth{Username: creds.User, Password: creds.Password}}
+		uri.Username, uri.Password = pl.creds.User, pl.creds.Password
 	case cfg.Credentials != nil:
 		user, password, err := cfg.Credentials(actx)
 		if err != nil {
-			return nil, shownURL(uri), fmt.Errorf("the credentials provider failed: %w", err)
+			return pl, fmt.Errorf("the credentials provider failed: %w", err)
 		}
 		uri.Username, uri.Password = user, password
-		config.SASL = []amqp.Authentication{&amqp.PlainAuth{Username: user, Password: password}}
 	}
-	shown := shownURL(uri)
+	pl.shown = shownURL(uri)
 	// TLS is done here rather than by the client, so the frame guard
 	// (guard.go) reads plain frames: the client is given an amqp:// URL
 	// with the port kept and a socket that is already TLS. It is always a
 	// configuration of ours, so the development-certificate check runs on
 	// every TLS dial, verified or not.
-	var tlsConfig *tls.Config
 	if uri.Scheme == "amqps" {
 		base, err := tlsFor(uri, cfg.TLS)
 		if err != nil {
-			return nil, shown, err
+			return pl, err
 		}
 		// A client certificate from the URL (certfile, keyfile) or from a
 		// given tls.Config gets the check an option's gets before dialing.
 		for _, pair := range base.Certificates {
-			if err := security.CheckCertificates(security.Chain(pair), security.RoleClientCert, security.RoleClientCert, sec.AllowDevelopmentCertificates); err != nil {
-				return nil, shown, err
+			if err := security.CheckCertificates(security.Chain(pair), security.RoleClientCert, security.RoleClientCert, pl.sec.AllowDevelopmentCertificates); err != nil {
+				return pl, err
 			}
 		}
-		tlsConfig = security.ClientTLS(base, sec)
+		pl.tlsConfig = security.ClientTLS(base, pl.sec)
 		uri.Scheme = "amqp"
 	}
+	pl.uri = uri
+	if pl.coalesce, err = coalesceSetting(cfg.URL); err != nil {
+		return pl, err
+	}
+	if pl.native, err = framesSetting(cfg.URL); err != nil {
+		return pl, err
+	}
+	return pl, nil
+}
 
+// socket connects to the plan's address (TCP, then TLS when amqps),
+// bounded by actx, with the socket's deadline set to actx's for the
+// handshakes that follow. stop closes the socket if actx ends first; the
+// caller calls it once the handshake is over and learns whether it fired.
+func (pl *dialPlan) socket(actx context.Context, network, address string) (conn net.Conn, stop func() bool, err error) {
+	var d net.Dialer
+	conn, err = d.DialContext(actx, network, address)
+	if err != nil {
+		return nil, nil, err
+	}
+	if deadline, ok := actx.Deadline(); ok {
+		_ = conn.SetDeadline(deadline)
+	}
+	raw := conn
+	stop = context.AfterFunc(actx, func() { _ = raw.Close() })
+	if pl.tlsConfig != nil {
+		tc := tls.Client(conn, pl.tlsConfig)
+		if err := tc.HandshakeContext(actx); err != nil {
+			stop()
+			_ = conn.Close()
+			return nil, nil, err
+		}
+		conn = tc
+	}
+	return conn, stop, nil
+}
+
+// dialOwn opens the publishing connection AceMQ owns (own.go).
+func (pl *dialPlan) dialOwn(ctx context.Context) (*ownConn, error) {
+	actx, cancel := context.WithTimeout(ctx, pl.timeout)
+	defer cancel()
+	sock, stop, err := pl.socket(actx, "tcp", net.JoinHostPort(pl.uri.Host, strconv.Itoa(pl.uri.Port)))
+	if err != nil {
+		return nil, explainLogin(dialCause(actx, err), pl.sec)
+	}
+	props := make(map[string]any, len(pl.props))
+	for k, v := range pl.props {
+		props[k] = v
+	}
+	oc, err := openOwn(sock, ownParams{
+		login:      ownLogin{external: pl.external, user: pl.uri.Username, password: pl.uri.Password},
+		vhost:      pl.uri.Vhost,
+		properties: props,
+		heartbeat:  pl.heartbeat,
+		onBlocked:  pl.onBlocked,
+	})
+	interrupted := !stop()
+	if err != nil {
+		return nil, explainLogin(dialCause(actx, err), pl.sec)
+	}
+	if interrupted {
+		_ = oc.closeWithin(0)
+		return nil, actx.Err()
+	}
+	return oc, nil
+}
+
+// dialAMQP opens an amqp091-go connection over a socket of ours: the frame
+// guard reads under it (guard.go) and, when coalescing, a heldConn writes
+// under it (hold.go).
+func (pl *dialPlan) dialAMQP(ctx context.Context) (*amqp.Connection, *heldConn, error) {
+	actx, cancel := context.WithTimeout(ctx, pl.timeout)
+	defer cancel()
+	config := amqp.Config{Heartbeat: pl.heartbeat, Properties: amqp.Table{}, Locale: "en_US"}
+	for k, v := range pl.props {
+		config.Properties[k] = v
+	}
+	switch {
+	case pl.external:
+		config.SASL = []amqp.Authentication{&amqp.ExternalAuth{}}
+	case pl.uri.Username != "" || pl.uri.Password != "":
+		config.SASL = []amqp.Authentication{&amqp.PlainAuth{Username: pl.uri.Username, Password: pl.uri.Password}}
+	}
 	// The client's Dial hook takes no context, so the attempt's context is
 	// captured here: it bounds the TCP connect, sets the socket deadline
 	// for the TLS and AMQP handshakes, and closes the socket if it ends
@@ -174,74 +295,35 @@ func dialOne(ctx context.Context, base amqp.URI, addr string, cfg transport.Conf
 	var stop func() bool
 	var guard *guardedConn
 	var held *heldConn
-	coalesce, err := coalesceSetting(cfg.URL)
-	if err != nil {
-		return nil, shown, err
-	}
-	native, err := framesSetting(cfg.URL)
-	if err != nil {
-		return nil, shown, err
-	}
-	var nat *natives
-	if native {
-		nat = newNatives()
-	}
 	config.Dial = func(network, address string) (net.Conn, error) {
-		var d net.Dialer
-		conn, err := d.DialContext(actx, network, address)
+		conn, st, err := pl.socket(actx, network, address)
 		if err != nil {
 			return nil, err
 		}
-		if deadline, ok := actx.Deadline(); ok {
-			_ = conn.SetDeadline(deadline)
-		}
-		stop = context.AfterFunc(actx, func() { _ = conn.Close() })
-		if tlsConfig != nil {
-			tc := tls.Client(conn, tlsConfig)
-			if err := tc.HandshakeContext(actx); err != nil {
-				_ = conn.Close()
-				return nil, err
-			}
-			conn = tc
-		}
+		stop = st
 		guard = newGuardedConn(conn)
-		guard.natives = nat
-		if !coalesce && !native {
+		if !pl.coalesce || pl.native {
 			return guard, nil
 		}
 		// Writes gather only while a publishing goroutine holds the
 		// connection, and that goroutine writes them (hold.go): nothing
-		// kept is ever written late by a goroutine of ours. The native
-		// path needs the heldConn with coalesce=off too, to append its
-		// frames between amqp091-go's; nothing holds it then, so every
-		// write goes straight to the socket.
+		// kept is ever written late by a goroutine of ours.
 		held = newHeldConn(guard)
-		held.natives = nat
 		return held, nil
 	}
-	ac, err := amqp.DialConfig(uri.String(), config)
+	ac, err := amqp.DialConfig(pl.uri.String(), config)
 	interrupted := stop != nil && !stop()
 	if err != nil {
-		return nil, shown, explainLogin(dialCause(actx, err), sec)
+		return nil, nil, explainLogin(dialCause(actx, err), pl.sec)
 	}
 	if interrupted {
 		_ = ac.Close()
-		return nil, shown, actx.Err()
+		return nil, nil, actx.Err()
 	}
 	if guard != nil {
 		guard.maxFrame.Store(uint32(ac.Config.FrameSize))
 	}
-	c := newConnection(ac, cfg.OnBlocked)
-	if coalesce {
-		c.held = held
-	}
-	if native {
-		c.natives, c.writer, c.frameMax = nat, held, ac.Config.FrameSize
-	}
-	if sec.Provider != nil && !creds.ExpiresAt.IsZero() {
-		c.refreshSecret(sec.Provider, creds.ExpiresAt)
-	}
-	return c, shown, nil
+	return ac, held, nil
 }
 
 // coalesceSetting reads the URL's coalesce query parameter: on (the
@@ -252,8 +334,8 @@ func coalesceSetting(rawURL string) (bool, error) {
 }
 
 // framesSetting reads the URL's frames query parameter: native (the
-// default), where AceMQ writes publish frames and reads confirms itself
-// (native.go), or amqp091, where amqp091-go publishes and confirms as
+// default), where publishers run on a connection AceMQ owns (own.go), or
+// amqp091, where amqp091-go publishes and confirms as
 // before (for comparison, and as a way back).
 func framesSetting(rawURL string) (bool, error) {
 	return urlSwitch(rawURL, "frames", "native", "amqp091")
@@ -344,7 +426,12 @@ func explainLogin(err error, sec security.Settings) error {
 		subject = leaf.Subject.String()
 	}
 	text := err.Error()
+	var te *transport.Error
 	switch {
+	case sec.External && errors.As(err, &te) && te.Code == transport.CodeAccessRefused:
+		// The owned connection asks for authentication_failure_close, so
+		// the broker says why in its own words.
+		return fmt.Errorf("the broker refused the EXTERNAL login with the client certificate %s; it answered %q. Create a user named after the certificate's common name on the broker (rabbitmqctl add_user, then clear_password and set_permissions), or check ssl_cert_login_from: %w", subject, te.Reason, err)
 	case sec.External && errors.Is(err, amqp.ErrCredentials), sec.External && strings.Contains(text, "username or password not allowed"):
 		return fmt.Errorf("the broker refused the EXTERNAL login with the client certificate %s; it answered %q. Create a user named after the certificate's common name on the broker (rabbitmqctl add_user, then clear_password and set_permissions), or check ssl_cert_login_from: %w", subject, "username or password not allowed", err)
 	case strings.Contains(text, "connection reset by peer"), strings.Contains(text, "use of closed network connection"), strings.Contains(text, "broken pipe"):

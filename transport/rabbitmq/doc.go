@@ -7,10 +7,12 @@
 // answers every pending confirm Lost, and leaves recovery to the engine,
 // which dials again through Driver.Dial.
 //
-// amqp091-go dials, opens and closes channels, consumes and reads every
-// frame; publishes are encoded and written by this package and their
-// confirms read by it (native.go), unless the URL says frames=amqp091,
-// which leaves publishing and confirms to amqp091-go. The URL parameter
+// Publishers run on a connection this package owns from handshake to
+// close (own.go: its own AMQP 0-9-1 handshake, heartbeats, channels,
+// confirms, returns, blocked notices and closes); channels for
+// declarations, consuming and settling run on an amqp091-go connection,
+// through its public API only. The URL parameter frames=amqp091 leaves
+// publishing and confirms to amqp091-go as well. The URL parameter
 // coalesce=off writes every publish straight to the socket (hold.go).
 //
 // Every goroutine this package starts ends when the connection or channel

@@ -13,8 +13,8 @@ import (
 	"github.com/acemq-go/acemq/transport"
 )
 
-// The native publish path (native.go) writes basic.publish, its content
-// header and body frames itself, straight into the write buffer, instead
+// The owned publishing connection (own.go) writes basic.publish, its
+// content header and body frames itself, straight into one buffer, instead
 // of through amqp091-go, which builds a bytes.Buffer per frame and a slice
 // per short string. The bytes are those amqp091-go writes for the same
 // publish: the same property flags for the same message, and for every Go

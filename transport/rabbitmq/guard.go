@@ -42,9 +42,6 @@ type guardedConn struct {
 	maxFrame atomic.Uint32
 	// rewritten counts frames rewritten, for tests.
 	rewritten atomic.Int64
-	// natives are the channels the native publish path owns (native.go):
-	// their confirms and returns are tapped here; nil when none.
-	natives *natives
 }
 
 // maxHeldFrame bounds the content header frames held for scanning; a
@@ -127,11 +124,10 @@ func (g *guardedConn) nextBuffered() bool {
 		return false
 	}
 	size := binary.BigEndian.Uint32(h[3:7])
-	if h[0] != frameHeaderType && (h[0] != frameMethod || size > maxTappedFrame) {
+	if h[0] != frameHeaderType {
 		return true
 	}
-	// A content header, or a method frame the native path may tap, is
-	// read whole.
+	// A content header is read whole.
 	return g.r.Buffered() >= 7+int(size)+1
 }
 
@@ -146,17 +142,6 @@ func (g *guardedConn) next() error {
 		return err
 	}
 	size := binary.BigEndian.Uint32(g.hdr[3:7])
-	var nc *nativeChan
-	if g.natives != nil && g.natives.reading.Load() > 0 {
-		nc = g.natives.reader(binary.BigEndian.Uint16(g.hdr[1:3]))
-	}
-	if nc != nil && g.hdr[0] == frameMethod && size <= maxTappedFrame {
-		if err := g.readFrame(size); err != nil {
-			return err
-		}
-		g.out = g.tap(nc, g.buf)
-		return nil
-	}
 	if g.hdr[0] != frameHeaderType || size > maxHeldFrame {
 		g.out, g.pass = g.hdr[:], int(size)+1
 		return nil
@@ -165,9 +150,6 @@ func (g *guardedConn) next() error {
 		return err
 	}
 	g.out = g.check(g.buf)
-	if nc != nil && nc.ret != nil {
-		g.returned(nc, g.out)
-	}
 	return nil
 }
 

@@ -1,7 +1,6 @@
 package rabbitmq
 
 import (
-	"encoding/binary"
 	"errors"
 	"net"
 	"runtime"
@@ -9,9 +8,11 @@ import (
 	"time"
 )
 
-// amqp091-go flushes its buffered writer once per publish, so every
-// publish costs one write system call. heldConn sits under the client and
-// lets the engine gather the publishes of a run (a SendAll, concurrent
+// A client that flushes once per publish (amqp091-go does, and so would
+// the owned connection, own.go) costs one write system call per publish.
+// heldConn sits under the connection's writes (under amqp091-go with
+// frames=amqp091, under the owned connection's frames otherwise) and lets
+// the engine gather the publishes of a run (a SendAll, concurrent
 // Sends) into one system call: while some writer holds it (Hold), Write
 // keeps the bytes in the process; the last writer to Release writes them
 // all, on its own goroutine, before it goes on to wait for confirms. No
@@ -24,9 +25,11 @@ import (
 // writes the kept bytes and its own at once. The age bound matters when
 // holds overlap without a break (many goroutines publishing, or a holder
 // descheduled mid-run): another writer's acks and publishes then leave
-// within about maxHeldAge instead of waiting for the last holder. A holder may give a deadline: kept
-// bytes that find the earliest such deadline passed when they would be
-// written are dropped and the socket closed instead (see errHeldTooLong).
+// within about maxHeldAge instead of waiting for the last holder. A
+// holder may give a deadline, which is its own: kept bytes that would be written once the
+// deadline of a writer still holding has passed are dropped and the socket
+// closed instead (see errHeldTooLong); a holder with a deadline writes what
+// is kept as it leaves, so no deadline outlives its holder.
 //
 // A failed write is kept: every later Write returns it, and the socket is
 // closed, so the client's reader fails and the connection shuts down; the
@@ -37,23 +40,12 @@ type heldConn struct {
 
 	mu      sync.Mutex // held across socket writes, so bytes go out in order
 	holders int
-	buf     []byte    // kept bytes, not yet written
-	dl      time.Time // earliest holder deadline since the connection was last idle
-	since   time.Time // when the oldest kept byte was kept
-	err     error     // the first write failure; every later Write returns it
+	buf     []byte      // kept bytes, not yet written
+	dls     []time.Time // the deadlines of the holders still holding (zero ones left out)
+	since   time.Time   // when the oldest kept byte was kept
+	err     error       // the first write failure; every later Write returns it
 
 	now func() time.Time // the clock (time.Now; tests replace it)
-
-	// Outbound frame tracking, for the native publish path (native.go):
-	// amqp091-go's frames may reach Write split anywhere, so the frame
-	// headers are followed as the bytes pass and frames of our own are
-	// appended only between two of its frames.
-	hn      int      // bytes of the current frame's prefix seen (0 at a boundary)
-	hb      [11]byte // the prefix: frame header and, for a method, class and method
-	left    int      // bytes of the current frame after its prefix still to pass
-	waiting int      // appenders waiting for a boundary
-	cond    *sync.Cond
-	natives *natives // the native channels, to close for writes; nil when none
 }
 
 // protocolHeader opens every AMQP 0-9-1 connection, before any frame.
@@ -72,25 +64,26 @@ const maxHeldAge = time.Millisecond
 var errHeldTooLong = errors.New("rabbitmq: bytes kept for one write outlived their writer's deadline (was the process frozen?); they were not sent and the connection is closed")
 
 func newHeldConn(c net.Conn) *heldConn {
-	// The stream opens with the 8-byte protocol header ("AMQP" 0 0 9 1),
-	// not a frame: the tracker passes over it first.
-	h := &heldConn{Conn: c, now: time.Now, left: len(protocolHeader)}
-	h.cond = sync.NewCond(&h.mu)
-	return h
+	return &heldConn{Conn: c, now: time.Now}
 }
 
 // Hold makes Writes keep their bytes until the last holder releases.
+// deadline, when not zero, applies while this holder holds: kept bytes
+// that would be written at or after it are dropped instead.
 func (c *heldConn) Hold(deadline time.Time) {
 	c.mu.Lock()
 	c.holders++
-	if !deadline.IsZero() && (c.dl.IsZero() || deadline.Before(c.dl)) {
-		c.dl = deadline
+	if !deadline.IsZero() {
+		c.dls = append(c.dls, deadline)
 	}
 	c.mu.Unlock()
 }
 
-// Release ends one hold; the last one out writes what is kept.
-func (c *heldConn) Release() error {
+// Release ends one hold taken with deadline; the last one out writes what
+// is kept. A holder with a deadline that leaves while others still hold
+// writes what is kept too (its own bytes are among it), so its deadline
+// goes with it and never judges bytes written after it left.
+func (c *heldConn) Release(deadline time.Time) error {
 	c.mu.Lock()
 	if c.holders == 1 && len(c.buf) > 0 {
 		// The last one out yields once, still holding, so goroutines made
@@ -102,13 +95,35 @@ func (c *heldConn) Release() error {
 		c.mu.Lock()
 	}
 	defer c.mu.Unlock()
-	c.holders--
-	if c.holders > 0 {
-		return c.err
+	err := c.err
+	if c.holders == 1 || (!deadline.IsZero() && len(c.buf) > 0) {
+		err = c.flushLocked(nil) // judged by this holder's deadline too
 	}
-	err := c.flushLocked(nil)
-	c.dl = time.Time{}
+	c.holders--
+	if !deadline.IsZero() {
+		for i, d := range c.dls {
+			if d.Equal(deadline) {
+				c.dls = append(c.dls[:i], c.dls[i+1:]...)
+				break
+			}
+		}
+	}
 	return err
+}
+
+// pastDeadlineLocked reports whether some holder still holding has a
+// deadline that has passed. c.mu is held.
+func (c *heldConn) pastDeadlineLocked() bool {
+	if len(c.dls) == 0 {
+		return false
+	}
+	now := c.now()
+	for _, d := range c.dls {
+		if !now.Before(d) {
+			return true
+		}
+	}
+	return false
 }
 
 // Write keeps p while the connection is held and the cap allows, and
@@ -119,7 +134,6 @@ func (c *heldConn) Write(p []byte) (int, error) {
 	if c.err != nil {
 		return 0, c.err
 	}
-	c.track(p)
 	if c.keepLocked(p) {
 		return len(p), nil
 	}
@@ -146,79 +160,53 @@ func (c *heldConn) keepLocked(p []byte) bool {
 	return false
 }
 
-// track follows the frames in p, bytes amqp091-go has just written: it
-// notes where each frame ends, marks a native channel closed for writes
-// when amqp091-go writes its channel.close or channel.close-ok (every
-// native channel at connection.close or close-ok), and wakes
-// appenders once the stream is between two frames. c.mu is held.
-func (c *heldConn) track(p []byte) {
-	for len(p) > 0 {
-		if c.left > 0 {
-			n := min(c.left, len(p))
-			c.left -= n
-			p = p[n:]
-			continue
-		}
-		want := 7
-		if c.hn >= 7 && c.hb[0] == frameMethod && binary.BigEndian.Uint32(c.hb[3:7]) >= 4 {
-			want = 11
-		}
-		n := copy(c.hb[c.hn:want], p)
-		c.hn += n
-		p = p[n:]
-		if c.hn < want {
-			continue
-		}
-		if want == 7 && c.hb[0] == frameMethod && binary.BigEndian.Uint32(c.hb[3:7]) >= 4 {
-			continue // read the class and method next
-		}
-		size := int(binary.BigEndian.Uint32(c.hb[3:7]))
-		if want == 11 && c.natives != nil {
-			class, method := binary.BigEndian.Uint16(c.hb[7:9]), binary.BigEndian.Uint16(c.hb[9:11])
-			switch {
-			case class == classChannel && (method == methodChannelClose || method == methodCloseOk):
-				c.natives.closeWrites(binary.BigEndian.Uint16(c.hb[1:3]))
-			case class == classConnection && (method == methodConnectionClose || method == methodConnectionCloseOk):
-				c.natives.closeAllWrites()
-			}
-		}
-		c.left = size + 1 - (want - 7)
-		c.hn = 0
-	}
-	if c.hn == 0 && c.left == 0 && c.waiting > 0 {
-		c.cond.Broadcast()
-	}
-}
-
-// errClosedForWrites refuses an append on a channel amqp091-go has closed
-// (or answered the broker's close of): a frame after that point would be
-// a connection error at the broker.
-var errClosedForWrites = errors.New("rabbitmq: the channel has been closed; nothing was written")
-
-// appendFrames writes frames, whole frames of our own on channel nc, into
-// the stream at the next point between two of amqp091-go's frames, under
-// the same rules as Write. It waits (without spinning) while amqp091-go is
-// inside a frame. sent is false when nothing was written: the connection
-// had failed or nc was closed for writes first; when sent is true and err
-// is not nil, the write failed and the connection is closed.
-func (c *heldConn) appendFrames(nc *nativeChan, frames []byte) (sent bool, err error) {
+// put writes whole frames of the publishing connection AceMQ owns under
+// the same rules as Write: kept while held, else written with what is
+// kept. sent is false when nothing was written because the connection had
+// already failed or been closed for writes; when sent is true and err is
+// not nil, the write failed and the socket is closed.
+func (c *heldConn) put(p []byte) (sent bool, err error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	for c.err == nil && !nc.closedW && (c.hn != 0 || c.left != 0) {
-		c.waiting++
-		c.cond.Wait()
-		c.waiting--
-	}
 	if c.err != nil {
 		return false, c.err
 	}
-	if nc.closedW {
-		return false, errClosedForWrites
-	}
-	if c.keepLocked(frames) {
+	if c.keepLocked(p) {
 		return true, nil
 	}
-	return true, c.flushLocked(frames)
+	return true, c.flushLocked(p)
+}
+
+// tryPut is put for a frame that may be skipped (a heartbeat): when
+// another write holds the connection (perhaps blocked on a socket the
+// broker no longer reads), it does nothing rather than wait; that write is
+// traffic the broker will see anyway.
+func (c *heldConn) tryPut(p []byte) {
+	if !c.mu.TryLock() {
+		return
+	}
+	defer c.mu.Unlock()
+	if c.err != nil || c.keepLocked(p) {
+		return
+	}
+	_ = c.flushLocked(p)
+}
+
+// urgent writes what is kept and p at once, held or not: for control frames
+// a caller waits on the answer to. after, when not nil, closes the stream
+// for writes once p is out (connection.close and close-ok are the last
+// frames a client sends), so every later write is refused with it.
+func (c *heldConn) urgent(p []byte, after error) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if err := c.flushLocked(p); err != nil {
+		return err
+	}
+	if after != nil {
+		c.err = after
+		c.buf = nil
+	}
+	return nil
 }
 
 // flushLocked writes the kept bytes followed by p. On failure it keeps the
@@ -237,7 +225,7 @@ func (c *heldConn) flushLocked(p []byte) error {
 		}
 		return nil
 	}
-	if !c.dl.IsZero() && !c.now().Before(c.dl) {
+	if c.pastDeadlineLocked() {
 		c.fail(errHeldTooLong)
 		return c.err
 	}
@@ -261,7 +249,6 @@ func (c *heldConn) fail(err error) {
 	c.err = err
 	c.buf = nil
 	_ = c.Conn.Close()
-	c.cond.Broadcast()
 }
 
 // Close closes the socket; bytes still kept are dropped (the client closes
@@ -273,7 +260,6 @@ func (c *heldConn) Close() error {
 		c.err = net.ErrClosed
 	}
 	c.buf = nil
-	c.cond.Broadcast()
 	c.mu.Unlock()
 	return err
 }

@@ -56,13 +56,13 @@ func TestHeldWritesLeaveInOneWriteWhenTheLastHolderReleases(t *testing.T) {
 			t.Fatalf("Write(%q) = %d, %v", s, n, err)
 		}
 	}
-	if err := c.Release(); err != nil {
+	if err := c.Release(time.Time{}); err != nil {
 		t.Fatal(err)
 	}
 	if w, _ := rc.record(); len(w) != 0 {
 		t.Fatalf("a holder is still in its run, yet %d writes reached the socket", len(w))
 	}
-	if err := c.Release(); err != nil {
+	if err := c.Release(time.Time{}); err != nil {
 		t.Fatal(err)
 	}
 	w, _ := rc.record()
@@ -93,7 +93,7 @@ func TestHeldWritesPastTheCapGoThroughInOrder(t *testing.T) {
 	if w, _ := rc.record(); len(w) == 0 {
 		t.Fatalf("100 KiB written under a hold and none reached the socket; the cap is %d", maxHeld)
 	}
-	if err := c.Release(); err != nil {
+	if err := c.Release(time.Time{}); err != nil {
 		t.Fatal(err)
 	}
 	w, _ := rc.record()
@@ -138,7 +138,7 @@ func TestHeldBytesOlderThanTheAgeBoundGoOutWithTheNextWrite(t *testing.T) {
 	if w, _ := rc.record(); len(w) != 1 {
 		t.Fatalf("a byte kept after the write-through left at once: %q", w)
 	}
-	if err := c.Release(); err != nil {
+	if err := c.Release(time.Time{}); err != nil {
 		t.Fatal(err)
 	}
 	if w, _ := rc.record(); len(w) != 2 || string(w[1]) != "ack-4" {
@@ -157,7 +157,7 @@ func TestAFailedHeldWriteIsReportedClosesTheSocketAndFailsLaterWrites(t *testing
 	rc.mu.Lock()
 	rc.failWith = boom
 	rc.mu.Unlock()
-	if err := c.Release(); !errors.Is(err, boom) {
+	if err := c.Release(time.Time{}); !errors.Is(err, boom) {
 		t.Fatalf("Release = %v; want the write failure", err)
 	}
 	if _, closed := rc.record(); !closed {
@@ -171,11 +171,12 @@ func TestAFailedHeldWriteIsReportedClosesTheSocketAndFailsLaterWrites(t *testing
 func TestHeldBytesPastTheirDeadlineAreDroppedNotSentLate(t *testing.T) {
 	rc := &recordingConn{}
 	c := newHeldConn(rc)
-	c.Hold(time.Now().Add(-time.Millisecond)) // as if the process froze
+	deadline := time.Now().Add(-time.Millisecond) // as if the process froze
+	c.Hold(deadline)
 	if _, err := c.Write([]byte("late")); err != nil {
 		t.Fatal(err)
 	}
-	if err := c.Release(); !errors.Is(err, errHeldTooLong) {
+	if err := c.Release(deadline); !errors.Is(err, errHeldTooLong) {
 		t.Fatalf("Release = %v; want errHeldTooLong", err)
 	}
 	w, closed := rc.record()
@@ -208,7 +209,7 @@ func TestABrokenSocketUnderAHoldFailsEveryPublishOfTheRun(t *testing.T) {
 
 	// A stopped clock: the run's bytes stay kept however long its 50
 	// writes take on a loaded machine (the age bound would write them).
-	hc := c.(*connection).held
+	hc := c.(*connection).held.Load()
 	hc.mu.Lock()
 	stopped := time.Now()
 	hc.now = func() time.Time { return stopped }
@@ -225,7 +226,7 @@ func TestABrokenSocketUnderAHoldFailsEveryPublishOfTheRun(t *testing.T) {
 	px.Kill()
 	// The first write to a socket whose peer has gone may still be taken
 	// by the kernel; either way the bytes never reach the broker.
-	t.Logf("Release after the break: %v", h.Release())
+	t.Logf("Release after the break: %v", h.Release(time.Time{}))
 	timeout := time.After(wait)
 	for i := 0; i < run; i++ {
 		select {
@@ -310,7 +311,7 @@ func TestHeldRunsAndConsumerAcksShareOneConnection(t *testing.T) {
 						answers <- 0
 					}
 				}
-				if err := h.Release(); err != nil {
+				if err := h.Release(time.Time{}); err != nil {
 					t.Errorf("Release: %v", err)
 				}
 			}
@@ -341,5 +342,73 @@ func TestHeldRunsAndConsumerAcksShareOneConnection(t *testing.T) {
 	}
 	if info.Messages != 0 {
 		t.Fatalf("%d messages back on the queue after every delivery was acked", info.Messages)
+	}
+}
+
+// Issue 28, defect 3: a deadline belongs to its holder. A holds with a
+// deadline beside B (none); A releases; C holds and writes after A's
+// deadline has passed: nothing of A's is kept any more, so nobody gets
+// errHeldTooLong and the socket stays open.
+func TestADepartedHoldersDeadlineDoesNotCloseTheConnection(t *testing.T) {
+	rc := &recordingConn{}
+	c := newHeldConn(rc)
+	now := time.Unix(1000, 0)
+	c.now = func() time.Time { return now }
+	deadlineA := now.Add(10 * time.Millisecond)
+	c.Hold(deadlineA)   // A
+	c.Hold(time.Time{}) // B
+	if _, err := c.Write([]byte("a")); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Release(deadlineA); err != nil { // A leaves
+		t.Fatalf("A's Release = %v", err)
+	}
+	now = deadlineA.Add(time.Millisecond)
+	c.Hold(time.Time{}) // C
+	if _, err := c.Write([]byte("c")); err != nil {
+		t.Fatalf("C's Write after A's deadline = %v", err)
+	}
+	if err := c.Release(time.Time{}); err != nil { // C
+		t.Fatalf("C's Release after A's deadline = %v; A had left", err)
+	}
+	if err := c.Release(time.Time{}); err != nil { // B, the last out
+		t.Fatalf("B's Release after A's deadline = %v; A had left", err)
+	}
+	w, closed := rc.record()
+	if closed || string(bytes.Join(w, nil)) != "ac" {
+		t.Fatalf("socket writes %q, closed %v; want \"ac\" written and the socket open", w, closed)
+	}
+}
+
+// A holder that leaves while others still hold takes its deadline with it
+// only after its own bytes are out: its kept bytes are written as it
+// releases, before its deadline, not later by whoever leaves last.
+func TestAHolderWithADeadlineWritesItsKeptBytesAsItLeaves(t *testing.T) {
+	rc := &recordingConn{}
+	c := newHeldConn(rc)
+	now := time.Unix(1000, 0)
+	c.now = func() time.Time { return now }
+	deadlineA := now.Add(10 * time.Millisecond)
+	c.Hold(time.Time{}) // B
+	c.Hold(deadlineA)   // A
+	if _, err := c.Write([]byte("a")); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Release(deadlineA); err != nil {
+		t.Fatal(err)
+	}
+	if w, _ := rc.record(); len(w) != 1 || string(w[0]) != "a" {
+		t.Fatalf("socket writes %q after A left; want A's kept bytes written as it left", w)
+	}
+	// A holder still inside its run past its deadline: its bytes are
+	// dropped, not sent late.
+	deadlineD := now.Add(5 * time.Millisecond)
+	c.Hold(deadlineD)
+	if _, err := c.Write([]byte("d")); err != nil {
+		t.Fatal(err)
+	}
+	now = deadlineD
+	if err := c.Release(deadlineD); !errors.Is(err, errHeldTooLong) {
+		t.Fatalf("Release past the holder's own deadline = %v; want errHeldTooLong", err)
 	}
 }

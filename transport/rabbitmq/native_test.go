@@ -54,10 +54,14 @@ func getRaw(t *testing.T, ch *amqp.Channel, q string) amqp.Delivery {
 func TestNativeAndAmqp091PublishesArriveTheSame(t *testing.T) {
 	native := dial(t, transport.Config{})
 	old := dial(t, transport.Config{URL: withFrames(t, testenv.AMQPURL(t), "amqp091")})
-	if native.(*connection).natives == nil || old.(*connection).natives != nil {
+	if !native.(*connection).plan.native || old.(*connection).plan.native {
 		t.Fatal("frames=amqp091 did not choose amqp091-go's publish path, or the default is not native")
 	}
-	fm := native.(*connection).frameMax
+	oc, err := native.(*connection).ownPart(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	fm := oc.frameMax
 	if fm < 4096 {
 		t.Fatalf("frame_max %d was not read from the tune", fm)
 	}

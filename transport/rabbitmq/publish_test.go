@@ -219,3 +219,32 @@ func connectionPid(t *testing.T, name string) string {
 		}
 	}
 }
+
+// TestAmqp091PublishFailingMidWriteClosesItsChannelUnderThePublisher: with
+// frames=amqp091, a publish whose write fails part way returns "may have
+// been sent", its waiter is answered Lost, and Close waits for the
+// goroutine that closes the channel (goleak checks the package at the end
+// that no goroutine outlives its publisher).
+func TestAmqp091PublishFailingMidWriteClosesItsChannelUnderThePublisher(t *testing.T) {
+	c := dial(t, transport.Config{URL: withFrames(t, testenv.AMQPURL(t), "amqp091")})
+	p := openPublisher(t, c)
+	hc := c.(*connection).held.Load()
+	if hc == nil {
+		t.Fatal("frames=amqp091 with coalescing on has no held writer")
+	}
+	boom := errors.New("injected write failure")
+	hc.mu.Lock()
+	hc.err = boom // the next write fails; the socket stays open
+	hc.mu.Unlock()
+	answer := make(chan transport.Confirmation, 1)
+	err := p.Publish(context.Background(), &transport.Message{RoutingKey: "q"}, func(cf transport.Confirmation) { answer <- cf })
+	if err == nil || errors.Is(err, transport.ErrNotWritten) {
+		t.Fatalf("publish on a failing writer: %v; want a may-have-been-sent error", err)
+	}
+	if err := p.Close(); err != nil {
+		t.Logf("Close: %v", err)
+	}
+	if cf := <-answer; cf.Outcome != transport.Lost {
+		t.Fatalf("the failed publish answered %v; want Lost", cf.Outcome)
+	}
+}

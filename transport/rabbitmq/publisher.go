@@ -31,14 +31,14 @@ type publisher struct {
 	wmu     sync.Mutex
 	stopped bool
 
+	// closer is the goroutine that closes the channel after a write
+	// failed part way; Close waits for it.
+	closer sync.WaitGroup
+
 	// pmu guards table and err.
 	pmu   sync.Mutex
 	table pending
 	err   error
-
-	// nat is set on the native path (native.go): frames written by
-	// AceMQ, confirms read by AceMQ. nil when amqp091-go publishes.
-	nat *nativeState
 
 	// frameMax is the negotiated frame_max Publish checks before writing;
 	// set by connection.Publisher before the publisher is handed out.
@@ -174,12 +174,9 @@ func (p *publisher) Publish(ctx context.Context, msg *transport.Message, done tr
 		return fmt.Errorf("rabbitmq: a confirm callback was given to a non-confirming publisher: %w", transport.ErrNotWritten)
 	}
 	// RabbitMQ closes the whole connection on a frame over frame_max, so
-	// the content header is measured before either writer sends it: the
-	// native writer measures the frame it encoded (appendPublish); for
-	// amqp091-go it is measured as converted, below.
-	if p.nat != nil {
-		return p.publishNative(msg, done)
-	}
+	// the content header is measured before amqp091-go sends it (as
+	// converted, below); the owned connection's writer measures the frame
+	// it encoded (appendPublish).
 	headers := toAMQPTable(msg.Headers)
 	if headers != nil {
 		if err := headers.Validate(); err != nil {
@@ -228,7 +225,13 @@ func (p *publisher) Publish(ctx context.Context, msg *transport.Message, done tr
 	// channel ends, which closing it makes sure of.
 	p.stopped = true
 	p.wmu.Unlock()
-	go func() { _ = p.ch.Close() }()
+	// Closed on a goroutine of the publisher's (the client's Close waits
+	// for the broker, and Publish never does); Close waits for it.
+	p.closer.Add(1)
+	go func() {
+		defer p.closer.Done()
+		_ = p.ch.Close()
+	}()
 	return fmt.Errorf("rabbitmq: publish failed during the write; the message may have been sent: %w", convertError(err))
 }
 
@@ -276,10 +279,12 @@ func (p *publisher) Confirming() bool { return p.confirm }
 func (p *publisher) Done() <-chan struct{} { return p.done }
 
 // Close ends the channel and waits until every pending confirm has been
-// answered Lost. Closing an ended channel returns nil.
+// answered Lost, and for the goroutine that closes the channel after a
+// failed write, if one was started. Closing an ended channel returns nil.
 func (p *publisher) Close() error {
 	err := p.ch.Close()
 	<-p.done
+	p.closer.Wait()
 	if err != nil && convertError(err) != transport.ErrClosed {
 		return convertError(err)
 	}

@@ -44,7 +44,7 @@ func (c *connection) refreshSecret(p security.Provider, expires time.Time) {
 					c.err = fmt.Errorf("rabbitmq: the connection's secret expires at %s and could not be refreshed, so the connection was closed to be remade with fresh credentials: %w", expires.UTC().Format(time.RFC3339), err)
 				}
 				c.mu.Unlock()
-				_ = c.ac.CloseDeadline(time.Now().Add(closeHandshake))
+				c.closeParts(closeHandshake)
 				return
 			}
 			expires = next
@@ -75,8 +75,34 @@ func (c *connection) updateSecret(p security.Provider) (time.Time, error) {
 	if a.err != nil {
 		return time.Time{}, fmt.Errorf("the credentials provider failed: %w", a.err)
 	}
-	if err := c.ac.UpdateSecret(a.creds.Password, "acemq: refreshing an expiring secret"); err != nil {
-		return time.Time{}, fmt.Errorf("the broker refused the new secret: %w", convertError(err))
+	const reason = "acemq: refreshing an expiring secret"
+	c.mu.Lock()
+	ac, oc := c.ac, c.own
+	c.plan.uri.Password = a.creds.Password // for a part dialled later
+	c.mu.Unlock()
+	if ac != nil {
+		if err := ac.UpdateSecret(a.creds.Password, reason); err != nil {
+			return time.Time{}, fmt.Errorf("the broker refused the new secret: %w", convertError(err))
+		}
+	}
+	if oc != nil {
+		if err := oc.updateSecret(ctx, a.creds.Password, reason); err != nil {
+			return time.Time{}, fmt.Errorf("the broker refused the new secret: %w", err)
+		}
 	}
 	return a.creds.ExpiresAt, nil
+}
+
+// closeParts closes every part of the connection, each within d, keeping
+// the reason already recorded: the watchers then end the connection.
+func (c *connection) closeParts(d time.Duration) {
+	c.mu.Lock()
+	ac, oc := c.ac, c.own
+	c.mu.Unlock()
+	if oc != nil {
+		_ = oc.closeWithin(d)
+	}
+	if ac != nil {
+		_ = ac.CloseDeadline(time.Now().Add(d))
+	}
 }
