@@ -41,5 +41,6 @@ func TestConformance(t *testing.T) {
 		DropConnections: func(t *testing.T) {
 			testenv.RabbitCtl(t, "close_all_connections", "conformance suite")
 		},
+		RabbitMQ4: testenv.RabbitMajor(t) >= 4,
 	})
 }
