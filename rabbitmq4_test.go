@@ -2,11 +2,14 @@ package acemq_test
 
 import (
 	"context"
+	"errors"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/acemq-go/acemq"
 	"github.com/acemq-go/acemq/internal/testenv"
+	"github.com/acemq-go/acemq/transport"
 	amqp "github.com/rabbitmq/amqp091-go"
 )
 
@@ -169,4 +172,31 @@ func TestRabbitDeliveryCountReachesTheHandlerAsTheBrokerCountsIt(t *testing.T) {
 	if m.DeliveryCount != 3 || m.Payload.N != 7 || !m.Redelivered {
 		t.Fatalf("the handler saw delivery count %d, payload %d, redelivered %v; want 3 (nack, reject, closed channel), 7, true", m.DeliveryCount, m.Payload.N, m.Redelivered)
 	}
+}
+
+// TestApplyRefusesATransientNonExclusiveQueueBeforeTheBroker: RabbitMQ 4
+// answers a non-durable, non-exclusive queue with 541, closing the whole
+// connection (and 4.3 denies it by default); the library refuses such
+// QueueOptions itself, on every transport, before anything is sent, so the
+// Conn stays up and nothing is declared.
+func TestApplyRefusesATransientNonExclusiveQueueBeforeTheBroker(t *testing.T) {
+	onEveryTransport(t, func(t *testing.T, e *engine) {
+		ctx := context.Background()
+		q := e.unique("rmq4.transient")
+		err := e.c.Apply(ctx, acemq.NewTopology().Queue(q, acemq.QueueOptions{Type: acemq.Classic, Transient: true}))
+		var te *acemq.TopologyError
+		if !errors.As(err, &te) || !strings.HasPrefix(err.Error(), "acemq: ") || !strings.Contains(err.Error(), `queue "`+q+`" is transient but not exclusive`) {
+			t.Fatalf("Apply of a transient non-exclusive queue: %v; want a TopologyError naming it", err)
+		}
+		if _, err := e.c.QueueInfo(ctx, q); transport.Code(err) != transport.CodeNotFound {
+			t.Fatalf("the refused queue was declared after all (passive declare: %v)", err)
+		}
+		// The exclusive form is what RabbitMQ 4 allows, on the same Conn.
+		if err := e.c.Apply(ctx, acemq.NewTopology().Queue(q, acemq.QueueOptions{Type: acemq.Classic, Transient: true, Exclusive: true})); err != nil {
+			t.Fatalf("an exclusive transient queue after the refusal: %v", err)
+		}
+		if r := e.c.Health(ctx); r.Status != acemq.StatusUp || !r.Open {
+			t.Fatalf("health after the refusal %+v", r)
+		}
+	})
 }
