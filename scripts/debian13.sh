@@ -58,12 +58,16 @@ debian_mirror() {
 	return 1
 }
 
-# chroot_in_use: true if some process runs with the chroot as its root.
+# chroot_in_use: true if some process other than epmd runs with the chroot
+# as its root. (A node started when no epmd ran starts the chroot's, which
+# outlives the node and needs no /proc.)
 chroot_in_use() {
 	local p r
 	for p in /proc/[0-9]*; do
 		r="$(readlink "$p/root" 2>/dev/null)" || continue
-		[[ "$r" == "$DEBIAN13_ROOT" ]] && return 0
+		[[ "$r" == "$DEBIAN13_ROOT" ]] || continue
+		[[ "$(cat "$p/comm" 2>/dev/null)" == epmd ]] && continue
+		return 0
 	done
 	return 1
 }
@@ -105,6 +109,14 @@ unbind_state() {
 debian13_install() {
 	[[ -e "$DEBIAN13_DONE" ]] && return 0
 	[[ "$(id -u)" == 0 ]] || die "making the Debian 13 chroot for RabbitMQ 4 needs root (debootstrap, chroot, mount); run as root"
+	# One install at a time, whichever state dir asks (fd 8: lock_state has 9).
+	mkdir -p "$(dirname "$DEBIAN13_ROOT")"
+	exec 8>"$DEBIAN13_ROOT.lock"
+	flock -w 900 8 || die "waited 15 minutes for $DEBIAN13_ROOT.lock; another install of the chroot is stuck (see ps)"
+	if [[ -e "$DEBIAN13_DONE" ]]; then
+		exec 8>&-
+		return 0
+	fi
 	command -v debootstrap >/dev/null || apt_install debootstrap
 	local mirror
 	mirror="$(debian_mirror)" || die "found no Debian archive in /etc/apt/sources.list or /etc/apt/sources.list.d/; add one, or set up the chroot by hand at $DEBIAN13_ROOT"
@@ -144,5 +156,6 @@ debian13_install() {
 	[[ -x "$DEBIAN13_ROOT/usr/lib/rabbitmq/bin/rabbitmq-server" ]] ||
 		die "rabbitmq-server installed in the chroot but /usr/lib/rabbitmq/bin/rabbitmq-server is missing"
 	date -u +%FT%TZ >"$DEBIAN13_DONE"
+	exec 8>&-
 	log "Debian 13 chroot ready: $(chroot "$DEBIAN13_ROOT" dpkg-query -W -f '${Package} ${Version}' rabbitmq-server)"
 }
