@@ -203,3 +203,32 @@ func TestApplyRefusesATransientNonExclusiveQueueBeforeTheBroker(t *testing.T) {
 		}
 	})
 }
+
+// TestRabbitDeliveryLimitMinusOneMeansNoneOnlyOnRabbitMQ4: RabbitMQ 4 reads
+// x-delivery-limit -1 as no limit; RabbitMQ 3.10 reads it as a limit nothing
+// meets, so the first return dead-letters the message (with the library's
+// wiring it lands in {q}.dlq; without, it is dropped). 3.x has no default
+// limit: leave QueueOptions.DeliveryLimit at 0 there (docs/support.md).
+func TestRabbitDeliveryLimitMinusOneMeansNoneOnlyOnRabbitMQ4(t *testing.T) {
+	c, _ := rabbit(t)
+	ctx := context.Background()
+	q := quorumWithDeadLetters(t, c, "rmq4.unlimited", acemq.QueueOptions{DeliveryLimit: -1})
+	if _, err := acemq.NewPublisher[item](c, "", q, acemq.PublisherConfig{}).Send(ctx, item{N: 1}); err != nil {
+		t.Fatal(err)
+	}
+	ch := testenv.RawChannel(t, testenv.AMQPURL(t))
+	const tries = 25
+	n := returnUntilGone(t, ch, q, tries)
+	if testenv.RabbitMajor(t) >= 4 {
+		if n != tries {
+			t.Fatalf("with delivery limit -1 RabbitMQ 4 stopped offering the message after %d deliveries, want no limit", n)
+		}
+		return
+	}
+	if n != 1 {
+		t.Fatalf("with delivery limit -1 RabbitMQ 3 offered the message %d times, want 1", n)
+	}
+	if d, ok := getOne(t, ch, acemq.DeadLetterQueue(q)); !ok || d.Headers["x-first-death-reason"] != "delivery_limit" {
+		t.Fatalf("RabbitMQ 3's delivery limit -1 did not dead-letter into %s (found %v, %v)", acemq.DeadLetterQueue(q), ok, d.Headers["x-first-death-reason"])
+	}
+}
