@@ -78,8 +78,9 @@ type QueueOptions struct {
 	Args transport.Table
 	// DeliveryLimit sets x-delivery-limit on a quorum queue: after n
 	// redeliveries the broker drops or dead-letters the message. -1 asks
-	// for no limit (RabbitMQ 4 otherwise applies 20); 0 writes no
-	// x-delivery-limit. Validate refuses it on a classic or stream queue,
+	// RabbitMQ 4 for no limit (it otherwise applies 20); RabbitMQ 3, which
+	// has no default limit, reads -1 as a limit the first return exceeds,
+	// so leave it 0 there (docs/support.md). 0 writes no x-delivery-limit. Validate refuses it on a classic or stream queue,
 	// and refuses values below -1, whose meaning differs between RabbitMQ
 	// versions.
 	DeliveryLimit int

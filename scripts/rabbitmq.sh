@@ -31,6 +31,13 @@
 #
 # With --nodes 3 the env file also carries ACEMQ_TEST_AMQP_URLS (all nodes,
 # comma-separated) and ACEMQ_TEST_RABBITMQCTL_2 / _3 for the other nodes.
+#
+# ACEMQ_RABBITMQ_VERSION=4 (what scripts/rabbitmq4.sh sets) does the same for
+# RabbitMQ 4.0, Debian 13's rabbitmq-server, run inside a Debian 13 chroot
+# (scripts/debian13.sh makes it): state in <state>/rabbitmq4, the same
+# ACEMQ_TEST_* names in <state>/rabbitmq4/env, node names acemq4<id>-N, and
+# every deprecated feature the broker knows denied in its config, so what
+# passes there passes on the RabbitMQ that removes them.
 set -euo pipefail
 umask 022
 
@@ -38,10 +45,26 @@ umask 022
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
 RMQ_BIN=/usr/lib/rabbitmq/bin
-RDIR="$ACEMQ_STATE/rabbitmq"
 START_TIMEOUT="${ACEMQ_RABBITMQ_START_TIMEOUT:-120}" # seconds per node
+RMQ_VERSION="${ACEMQ_RABBITMQ_VERSION:-3}"
+case "$RMQ_VERSION" in
+3)
+	RDIR="$ACEMQ_STATE/rabbitmq"
+	NODE_PREFIX=acemq
+	# RUN: what runs a rabbitmq program (nothing: the host's own).
+	RUN=()
+	;;
+4)
+	# shellcheck source=scripts/debian13.sh
+	source "$(dirname "${BASH_SOURCE[0]}")/debian13.sh"
+	RDIR="$ACEMQ_STATE/rabbitmq4"
+	NODE_PREFIX=acemq4
+	RUN=(chroot "$DEBIAN13_ROOT")
+	;;
+*) die "ACEMQ_RABBITMQ_VERSION is '$RMQ_VERSION'; it wants 3 (the host's RabbitMQ 3.10) or 4 (RabbitMQ 4.0 in a Debian 13 chroot)" ;;
+esac
 
-node_name() { echo "acemq$(state_id)-$1@localhost"; }
+node_name() { echo "$NODE_PREFIX$(state_id)-$1@localhost"; }
 node_dir() { echo "$RDIR/node$1"; }
 
 # Environment every rabbitmq program of ours runs with. The Erlang cookie
@@ -61,7 +84,7 @@ ctl_node() {
 	shift
 	local -a e
 	mapfile -t e < <(rmq_env "$i")
-	env "${e[@]}" "$RMQ_BIN/rabbitmqctl" -n "$(node_name "$i")" "$@" 9>&-
+	env "${e[@]}" "${RUN[@]}" "$RMQ_BIN/rabbitmqctl" -n "$(node_name "$i")" "$@" 9>&-
 }
 
 # amqp_probe PORT: true if an AMQP 0-9-1 server answers on 127.0.0.1:PORT.
@@ -118,6 +141,11 @@ running_count() {
 }
 
 cmd_install() {
+	if [[ "$RMQ_VERSION" == 4 ]]; then
+		debian13_install
+		deprecated_features >/dev/null
+		return 0
+	fi
 	if [[ -x "$RMQ_BIN/rabbitmq-server" && -x "$RMQ_BIN/rabbitmqctl" ]]; then
 		return 0
 	fi
@@ -153,7 +181,7 @@ reap_stale() {
 	done
 	# epmd forgets the name once the process is gone; give it a moment.
 	for _ in $(seq 50); do
-		epmd -names 2>/dev/null | grep -q "name acemq$(state_id)-$i " || return 0
+		"${RUN[@]}" epmd -names 2>/dev/null | grep -q "name $NODE_PREFIX$(state_id)-$i " || return 0
 		sleep 0.1
 	done
 }
@@ -217,6 +245,53 @@ stream_conf() {
 	EOF
 }
 
+# deprecated_features: print the name of every deprecated feature RabbitMQ 4
+# declares (the rabbit_deprecated_feature attribute of its modules and its
+# plugins' modules), one a line. Read from the installed modules once,
+# without a running node, and kept beside them in the chroot;
+# check_deprecated_features compares it with what the running node lists.
+deprecated_features() {
+	local cache="$DEBIAN13_ROOT/.acemq-deprecated-features"
+	if [[ ! -s "$cache" ]]; then
+		# shellcheck disable=SC2016 # Erlang, not shell
+		"${RUN[@]}" erl -noshell -noinput -eval '
+			Beams = filelib:wildcard("/usr/lib/rabbitmq/lib/rabbitmq_server-*/plugins/*/ebin/*.beam"),
+			Names = lists:usort(lists:append(
+				[[N || {rabbit_deprecated_feature, L} <- Attrs, {N, _} <- L]
+				 || B <- Beams,
+				    {ok, {_, [{attributes, Attrs}]}} <- [beam_lib:chunks(B, [attributes])]])),
+			[io:format("~s~n", [N]) || N <- Names],
+			halt(0).' >"$cache.new" 2>"$cache.err" ||
+			{ cat "$cache.err" >&2; die "could not read RabbitMQ 4's deprecated features from its modules (see above)"; }
+		[[ -s "$cache.new" ]] || die "found no deprecated features in RabbitMQ 4's modules; the package layout changed?"
+		mv "$cache.new" "$cache"
+		rm -f "$cache.err"
+	fi
+	cat "$cache"
+}
+
+# deny_deprecated_conf: rabbitmq.conf lines denying every deprecated feature.
+deny_deprecated_conf() {
+	local f
+	echo "# Every deprecated feature denied (scripts/rabbitmq.sh, ACEMQ_RABBITMQ_VERSION=4)."
+	for f in $(deprecated_features); do
+		echo "deprecated_features.permit.$f = false"
+	done
+}
+
+# check_deprecated_features: fail unless node 1 runs with every deprecated
+# feature it knows (rabbitmqctl list_deprecated_features) denied: one the
+# module scan missed would stay permitted.
+check_deprecated_features() {
+	local out
+	# shellcheck disable=SC2016 # Erlang, not shell
+	out="$(ctl_node 1 eval '
+		M = application:get_env(rabbit, permit_deprecated_features, #{}),
+		[N || N <- maps:keys(rabbit_deprecated_features:list(all)), maps:get(N, M, true) =/= false].' 2>&1)" ||
+		die "could not ask node 1 which deprecated features it permits: $out"
+	[[ "$out" == "[]" ]] || die "RabbitMQ 4 still permits deprecated features $out (the module scan missed them); delete $DEBIAN13_ROOT/.acemq-deprecated-features and run scripts/rabbitmq4.sh stop and start again"
+}
+
 # launch_node I: write node I's config and start it in the background, in its
 # own session with no terminal, so that it outlives this script and never
 # holds the caller's stdout/stderr open (make and CI wait on those).
@@ -251,6 +326,9 @@ launch_node() {
 		tls_conf "$5" >>"$d/rabbitmq.conf"
 		echo "$5" >"$d/tls_port"
 	fi
+	if [[ "$RMQ_VERSION" == 4 ]]; then
+		deny_deprecated_conf >>"$d/rabbitmq.conf"
+	fi
 	echo '[rabbitmq_management,rabbitmq_auth_mechanism_ssl].' >"$d/enabled_plugins"
 	if [[ -n "${6:-}" ]]; then
 		stream_conf "$6" >>"$d/rabbitmq.conf"
@@ -263,6 +341,11 @@ launch_node() {
 
 	local -a e
 	mapfile -t e < <(rmq_env "$i")
+	if [[ "$RMQ_VERSION" == 4 ]]; then
+		# The node sees the state dir at the same path inside the chroot.
+		mount_proc
+		bind_state "$RDIR"
+	fi
 	(
 		cd "$d"
 		# Run the real server script directly as the current user:
@@ -280,7 +363,7 @@ launch_node() {
 			RABBITMQ_ADVANCED_CONFIG_FILE="$d/advanced.config" \
 			RABBITMQ_ENABLED_PLUGINS_FILE="$d/enabled_plugins" \
 			RABBITMQ_SERVER_START_ARGS="-kernel inet_dist_listen_min $dist -kernel inet_dist_listen_max $dist" \
-			setsid "$RMQ_BIN/rabbitmq-server" </dev/null >"$d/startup.log" 2>&1 9>&-
+			setsid "${RUN[@]}" "$RMQ_BIN/rabbitmq-server" </dev/null >"$d/startup.log" 2>&1 9>&-
 	) &
 	echo $! >"$d/launcher.pid"
 }
@@ -344,15 +427,63 @@ stop_node() {
 	rm -f "$d/launcher.pid"
 }
 
+# RabbitMQ 4.0.5 with transient_nonexcl_queues denied can fail a start_app
+# (after stop_app or join_cluster) on a loaded machine with
+# failed_to_deny_deprecated_features: its check whether the feature is in use
+# reads the queue table before the table is back, takes the error for "in
+# use" and aborts the boot. The node itself is fine and the next start_app
+# works, so start_app is retried (a few times, only for that error) by
+# ctl_node and by the rabbitmqctl wrappers tests use.
+START_APP_TRIES=5
+
 write_ctl_wrapper() {
 	local i="$1" path="$2"
 	cat >"$path" <<-EOF
 		#!/bin/sh
 		# Generated by scripts/rabbitmq.sh: rabbitmqctl against $(node_name "$i").
 		$(rmq_env "$i" | sed 's/^\(.*\)$/export "\1"/')
-		exec "$RMQ_BIN/rabbitmqctl" -n "$(node_name "$i")" "\$@"
 	EOF
+	if [[ "$RMQ_VERSION" == 4 ]]; then
+		cat >>"$path" <<-EOF
+			# start_app is retried on RabbitMQ 4.0.5's failed_to_deny_deprecated_features
+			# race (see scripts/rabbitmq.sh).
+			if [ "\$1" = start_app ]; then
+				try=1
+				while :; do
+					out="\$(${RUN[*]} "$RMQ_BIN/rabbitmqctl" -n "$(node_name "$i")" "\$@" 2>&1)"
+					rc=\$?
+					case "\$rc:\$out" in
+					0:*) printf '%s\\n' "\$out"; exit 0 ;;
+					*failed_to_deny_deprecated_features*) [ "\$try" -lt $START_APP_TRIES ] || break ;;
+					*) break ;;
+					esac
+					try=\$((try + 1))
+					sleep 1
+				done
+				printf '%s\\n' "\$out" >&2
+				exit "\$rc"
+			fi
+		EOF
+	fi
+	echo "exec ${RUN[*]} \"$RMQ_BIN/rabbitmqctl\" -n \"$(node_name "$i")\" \"\$@\"" >>"$path"
 	chmod +x "$path"
+}
+
+# ctl_start_app I: start_app on node I, retried on 4.0.5's race (above).
+ctl_start_app() {
+	local i="$1" try out
+	for ((try = 1; ; try++)); do
+		if out="$(ctl_node "$i" start_app 2>&1)"; then
+			echo "$out"
+			return 0
+		fi
+		if [[ "$RMQ_VERSION" != 4 || "$out" != *failed_to_deny_deprecated_features* ]] || ((try >= START_APP_TRIES)); then
+			echo "$out" >&2
+			return 1
+		fi
+		log "start_app on $(node_name "$i") hit RabbitMQ 4.0.5's failed_to_deny_deprecated_features race; retrying"
+		sleep 1
+	done
 }
 
 # emit_env N: write the env file for an N-node setup and print it.
@@ -453,13 +584,16 @@ cmd_start() {
 	# Cluster: nodes 2..N join node 1.
 	for ((i = 2; i <= want; i++)); do
 		log "joining $(node_name "$i") to $(node_name 1)"
-		if ! { ctl_node "$i" stop_app && ctl_node "$i" join_cluster "$(node_name 1)" && ctl_node "$i" start_app; } >"$(node_dir "$i")/join.log" 2>&1; then
+		if ! { ctl_node "$i" stop_app && ctl_node "$i" join_cluster "$(node_name 1)" && ctl_start_app "$i"; } >"$(node_dir "$i")/join.log" 2>&1; then
 			cat "$(node_dir "$i")/join.log" >&2
 			show_failure "$i"
 			die "node $(node_name "$i") could not join the cluster (see above). Run scripts/rabbitmq.sh stop, then start --nodes $want again"
 		fi
 		wait_node "$i"
 	done
+	if [[ "$RMQ_VERSION" == 4 ]]; then
+		check_deprecated_features
+	fi
 	log "RabbitMQ is up ($want node(s))"
 	emit_env "$want"
 }
@@ -477,6 +611,10 @@ cmd_stop() {
 		stop_node "$i"
 	done
 	rm -f "$RDIR/env" "$RDIR/nodes"
+	if [[ "$RMQ_VERSION" == 4 ]]; then
+		unbind_state "$RDIR"
+		umount_proc
+	fi
 	log "RabbitMQ stopped"
 }
 
@@ -503,9 +641,9 @@ cmd_ctl() {
 }
 
 case "${1:-}" in
-install) lock_state rabbitmq; cmd_install ;;
-start) shift; lock_state rabbitmq; cmd_start "$@" ;;
-stop) lock_state rabbitmq; cmd_stop ;;
+install) lock_state "${RDIR##*/}"; cmd_install ;;
+start) shift; lock_state "${RDIR##*/}"; cmd_start "$@" ;;
+stop) lock_state "${RDIR##*/}"; cmd_stop ;;
 status) cmd_status ;;
 url) cmd_url ;;
 ctl) shift; cmd_ctl "$@" ;;

@@ -5,7 +5,10 @@
 // wait for it (acemq.Config.WaitForRecovery) instead of failing; the consumer
 // is re-attached with the same tag. Every publish that returned nil is
 // consumed. On memory:// the example drops the connections itself; on
-// RabbitMQ it closes them through the management API:
+// RabbitMQ it connects as a user of its own (made through the management API,
+// deleted at the end) and closes that user's connections through the API,
+// which works with or without the API's statistics (RabbitMQ 4 can run
+// without them, and then cannot name a connection by its client name):
 //
 //	go run ./examples/recovery
 //	go run ./examples/recovery -url amqp://guest:guest@127.0.0.1:5672/ -management http://guest:guest@127.0.0.1:15672/
@@ -16,6 +19,8 @@ package main
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"flag"
@@ -57,6 +62,17 @@ func run(brokerURL, mgmt string) error {
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	name := fmt.Sprintf("example-recovery-%d", time.Now().UnixNano())
+	var api *mgmtAPI
+	if !strings.HasPrefix(brokerURL, "memory://") {
+		var err error
+		if api, err = newMgmtAPI(mgmt); err != nil {
+			return err
+		}
+		if brokerURL, err = api.userOfOwn(ctx, brokerURL, name); err != nil {
+			return err
+		}
+		defer api.call(context.Background(), http.MethodDelete, "/api/users/"+url.PathEscape(name), nil)
+	}
 	recovered := make(chan struct{}, 4)
 	c, err := acemq.Connect(ctx, brokerURL, acemq.Config{Logger: slog.New(slog.DiscardHandler), ClientName: name, WaitForRecovery: true, OnEvent: func(e acemq.Event) {
 		switch e.Kind {
@@ -104,7 +120,7 @@ func run(brokerURL, mgmt string) error {
 	lost := 0
 	for i := range 200 {
 		if i == 100 {
-			if err := drop(ctx, brokerURL, mgmt, name); err != nil {
+			if err := drop(ctx, brokerURL, api, name); err != nil {
 				return err
 			}
 		}
@@ -157,63 +173,84 @@ func run(brokerURL, mgmt string) error {
 }
 
 // drop closes the example's connections as a broker would on a restart.
-func drop(ctx context.Context, brokerURL, mgmt, clientName string) error {
+func drop(ctx context.Context, brokerURL string, api *mgmtAPI, user string) error {
 	if name, ok := strings.CutPrefix(brokerURL, "memory://"); ok {
 		name, _, _ = strings.Cut(name, "?")
 		memory.Lookup(name).DropConnections()
 		return nil
 	}
+	_, err := api.call(ctx, http.MethodDelete, "/api/connections/username/"+url.PathEscape(user), nil)
+	return err
+}
+
+// mgmtAPI calls RabbitMQ's management HTTP API.
+type mgmtAPI struct {
+	base *url.URL
+}
+
+func newMgmtAPI(mgmt string) (*mgmtAPI, error) {
 	base, err := url.Parse(strings.TrimSuffix(mgmt, "/"))
 	if err != nil {
-		return err
+		return nil, err
 	}
-	call := func(method, path string) ([]byte, error) {
-		u := *base
-		u.User = nil
-		req, err := http.NewRequestWithContext(ctx, method, u.String()+path, nil)
+	return &mgmtAPI{base: base}, nil
+}
+
+func (a *mgmtAPI) call(ctx context.Context, method, path string, body any) ([]byte, error) {
+	u := *a.base
+	u.User = nil
+	var in io.Reader
+	if body != nil {
+		b, err := json.Marshal(body)
 		if err != nil {
 			return nil, err
 		}
-		if base.User != nil {
-			pw, _ := base.User.Password()
-			req.SetBasicAuth(base.User.Username(), pw)
-		}
-		resp, err := http.DefaultClient.Do(req)
-		if err != nil {
-			return nil, err
-		}
-		defer resp.Body.Close()
-		b, _ := io.ReadAll(resp.Body)
-		if resp.StatusCode/100 != 2 {
-			return nil, fmt.Errorf("%s %s: %s", method, path, resp.Status)
-		}
-		return b, nil
+		in = strings.NewReader(string(b))
 	}
-	// The management API lists a connection once the broker has emitted
-	// statistics for it (every few seconds): wait for ours.
-	for {
-		b, err := call(http.MethodGet, "/api/connections?columns=name,user_provided_name")
-		if err != nil {
-			return err
-		}
-		var conns []struct {
-			Name string `json:"name"`
-			User string `json:"user_provided_name"`
-		}
-		if err := json.Unmarshal(b, &conns); err != nil {
-			return err
-		}
-		for _, cn := range conns {
-			if strings.HasPrefix(cn.User, clientName) {
-				if _, err := call(http.MethodDelete, "/api/connections/"+url.PathEscape(cn.Name)); err == nil {
-					return nil // one is enough: the Conn recovers both
-				}
-			}
-		}
-		select {
-		case <-ctx.Done():
-			return errors.New("the management API never listed the example's connection")
-		case <-time.After(100 * time.Millisecond):
-		}
+	req, err := http.NewRequestWithContext(ctx, method, u.String()+path, in)
+	if err != nil {
+		return nil, err
 	}
+	req.Header.Set("Content-Type", "application/json")
+	if a.base.User != nil {
+		pw, _ := a.base.User.Password()
+		req.SetBasicAuth(a.base.User.Username(), pw)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	if resp.StatusCode/100 != 2 {
+		return nil, fmt.Errorf("the management API answered %s %s with %s", method, path, resp.Status)
+	}
+	return b, nil
+}
+
+// userOfOwn makes user (random password, every permission on brokerURL's
+// vhost) and returns brokerURL with that user's credentials.
+func (a *mgmtAPI) userOfOwn(ctx context.Context, brokerURL, user string) (string, error) {
+	u, err := url.Parse(brokerURL)
+	if err != nil {
+		return "", err
+	}
+	secret := make([]byte, 16)
+	_, _ = rand.Read(secret)
+	password := hex.EncodeToString(secret)
+	if _, err := a.call(ctx, http.MethodPut, "/api/users/"+url.PathEscape(user), map[string]string{"password": password, "tags": ""}); err != nil {
+		return "", err
+	}
+	vhost := strings.TrimPrefix(u.Path, "/")
+	if vhost == "" {
+		vhost = "/"
+	} else if v, err := url.PathUnescape(vhost); err == nil {
+		vhost = v
+	}
+	perms := map[string]string{"configure": ".*", "write": ".*", "read": ".*"}
+	if _, err := a.call(ctx, http.MethodPut, "/api/permissions/"+url.PathEscape(vhost)+"/"+url.PathEscape(user), perms); err != nil {
+		return "", err
+	}
+	u.User = url.UserPassword(user, password)
+	return u.String(), nil
 }

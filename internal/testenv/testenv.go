@@ -105,6 +105,26 @@ func RawChannel(t testing.TB, url string) *amqp.Channel {
 	return ch
 }
 
+// RabbitMajor returns the major version of the test RabbitMQ node (3 for
+// Debian 12's 3.10, 4 for Debian 13's 4.0), read from the server properties
+// of a fresh connection, for the few assertions on what differs between
+// them (docs/support.md lists each). It fails the test when the node does
+// not say its version.
+func RabbitMajor(t testing.TB) int {
+	t.Helper()
+	conn, err := amqp.Dial(AMQPURL(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	v, _ := conn.Properties["version"].(string)
+	var major int
+	if _, err := fmt.Sscanf(v, "%d.", &major); err != nil || major == 0 {
+		t.Fatalf("testenv: the RabbitMQ node says its version is %q; want a version such as 3.10.8", v)
+	}
+	return major
+}
+
 // ManagementURL returns the management HTTP API URL of the test RabbitMQ
 // node, credentials included (ACEMQ_TEST_MANAGEMENT_URL).
 func ManagementURL(t testing.TB) string {

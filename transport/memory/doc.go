@@ -18,7 +18,9 @@
 // starts at its x-stream-offset argument (first, last, next, an int64
 // offset or a timestamp); every delivery carries its x-stream-offset
 // header; an ack only returns credit; a nack or reject, and basic.get, end
-// the connection with 540 NOT_IMPLEMENTED; retention by x-max-age and
+// the connection with 540 NOT_IMPLEMENTED (RabbitMQ 3's answer: RabbitMQ 4
+// settles a nack on a stream as an ack; where the versions differ this broker
+// keeps the stricter answer, so code that passes here works on both); retention by x-max-age and
 // x-max-length-bytes removes whole segments (x-stream-max-segment-size-bytes)
 // when a new segment starts, never the one being written. Offsets here are
 // contiguous; RabbitMQ's may skip a few where a segment starts.

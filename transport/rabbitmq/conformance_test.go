@@ -67,6 +67,7 @@ func runConformance(t *testing.T, url string) {
 		DropConnections: func(t *testing.T) {
 			testenv.RabbitCtl(t, "close_all_connections", "conformance suite")
 		},
+		RabbitMQ4: testenv.RabbitMajor(t) >= 4,
 	})
 }
 

@@ -66,6 +66,14 @@ func TestPrefetchIsPerConsumer(t *testing.T) {
 	if !strings.Contains(out, q+"\t2") {
 		t.Fatalf("consumer prefetch not 2 in:\n%s", out)
 	}
+	// RabbitMQ 4 has no global prefetch to list: list_channels lost the
+	// column with the deprecated feature global_qos (denied on the 4.0 test
+	// node, where a global basic.qos is accepted and applies per consumer),
+	// so the consumer's prefetch above is the whole check there. RabbitMQ 3
+	// lists each channel's global prefetch.
+	if testenv.RabbitMajor(t) >= 4 {
+		return
+	}
 	pid := connectionPid(t, name)
 	out = testenv.RabbitCtl(t, "list_channels", "-q", "--no-table-headers", "connection", "global_prefetch_count")
 	var mine int

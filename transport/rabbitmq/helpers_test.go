@@ -47,12 +47,13 @@ func openPublisher(t testing.TB, c transport.Connection) transport.Publisher {
 	return p
 }
 
-// tempQueue declares a non-durable, auto-deleted queue with a unique name.
+// tempQueue declares a durable queue with a unique name and deletes it when
+// the test ends (durable: RabbitMQ 4 denies transient non-exclusive queues).
 func tempQueue(t testing.TB, c transport.Connection, prefix string, args transport.Table) string {
 	t.Helper()
 	ch := openChannel(t, c)
 	name := testenv.Unique(prefix)
-	if _, err := ch.DeclareQueue(context.Background(), transport.QueueSpec{Name: name, AutoDelete: false, Args: args}); err != nil {
+	if _, err := ch.DeclareQueue(context.Background(), transport.QueueSpec{Name: name, Durable: true, Args: args}); err != nil {
 		t.Fatalf("declare %s: %v", name, err)
 	}
 	t.Cleanup(func() {

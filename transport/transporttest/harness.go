@@ -36,6 +36,13 @@ type Harness struct {
 	// DropConnections forces every connection closed as a broker shutdown
 	// does (320 CONNECTION_FORCED). Nil skips the subtest.
 	DropConnections func(t *testing.T)
+
+	// RabbitMQ4 says the broker is RabbitMQ 4.x, which answers two things
+	// differently from RabbitMQ 3 (and from memory://, which keeps RabbitMQ
+	// 3's stricter answer): it settles a nack or reject on a stream as an
+	// ack (RabbitMQ 3 closes the connection with 540 NOT_IMPLEMENTED), and a
+	// passive declare of a stream reports a message count (RabbitMQ 3: 0).
+	RabbitMQ4 bool
 }
 
 // Run runs every conformance subtest against the broker h reaches. Each
@@ -75,7 +82,7 @@ func Run(t *testing.T, h Harness) {
 		{"DropConnectionsEndsWith320AndRequeues", s.dropConnections},
 		{"StreamReadersAreIndependentWithOffsets", s.streamReadersAreIndependent},
 		{"StreamPrefetchIsEnforcedAndAckOnlyReturnsCredit", s.streamPrefetchIsEnforced},
-		{"StreamNackClosesTheConnectionWith540", s.streamRejectIsRefused},
+		{"StreamNackClosesTheConnectionWith540OrSettlesOnRabbitMQ4", s.streamNack},
 		{"StreamConsumeWithoutPrefetchIs406", s.streamConsumeWithoutPrefetchIs406},
 		{"ExclusiveStreamIsRefused", s.streamNonDurableIsRefused},
 		{"StreamAttachByTimestamp", s.streamAttachByTimestamp},

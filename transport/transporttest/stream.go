@@ -138,14 +138,32 @@ func (s *suite) streamPrefetchIsEnforced(t *testing.T) {
 
 // streamRejectIsRefused: RabbitMQ has no reject or nack on a stream; it
 // closes the connection with 540, so a reader may only ever ack.
-func (s *suite) streamRejectIsRefused(t *testing.T) {
+// streamNack: a nack on a stream ends the connection with 540 on RabbitMQ 3
+// and memory://; RabbitMQ 4 settles it as an ack (the next message follows,
+// not a redelivery). The engine never relies on either: on a stream it acks
+// wherever it would hand a delivery back (ConsumerConfig.OnStream).
+func (s *suite) streamNack(t *testing.T) {
 	setup := s.dial(t)
 	q := stream(t, setup, openChannel(t, setup), nil)
-	publishAcked(t, openPublisher(t, setup), toQueue(q, "x"))
+	p := openPublisher(t, setup)
+	publishAcked(t, p, toQueue(q, "x"))
+	publishAcked(t, p, toQueue(q, "y"))
 	c := s.dial(t)
 	ch, ds := readStream(t, c, q, "first")
 	d := next(t, ds)
 	_ = ch.Nack(d.DeliveryTag, false) // the refusal arrives asynchronously
+	if s.h.RabbitMQ4 {
+		// "x" is not offered again: the next delivery is "y".
+		if d2 := next(t, ds); string(d2.Body) != "y" || d2.Redelivered {
+			t.Fatalf("after a nack on a stream got %q (redelivered %v), want the next message \"y\"", d2.Body, d2.Redelivered)
+		}
+		// A round trip on a fresh channel after the nack: the connection is
+		// still up (the broker handled the nack before this declare).
+		if _, err := openChannel(t, c).DeclareQueue(ctx(t), transport.QueueSpec{Name: q, Passive: true}); err != nil {
+			t.Fatalf("the connection is unusable after a nack on a stream: %v", err)
+		}
+		return
+	}
 	select {
 	case <-c.Done():
 	case <-time.After(wait):

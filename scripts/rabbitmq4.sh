@@ -1,0 +1,5 @@
+#!/usr/bin/env bash
+# scripts/rabbitmq.sh for RabbitMQ 4.0 (Debian 13's rabbitmq-server in a
+# Debian 13 chroot, every deprecated feature denied): the same commands, its
+# state in <state>/rabbitmq4 and its env in <state>/rabbitmq4/env.
+ACEMQ_RABBITMQ_VERSION=4 exec "$(dirname "${BASH_SOURCE[0]}")/rabbitmq.sh" "$@"
