@@ -127,18 +127,18 @@ func fieldSize(v any, depth int) int {
 	switch v := v.(type) {
 	case nil:
 		return 1
-	case bool, int8, uint8:
+	case bool, int8:
 		return 2
-	case int16, uint16:
+	case int16, uint8: // uint8 is widened to a 16-bit s (see the transports)
 		return 3
-	case int32, uint32, float32:
+	case int32, uint16, float32: // uint16 to a 32-bit I
 		return 5
 	case int:
 		if v >= -1<<31 && v <= 1<<31-1 {
 			return 5
 		}
 		return 9
-	case int64, float64, time.Time:
+	case int64, float64, time.Time, uint32, uint, uint64: // unsigned 32/64 to a 64-bit l
 		return 9
 	case string:
 		return 5 + len(v)
