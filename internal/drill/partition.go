@@ -610,7 +610,7 @@ func (c Cluster) ctl(ctx context.Context, i int, args ...string) (string, error)
 func (c Cluster) connectedNode(ctx context.Context, client string) (int, error) {
 	var last error
 	for via := range c.Ctls {
-		out, err := c.ctl(ctx, via, "list_connections", "name", "client_properties", "--formatter", "json", "--quiet")
+		out, err := runBounded(ctx, 45*time.Second, c.Ctls[via], "list_connections", "name", "client_properties", "--formatter", "json", "--quiet")
 		if err != nil {
 			last = err
 			continue
@@ -680,7 +680,8 @@ func (c Cluster) fault(ctx context.Context, rng *rand.Rand, kind string, o Parti
 	case "isolate-connected":
 		n, err := c.connectedNode(ctx, client)
 		if err != nil {
-			return "", err
+			c.logf("   cannot tell the client's node (%v); isolating node %d", err, node+1)
+			n = node
 		}
 		node, desc = n, fmt.Sprintf("isolate node %d (the client's) from the other nodes for %s", n+1, hold.Round(time.Millisecond))
 		if err := net("isolate", fmt.Sprint(node+1)); err != nil {
@@ -689,7 +690,8 @@ func (c Cluster) fault(ctx context.Context, rng *rand.Rand, kind string, o Parti
 	case "isolate-leader":
 		n, _, err := c.quorumRow(ctx, q)
 		if err != nil {
-			return "", err
+			c.logf("   cannot tell the quorum leader (%v); isolating node %d", err, node+1)
+			n = node
 		}
 		node, desc = n, fmt.Sprintf("isolate node %d (the quorum leader) from the other nodes for %s", n+1, hold.Round(time.Millisecond))
 		if err := net("isolate", fmt.Sprint(node+1)); err != nil {
