@@ -18,6 +18,10 @@
 #   make services-down stop them
 #   make drill-cluster the cluster drill: a 3-node RabbitMQ cluster of its own
 #                      (in $(CLUSTER_STATE_DIR)), a node lost mid-flight
+#   make drill-partition  the partition drill on both broker versions: three
+#                      nodes in network namespaces, the network cut under
+#                      load, nothing confirmed lost (drill-partition-short:
+#                      every fault once)
 #   make drill-NAME    one reliability drill, full length (crash, restart,
 #                      alarm, soak, hostile) against DRILL_URL (default the
 #                      private node); `make drills` runs them all
@@ -55,7 +59,7 @@ PKGS := $(foreach m,$(filter-out bench,$(MODULES)),$(if $(filter .,$(m)),./...,.
 # The env files written by the service scripts (KEY=value lines).
 SERVICE_ENV := set -a; . "$(ACEMQ_STATE_DIR)/rabbitmq/env"; . "$(ACEMQ_STATE_DIR)/postgres/env"; . "$(ACEMQ_STATE_DIR)/mariadb/env"; . "$(ACEMQ_STATE_DIR)/chromium/env"; set +a
 
-.PHONY: test test-rabbitmq4 test-short lint tidy bench services-up services-down drill-cluster fuzz outbox-crash bench-outbox schedule-restart schedule-lateness drills $(addprefix drill-,$(DRILLS))
+.PHONY: drill-partition drill-partition-short test test-rabbitmq4 test-short lint tidy bench services-up services-down drill-cluster fuzz outbox-crash bench-outbox schedule-restart schedule-lateness drills $(addprefix drill-,$(DRILLS))
 
 services-up:
 	@scripts/rabbitmq.sh start
@@ -164,6 +168,30 @@ drill-cluster:
 	scripts/$(CLUSTER_RABBITMQ).sh start --nodes 3; \
 	set -a; . "$(CLUSTER_STATE_DIR)/$(CLUSTER_RABBITMQ)/env"; set +a; \
 	$(GO) test -tags drill $(DRILL_RACE) -count=1 -timeout $(DRILL_TIMEOUT) -run '^TestCluster' -v . | grep -E '^(=== RUN|--- |    drill_cluster_test.go|ok|FAIL|PASS)' || exit 1
+
+# The partition drill (internal/drill/partition.go): three RabbitMQ nodes in
+# network namespaces of their own joined by a bridge (scripts/netcluster.sh,
+# root only), the network between them cut at random moments (isolate the
+# client's node or the quorum leader, cut a node from everything, a bridge,
+# flapping, a lossy link) while two clients publish and consume; nothing
+# confirmed on a quorum queue may be lost. One verdict line per broker
+# version. PARTITION_SEED replays a run's choices; drill-partition is the
+# full run (every fault PARTITION_ROUNDS times, longer holds and a minute of
+# flapping), drill-partition-short every fault once.
+PARTITION_VERSIONS ?= 3 4
+PARTITION_ROUNDS ?= 3
+PARTITION_SEED ?=
+
+drill-partition: PART_ENV := ACEMQ_PART_ROUNDS=$(PARTITION_ROUNDS) ACEMQ_PART_HOLD=20s ACEMQ_PART_FLAP=60s
+drill-partition-short: PART_ENV :=
+drill-partition drill-partition-short: services-up
+	@for v in $(PARTITION_VERSIONS); do \
+		( trap 'scripts/netcluster.sh down' EXIT; \
+		scripts/netcluster.sh up --version $$v >/dev/null; \
+		set -a; . "$(ACEMQ_STATE_DIR)/netcluster/env"; set +a; \
+		export $(PART_ENV) ACEMQ_PART_SEED="$(PARTITION_SEED)"; \
+		$(GO) test -tags drill -count=1 -timeout 60m -run '^TestPartition$$' -v ./internal/drill/ | grep -E '^(drill partition|partition:|--- |ok|FAIL)' ) || exit 1; \
+	done
 
 # The reliability drills (internal/drill, `acemq drill NAME`), full length,
 # against DRILL_URL (default: the private node `make services-up` starts)

@@ -12,10 +12,12 @@ import (
 	"time"
 )
 
-// TestPartitionShort is the partition drill's short run: every fault once
-// on the cluster scripts/netcluster.sh made (`make drill-partition-short`,
-// which make test runs). It fails when a confirmed id is lost.
-func TestPartitionShort(t *testing.T) {
+// TestPartition runs the partition drill on the cluster
+// scripts/netcluster.sh made (`make drill-partition`, and
+// `make drill-partition-short`: every fault once). ACEMQ_PART_SEED,
+// ACEMQ_PART_ROUNDS, ACEMQ_PART_HOLD and ACEMQ_PART_FLAP shape the run. It
+// fails when a confirmed id on the quorum queue is lost.
+func TestPartition(t *testing.T) {
 	urls := os.Getenv("ACEMQ_PART_URLS")
 	if urls == "" {
 		t.Fatal("ACEMQ_PART_URLS is not set: run this through `make drill-partition-short`, which makes the cluster")
@@ -32,7 +34,23 @@ func TestPartitionShort(t *testing.T) {
 		}
 		o.Seed = seed
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 8*time.Minute)
+	if s := os.Getenv("ACEMQ_PART_ROUNDS"); s != "" {
+		n, err := strconv.Atoi(s)
+		if err != nil {
+			t.Fatalf("ACEMQ_PART_ROUNDS: %v", err)
+		}
+		o.Rounds = n
+	}
+	for name, d := range map[string]*time.Duration{"ACEMQ_PART_HOLD": &o.Hold, "ACEMQ_PART_FLAP": &o.Flap} {
+		if s := os.Getenv(name); s != "" {
+			v, err := time.ParseDuration(s)
+			if err != nil {
+				t.Fatalf("%s: %v", name, err)
+			}
+			*d = v
+		}
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 55*time.Minute)
 	defer cancel()
 	r := Partition(ctx, cl, o)
 	fmt.Println(r.Line())
