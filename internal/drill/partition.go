@@ -610,7 +610,7 @@ func (c Cluster) ctl(ctx context.Context, i int, args ...string) (string, error)
 func (c Cluster) connectedNode(ctx context.Context, client string) (int, error) {
 	var last error
 	for via := range c.Ctls {
-		out, err := runBounded(ctx, 45*time.Second, c.Ctls[via], "list_connections", "name", "client_properties", "--formatter", "json", "--quiet")
+		out, err := runBounded(ctx, 90*time.Second, c.Ctls[via], "list_connections", "name", "client_properties", "--formatter", "json", "--quiet")
 		if err != nil {
 			last = err
 			continue
@@ -678,22 +678,24 @@ func (c Cluster) fault(ctx context.Context, rng *rand.Rand, kind string, o Parti
 	var desc string
 	switch kind {
 	case "isolate-connected":
+		whose := "the client's"
 		n, err := c.connectedNode(ctx, client)
 		if err != nil {
-			c.logf("   cannot tell the client's node (%v); isolating node %d", err, node+1)
-			n = node
+			c.logf("   cannot tell the client's node (%s); isolating node %d", firstLine(err), node+1)
+			n, whose = node, "drawn: the client's node could not be told"
 		}
-		node, desc = n, fmt.Sprintf("isolate node %d (the client's) from the other nodes for %s", n+1, hold.Round(time.Millisecond))
+		node, desc = n, fmt.Sprintf("isolate node %d (%s) from the other nodes for %s", n+1, whose, hold.Round(time.Millisecond))
 		if err := net("isolate", fmt.Sprint(node+1)); err != nil {
 			return "", err
 		}
 	case "isolate-leader":
+		whose := "the quorum leader"
 		n, _, err := c.quorumRow(ctx, q)
 		if err != nil {
-			c.logf("   cannot tell the quorum leader (%v); isolating node %d", err, node+1)
-			n = node
+			c.logf("   cannot tell the quorum leader (%s); isolating node %d", firstLine(err), node+1)
+			n, whose = node, "drawn: the leader could not be told"
 		}
-		node, desc = n, fmt.Sprintf("isolate node %d (the quorum leader) from the other nodes for %s", n+1, hold.Round(time.Millisecond))
+		node, desc = n, fmt.Sprintf("isolate node %d (%s) from the other nodes for %s", n+1, whose, hold.Round(time.Millisecond))
 		if err := net("isolate", fmt.Sprint(node+1)); err != nil {
 			return "", err
 		}
@@ -802,4 +804,10 @@ func (c Cluster) whole(ctx context.Context, q string) (ok bool, partitioned int,
 		return false, -1, fmt.Sprintf("%d members of the quorum queue online", online)
 	}
 	return true, -1, ""
+}
+
+// firstLine is err's text up to its first line break, for progress lines.
+func firstLine(err error) string {
+	s, _, _ := strings.Cut(err.Error(), "\n")
+	return s
 }
