@@ -577,7 +577,11 @@ func runBounded(ctx context.Context, limit time.Duration, argv []string, args ..
 	ctx, cancel := context.WithTimeout(ctx, limit)
 	defer cancel()
 	all := append(slices.Clone(argv[1:]), args...)
-	out, err := exec.CommandContext(ctx, argv[0], all...).CombinedOutput()
+	cmd := exec.CommandContext(ctx, argv[0], all...)
+	ownGroup(cmd)
+	// Past the limit, stop waiting for output a stray child still holds.
+	cmd.WaitDelay = 5 * time.Second
+	out, err := cmd.CombinedOutput()
 	if err != nil {
 		return string(out), fmt.Errorf("%s %s: %v: %s", strings.Join(argv, " "), strings.Join(args, " "), err, strings.TrimSpace(string(out)))
 	}
