@@ -606,7 +606,7 @@ func (c Cluster) nodeOf(hostport string) int {
 
 // ctl runs rabbitmqctl against node i.
 func (c Cluster) ctl(ctx context.Context, i int, args ...string) (string, error) {
-	return runBounded(ctx, 90*time.Second, c.Ctls[i], args...)
+	return runBounded(ctx, 45*time.Second, c.Ctls[i], args...)
 }
 
 // connectedNode is the node client's connections are attached to, asking
