@@ -7,16 +7,15 @@ import (
 	"net/http"
 	"net/url"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
-	"go.opentelemetry.io/otel/trace"
 
 	"github.com/acemq-go/acemq"
 	"github.com/acemq-go/acemq/internal/testenv"
+	"github.com/acemq-go/acemq/internal/tracecheck"
 )
 
 // The console's replay action continues the message's trace (README,
@@ -49,19 +48,9 @@ func TestConsoleReplayContinuesTheMessagesTrace(t *testing.T) {
 				t.Fatal(err)
 			}
 			t.Cleanup(func() { _ = app.Close(context.Background()) })
-			type seen struct {
-				attempt     int
-				traceparent string
-				span        trace.SpanContext
-			}
-			var mu sync.Mutex
-			var calls []seen
+			var calls tracecheck.Log
 			k, err := acemq.Consume(ctx, app, q, func(ctx context.Context, m *acemq.Message[map[string]any]) acemq.Decision {
-				v, _ := m.Envelope.Header("traceparent")
-				parent, _ := v.(string)
-				mu.Lock()
-				calls = append(calls, seen{m.Envelope.Attempt, parent, trace.SpanContextFromContext(ctx)})
-				mu.Unlock()
+				calls.Add(ctx, m.Envelope)
 				if acemq.ReplayCount(m.Envelope) > 0 {
 					return acemq.Accept()
 				}
@@ -107,54 +96,7 @@ func TestConsoleReplayContinuesTheMessagesTrace(t *testing.T) {
 				t.Fatalf("after the replay: %+v, want acked", s)
 			}
 
-			var pubs, procs []sdktrace.ReadOnlySpan
-			for deadline := time.Now().Add(10 * time.Second); ; {
-				pubs, procs = nil, nil
-				for _, s := range spans.Ended() {
-					switch {
-					case s.SpanKind() == trace.SpanKindProducer:
-						pubs = append(pubs, s)
-					case s.Name() == q+" process":
-						procs = append(procs, s)
-					}
-				}
-				if len(procs) >= 3 {
-					break
-				}
-				if time.Now().After(deadline) {
-					t.Fatalf("%d process spans ended, want 3", len(procs))
-				}
-				time.Sleep(5 * time.Millisecond) // the span ends just after the settlement is reported
-			}
-			if len(pubs) != 1 || len(procs) != 3 {
-				t.Fatalf("%d publish and %d process spans, want 1 and 3", len(pubs), len(procs))
-			}
-			traceID := pubs[0].SpanContext().TraceID()
-			for _, s := range spans.Ended() {
-				if s.SpanContext().TraceID() != traceID {
-					t.Errorf("span %q is in trace %s, not the publish's %s", s.Name(), s.SpanContext().TraceID(), traceID)
-				}
-			}
-			mu.Lock()
-			defer mu.Unlock()
-			for i, s := range procs {
-				var attempt int64
-				for _, kv := range s.Attributes() {
-					if kv.Key == "messaging.acemq.attempt" {
-						attempt = kv.Value.AsInt64()
-					}
-				}
-				if want := []int64{1, 2, 1}[i]; attempt != want || calls[i].attempt != int(want) {
-					t.Errorf("process span %d has attempt %d (the handler saw %d), want %d", i+1, attempt, calls[i].attempt, want)
-				}
-				p := s.Parent()
-				if want := "00-" + p.TraceID().String() + "-" + p.SpanID().String() + "-01"; !p.IsRemote() || calls[i].traceparent != want {
-					t.Errorf("process span %d: parent %s (remote %v), but its delivery's traceparent is %q", i+1, want, p.IsRemote(), calls[i].traceparent)
-				}
-				if calls[i].span.SpanID() != s.SpanContext().SpanID() {
-					t.Errorf("handler %d ran in span %s, not its process span %s", i+1, calls[i].span.SpanID(), s.SpanContext().SpanID())
-				}
-			}
+			tracecheck.OneTrace(t, spans, func(s sdktrace.ReadOnlySpan) bool { return s.Name() == q+" process" }, &calls, []int64{1, 2, 1})
 		})
 	}
 }

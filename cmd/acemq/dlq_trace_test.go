@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"log/slog"
-	"sync"
 	"testing"
 	"time"
 
@@ -14,6 +13,7 @@ import (
 
 	"github.com/acemq-go/acemq"
 	"github.com/acemq-go/acemq/internal/testenv"
+	"github.com/acemq-go/acemq/internal/tracecheck"
 )
 
 // `acemq dlq replay` continues the message's trace (README, observability;
@@ -45,19 +45,9 @@ func TestDLQReplayContinuesTheMessagesTrace(t *testing.T) {
 				t.Fatal(err)
 			}
 			deleteQueues(t, app, q, q+".dlq", q+".parked", acemq.RetryQueue(q, time.Second))
-			type seen struct {
-				attempt int
-				parent  string
-				span    trace.SpanContext
-			}
-			var mu sync.Mutex
-			var calls []seen
+			var calls tracecheck.Log
 			k, err := acemq.Consume(ctx, app, q, func(ctx context.Context, m *acemq.Message[map[string]any]) acemq.Decision {
-				v, _ := m.Envelope.Header("traceparent")
-				p, _ := v.(string)
-				mu.Lock()
-				calls = append(calls, seen{m.Envelope.Attempt, p, trace.SpanContextFromContext(ctx)})
-				mu.Unlock()
+				calls.Add(ctx, m.Envelope)
 				if acemq.ReplayCount(m.Envelope) > 0 {
 					return acemq.Accept()
 				}
@@ -97,54 +87,7 @@ func TestDLQReplayContinuesTheMessagesTrace(t *testing.T) {
 			}
 			next(acemq.ConsumeAcked)
 
-			var pubs, procs []sdktrace.ReadOnlySpan
-			for deadline := time.Now().Add(10 * time.Second); ; {
-				pubs, procs = nil, nil
-				for _, sp := range spans.Ended() {
-					switch sp.SpanKind() {
-					case trace.SpanKindProducer:
-						pubs = append(pubs, sp)
-					case trace.SpanKindConsumer:
-						procs = append(procs, sp)
-					}
-				}
-				if len(procs) >= 3 {
-					break
-				}
-				if time.Now().After(deadline) {
-					t.Fatalf("%d process spans ended, want 3", len(procs))
-				}
-				time.Sleep(5 * time.Millisecond) // the span ends just after the settlement is reported
-			}
-			if len(pubs) != 1 || len(procs) != 3 {
-				t.Fatalf("%d publish and %d process spans, want 1 and 3", len(pubs), len(procs))
-			}
-			traceID := pubs[0].SpanContext().TraceID()
-			for _, sp := range spans.Ended() {
-				if sp.SpanContext().TraceID() != traceID {
-					t.Errorf("span %q is in trace %s, not the publish's %s", sp.Name(), sp.SpanContext().TraceID(), traceID)
-				}
-			}
-			mu.Lock()
-			defer mu.Unlock()
-			for i, sp := range procs {
-				var attempt int64
-				for _, kv := range sp.Attributes() {
-					if kv.Key == "messaging.acemq.attempt" {
-						attempt = kv.Value.AsInt64()
-					}
-				}
-				if want := []int64{1, 2, 1}[i]; attempt != want || calls[i].attempt != int(want) {
-					t.Errorf("process span %d has attempt %d (the handler saw %d), want %d", i+1, attempt, calls[i].attempt, want)
-				}
-				p := sp.Parent()
-				if want := "00-" + p.TraceID().String() + "-" + p.SpanID().String() + "-01"; !p.IsRemote() || calls[i].parent != want {
-					t.Errorf("process span %d: parent %s (remote %v), but its delivery's traceparent is %q", i+1, want, p.IsRemote(), calls[i].parent)
-				}
-				if calls[i].span.SpanID() != sp.SpanContext().SpanID() {
-					t.Errorf("handler %d ran in span %s, not its process span %s", i+1, calls[i].span.SpanID(), sp.SpanContext().SpanID())
-				}
-			}
+			tracecheck.OneTrace(t, spans, func(s sdktrace.ReadOnlySpan) bool { return s.SpanKind() == trace.SpanKindConsumer }, &calls, []int64{1, 2, 1})
 		})
 	}
 }
