@@ -1,8 +1,8 @@
 # AceMQ for Go: the developer's and CI's commands.
 #
 #   make test          installs/starts RabbitMQ, PostgreSQL and MariaDB if needed,
-#                      runs every test on RabbitMQ 3.10, then `make
-#                      test-rabbitmq4`
+#                      runs every test on RabbitMQ 3.10 and, beside it,
+#                      the second pass (`make test-rabbitmq4`)
 #   make test-rabbitmq4  the second pass: the broker-facing packages, the
 #                      demo and the cluster drill on RabbitMQ 4.0 (Debian
 #                      13's, in a chroot, every deprecated feature denied)
@@ -59,7 +59,7 @@ PKGS := $(foreach m,$(filter-out bench,$(MODULES)),$(if $(filter .,$(m)),./...,.
 # The env files written by the service scripts (KEY=value lines).
 SERVICE_ENV := set -a; . "$(ACEMQ_STATE_DIR)/rabbitmq/env"; . "$(ACEMQ_STATE_DIR)/postgres/env"; . "$(ACEMQ_STATE_DIR)/mariadb/env"; . "$(ACEMQ_STATE_DIR)/chromium/env"; set +a
 
-.PHONY: drill-partition drill-partition-short test test-rabbitmq4 test-short lint tidy bench services-up services-down drill-cluster fuzz outbox-crash bench-outbox schedule-restart schedule-lateness drills $(addprefix drill-,$(DRILLS))
+.PHONY: drill-partition drill-partition-short test test-rabbitmq4 warm pass-rabbitmq3 pass-rabbitmq4 test-short lint tidy bench services-up services-down drill-cluster fuzz outbox-crash bench-outbox schedule-restart schedule-lateness drills $(addprefix drill-,$(DRILLS))
 
 services-up:
 	@scripts/rabbitmq.sh start
@@ -80,27 +80,54 @@ services-down:
 # variable, i.e. a service test that did not run. testenv already fails such
 # tests under ACEMQ_REQUIRE_SERVICES=1; the filter catches tests that skip on
 # their own. pipefail makes go test's own failure fail the target too.
-# -p 1: the engine's RabbitMQ tests force-close every connection, restart
-# the node and raise memory alarms, which would break another package's
-# broker tests running at the same time.
-test: services-up
+#
+# `make test` in three steps:
+# 1. the services install and start while `warm` compiles every test binary
+#    (with and without -race) into the build cache: installing is network
+#    and disk, compiling is CPU, and `go test -p 1` below would otherwise
+#    compile one package at a time;
+# 2. the demo on memory://;
+# 3. the two passes side by side, each on its own broker (pass-rabbitmq3:
+#    everything, with -race, on 3.10, then the cluster drill; pass-rabbitmq4:
+#    the cluster drill, then the broker-facing packages on 4.0). Each prints
+#    its output whole when it ends (make's --output-sync). The 4.0 pass uses
+#    the second PostgreSQL database (LISTEN/NOTIFY is per database);
+#    MariaDB tests make a database of their own each.
+# -p 1 inside a pass: the engine's RabbitMQ tests force-close every
+# connection, restart the node and raise memory alarms, which would break
+# another package's broker tests on the same node at the same time.
+test:
+	@$(MAKE) --no-print-directory -j2 --output-sync=target services-up warm
 	@$(GO) build -o "$(TESTFILTER)" ./internal/tools/testfilter
-	@# The demo is also a smoke test (run first, so go test's
-	@# summary lines close the output): it exits non-zero unless every number
-	@# is what the flow implies. Once on memory://, once on the real broker.
-	@# Built once (each `go run` would link it again).
 	@$(GO) build -o "$(DRILL_BIN)" ./cmd/acemq
+	@# The demo is also a smoke test: it exits non-zero unless every number
+	@# is what the flow implies (on each broker in its pass).
 	@echo "demo on memory://"; "$(DRILL_BIN)" demo | tail -1
+	@$(MAKE) --no-print-directory -j2 --output-sync=target pass-rabbitmq3 pass-rabbitmq4
+
+# warm: compile what `make test` runs, into the build cache (test binaries
+# are cached too). Failures here are ignored: the passes report them.
+warm:
+	@$(GO) build -o "$(TESTFILTER)" ./internal/tools/testfilter || true
+	@$(GO) test -race -count=1 -run '^$$' -exec /bin/true $(PKGS) >/dev/null 2>&1 || true
+	@$(GO) test -tags drill -race -count=1 -run '^$$' -exec /bin/true . >/dev/null 2>&1 || true
+	@$(GO) test -count=1 -run '^$$' -exec /bin/true $(BROKER_PKGS) >/dev/null 2>&1 || true
+	@$(GO) test -tags drill -count=1 -run '^$$' -exec /bin/true . >/dev/null 2>&1 || true
+	@$(GO) build -o "$(DRILL_BIN)" ./cmd/acemq || true
+	@echo "build cache warm"
+
+# The first pass, on RabbitMQ 3.10 (the host's Debian 12 package), with
+# -race: the demo with PostgreSQL, every package, the allocation promises,
+# then the short cluster drill (three nodes of its own, the connected node
+# stopped mid-flight, nothing confirmed may go missing).
+pass-rabbitmq3:
 	@$(SERVICE_ENV); echo "demo on $$ACEMQ_TEST_AMQP_URL with PostgreSQL"; "$(DRILL_BIN)" demo --url "$$ACEMQ_TEST_AMQP_URL" --db "$$ACEMQ_TEST_POSTGRES_URL" | tail -1
-	@# The short cluster drill: three nodes of its own, the connected node
-	@# stopped mid-flight, nothing confirmed may go missing (about a minute).
-	@$(MAKE) --no-print-directory drill-cluster
 	@$(SERVICE_ENV); export ACEMQ_REQUIRE_SERVICES=1; \
 	$(GO) test -race -count=1 -p 1 -timeout $(TEST_TIMEOUT) -json $(PKGS) | "$(TESTFILTER)"
 	@# The allocation promises (issue 16) hold without -race only: the race
 	@# detector makes sync.Pool drop items at random.
 	$(GO) test -count=1 -run '^TestAllocs' .
-	@$(MAKE) --no-print-directory test-rabbitmq4
+	@$(MAKE) --no-print-directory drill-cluster
 
 # The second pass, on RabbitMQ 4.0 (scripts/rabbitmq4.sh: Debian 13's
 # rabbitmq-server in a chroot, every deprecated feature denied), without
@@ -108,13 +135,16 @@ test: services-up
 # drill on three 4.0 nodes, and every package whose tests reach a broker
 # (its _test.go files name the test node through testenv or brokertest),
 # TLS, mutual TLS and the stream port included. docs/support.md lists what
-# differs between the versions.
-RABBITMQ4_ENV := set -a; . "$(ACEMQ_STATE_DIR)/rabbitmq4/env"; . "$(ACEMQ_STATE_DIR)/postgres/env"; . "$(ACEMQ_STATE_DIR)/mariadb/env"; . "$(ACEMQ_STATE_DIR)/chromium/env"; set +a
+# differs between the versions. `make test-rabbitmq4` runs it alone.
+RABBITMQ4_ENV := set -a; . "$(ACEMQ_STATE_DIR)/rabbitmq4/env"; . "$(ACEMQ_STATE_DIR)/postgres/env"; . "$(ACEMQ_STATE_DIR)/mariadb/env"; . "$(ACEMQ_STATE_DIR)/chromium/env"; ACEMQ_TEST_POSTGRES_URL="$$ACEMQ_TEST_POSTGRES_URL_2"; set +a
 BROKER_PKGS = $$(git grep -l -E 'testenv\.(AMQPURL|AMQPSURL|RabbitCtl|ManagementURL)|brokertest\.' -- '*_test.go' | xargs -n1 dirname | sort -u | sed 's|^|./|; s|^\./\.$$|.|')
 
 test-rabbitmq4: services-up
 	@$(GO) build -o "$(TESTFILTER)" ./internal/tools/testfilter
 	@$(GO) build -o "$(DRILL_BIN)" ./cmd/acemq
+	@$(MAKE) --no-print-directory pass-rabbitmq4
+
+pass-rabbitmq4:
 	@$(RABBITMQ4_ENV); echo "demo on RabbitMQ 4.0 ($$ACEMQ_TEST_AMQP_URL) with PostgreSQL"; "$(DRILL_BIN)" demo --url "$$ACEMQ_TEST_AMQP_URL" --db "$$ACEMQ_TEST_POSTGRES_URL" | tail -1
 	@$(MAKE) --no-print-directory drill-cluster CLUSTER_RABBITMQ=rabbitmq4 DRILL_RACE=
 	@$(RABBITMQ4_ENV); export ACEMQ_REQUIRE_SERVICES=1; \

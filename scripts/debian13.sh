@@ -9,12 +9,15 @@
 # on the first start (debootstrap from the Debian archive this machine's apt
 # sources name, then apt-get install rabbitmq-server inside it).
 #
-# While a node runs, the chroot has a proc filesystem of its own on /proc and
-# the state dir bind-mounted at its own path, so config, data, logs and
-# certificates have the same absolute path inside and outside. /dev is never
-# mounted: debootstrap makes the device nodes the node needs, and a bind of
-# the host's /dev inside a directory that `rm -rf .tmp` may delete would take
-# the host's device nodes with it.
+# Every program runs in the chroot through scripts/in-chroot.sh: in a mount
+# namespace of its own, with a proc filesystem on the chroot's /proc and the
+# state dir bind-mounted at its own path (so config, data, logs and
+# certificates have the same absolute path inside and outside). The host's
+# mount table never shows those mounts: a tree that `rm -rf` deletes (a CI
+# runner's clean-up of the checkout, say) has nothing mounted in it, even
+# while a node runs. /dev is never mounted: debootstrap makes the device nodes
+# the node needs, and a bind of the host's /dev inside a directory that
+# `rm -rf .tmp` may delete would take the host's device nodes with it.
 
 DEBIAN13_ROOT="${ACEMQ_DEBIAN13_ROOT:-$ACEMQ_REPO_ROOT/.tmp/debian13}"
 # The file whose presence says the chroot is complete (written last).
@@ -72,35 +75,10 @@ chroot_in_use() {
 	return 1
 }
 
-# mount_proc: give the chroot its own proc filesystem (if it has none).
-mount_proc() {
-	mountpoint -q "$DEBIAN13_ROOT/proc" && return 0
-	mount -t proc proc "$DEBIAN13_ROOT/proc" ||
-		die "could not mount a proc filesystem on $DEBIAN13_ROOT/proc (needs root and CAP_SYS_ADMIN)"
-}
-
-# umount_proc: unmount the chroot's /proc unless a process still runs in it.
-umount_proc() {
-	mountpoint -q "$DEBIAN13_ROOT/proc" || return 0
-	chroot_in_use && return 0
-	umount "$DEBIAN13_ROOT/proc" 2>/dev/null || umount -l "$DEBIAN13_ROOT/proc" 2>/dev/null || true
-}
-
-# bind_state DIR: make DIR visible inside the chroot at the same path.
-bind_state() {
-	local dir="$1"
-	mkdir -p "$DEBIAN13_ROOT$dir"
-	mountpoint -q "$DEBIAN13_ROOT$dir" && return 0
-	mount --bind "$dir" "$DEBIAN13_ROOT$dir" ||
-		die "could not bind-mount $dir into the chroot at $DEBIAN13_ROOT$dir"
-}
-
-# unbind_state DIR: undo bind_state (lazily if something still holds it).
-unbind_state() {
-	local dir="$1"
-	[[ -d "$DEBIAN13_ROOT$dir" ]] || return 0
-	mountpoint -q "$DEBIAN13_ROOT$dir" || return 0
-	umount "$DEBIAN13_ROOT$dir" 2>/dev/null || umount -l "$DEBIAN13_ROOT$dir" 2>/dev/null || true
+# in_chroot DIR COMMAND...: run COMMAND in the chroot, DIR bind-mounted at its
+# own path inside ("-": none), /proc mounted, all in a private mount namespace.
+in_chroot() {
+	"$ACEMQ_REPO_ROOT/scripts/in-chroot.sh" "$DEBIAN13_ROOT" "$@"
 }
 
 # debian13_install: make the chroot with RabbitMQ in it, once. Idempotent: a
@@ -120,7 +98,9 @@ debian13_install() {
 	command -v debootstrap >/dev/null || apt_install debootstrap
 	local mirror
 	mirror="$(debian_mirror)" || die "found no Debian archive in /etc/apt/sources.list or /etc/apt/sources.list.d/; add one, or set up the chroot by hand at $DEBIAN13_ROOT"
-	# Nothing may still be mounted inside before the old tree is removed.
+	# Nothing may still be mounted inside before the old tree is removed
+	# (scripts before in-chroot.sh mounted /proc and state dirs in the host's
+	# namespace).
 	if [[ -d "$DEBIAN13_ROOT" ]]; then
 		chroot_in_use && die "a half-made chroot at $DEBIAN13_ROOT still has processes running in it; stop them (scripts/rabbitmq4.sh stop) and retry"
 		local m
@@ -138,17 +118,11 @@ debian13_install() {
 	# nodes are started by this script, with their own names and ports.
 	printf '#!/bin/sh\nexit 101\n' >"$DEBIAN13_ROOT/usr/sbin/policy-rc.d"
 	chmod +x "$DEBIAN13_ROOT/usr/sbin/policy-rc.d"
-	mount_proc
-	# Unmount /proc whether the install works or not (also when this script
-	# is interrupted or dies).
-	trap 'umount_proc' EXIT
 	log "installing rabbitmq-server inside the chroot..."
 	local rc=0
-	chroot "$DEBIAN13_ROOT" /usr/bin/env DEBIAN_FRONTEND=noninteractive LC_ALL=C \
+	in_chroot - /usr/bin/env DEBIAN_FRONTEND=noninteractive LC_ALL=C \
 		sh -c 'apt-get update -qq && apt-get install -y -qq --no-install-recommends rabbitmq-server' \
 		>>"$DEBIAN13_ROOT.log" 2>&1 || rc=$?
-	umount_proc
-	trap - EXIT
 	if ((rc != 0)); then
 		tail -n 20 "$DEBIAN13_ROOT.log" >&2
 		die "apt-get install rabbitmq-server inside $DEBIAN13_ROOT failed (log above, whole in $DEBIAN13_ROOT.log)"

@@ -6,10 +6,12 @@
 # start, its unix socket inside the data dir, trust auth on 127.0.0.1 only.
 #
 #   scripts/postgres.sh install    install Debian's postgresql if missing
-#   scripts/postgres.sh start      start (or reuse) the cluster, make role and
-#                                  database acemq; prints
-#                                  ACEMQ_TEST_POSTGRES_URL=... and writes it to
-#                                  <state>/postgres/env
+#   scripts/postgres.sh start      start (or reuse) the cluster, make role
+#                                  acemq and databases acemq and acemq2;
+#                                  prints ACEMQ_TEST_POSTGRES_URL=... (acemq)
+#                                  and ACEMQ_TEST_POSTGRES_URL_2=... (acemq2,
+#                                  for a second test run beside the first)
+#                                  and writes them to <state>/postgres/env
 #   scripts/postgres.sh stop       stop it
 #   scripts/postgres.sh status     say whether it runs; exit 1 if not
 #   scripts/postgres.sh url        print its URL
@@ -65,7 +67,8 @@ cluster_dir() {
 
 pg_port() { cat "$PDIR/port" 2>/dev/null || true; }
 
-url_for() { echo "postgres://acemq@127.0.0.1:$1/acemq?sslmode=disable"; }
+# url_for PORT [DATABASE]: the URL of database acemq (or DATABASE).
+url_for() { echo "postgres://acemq@127.0.0.1:$1/${2:-acemq}?sslmode=disable"; }
 
 # running: true if our server runs and accepts connections on its port.
 running() {
@@ -111,7 +114,8 @@ cmd_start() {
 	mkdir -p "$PDIR"
 	if running; then
 		log "reusing running PostgreSQL on 127.0.0.1:$(pg_port) ($(cat "$PDIR/cluster_dir")/data)"
-		write_env "$PDIR/env" "ACEMQ_TEST_POSTGRES_URL=$(url_for "$(pg_port)")"
+		ensure_databases
+		emit_env "$(pg_port)"
 		return 0
 	fi
 	cmd_stop >/dev/null 2>&1 || true
@@ -165,13 +169,29 @@ cmd_start() {
 	if [[ -z "$(psql_admin "SELECT 1 FROM pg_roles WHERE rolname = 'acemq'")" ]]; then
 		psql_admin "CREATE ROLE acemq LOGIN SUPERUSER" >/dev/null
 	fi
-	if [[ -z "$(psql_admin "SELECT 1 FROM pg_database WHERE datname = 'acemq'")" ]]; then
-		psql_admin "CREATE DATABASE acemq OWNER acemq" >/dev/null
-	fi
+	ensure_databases
 	psql -X -q -v ON_ERROR_STOP=1 "$(url_for "$port")" -tAc "SELECT 1" >/dev/null ||
 		die "PostgreSQL started but $(url_for "$port") does not answer; run scripts/postgres.sh stop and start again"
 	log "PostgreSQL is up"
-	write_env "$PDIR/env" "ACEMQ_TEST_POSTGRES_URL=$(url_for "$port")"
+	emit_env "$port"
+}
+
+# ensure_databases: databases acemq and acemq2, owned by acemq. The second is
+# for a second test run beside the first (make test's RabbitMQ 4.0 pass runs
+# beside the 3.10 pass): LISTEN/NOTIFY channels are per database, so two
+# runs in one database would wake each other's relays.
+ensure_databases() {
+	local db
+	for db in acemq acemq2; do
+		if [[ -z "$(psql_admin "SELECT 1 FROM pg_database WHERE datname = '$db'")" ]]; then
+			psql_admin "CREATE DATABASE $db OWNER acemq" >/dev/null
+		fi
+	done
+}
+
+# emit_env PORT: write and print the env lines.
+emit_env() {
+	write_env "$PDIR/env" "ACEMQ_TEST_POSTGRES_URL=$(url_for "$1")" "ACEMQ_TEST_POSTGRES_URL_2=$(url_for "$1" acemq2)"
 }
 
 cmd_stop() {

@@ -59,7 +59,7 @@ case "$RMQ_VERSION" in
 	source "$(dirname "${BASH_SOURCE[0]}")/debian13.sh"
 	RDIR="$ACEMQ_STATE/rabbitmq4"
 	NODE_PREFIX=acemq4
-	RUN=(chroot "$DEBIAN13_ROOT")
+	RUN=("$ACEMQ_REPO_ROOT/scripts/in-chroot.sh" "$DEBIAN13_ROOT" "$RDIR")
 	;;
 *) die "ACEMQ_RABBITMQ_VERSION is '$RMQ_VERSION'; it wants 3 (the host's RabbitMQ 3.10) or 4 (RabbitMQ 4.0 in a Debian 13 chroot)" ;;
 esac
@@ -341,11 +341,6 @@ launch_node() {
 
 	local -a e
 	mapfile -t e < <(rmq_env "$i")
-	if [[ "$RMQ_VERSION" == 4 ]]; then
-		# The node sees the state dir at the same path inside the chroot.
-		mount_proc
-		bind_state "$RDIR"
-	fi
 	(
 		cd "$d"
 		# Run the real server script directly as the current user:
@@ -607,14 +602,14 @@ cmd_stop() {
 		i="${d##*/node}"
 		((i > n)) && n="$i"
 	done
-	for ((i = n; i >= 1; i--)); do
-		stop_node "$i"
+	# Nodes 2..N at once, node 1 last: the cluster's last node to stop is the
+	# one the others join when it starts again.
+	for ((i = n; i >= 2; i--)); do
+		stop_node "$i" &
 	done
+	wait
+	stop_node 1
 	rm -f "$RDIR/env" "$RDIR/nodes"
-	if [[ "$RMQ_VERSION" == 4 ]]; then
-		unbind_state "$RDIR"
-		umount_proc
-	fi
 	log "RabbitMQ stopped"
 }
 
