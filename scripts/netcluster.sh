@@ -6,7 +6,9 @@
 #
 #   scripts/netcluster.sh up [--version 3|4]   make the namespaces, the bridge
 #                                      and the nodes; join them; print
-#                                      ACEMQ_PART_* lines and write them to
+#                                      ACEMQ_PART_* lines (AMQP and
+#                                      management URLs, rabbitmqctl and
+#                                      fault commands) and write them to
 #                                      <state>/netcluster/env
 #   scripts/netcluster.sh down         stop the nodes, remove the namespaces,
 #                                      the bridge and their files
@@ -300,13 +302,14 @@ cmd_up() {
 		# failed_to_deny_deprecated_features; the next one works.
 		ctl "$i" start_app >/dev/null 2>&1 || ctl "$i" start_app >/dev/null
 	done
-	local urls=() lines=()
+	local urls=() mgmt=() lines=()
 	for ((i = 1; i <= NODES; i++)); do
 		urls+=("amqp://guest:guest@$(node_ip "$i"):5672/")
+		mgmt+=("http://guest:guest@$(node_ip "$i"):15672/")
 		write_ctl_wrapper "$i" "$NDIR/rabbitmqctl$i"
 		lines+=("ACEMQ_PART_CTL_$i=$NDIR/rabbitmqctl$i")
 	done
-	lines=("ACEMQ_PART_URLS=$(IFS=,; echo "${urls[*]}")" "ACEMQ_PART_NET=$ACEMQ_REPO_ROOT/scripts/netcluster.sh" "ACEMQ_PART_VERSION=$v" "${lines[@]}")
+	lines=("ACEMQ_PART_URLS=$(IFS=,; echo "${urls[*]}")" "ACEMQ_PART_MGMT_URLS=$(IFS=,; echo "${mgmt[*]}")" "ACEMQ_PART_NET=$ACEMQ_REPO_ROOT/scripts/netcluster.sh" "ACEMQ_PART_VERSION=$v" "${lines[@]}")
 	write_env "$NDIR/env" "${lines[@]}"
 	log "partition cluster up: RabbitMQ $v, nodes $(node_name 1) $(node_name 2) $(node_name 3) at $SUBNET.1-3"
 }

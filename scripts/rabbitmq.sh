@@ -60,6 +60,7 @@ case "$RMQ_VERSION" in
 	RDIR="$ACEMQ_STATE/rabbitmq4"
 	NODE_PREFIX=acemq4
 	RUN=("$ACEMQ_REPO_ROOT/scripts/in-chroot.sh" "$DEBIAN13_ROOT" "$RDIR")
+	mkdir -p "$RDIR" # RUN binds it into the chroot
 	;;
 *) die "ACEMQ_RABBITMQ_VERSION is '$RMQ_VERSION'; it wants 3 (the host's RabbitMQ 3.10) or 4 (RabbitMQ 4.0 in a Debian 13 chroot)" ;;
 esac

@@ -6,6 +6,7 @@ require (
 	github.com/acemq-go/acemq v0.0.0-00010101000000-000000000000
 	github.com/acemq-go/acemq/outbox v0.0.0-00010101000000-000000000000
 	github.com/acemq-go/acemq/sqlstore v0.0.0-00010101000000-000000000000
+	github.com/acemq-go/acemq/stream v0.0.0-00010101000000-000000000000
 	github.com/jackc/pgx/v5 v5.13.0
 	github.com/rabbitmq/amqp091-go v1.17.0
 	go.uber.org/goleak v1.3.0

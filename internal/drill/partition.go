@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/acemq-go/acemq"
+	"github.com/acemq-go/acemq/stream"
 )
 
 // The partition drill (behaviour §1.3, §4.1, §9): a 3-node cluster whose
@@ -40,10 +41,16 @@ type Cluster struct {
 	// Net is the fault command: Net + ["fault", kind, args...] makes a
 	// fault, Net + ["heal"] removes them all (scripts/netcluster.sh).
 	Net []string
+	// Management holds, per node, its management HTTP API's base URL
+	// (with credentials); when set the drill asks the cluster about
+	// itself there instead of through rabbitmqctl (partition_api.go).
+	Management []string
 	// Version names the broker version, for the verdict line.
 	Version string
 	// Progress receives one line per step; nil discards them.
 	Progress io.Writer
+
+	names []string // each node's Erlang name, when Management is set
 }
 
 func (c Cluster) logf(format string, args ...any) {
@@ -193,6 +200,18 @@ func Partition(ctx context.Context, cl Cluster, o PartitionOptions) *Result {
 		r.Failf("the drill wants 3 node URLs, 3 rabbitmqctl commands and a fault command (scripts/netcluster.sh up prints them)")
 		return r
 	}
+	if len(cl.Management) != 0 {
+		if len(cl.Management) != 3 {
+			r.Failf("the drill wants 3 management URLs (one per node) or none, got %d", len(cl.Management))
+			return r
+		}
+		names, err := cl.nodeNames(ctx)
+		if err != nil {
+			r.Failf("the nodes' names: %v", err)
+			return r
+		}
+		cl.names = names
+	}
 	rng := rand.New(rand.NewPCG(o.Seed, o.Seed^0x9e3779b97f4a7c15))
 	defer func() {
 		if err := cl.heal(context.WithoutCancel(ctx)); err != nil {
@@ -231,8 +250,8 @@ func Partition(ctx context.Context, cl Cluster, o PartitionOptions) *Result {
 		clients[i] = &partClient{name: name, conn: c}
 	}
 
-	qq, qc := unique("drill.partition.quorum"), unique("drill.partition.classic")
-	topo := acemq.NewTopology().Queue(qq, acemq.QueueOptions{}).Queue(qc, acemq.QueueOptions{Type: acemq.Classic})
+	qq, qc, qs := unique("drill.partition.quorum"), unique("drill.partition.classic"), unique("drill.partition.stream")
+	topo := acemq.NewTopology().Queue(qq, acemq.QueueOptions{}).Queue(qc, acemq.QueueOptions{Type: acemq.Classic}).Queue(qs, acemq.QueueOptions{Type: acemq.Stream})
 	if err := clients[0].conn.Apply(ctx, topo); err != nil {
 		r.Failf("declare the queues: %v", err)
 		return r
@@ -244,12 +263,12 @@ func Partition(ctx context.Context, cl Cluster, o PartitionOptions) *Result {
 	defer func() {
 		dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
 		defer cancel()
-		for _, q := range []string{qq, qc, qq + ".dlq", qc + ".dlq", qq + ".parked", qc + ".parked"} {
+		for _, q := range []string{qq, qc, qs, qq + ".dlq", qc + ".dlq", qs + ".dlq", qq + ".parked", qc + ".parked", qs + ".parked"} {
 			_, _ = clients[0].conn.DeleteQueue(dctx, q)
 		}
 	}()
 
-	quorum, classic := newPartLedger(), newPartLedger()
+	quorum, classic, streamLed := newPartLedger(), newPartLedger(), newPartLedger()
 	runCtx, stopRun := context.WithCancel(ctx)
 	var wg sync.WaitGroup
 	defer func() { stopRun(); wg.Wait() }()
@@ -279,6 +298,16 @@ func Partition(ctx context.Context, cl Cluster, o PartitionOptions) *Result {
 		}
 	}()
 
+	// A stream reader on the second client, from the stream's first
+	// offset, checkpointing every 50 messages or second.
+	st := &streamTrack{last: -1, led: streamLed, store: &stream.MemoryCheckpoints{}, stream: qs, reader: "drill-partition-reader"}
+	reader, err := stream.Read(ctx, clients[1].conn, qs, st.reader, st.handle, stream.From(stream.First()), stream.Checkpoint(st.store, 50, time.Second))
+	if err != nil {
+		r.Failf("read stream %s: %v", qs, err)
+		return r
+	}
+	defer func() { _ = reader.Close(context.WithoutCancel(ctx)) }()
+
 	// Publishers.
 	for ci, c := range clients {
 		pq := acemq.NewPublisher[partID](c.conn, "", qq, acemq.PublisherConfig{})
@@ -294,6 +323,11 @@ func Partition(ctx context.Context, cl Cluster, o PartitionOptions) *Result {
 		}
 		wg.Add(1)
 		go func() { defer wg.Done(); publishOne(runCtx, pc, fmt.Sprintf("c%d-classic-", ci), classic) }()
+		if ci == 0 {
+			ps := acemq.NewPublisher[partID](c.conn, "", qs, acemq.PublisherConfig{})
+			wg.Add(1)
+			go func() { defer wg.Done(); publishOne(runCtx, ps, "c0-stream-", streamLed) }()
+		}
 	}
 
 	// Health, sampled on both clients while the drill runs.
@@ -374,9 +408,11 @@ func Partition(ctx context.Context, cl Cluster, o PartitionOptions) *Result {
 	// The end: stop publishing, let the consumers take every confirmed id.
 	stopRun()
 	wg.Wait()
-	for _, led := range []*partLedger{quorum, classic} {
+	for _, led := range []*partLedger{quorum, classic, streamLed} {
 		waitDrained(ctx, led, 90*time.Second)
 	}
+	sMissing := streamLed.missing()
+	skipped, reread, early := st.counts()
 
 	qMissing, cMissing := quorum.missing(), classic.missing()
 	qPub, qDel := quorum.dups()
@@ -396,6 +432,10 @@ func Partition(ctx context.Context, cl Cluster, o PartitionOptions) *Result {
 	r.Set("classic_confirmed", len(classic.confirmed))
 	r.Set("classic_lost", len(cMissing))
 	r.Set("classic_dup", cPub+cDel)
+	r.Set("stream_confirmed", len(streamLed.confirmed))
+	r.Set("stream_lost", len(sMissing))
+	r.Set("stream_skipped", skipped)
+	r.Set("stream_reread", reread)
 	keys := make([]string, 0, len(healthSeen))
 	for k := range healthSeen {
 		keys = append(keys, k)
@@ -416,6 +456,15 @@ func Partition(ctx context.Context, cl Cluster, o PartitionOptions) *Result {
 		}
 		r.Failf("%d confirmed ids on the quorum queue were never consumed (first %v)", len(qMissing), show)
 	}
+	if len(sMissing) > 0 {
+		r.Failf("%d confirmed ids on the stream were never read (first %v)", len(sMissing), sMissing[:min(10, len(sMissing))])
+	}
+	if skipped > 0 {
+		r.Failf("the stream reader skipped %d offsets", skipped)
+	}
+	if early > 0 {
+		r.Failf("the stream reader read %d offsets again that its last checkpoint had already covered", early)
+	}
 	if len(cMissing) > 0 {
 		show := cMissing
 		if len(show) > 10 {
@@ -424,6 +473,44 @@ func Partition(ctx context.Context, cl Cluster, o PartitionOptions) *Result {
 		cl.logf("classic queue (information, not a failure): %d confirmed ids never consumed (first %v)", len(cMissing), show)
 	}
 	return r
+}
+
+// streamTrack checks a stream reader's offsets: each one is the one after
+// the newest handled (else offsets were skipped) or a re-read, and a
+// re-read never goes back to an offset the last saved checkpoint covers.
+type streamTrack struct {
+	led            *partLedger
+	store          *stream.MemoryCheckpoints
+	stream, reader string
+
+	mu      sync.Mutex
+	last    int64 // newest offset handled, -1 none
+	skipped int64
+	reread  int
+	early   int // re-reads at or before the checkpoint saved then
+}
+
+func (st *streamTrack) handle(ctx context.Context, m *stream.Message[partID]) acemq.Decision {
+	st.mu.Lock()
+	switch {
+	case m.Offset <= st.last:
+		st.reread++
+		if saved, ok, _ := st.store.Load(ctx, st.stream, st.reader); ok && m.Offset <= saved {
+			st.early++
+		}
+	case m.Offset > st.last+1:
+		st.skipped += m.Offset - st.last - 1
+	}
+	st.last = max(st.last, m.Offset)
+	st.mu.Unlock()
+	st.led.consume(m.Payload.ID)
+	return acemq.Accept()
+}
+
+func (st *streamTrack) counts() (skipped int64, reread, early int) {
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	return st.skipped, st.reread, st.early
 }
 
 // publishOne sends ids prefix0, prefix1, ... one at a time until ctx ends.
@@ -612,6 +699,9 @@ func (c Cluster) ctl(ctx context.Context, i int, args ...string) (string, error)
 // connectedNode is the node client's connections are attached to, asking
 // each node in turn until one answers.
 func (c Cluster) connectedNode(ctx context.Context, client string) (int, error) {
+	if c.names != nil {
+		return c.apiConnectedNode(ctx, client)
+	}
 	var last error
 	for via := range c.Ctls {
 		out, err := runBounded(ctx, 90*time.Second, c.Ctls[via], "list_connections", "name", "client_properties", "--formatter", "json", "--quiet")
@@ -645,6 +735,9 @@ func (c Cluster) connectedNode(ctx context.Context, client string) (int, error) 
 // cluster-wide listing waits on every node, and times out while one is
 // slow or cut off).
 func (c Cluster) quorumRow(ctx context.Context, q string) (leader int, online int, err error) {
+	if c.names != nil {
+		return c.apiQueue(ctx, q)
+	}
 	err = fmt.Errorf("no node lists queue %s as its own", q)
 	for via := range c.Ctls {
 		out, e := c.ctl(ctx, via, "list_queues", "name", "online", "--local", "--formatter", "json", "--quiet")
@@ -780,6 +873,12 @@ func (c Cluster) settle(ctx context.Context, q string, limit time.Duration) erro
 // whole reports whether the cluster is whole; when a node reports a
 // partition, partitioned is its index, else -1.
 func (c Cluster) whole(ctx context.Context, q string) (ok bool, partitioned int, why string) {
+	if c.names != nil {
+		if ok, partitioned, why = c.apiWhole(ctx); !ok {
+			return ok, partitioned, why
+		}
+		return c.quorumWhole(ctx, q)
+	}
 	partitioned = -1
 	for i := range c.Ctls {
 		out, err := c.ctl(ctx, i, "cluster_status", "--formatter", "json", "--quiet")
@@ -800,6 +899,11 @@ func (c Cluster) whole(ctx context.Context, q string) (ok bool, partitioned int,
 			return false, -1, fmt.Sprintf("node %d sees %d running nodes", i+1, len(st.Running))
 		}
 	}
+	return c.quorumWhole(ctx, q)
+}
+
+// quorumWhole reports whether quorum queue q has all three members online.
+func (c Cluster) quorumWhole(ctx context.Context, q string) (ok bool, partitioned int, why string) {
 	_, online, err := c.quorumRow(ctx, q)
 	if err != nil {
 		return false, -1, err.Error()

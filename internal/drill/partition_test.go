@@ -23,6 +23,9 @@ func TestPartition(t *testing.T) {
 		t.Fatal("ACEMQ_PART_URLS is not set: run this through `make drill-partition-short`, which makes the cluster")
 	}
 	cl := Cluster{URLs: strings.Split(urls, ","), Net: strings.Fields(os.Getenv("ACEMQ_PART_NET")), Version: os.Getenv("ACEMQ_PART_VERSION"), Progress: os.Stderr}
+	if m := os.Getenv("ACEMQ_PART_MGMT_URLS"); m != "" {
+		cl.Management = strings.Split(m, ",")
+	}
 	for i := 1; i <= 3; i++ {
 		cl.Ctls = append(cl.Ctls, strings.Fields(os.Getenv(fmt.Sprintf("ACEMQ_PART_CTL_%d", i))))
 	}
