@@ -73,3 +73,20 @@ lock_state() {
 	exec 9>"$ACEMQ_STATE/$1.lock"
 	flock -w 600 9 || die "waited 10 minutes for $ACEMQ_STATE/$1.lock; another start or stop of $1 is stuck (see ps)"
 }
+
+# RABBITMQ_ERL_ARGS: Erlang flags every test node of ours runs with. No
+# scheduler busy-waiting (+sbwt none and the dirty schedulers' likewise): a
+# BEAM spins its idle schedulers for a while after each piece of work, which
+# on a machine shared with the tests, another broker and a compiler takes
+# CPU from all of them (RabbitMQ's documentation suggests it for shared
+# hosts).
+RABBITMQ_ERL_ARGS="+sbwt none +sbwtdcpu none +sbwtdio none"
+
+# with_cli_lock COMMAND...: run COMMAND holding <repo>/.tmp/cli.lock, the lock
+# `make test`'s warm step takes while it compiles the acemq command: two go
+# commands compiling the same packages at once each do the whole work.
+with_cli_lock() {
+	mkdir -p "$ACEMQ_REPO_ROOT/.tmp"
+	flock -w 900 "$ACEMQ_REPO_ROOT/.tmp/cli.lock" "$@" 9>&-
+}
+

@@ -207,6 +207,7 @@ launch_node() {
 			RABBITMQ_CONFIG_FILE="$nd/rabbitmq" \
 			RABBITMQ_ADVANCED_CONFIG_FILE="$nd/advanced.config" \
 			RABBITMQ_ENABLED_PLUGINS_FILE="$nd/enabled_plugins" \
+			RABBITMQ_SERVER_ADDITIONAL_ERL_ARGS="$RABBITMQ_ERL_ARGS" \
 			/usr/lib/rabbitmq/bin/rabbitmq-server </dev/null >"$d/startup.log" 2>&1 9>&-
 	) &
 	echo $! >"$d/launcher.pid"

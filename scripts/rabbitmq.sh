@@ -209,7 +209,7 @@ ensure_tls_certs() {
 	rm -rf "$t.new"
 	(
 		cd "$ACEMQ_REPO_ROOT"
-		"${GO:-go}" run ./cmd/acemq certs --dir "$t.new" --host localhost \
+		with_cli_lock "${GO:-go}" run ./cmd/acemq certs --dir "$t.new" --host localhost \
 			--client acemq-test-client --validity 87600h
 	) >"$t.new.log" 2>&1 || {
 		cat "$t.new.log" >&2
@@ -359,6 +359,7 @@ launch_node() {
 			RABBITMQ_ADVANCED_CONFIG_FILE="$d/advanced.config" \
 			RABBITMQ_ENABLED_PLUGINS_FILE="$d/enabled_plugins" \
 			RABBITMQ_SERVER_START_ARGS="-kernel inet_dist_listen_min $dist -kernel inet_dist_listen_max $dist" \
+			RABBITMQ_SERVER_ADDITIONAL_ERL_ARGS="$RABBITMQ_ERL_ARGS" \
 			setsid "${RUN[@]}" "$RMQ_BIN/rabbitmq-server" </dev/null >"$d/startup.log" 2>&1 9>&-
 	) &
 	echo $! >"$d/launcher.pid"

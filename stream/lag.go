@@ -105,9 +105,13 @@ func (r *Reader) startProber(every time.Duration) *prober {
 	return p
 }
 
-func (p *prober) close() {
+// close stops the prober and waits for it, at most until ctx ends.
+func (p *prober) close(ctx context.Context) {
 	p.cancel()
-	<-p.done
+	select {
+	case <-p.done:
+	case <-ctx.Done():
+	}
 }
 
 // lagMetrics registers the reader's gauges on the Conn's meter provider:

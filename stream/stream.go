@@ -388,7 +388,7 @@ func (r *Reader) Close(ctx context.Context) error {
 	r.wg.Wait()
 	if first {
 		if r.prober != nil {
-			r.prober.close()
+			r.prober.close(ctx)
 		}
 		if r.unregister != nil {
 			r.unregister()

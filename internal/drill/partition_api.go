@@ -1,12 +1,14 @@
 package drill
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
 	"net/url"
+	"slices"
 	"strings"
 	"time"
 )
@@ -29,15 +31,32 @@ var apiClient = &http.Client{Timeout: apiTimeout, Transport: &http.Transport{Dis
 
 // api GETs path from node i's management API into out.
 func (c Cluster) api(ctx context.Context, i int, path string, out any) error {
+	return c.apiDo(ctx, i, http.MethodGet, path, nil, out)
+}
+
+// apiDo sends method path (with body as JSON when not nil) to node i's
+// management API and reads the answer into out (when not nil).
+func (c Cluster) apiDo(ctx context.Context, i int, method, path string, body, out any) error {
 	base, err := url.Parse(strings.TrimSuffix(c.Management[i], "/"))
 	if err != nil {
 		return fmt.Errorf("node %d's management URL does not parse: %v", i+1, err)
 	}
 	user := base.User
 	base.User = nil
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, base.String()+path, nil)
+	var rd io.Reader
+	if body != nil {
+		b, err := json.Marshal(body)
+		if err != nil {
+			return err
+		}
+		rd = bytes.NewReader(b)
+	}
+	req, err := http.NewRequestWithContext(ctx, method, base.String()+path, rd)
 	if err != nil {
 		return err
+	}
+	if body != nil {
+		req.Header.Set("Content-Type", "application/json")
 	}
 	if user != nil {
 		pw, _ := user.Password()
@@ -45,20 +64,37 @@ func (c Cluster) api(ctx context.Context, i int, path string, out any) error {
 	}
 	resp, err := apiClient.Do(req)
 	if err != nil {
-		return fmt.Errorf("node %d: GET %s: %v", i+1, path, err)
+		return fmt.Errorf("node %d: %s %s: %v", i+1, method, path, err)
 	}
 	defer resp.Body.Close()
-	body, err := io.ReadAll(io.LimitReader(resp.Body, 8<<20))
+	answer, err := io.ReadAll(io.LimitReader(resp.Body, 8<<20))
 	if err != nil {
-		return fmt.Errorf("node %d: GET %s: %v", i+1, path, err)
+		return fmt.Errorf("node %d: %s %s: %v", i+1, method, path, err)
 	}
-	if resp.StatusCode != http.StatusOK {
-		return fmt.Errorf("node %d: GET %s: %s: %s", i+1, path, resp.Status, firstLine(fmt.Errorf("%s", body)))
+	if resp.StatusCode/100 != 2 {
+		return fmt.Errorf("node %d: %s %s: %s: %s", i+1, method, path, resp.Status, firstLine(fmt.Errorf("%s", answer)))
 	}
-	if err := json.Unmarshal(body, out); err != nil {
-		return fmt.Errorf("node %d: GET %s: %v", i+1, path, err)
+	if out == nil {
+		return nil
+	}
+	if err := json.Unmarshal(answer, out); err != nil {
+		return fmt.Errorf("node %d: %s %s: %v", i+1, method, path, err)
 	}
 	return nil
+}
+
+// addUser makes user (password pass) with every permission on vhost "/",
+// through node 1.
+func (c Cluster) addUser(ctx context.Context, user, pass string) error {
+	if err := c.apiDo(ctx, 0, http.MethodPut, "/api/users/"+url.PathEscape(user), map[string]string{"password": pass, "tags": ""}, nil); err != nil {
+		return err
+	}
+	return c.apiDo(ctx, 0, http.MethodPut, "/api/permissions/%2F/"+url.PathEscape(user), map[string]string{"configure": ".*", "write": ".*", "read": ".*"}, nil)
+}
+
+// deleteUser removes user, through node 1.
+func (c Cluster) deleteUser(ctx context.Context, user string) error {
+	return c.apiDo(ctx, 0, http.MethodDelete, "/api/users/"+url.PathEscape(user), nil, nil)
 }
 
 // nodeNames asks each node its Erlang node name (the names the API's
@@ -111,46 +147,60 @@ func (c Cluster) apiQueue(ctx context.Context, q string) (leader, online int, er
 	return -1, 0, err
 }
 
-// apiConnectedNode finds the node client's connections are attached to,
-// by the client-provided connection name.
-func (c Cluster) apiConnectedNode(ctx context.Context, client string) (int, error) {
+// apiConnectedNode finds the node user's connections are attached to, in
+// each node's connection tracking (disable_stats: the list the broker keeps
+// for itself, which RabbitMQ 4 keeps also with the deprecated
+// management_metrics_collection denied, when the statistics list nothing).
+// The drill gives each client a user of its own, so the user names the
+// client.
+func (c Cluster) apiConnectedNode(ctx context.Context, user string) (int, error) {
 	var err error
 	for via := range c.Management {
 		var rows []struct {
-			Node  string         `json:"node"`
-			Props map[string]any `json:"client_properties"`
+			Node string `json:"node"`
+			User string `json:"user"`
 		}
-		if e := c.api(ctx, via, "/api/connections?columns=node,client_properties", &rows); e != nil {
+		if e := c.api(ctx, via, "/api/connections?disable_stats=true&enable_queue_totals=false", &rows); e != nil {
 			err = e
 			continue
 		}
 		for _, row := range rows {
-			if name, _ := row.Props["connection_name"].(string); strings.Contains(name, client) {
+			if row.User == user {
 				if n := c.indexOf(row.Node); n >= 0 {
 					return n, nil
 				}
 			}
 		}
-		err = fmt.Errorf("node %d lists no connection of %s", via+1, client)
+		err = fmt.Errorf("no node lists a connection of user %s", user)
 	}
 	return -1, err
 }
 
 // apiWhole reports whether every node answers, sees all three nodes
-// running and reports no partition; partitioned is the index of a node
-// that reports one, else -1.
+// running and reports no partition. When it is not whole, partitioned is
+// the index of a node to restart, else -1: one that reports a partition
+// (RabbitMQ 3.10 lists partitions per node), or one that answers but that
+// the other answering nodes see as not running (RabbitMQ 4 with
+// management_metrics_collection denied lists no partitions: a node left on
+// its own side by the default handling shows as down to the others while
+// it runs).
 func (c Cluster) apiWhole(ctx context.Context) (ok bool, partitioned int, why string) {
+	type view struct {
+		Name       string   `json:"name"`
+		Running    bool     `json:"running"`
+		Partitions []string `json:"partitions"`
+	}
+	views := make([][]view, len(c.Management))
+	answered := make([]bool, len(c.Management))
+	var reasons []string
 	for i := range c.Management {
-		var nodes []struct {
-			Name       string   `json:"name"`
-			Running    bool     `json:"running"`
-			Partitions []string `json:"partitions"`
+		if err := c.api(ctx, i, "/api/nodes", &views[i]); err != nil {
+			reasons = append(reasons, err.Error())
+			continue
 		}
-		if err := c.api(ctx, i, "/api/nodes?columns=name,running,partitions", &nodes); err != nil {
-			return false, -1, err.Error()
-		}
+		answered[i] = true
 		running := 0
-		for _, n := range nodes {
+		for _, n := range views[i] {
 			if len(n.Partitions) > 0 {
 				p := c.indexOf(n.Name)
 				if p < 0 {
@@ -163,8 +213,36 @@ func (c Cluster) apiWhole(ctx context.Context) (ok bool, partitioned int, why st
 			}
 		}
 		if running != len(c.Management) {
-			return false, -1, fmt.Sprintf("node %d sees %d running nodes", i+1, running)
+			reasons = append(reasons, fmt.Sprintf("node %d sees %d running nodes", i+1, running))
 		}
 	}
-	return true, -1, ""
+	if len(reasons) == 0 {
+		return true, -1, ""
+	}
+	// The node the most answering others see as down while it answers and
+	// sees itself running.
+	partitioned, most := -1, 0
+	for n := range c.Management {
+		if !answered[n] || !slices.ContainsFunc(views[n], func(v view) bool { return v.Name == c.names[n] && v.Running }) {
+			continue // silent, or down by its own account
+		}
+		down := 0
+		for i := range c.Management {
+			if i == n || !answered[i] {
+				continue
+			}
+			for _, v := range views[i] {
+				if v.Name == c.names[n] && !v.Running {
+					down++
+				}
+			}
+		}
+		if down > most {
+			partitioned, most = n, down
+		}
+	}
+	if most < 2 {
+		partitioned = -1 // no majority says so
+	}
+	return false, partitioned, strings.Join(reasons, "; ")
 }

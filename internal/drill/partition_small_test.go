@@ -48,9 +48,9 @@ func TestPartitionAPIFindsTheLeaderAndTheClientsNode(t *testing.T) {
 			return 503, "node 1 is cut off"
 		case strings.HasPrefix(path, "/api/queues/%2F/drill.q"):
 			return 200, `{"leader":"acemq@pn3","online":["acemq@pn2","acemq@pn3"],"members":["acemq@pn1","acemq@pn2","acemq@pn3"]}`
-		case strings.HasPrefix(path, "/api/connections"):
-			return 200, `[{"node":"acemq@pn1","client_properties":{"connection_name":"someone-else"}},
-				{"node":"acemq@pn2","client_properties":{"connection_name":"acemq-partition-a-42 publish"}}]`
+		case path == "/api/connections?disable_stats=true&enable_queue_totals=false":
+			return 200, `[{"name":"10.0.0.9:1 -> 10.0.0.1:5672","node":"acemq@pn1","user":"someone-else"},
+				{"name":"10.0.0.9:2 -> 10.0.0.2:5672","node":"acemq@pn2","user":"acemq-partition-a-42"}]`
 		}
 		return 404, "not found"
 	})
@@ -68,7 +68,7 @@ func TestPartitionAPIFindsTheLeaderAndTheClientsNode(t *testing.T) {
 	if err != nil || n != 1 {
 		t.Fatalf("connectedNode = %d, %v; want 1 (pn2)", n, err)
 	}
-	if _, err := cl.connectedNode(ctx, "nobody"); err == nil || !strings.Contains(err.Error(), "no connection of nobody") {
+	if _, err := cl.apiConnectedNode(ctx, "nobody"); err == nil || !strings.Contains(err.Error(), "user nobody") {
 		t.Fatalf("connectedNode for a client with no connection: %v, want an error naming it", err)
 	}
 }
@@ -81,15 +81,22 @@ func TestPartitionAPIWholeNamesThePartitionedNode(t *testing.T) {
 		ok          bool
 		partitioned int
 		why         string
+		views       []string // per node, when the nodes disagree
 	}{
 		{"whole", `[{"name":"acemq@pn1","running":true,"partitions":[]},{"name":"acemq@pn2","running":true,"partitions":[]},{"name":"acemq@pn3","running":true,"partitions":[]}]`,
-			`{"leader":"acemq@pn1","online":["acemq@pn1","acemq@pn2","acemq@pn3"]}`, true, -1, ""},
+			`{"leader":"acemq@pn1","online":["acemq@pn1","acemq@pn2","acemq@pn3"]}`, true, -1, "", nil},
 		{"a node reports a partition", `[{"name":"acemq@pn1","running":true,"partitions":[]},{"name":"acemq@pn2","running":true,"partitions":["acemq@pn3"]},{"name":"acemq@pn3","running":true,"partitions":[]}]`,
-			`{"leader":"acemq@pn1","online":["acemq@pn1","acemq@pn2","acemq@pn3"]}`, false, 1, "reports partitions"},
+			`{"leader":"acemq@pn1","online":["acemq@pn1","acemq@pn2","acemq@pn3"]}`, false, 1, "reports partitions", nil},
 		{"a node down", `[{"name":"acemq@pn1","running":true,"partitions":[]},{"name":"acemq@pn2","running":false,"partitions":[]},{"name":"acemq@pn3","running":true,"partitions":[]}]`,
-			`{"leader":"acemq@pn1","online":["acemq@pn1","acemq@pn3"]}`, false, -1, "sees 2 running nodes"},
+			`{"leader":"acemq@pn1","online":["acemq@pn1","acemq@pn3"]}`, false, -1, "sees 2 running nodes", nil},
 		{"a member offline", `[{"name":"acemq@pn1","running":true,"partitions":[]},{"name":"acemq@pn2","running":true,"partitions":[]},{"name":"acemq@pn3","running":true,"partitions":[]}]`,
-			`{"leader":"acemq@pn1","online":["acemq@pn1","acemq@pn3"]}`, false, -1, "2 members of the quorum queue online"},
+			`{"leader":"acemq@pn1","online":["acemq@pn1","acemq@pn3"]}`, false, -1, "2 members of the quorum queue online", nil},
+		{"a node on its own side, no partitions listed (RabbitMQ 4)", "", `{"leader":"acemq@pn1","online":["acemq@pn1","acemq@pn2"]}`, false, 2, "node 3 sees 1 running nodes",
+			[]string{
+				`[{"name":"acemq@pn1","running":true},{"name":"acemq@pn2","running":true},{"name":"acemq@pn3","running":false}]`,
+				`[{"name":"acemq@pn1","running":true},{"name":"acemq@pn2","running":true},{"name":"acemq@pn3","running":false}]`,
+				`[{"name":"acemq@pn1","running":false},{"name":"acemq@pn2","running":false},{"name":"acemq@pn3","running":true}]`,
+			}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -97,6 +104,8 @@ func TestPartitionAPIWholeNamesThePartitionedNode(t *testing.T) {
 				switch {
 				case path == "/api/overview":
 					return 200, overview(node)
+				case strings.HasPrefix(path, "/api/nodes") && tc.views != nil:
+					return 200, tc.views[node]
 				case strings.HasPrefix(path, "/api/nodes"):
 					return 200, tc.nodes
 				case strings.HasPrefix(path, "/api/queues/"):

@@ -15,7 +15,9 @@ import (
 // TestPartition runs the partition drill on the cluster
 // scripts/netcluster.sh made (`make drill-partition`, and
 // `make drill-partition-short`: every fault once). ACEMQ_PART_SEED,
-// ACEMQ_PART_ROUNDS, ACEMQ_PART_HOLD and ACEMQ_PART_FLAP shape the run. It
+// ACEMQ_PART_ROUNDS, ACEMQ_PART_HOLD, ACEMQ_PART_LEADER_HOLD, ACEMQ_PART_FLAP and
+// ACEMQ_PART_FAULTS
+// (a comma-separated list of PartitionFaults) shape the run. It
 // fails when a confirmed id on the quorum queue is lost.
 func TestPartition(t *testing.T) {
 	urls := os.Getenv("ACEMQ_PART_URLS")
@@ -44,7 +46,10 @@ func TestPartition(t *testing.T) {
 		}
 		o.Rounds = n
 	}
-	for name, d := range map[string]*time.Duration{"ACEMQ_PART_HOLD": &o.Hold, "ACEMQ_PART_FLAP": &o.Flap} {
+	if s := os.Getenv("ACEMQ_PART_FAULTS"); s != "" {
+		o.Faults = strings.Split(s, ",")
+	}
+	for name, d := range map[string]*time.Duration{"ACEMQ_PART_HOLD": &o.Hold, "ACEMQ_PART_LEADER_HOLD": &o.LeaderHold, "ACEMQ_PART_FLAP": &o.Flap} {
 		if s := os.Getenv(name); s != "" {
 			v, err := time.ParseDuration(s)
 			if err != nil {
@@ -53,7 +58,13 @@ func TestPartition(t *testing.T) {
 			*d = v
 		}
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 55*time.Minute)
+	// The drill ends (and heals the network) before go test's -timeout
+	// would kill it.
+	limit := 55 * time.Minute
+	if d, ok := t.Deadline(); ok {
+		limit = time.Until(d) - 30*time.Second
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), limit)
 	defer cancel()
 	r := Partition(ctx, cl, o)
 	fmt.Println(r.Line())

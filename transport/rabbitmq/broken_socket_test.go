@@ -3,6 +3,7 @@ package rabbitmq
 import (
 	"context"
 	"errors"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -88,4 +89,38 @@ func dialThroughBreakableProxy(t *testing.T, name string) (*testenv.Proxy, trans
 	direct := dial(t, transport.Config{URL: url})
 	q := tempQueue(t, direct, name, nil)
 	return px, dial(t, transport.Config{URL: via}), q
+}
+
+// A channel whose close the broker never answers (RabbitMQ 4.0 on a stream
+// after a network partition: the connection still heartbeats, channel.close
+// waits for ever) does not hold Close: after channelCloseWait it ends the
+// connection, so a Conn recovers it, and says why.
+func TestChannelCloseTheBrokerNeverAnswersEndsTheConnection(t *testing.T) {
+	px, c, _ := dialThroughBreakableProxy(t, "close-unanswered")
+	ch, err := c.Channel(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	old := channelCloseWait
+	channelCloseWait = 200 * time.Millisecond
+	t.Cleanup(func() { channelCloseWait = old })
+	px.Mute()
+	closed := make(chan error, 1)
+	go func() { closed <- ch.Close() }()
+	select {
+	case err = <-closed:
+	case <-time.After(wait):
+		t.Fatalf("Close still waiting %s after the broker went silent (bound %s)", wait, channelCloseWait)
+	}
+	if err == nil || !strings.Contains(err.Error(), "did not answer channel.close within 200ms") {
+		t.Fatalf("Close = %v, want the unanswered close named", err)
+	}
+	select {
+	case <-c.Done():
+	case <-time.After(wait):
+		t.Fatal("the connection did not end after the unanswered channel.close")
+	}
+	if e := c.Err(); e == nil || !strings.Contains(e.Error(), "channel.close") {
+		t.Fatalf("connection Err = %v, want the unanswered close as the reason", e)
+	}
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"sync"
+	"time"
 
 	amqp "github.com/rabbitmq/amqp091-go"
 
@@ -31,7 +32,18 @@ type channel struct {
 	mu   sync.Mutex
 	err  error
 	subs map[string]chan struct{} // consumer tag → stop signal of its forwarder
+
+	// stuck ends the channel's connection when the broker does not answer
+	// channel.close within channelCloseWait (nil: nothing to end).
+	stuck func(error)
 }
+
+// channelCloseWait bounds Close's wait for the broker's channel.close-ok.
+// A broker answers in milliseconds; one that has not answered in this long
+// has a wedged channel (seen on RabbitMQ 4.0 on a stream after a network
+// partition: the connection still heartbeats, the close is never answered),
+// and the connection is taken as lost so that it is made again.
+var channelCloseWait = 15 * time.Second
 
 func newChannel(ch *amqp.Channel) *channel {
 	c := &channel{ch: ch, done: make(chan struct{}), subs: make(map[string]chan struct{})}
@@ -252,12 +264,32 @@ func (c *channel) Err() error {
 }
 
 // Close closes the channel; unacked deliveries return to their queues.
-// Closing an ended channel returns nil.
+// Closing an ended channel returns nil. When the broker does not answer
+// within channelCloseWait, Close ends the channel's connection (its other
+// users see it lost, and a Conn recovers it) and says so.
 func (c *channel) Close() error {
 	c.settleMu.Lock()
 	c.closing = true
 	c.settleMu.Unlock()
-	err := c.ch.Close()
+	closed := make(chan error, 1)
+	go func() { closed <- c.ch.Close() }()
+	t := time.NewTimer(channelCloseWait)
+	defer t.Stop()
+	var err error
+	select {
+	case err = <-closed:
+	case <-t.C:
+		stuck := fmt.Errorf("the broker did not answer channel.close within %s; the connection is taken as lost", channelCloseWait)
+		if c.stuck != nil {
+			c.stuck(stuck)
+		}
+		// Ending the connection ends the pending close too.
+		select {
+		case <-closed:
+		case <-time.After(loseCloseWait + time.Second):
+		}
+		return stuck
+	}
 	<-c.done
 	if err != nil && convertError(err) != transport.ErrClosed {
 		return convertError(err)

@@ -193,7 +193,9 @@ func (c *connection) Channel(ctx context.Context) (transport.Channel, error) {
 	if err != nil {
 		return nil, err
 	}
-	return newChannel(ch), nil
+	gc := newChannel(ch)
+	gc.stuck = c.end
+	return gc, nil
 }
 
 // Publisher opens a publishing channel, in confirm mode when confirm is set.
