@@ -59,7 +59,7 @@ PKGS := $(foreach m,$(filter-out bench,$(MODULES)),$(if $(filter .,$(m)),./...,.
 # The env files written by the service scripts (KEY=value lines).
 SERVICE_ENV := set -a; . "$(ACEMQ_STATE_DIR)/rabbitmq/env"; . "$(ACEMQ_STATE_DIR)/postgres/env"; . "$(ACEMQ_STATE_DIR)/mariadb/env"; . "$(ACEMQ_STATE_DIR)/chromium/env"; set +a
 
-.PHONY: drill-partition drill-partition-short test test-rabbitmq4 warm pass-rabbitmq3 pass-rabbitmq4 pass-partition test-short lint tidy bench services-up services-down drill-cluster fuzz outbox-crash bench-outbox schedule-restart schedule-lateness drills $(addprefix drill-,$(DRILLS))
+.PHONY: drill-partition drill-partition-short test test-rabbitmq4 warm pass-rabbitmq3 pass-rabbitmq4 pass-partition pass-clusters test-short lint tidy bench services-up services-down drill-cluster fuzz outbox-crash bench-outbox schedule-restart schedule-lateness drills $(addprefix drill-,$(DRILLS))
 
 services-up:
 	@scripts/rabbitmq.sh start
@@ -83,14 +83,15 @@ services-down:
 #
 # `make test` in three steps:
 # 1. the services install and start while `warm` compiles every test binary
-#    (with and without -race) into the build cache: installing is network
+#    into the build cache: installing is network
 #    and disk, compiling is CPU, and `go test -p 1` below would otherwise
 #    compile one package at a time;
 # 2. the demo on memory://;
-# 3. the two passes side by side, each on its own broker (pass-rabbitmq3:
-#    everything, with -race, on 3.10, then the cluster drill; pass-rabbitmq4:
-#    the cluster drill, then the broker-facing packages on 4.0). Each prints
-#    its output whole when it ends (make's --output-sync). The 4.0 pass uses
+# 3. three lanes side by side (pass-rabbitmq3: everything on 3.10;
+#    pass-rabbitmq4: the cluster drill, then the broker-facing packages on
+#    4.0; pass-clusters: the partition drill's short run on both versions,
+#    then the cluster drill on 3.10). Each prints its output whole when it
+#    ends (make's --output-sync). The 4.0 pass uses
 #    the second PostgreSQL database (LISTEN/NOTIFY is per database);
 #    MariaDB tests make a database of their own each.
 # -p 1 inside a pass: the engine's RabbitMQ tests force-close every
@@ -107,7 +108,7 @@ test:
 	@# The demo is also a smoke test: it exits non-zero unless every number
 	@# is what the flow implies (on each broker in its pass).
 	@echo "demo on memory://"; "$(DRILL_BIN)" demo | tail -1
-	@GOFLAGS=-race $(MAKE) --no-print-directory -j2 --output-sync=target pass-rabbitmq3 pass-rabbitmq4
+	@GOFLAGS=-race $(MAKE) --no-print-directory -j3 --output-sync=target pass-rabbitmq3 pass-rabbitmq4 pass-clusters
 
 # warm: compile what `make test` runs, into the build cache (test binaries
 # are cached too). The acemq command first, holding the lock
@@ -124,9 +125,8 @@ warm:
 	@echo "build cache warm"
 
 # The first pass, on RabbitMQ 3.10 (the host's Debian 12 package), with
-# -race: the demo with PostgreSQL, every package, the allocation promises,
-# then the short cluster drill (three nodes of its own, the connected node
-# stopped mid-flight, nothing confirmed may go missing).
+# -race: the demo with PostgreSQL, every package, the allocation promises
+# (its cluster drill runs in pass-clusters).
 pass-rabbitmq3:
 	@$(SERVICE_ENV); echo "demo on $$ACEMQ_TEST_AMQP_URL with PostgreSQL"; "$(DRILL_BIN)" demo --url "$$ACEMQ_TEST_AMQP_URL" --db "$$ACEMQ_TEST_POSTGRES_URL" | tail -1
 	@$(SERVICE_ENV); export ACEMQ_REQUIRE_SERVICES=1; \
@@ -134,6 +134,14 @@ pass-rabbitmq3:
 	@# The allocation promises (issue 16) hold without -race only: the race
 	@# detector makes sync.Pool drop items at random.
 	GOFLAGS= $(GO) test -count=1 -run '^TestAllocs' .
+
+# The third lane of `make test`, beside the two passes: the partition
+# drill's short run on both versions (its publishers paced, so that it
+# shares the machine), then the cluster drill on 3.10 (three nodes of their
+# own, the connected node stopped mid-flight, nothing confirmed may go
+# missing; the 4.0 pass runs it on 4.0).
+pass-clusters:
+	@$(MAKE) --no-print-directory pass-partition PART_ENV="$(PARTITION_TEST_ENV)" PART_TIMEOUT=6m
 	@$(MAKE) --no-print-directory drill-cluster
 
 # The second pass, on RabbitMQ 4.0 (scripts/rabbitmq4.sh: Debian 13's
@@ -156,7 +164,6 @@ pass-rabbitmq4:
 	@$(MAKE) --no-print-directory drill-cluster CLUSTER_RABBITMQ=rabbitmq4
 	@$(RABBITMQ4_ENV); export ACEMQ_REQUIRE_SERVICES=1; \
 	$(GO) test -race -count=1 -p 1 -timeout $(TEST_TIMEOUT) -json $(BROKER_PKGS) | "$(TESTFILTER)"
-	@$(MAKE) --no-print-directory pass-partition PART_ENV="$(PARTITION_TEST_ENV)" PART_TIMEOUT=6m
 
 test-short:
 	$(GO) test $(PKGS)
@@ -220,12 +227,13 @@ PARTITION_VERSIONS ?= 3 4
 PARTITION_ROUNDS ?= 3
 PARTITION_SEED ?=
 
-# `make test` runs pass-partition (in its RabbitMQ 4.0 lane): every fault
+# `make test` runs pass-partition (in its third lane): every fault
 # once, cuts of 1.5-3 s (shorter than net_ticktime: the client across short
 # cuts), the quorum leader's isolation held 11-22 s (past net_ticktime, 10 s: a
-# real partition, pause_minority pausing the node on 3.10), 8 s of flapping.
+# real partition, pause_minority pausing the node on 3.10), 8 s of flapping,
+# each publisher pausing 10 ms before each send.
 PART_TIMEOUT ?= 60m
-PARTITION_TEST_ENV := ACEMQ_PART_HOLD=3s ACEMQ_PART_LEADER_HOLD=22s ACEMQ_PART_FLAP=8s
+PARTITION_TEST_ENV := ACEMQ_PART_HOLD=3s ACEMQ_PART_LEADER_HOLD=22s ACEMQ_PART_FLAP=8s ACEMQ_PART_PAUSE=10ms
 
 drill-partition: PART_ENV := ACEMQ_PART_ROUNDS=$(PARTITION_ROUNDS) ACEMQ_PART_HOLD=20s ACEMQ_PART_FLAP=60s
 drill-partition-short: PART_ENV :=

@@ -39,7 +39,7 @@ func randomSecret(t *testing.T) string {
 func TestRotationDrillRecoversWithTheRotatedSecretAfterAFailingProvider(t *testing.T) {
 	user := testenv.Unique("acemq-rotate")
 	oldPW, newPW := randomSecret(t), randomSecret(t)
-	brokerUser(t, user, oldPW)
+	testenv.BrokerUser(t, user, oldPW)
 	file := filepath.Join(t.TempDir(), "rabbitmq-secret")
 	if err := os.WriteFile(file, []byte(user+":"+oldPW+"\n"), 0o600); err != nil {
 		t.Fatal(err)

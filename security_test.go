@@ -1,13 +1,9 @@
 package acemq_test
 
 import (
-	"bytes"
 	"context"
 	"crypto/tls"
-	"encoding/json"
 	"errors"
-	"io"
-	"net/http"
 	"net/url"
 	"os"
 	"path/filepath"
@@ -212,73 +208,8 @@ func externalUser(t *testing.T, prefix string) (security.Certificate, string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	brokerUser(t, cn, "")
+	testenv.BrokerUser(t, cn, "")
 	return security.CertificatePEM(pair.CertPEM, pair.KeyPEM), cn
-}
-
-// mgmt calls the test node's management HTTP API (much faster than
-// rabbitmqctl, which starts an Erlang VM per call) and decodes a JSON
-// answer into out when out is not nil.
-func mgmt(t *testing.T, method, path string, body any, out any) {
-	t.Helper()
-	base := os.Getenv("ACEMQ_TEST_MANAGEMENT_URL")
-	if base == "" {
-		testenv.RabbitCtl(t, "status") // fails or skips the way every broker test does
-		t.Fatal("ACEMQ_TEST_MANAGEMENT_URL is not set; scripts/rabbitmq.sh start writes it")
-	}
-	u, err := url.Parse(base)
-	if err != nil {
-		t.Fatal(err)
-	}
-	user := u.User
-	u.User = nil
-	var rd io.Reader
-	if body != nil {
-		b, err := json.Marshal(body)
-		if err != nil {
-			t.Fatal(err)
-		}
-		rd = bytes.NewReader(b)
-	}
-	req, err := http.NewRequest(method, strings.TrimSuffix(u.String(), "/")+path, rd)
-	if err != nil {
-		t.Fatal(err)
-	}
-	pw, _ := user.Password()
-	req.SetBasicAuth(user.Username(), pw)
-	req.Header.Set("Content-Type", "application/json")
-	// No keep-alive: no idle connection outlives the test (goleak).
-	client := &http.Client{Transport: &http.Transport{DisableKeepAlives: true}, Timeout: 15 * time.Second}
-	resp, err := client.Do(req)
-	if err != nil {
-		t.Fatalf("management API %s %s: %v", method, path, err)
-	}
-	defer resp.Body.Close()
-	data, _ := io.ReadAll(resp.Body)
-	if resp.StatusCode >= 300 && !(method == http.MethodDelete && resp.StatusCode == http.StatusNotFound) {
-		t.Fatalf("management API %s %s: %s %s", method, path, resp.Status, data)
-	}
-	if out != nil {
-		if err := json.Unmarshal(data, out); err != nil {
-			t.Fatalf("management API %s %s: %v in %s", method, path, err, data)
-		}
-	}
-}
-
-// brokerUser creates a user with full permissions on / (no password when
-// password is empty: it can then log in only with EXTERNAL) and deletes it
-// at cleanup.
-func brokerUser(t *testing.T, name, password string) {
-	t.Helper()
-	body := map[string]any{"tags": ""}
-	if password == "" {
-		body["password_hash"] = ""
-	} else {
-		body["password"] = password
-	}
-	mgmt(t, http.MethodPut, "/api/users/"+url.PathEscape(name), body, nil)
-	t.Cleanup(func() { mgmt(t, http.MethodDelete, "/api/users/"+url.PathEscape(name), nil, nil) })
-	mgmt(t, http.MethodPut, "/api/permissions/%2F/"+url.PathEscape(name), map[string]string{"configure": ".*", "write": ".*", "read": ".*"}, nil)
 }
 
 // externalLogins counts the broker's connections of user that logged in

@@ -1,17 +1,12 @@
 package actuator_test
 
 import (
-	"bytes"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
-	"encoding/json"
-	"io"
 	"log/slog"
 	"net"
-	"net/http"
 	"net/url"
-	"strings"
 	"testing"
 	"time"
 
@@ -43,52 +38,6 @@ func hostPort(t *testing.T, raw string) string {
 		t.Fatal(err)
 	}
 	return net.JoinHostPort(u.Hostname(), u.Port())
-}
-
-// brokerUser creates a user with full permissions on / and deletes it at
-// cleanup.
-func brokerUser(t *testing.T, name, password string) {
-	t.Helper()
-	mgmt(t, http.MethodPut, "/api/users/"+url.PathEscape(name), map[string]any{"tags": "", "password": password})
-	t.Cleanup(func() { mgmt(t, http.MethodDelete, "/api/users/"+url.PathEscape(name), nil) })
-	mgmt(t, http.MethodPut, "/api/permissions/%2F/"+url.PathEscape(name), map[string]string{"configure": ".*", "write": ".*", "read": ".*"})
-}
-
-// mgmt calls the test node's management HTTP API.
-func mgmt(t *testing.T, method, path string, body any) {
-	t.Helper()
-	u, err := url.Parse(testenv.ManagementURL(t))
-	if err != nil {
-		t.Fatal(err)
-	}
-	user := u.User
-	u.User = nil
-	var rd io.Reader
-	if body != nil {
-		b, err := json.Marshal(body)
-		if err != nil {
-			t.Fatal(err)
-		}
-		rd = bytes.NewReader(b)
-	}
-	req, err := http.NewRequest(method, strings.TrimSuffix(u.String(), "/")+path, rd)
-	if err != nil {
-		t.Fatal(err)
-	}
-	pw, _ := user.Password()
-	req.SetBasicAuth(user.Username(), pw)
-	req.Header.Set("Content-Type", "application/json")
-	// No keep-alive: no idle connection outlives the test (goleak).
-	client := &http.Client{Transport: &http.Transport{DisableKeepAlives: true}, Timeout: 15 * time.Second}
-	resp, err := client.Do(req)
-	if err != nil {
-		t.Fatalf("management API %s %s: %v", method, path, err)
-	}
-	defer resp.Body.Close()
-	data, _ := io.ReadAll(resp.Body)
-	if resp.StatusCode >= 300 && !(method == http.MethodDelete && resp.StatusCode == http.StatusNotFound) {
-		t.Fatalf("management API %s %s: %s %s", method, path, resp.Status, data)
-	}
 }
 
 func withoutUser(t *testing.T, raw string) string {

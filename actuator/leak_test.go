@@ -67,7 +67,7 @@ func TestNoSecretAppearsInAnythingAConnPrints(t *testing.T) {
 	out := &sink{}
 	user := testenv.Unique("acemq-leak")
 	urlPW, providerPW := randomSecret(t), randomSecret(t)
-	brokerUser(t, user, urlPW)
+	testenv.BrokerUser(t, user, urlPW)
 	plain := testenv.AMQPURL(t)
 	hp := hostPort(t, plain)
 	withPW := func(scheme, addr, pw string) string {

@@ -90,3 +90,17 @@ with_cli_lock() {
 	flock -w 900 "$ACEMQ_REPO_ROOT/.tmp/cli.lock" "$@" 9>&-
 }
 
+# amqp_probe HOST PORT: true if an AMQP 0-9-1 server answers on HOST:PORT.
+# Sends the protocol header and expects a method frame (type 1,
+# connection.start) back, so a random program on the port does not pass.
+amqp_probe() {
+	local out
+	# shellcheck disable=SC2016 # $1 and $2 are expanded by the inner bash
+	out="$(timeout 5 bash -c '
+		exec 3<>"/dev/tcp/$1/$2" || exit 1
+		printf "AMQP\x00\x00\x09\x01" >&3
+		head -c 1 <&3 | od -An -tx1
+	' _ "$1" "$2" 2>/dev/null)" || return 1
+	[[ "${out// /}" == 01 ]]
+}
+

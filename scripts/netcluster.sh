@@ -100,18 +100,6 @@ ctl() {
 	timeout "${CTL_TIMEOUT:-300}" "${pre[@]}" env "${e[@]}" /usr/lib/rabbitmq/bin/rabbitmqctl -n "$(node_name "$i")" "$@" 9>&-
 }
 
-# tcp_probe HOST PORT: true if an AMQP server answers there.
-amqp_probe() {
-	local out
-	# shellcheck disable=SC2016
-	out="$(timeout 5 bash -c '
-		exec 3<>"/dev/tcp/$1/$2" || exit 1
-		printf "AMQP\x00\x00\x09\x01" >&3
-		head -c 1 <&3 | od -An -tx1
-	' _ "$1" "$2" 2>/dev/null)" || return 1
-	[[ "${out// /}" == 01 ]]
-}
-
 need_tools() {
 	command -v nft >/dev/null || apt_install nftables
 	if [[ "$(version)" == 4 ]]; then

@@ -88,20 +88,6 @@ ctl_node() {
 	env "${e[@]}" "${RUN[@]}" "$RMQ_BIN/rabbitmqctl" -n "$(node_name "$i")" "$@" 9>&-
 }
 
-# amqp_probe PORT: true if an AMQP 0-9-1 server answers on 127.0.0.1:PORT.
-# Sends the protocol header and expects a method frame (type 1,
-# connection.start) back, so a random program on the port does not pass.
-amqp_probe() {
-	local out
-	# shellcheck disable=SC2016 # $1 is expanded by the inner bash
-	out="$(timeout 5 bash -c '
-		exec 3<>"/dev/tcp/127.0.0.1/$1" || exit 1
-		printf "AMQP\x00\x00\x09\x01" >&3
-		head -c 1 <&3 | od -An -tx1
-	' _ "$1" 2>/dev/null)" || return 1
-	[[ "${out// /}" == 01 ]]
-}
-
 # ours I PID: true if PID is alive and belongs to node I (its environment
 # names our node). A pid file can outlive its process (a reboot, a killed
 # session) and the number can then belong to something else: never signal that.
@@ -124,7 +110,7 @@ node_running() {
 	port="$(node_port "$1")"
 	[[ -n "$pid" && -n "$port" ]] || return 1
 	ours "$1" "$pid" || return 1
-	amqp_probe "$port"
+	amqp_probe 127.0.0.1 "$port"
 }
 
 # running_count: how many of our nodes are up, counting from node 1 and
@@ -372,7 +358,7 @@ wait_node() {
 	pid="$(cat "$d/launcher.pid")"
 	port="$(node_port "$i")"
 	deadline=$((SECONDS + START_TIMEOUT))
-	until amqp_probe "$port"; do
+	until amqp_probe 127.0.0.1 "$port"; do
 		# kill -0, not ours: we launched this pid a moment ago, and it may
 		# not have exec'd into the server (with its environment) yet.
 		if ! kill -0 "$pid" 2>/dev/null; then

@@ -77,6 +77,11 @@ type PartitionOptions struct {
 	LeaderHold time.Duration
 	// Flap is how long the flapping fault goes on (default 15 s).
 	Flap time.Duration
+	// Pause, when set, is each publisher's pause before each send (a
+	// SendAll batch of 20 waits 20 times as long): a drill that shares the
+	// machine (make test's short run) publishes at a bounded rate instead
+	// of as fast as the brokers confirm.
+	Pause time.Duration
 	// Publishers is the number of publishing goroutines per client
 	// (default 3; the last of each client sends in batches with SendAll).
 	Publishers int
@@ -338,17 +343,17 @@ func Partition(ctx context.Context, cl Cluster, o PartitionOptions) *Result {
 			prefix := fmt.Sprintf("c%d-g%d-", ci, g)
 			wg.Add(1)
 			if g == o.Publishers-1 {
-				go func() { defer wg.Done(); publishBatches(runCtx, pq, prefix, quorum) }()
+				go func() { defer wg.Done(); publishBatches(runCtx, pq, prefix, quorum, o.Pause) }()
 			} else {
-				go func() { defer wg.Done(); publishOne(runCtx, pq, prefix, quorum) }()
+				go func() { defer wg.Done(); publishOne(runCtx, pq, prefix, quorum, o.Pause) }()
 			}
 		}
 		wg.Add(1)
-		go func() { defer wg.Done(); publishOne(runCtx, pc, fmt.Sprintf("c%d-classic-", ci), classic) }()
+		go func() { defer wg.Done(); publishOne(runCtx, pc, fmt.Sprintf("c%d-classic-", ci), classic, o.Pause) }()
 		if ci == 0 {
 			ps := acemq.NewPublisher[partID](c.conn, "", qs, acemq.PublisherConfig{})
 			wg.Add(1)
-			go func() { defer wg.Done(); publishOne(runCtx, ps, "c0-stream-", streamLed) }()
+			go func() { defer wg.Done(); publishOne(runCtx, ps, "c0-stream-", streamLed, o.Pause) }()
 		}
 	}
 
@@ -430,9 +435,13 @@ func Partition(ctx context.Context, cl Cluster, o PartitionOptions) *Result {
 	// The end: stop publishing, let the consumers take every confirmed id.
 	stopRun()
 	wg.Wait()
-	for _, led := range []*partLedger{quorum, classic, streamLed} {
-		waitDrained(ctx, led, 90*time.Second)
-	}
+	// Quorum queue and stream: until no new id for 90 s (a confirmed id
+	// missing then is a failure). The classic queue is information, and
+	// on 3.10 under pause_minority it loses what was published while its
+	// node was paused: 10 s.
+	waitDrained(ctx, quorum, 90*time.Second)
+	waitDrained(ctx, streamLed, 90*time.Second)
+	waitDrained(ctx, classic, 10*time.Second)
 	sMissing := streamLed.missing()
 	skipped, reread, early := st.counts()
 
@@ -539,8 +548,11 @@ func (st *streamTrack) counts() (skipped int64, reread, early int) {
 // A refusal (paused) is retried after a pause; a failure that may have
 // arrived is resent with the same id and recorded; any other failure is
 // resent too.
-func publishOne(ctx context.Context, p *acemq.Publisher[partID], prefix string, led *partLedger) {
+func publishOne(ctx context.Context, p *acemq.Publisher[partID], prefix string, led *partLedger, pause time.Duration) {
 	for i := 0; ctx.Err() == nil; i++ {
+		if pause > 0 && sleepCtx(ctx, pause) != nil {
+			return
+		}
 		id := fmt.Sprintf("%s%d", prefix, i)
 		for ctx.Err() == nil {
 			sctx, cancel := context.WithTimeout(ctx, 30*time.Second)
@@ -559,10 +571,13 @@ func publishOne(ctx context.Context, p *acemq.Publisher[partID], prefix string, 
 
 // publishBatches sends ids in batches of 20 with SendAll; failed members
 // go again in the next batch.
-func publishBatches(ctx context.Context, p *acemq.Publisher[partID], prefix string, led *partLedger) {
+func publishBatches(ctx context.Context, p *acemq.Publisher[partID], prefix string, led *partLedger, pause time.Duration) {
 	next := 0
 	var again []string
 	for ctx.Err() == nil {
+		if pause > 0 && sleepCtx(ctx, 20*pause) != nil {
+			return
+		}
 		ids := again
 		again = nil
 		for len(ids) < 20 {
