@@ -902,7 +902,7 @@ func (c Cluster) settle(ctx context.Context, q string, limit time.Duration) erro
 			if _, err := c.ctl(ctx, partitioned, "stop_app"); err != nil {
 				return err
 			}
-			if _, err := c.ctl(ctx, partitioned, "start_app"); err != nil {
+			if err := c.startApp(ctx, partitioned); err != nil {
 				return err
 			}
 			restarted = true
@@ -914,6 +914,25 @@ func (c Cluster) settle(ctx context.Context, q string, limit time.Duration) erro
 			return err
 		}
 	}
+}
+
+// startApp runs start_app on node i, up to five times: RabbitMQ 4.0.5
+// with transient_nonexcl_queues denied can fail a start_app on a loaded
+// machine (its check for the feature reads the queue table before the
+// table is back, exit status 69) and the next one works
+// (scripts/rabbitmq.sh retries the same way).
+func (c Cluster) startApp(ctx context.Context, i int) error {
+	var err error
+	for try := 1; try <= 5; try++ {
+		if _, err = c.ctl(ctx, i, "start_app"); err == nil {
+			return nil
+		}
+		c.logf("   start_app on node %d failed (try %d of 5): %s", i+1, try, firstLine(err))
+		if e := sleepCtx(ctx, 2*time.Second); e != nil {
+			return e
+		}
+	}
+	return err
 }
 
 // whole reports whether the cluster is whole; when a node reports a
