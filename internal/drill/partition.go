@@ -916,19 +916,20 @@ func (c Cluster) settle(ctx context.Context, q string, limit time.Duration) erro
 	}
 }
 
-// startApp runs start_app on node i, up to five times: RabbitMQ 4.0.5
-// with transient_nonexcl_queues denied can fail a start_app on a loaded
-// machine (its check for the feature reads the queue table before the
-// table is back, exit status 69) and the next one works
-// (scripts/rabbitmq.sh retries the same way).
+// startApp runs start_app on node i, up to ten times: RabbitMQ 4.0.5
+// with transient_nonexcl_queues denied can fail a start_app (exit status
+// 69, failed_to_deny_deprecated_features in the node's log): on a loaded
+// machine once, and after a partition again and again (seen five times
+// in a row over 25 s).
 func (c Cluster) startApp(ctx context.Context, i int) error {
 	var err error
-	for try := 1; try <= 5; try++ {
+	const tries = 10
+	for try := 1; try <= tries; try++ {
 		if _, err = c.ctl(ctx, i, "start_app"); err == nil {
 			return nil
 		}
-		c.logf("   start_app on node %d failed (try %d of 5): %s", i+1, try, firstLine(err))
-		if e := sleepCtx(ctx, 2*time.Second); e != nil {
+		c.logf("   start_app on node %d failed (try %d of %d): %s", i+1, try, tries, firstLine(err))
+		if e := sleepCtx(ctx, 3*time.Second); e != nil {
 			return e
 		}
 	}
