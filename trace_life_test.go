@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -15,36 +14,9 @@ import (
 
 	"github.com/acemq-go/acemq"
 	"github.com/acemq-go/acemq/internal/brokertest"
+	"github.com/acemq-go/acemq/internal/tracecheck"
 	"github.com/acemq-go/acemq/replay"
 )
-
-// seenDelivery is what one handler call saw of the trace: the traceparent
-// header of its delivery and the span of its context.
-type seenDelivery struct {
-	attempt     int
-	traceparent string
-	span        trace.SpanContext
-}
-
-// traceLog records handler calls, safe for the consumer's goroutines.
-type traceLog struct {
-	mu   sync.Mutex
-	seen []seenDelivery
-}
-
-func (l *traceLog) add(ctx context.Context, env acemq.Envelope) {
-	v, _ := env.Header("traceparent")
-	tp, _ := v.(string)
-	l.mu.Lock()
-	l.seen = append(l.seen, seenDelivery{attempt: env.Attempt, traceparent: tp, span: trace.SpanContextFromContext(ctx)})
-	l.mu.Unlock()
-}
-
-func (l *traceLog) all() []seenDelivery {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return append([]seenDelivery(nil), l.seen...)
-}
 
 // tracedRig is a rig whose Conn's spans go to an in-memory recorder.
 func tracedRig(t *testing.T, rabbit bool) (*rig, *tracetest.SpanRecorder) {
@@ -65,7 +37,7 @@ func tracedRig(t *testing.T, rabbit bool) (*rig, *tracetest.SpanRecorder) {
 // the span named by its delivery's traceparent header (contract §5.4), and
 // each the span of its handler's context. It waits until as many process
 // spans as seen deliveries have ended.
-func checkOneTrace(t *testing.T, spans *tracetest.SpanRecorder, queue string, seen []seenDelivery, attempts []int, outcomes []string) {
+func checkOneTrace(t *testing.T, spans *tracetest.SpanRecorder, queue string, seen []tracecheck.Delivery, attempts []int, outcomes []string) {
 	t.Helper()
 	var pubs, procs []sdktrace.ReadOnlySpan
 	brokertest.Eventually(t, fmt.Sprintf("%d %s process spans have ended", len(seen), queue), func() bool {
@@ -95,15 +67,15 @@ func checkOneTrace(t *testing.T, spans *tracetest.SpanRecorder, queue string, se
 	for i, s := range procs {
 		a, _ := spanAttr(s, "messaging.acemq.attempt")
 		o, _ := spanAttr(s, "messaging.acemq.outcome")
-		if int(a.AsInt64()) != attempts[i] || o.AsString() != outcomes[i] || seen[i].attempt != attempts[i] {
-			t.Errorf("process span %d: attempt %d, outcome %q (the handler saw attempt %d); want attempt %d, %s", i+1, a.AsInt64(), o.AsString(), seen[i].attempt, attempts[i], outcomes[i])
+		if int(a.AsInt64()) != attempts[i] || o.AsString() != outcomes[i] || seen[i].Attempt != attempts[i] {
+			t.Errorf("process span %d: attempt %d, outcome %q (the handler saw attempt %d); want attempt %d, %s", i+1, a.AsInt64(), o.AsString(), seen[i].Attempt, attempts[i], outcomes[i])
 		}
 		p := s.Parent()
-		if want := "00-" + p.TraceID().String() + "-" + p.SpanID().String() + "-01"; !p.IsRemote() || seen[i].traceparent != want {
-			t.Errorf("process span %d: parent %s (remote %v), but its delivery's traceparent is %q: the parent must come from the headers", i+1, want, p.IsRemote(), seen[i].traceparent)
+		if want := "00-" + p.TraceID().String() + "-" + p.SpanID().String() + "-01"; !p.IsRemote() || seen[i].Traceparent != want {
+			t.Errorf("process span %d: parent %s (remote %v), but its delivery's traceparent is %q: the parent must come from the headers", i+1, want, p.IsRemote(), seen[i].Traceparent)
 		}
-		if seen[i].span.SpanID() != s.SpanContext().SpanID() {
-			t.Errorf("handler %d ran in span %s, not its process span %s", i+1, seen[i].span.SpanID(), s.SpanContext().SpanID())
+		if seen[i].Span.SpanID() != s.SpanContext().SpanID() {
+			t.Errorf("handler %d ran in span %s, not its process span %s", i+1, seen[i].Span.SpanID(), s.SpanContext().SpanID())
 		}
 	}
 }
@@ -112,7 +84,7 @@ func checkOneTrace(t *testing.T, spans *tracetest.SpanRecorder, queue string, se
 // two broker rungs (1 s, 2 s: rungs are whole seconds) until it is exhausted and
 // dead-lettered, and accepts it once it has been replayed. It publishes
 // one message and returns once it is in q.dlq.
-func retryToDLQ(t *testing.T, r *rig, q string, log *traceLog) {
+func retryToDLQ(t *testing.T, r *rig, q string, log *tracecheck.Log) {
 	t.Helper()
 	policy := acemq.Exponential(3, time.Second, 0).WaitInBrokerFrom(time.Second)
 	if r.rabbit {
@@ -125,7 +97,7 @@ func retryToDLQ(t *testing.T, r *rig, q string, log *traceLog) {
 		})
 	}
 	consume(r, q, func(ctx context.Context, m *acemq.Message[order]) acemq.Decision {
-		log.add(ctx, m.Envelope)
+		log.Add(ctx, m.Envelope)
 		if acemq.ReplayCount(m.Envelope) > 0 {
 			return acemq.Accept()
 		}
@@ -152,7 +124,7 @@ func TestOneTraceThroughRetryRungsTheDeadLetterQueueAndReplay(t *testing.T) {
 			r, spans := tracedRig(t, rabbit)
 			q := r.named("traced")
 			r.queue(q)
-			var log traceLog
+			var log tracecheck.Log
 			retryToDLQ(t, r, q, &log)
 			rep, err := replay.Queue(context.Background(), r.c, acemq.DeadLetterQueue(q))
 			if err != nil || rep.Moved != 1 {
@@ -161,7 +133,7 @@ func TestOneTraceThroughRetryRungsTheDeadLetterQueueAndReplay(t *testing.T) {
 			if s := r.nextSettlement(); s.Outcome != acemq.ConsumeAcked {
 				t.Fatalf("after the replay: %+v, want acked", s)
 			}
-			checkOneTrace(t, spans, q, log.all(), []int{1, 2, 3, 1}, []string{"retried", "retried", "dead_lettered", "acked"})
+			checkOneTrace(t, spans, q, log.All(), []int{1, 2, 3, 1}, []string{"retried", "retried", "dead_lettered", "acked"})
 		})
 	}
 }

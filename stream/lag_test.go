@@ -179,3 +179,25 @@ func TestStoppedReaderMakesHealthDegraded(t *testing.T) {
 		}
 	})
 }
+
+// A lag prober stuck in a probe (a channel close the broker never answers,
+// seen on RabbitMQ 4.0 after a partition) does not hold Reader.Close past
+// its context: close returns when ctx ends, after cancelling the probe.
+func TestProberCloseReturnsAtItsContextsEndWhenTheProbeIsStuck(t *testing.T) {
+	cancelled := make(chan struct{})
+	p := &prober{cancel: func() { close(cancelled) }, done: make(chan struct{})} // done never closes: stuck
+	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
+	defer cancel()
+	returned := make(chan struct{})
+	go func() { p.close(ctx); close(returned) }()
+	select {
+	case <-returned:
+	case <-time.After(10 * time.Second):
+		t.Fatal("prober.close still waiting on a stuck probe 10 s after its context ended")
+	}
+	select {
+	case <-cancelled:
+	default:
+		t.Fatal("prober.close returned without cancelling the probe")
+	}
+}
