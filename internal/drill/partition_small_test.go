@@ -3,10 +3,12 @@ package drill
 import (
 	"context"
 	"errors"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/acemq-go/acemq"
 	"github.com/acemq-go/acemq/stream"
@@ -194,5 +196,40 @@ func TestPartitionStreamTrackCountsSkipsAndRereads(t *testing.T) {
 	st2.handle(ctx, msg(2))
 	if s, _, _ := st2.counts(); s != 2 {
 		t.Fatalf("a reader whose first offset is 2 skipped %d, want 2 (offsets 0 and 1)", s)
+	}
+}
+
+// The audit re-read tells an id the stream holds (a reader that missed it)
+// from one it does not (a write the broker lost).
+func TestPartitionAuditStreamFindsWhatTheLogHolds(t *testing.T) {
+	ctx := context.Background()
+	c, err := acemq.Connect(ctx, "memory://partition-audit", acemq.Config{Logger: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close(ctx)
+	const qs = "partition.audit"
+	if err := c.Apply(ctx, acemq.NewTopology().Queue(qs, acemq.QueueOptions{Type: acemq.Stream})); err != nil {
+		t.Fatal(err)
+	}
+	p := acemq.NewPublisher[partID](c, "", qs, acemq.PublisherConfig{})
+	for _, id := range []string{"a", "b", "c"} {
+		if _, err := p.SendWith(ctx, partID{ID: id}, acemq.SendOptions{Envelope: &acemq.Envelope{ID: id}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	held, err := auditStream(ctx, c, qs, []string{"c", "lost"}, 2*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !held["c"] || held["lost"] || len(held) != 1 {
+		t.Fatalf("audit found %v; want c held and lost not", held)
+	}
+	held, err = auditStream(ctx, c, qs, []string{"a", "b"}, time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(held) != 2 {
+		t.Fatalf("audit found %v; want a and b", held)
 	}
 }
