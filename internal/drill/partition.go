@@ -965,8 +965,9 @@ func (c Cluster) fault(ctx context.Context, rng *rand.Rand, kind string, o Parti
 // settle waits until every node sees all three running, none reports a
 // partition, and quorum queue q has all three members online. A node
 // that stays partitioned 15 s after the heal (RabbitMQ's "ignore" handling
-// leaves that to an operator) is restarted, as its documentation says
-// to, and the restart is logged.
+// leaves that to an operator), or that stays silent while the others see
+// it down (a paused node hung in its restart), has its app restarted, as
+// RabbitMQ's documentation says to, and the restart is logged.
 func (c Cluster) settle(ctx context.Context, q string, limit time.Duration) error {
 	deadline := time.Now().Add(limit)
 	restarted := false
@@ -976,9 +977,11 @@ func (c Cluster) settle(ctx context.Context, q string, limit time.Duration) erro
 			return nil
 		}
 		if partitioned >= 0 && !restarted && time.Until(deadline) < limit-15*time.Second {
-			c.logf("   node %d still reports a partition after the heal; restarting its app (the operator's step for RabbitMQ's default handling)", partitioned+1)
+			c.logf("   node %d is still partitioned, or not back, 15 s after the heal (%s); restarting its app (the operator's step)", partitioned+1, firstLine(errors.New(why)))
 			if _, err := c.ctl(ctx, partitioned, "stop_app"); err != nil {
-				return err
+				// A node hung in its own restart may refuse stop_app;
+				// start_app is still the step to try.
+				c.logf("   stop_app on node %d failed: %s", partitioned+1, firstLine(err))
 			}
 			if err := c.startApp(ctx, partitioned); err != nil {
 				return err

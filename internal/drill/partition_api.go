@@ -176,6 +176,13 @@ func (c Cluster) apiConnectedNode(ctx context.Context, user string) (int, error)
 	return -1, err
 }
 
+// nodeView is one node as /api/nodes lists it.
+type nodeView struct {
+	Name       string   `json:"name"`
+	Running    bool     `json:"running"`
+	Partitions []string `json:"partitions"`
+}
+
 // apiWhole reports whether every node answers, sees all three nodes
 // running and reports no partition. When it is not whole, partitioned is
 // the index of a node to restart, else -1: one that reports a partition
@@ -183,14 +190,10 @@ func (c Cluster) apiConnectedNode(ctx context.Context, user string) (int, error)
 // the other answering nodes see as not running (RabbitMQ 4 with
 // management_metrics_collection denied lists no partitions: a node left on
 // its own side by the default handling shows as down to the others while
-// it runs).
+// it runs), or one that does not answer while the others see it not
+// running (silentDown).
 func (c Cluster) apiWhole(ctx context.Context) (ok bool, partitioned int, why string) {
-	type view struct {
-		Name       string   `json:"name"`
-		Running    bool     `json:"running"`
-		Partitions []string `json:"partitions"`
-	}
-	views := make([][]view, len(c.Management))
+	views := make([][]nodeView, len(c.Management))
 	answered := make([]bool, len(c.Management))
 	var reasons []string
 	for i := range c.Management {
@@ -223,7 +226,7 @@ func (c Cluster) apiWhole(ctx context.Context) (ok bool, partitioned int, why st
 	// sees itself running.
 	partitioned, most := -1, 0
 	for n := range c.Management {
-		if !answered[n] || !slices.ContainsFunc(views[n], func(v view) bool { return v.Name == c.names[n] && v.Running }) {
+		if !answered[n] || !slices.ContainsFunc(views[n], func(v nodeView) bool { return v.Name == c.names[n] && v.Running }) {
 			continue // silent, or down by its own account
 		}
 		down := 0
@@ -244,5 +247,41 @@ func (c Cluster) apiWhole(ctx context.Context) (ok bool, partitioned int, why st
 	if most < 2 {
 		partitioned = -1 // no majority says so
 	}
+	if partitioned < 0 {
+		partitioned = silentDown(views, answered, c.names)
+	}
 	return false, partitioned, strings.Join(reasons, "; ")
+}
+
+// silentDown returns the one node that does not answer while at least two
+// others answer and see it not running, else -1: on 3.10 a node that
+// pause_minority paused can hang in its own restart after the heal
+// (Erlang's global name server stuck; its log: "Global hang workaround"),
+// and restarting its app is the operator's step.
+func silentDown(views [][]nodeView, answered []bool, names []string) int {
+	found := -1
+	for n := range answered {
+		if answered[n] {
+			continue
+		}
+		if found >= 0 {
+			return -1 // more than one silent: not this node's trouble alone
+		}
+		down := 0
+		for i := range answered {
+			if !answered[i] {
+				continue
+			}
+			for _, v := range views[i] {
+				if v.Name == names[n] && !v.Running {
+					down++
+				}
+			}
+		}
+		if down < 2 {
+			return -1
+		}
+		found = n
+	}
+	return found
 }

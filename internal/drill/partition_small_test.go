@@ -84,28 +84,36 @@ func TestPartitionAPIWholeNamesThePartitionedNode(t *testing.T) {
 		partitioned int
 		why         string
 		views       []string // per node, when the nodes disagree
+		silent      bool     // node 1 does not answer
 	}{
 		{"whole", `[{"name":"acemq@pn1","running":true,"partitions":[]},{"name":"acemq@pn2","running":true,"partitions":[]},{"name":"acemq@pn3","running":true,"partitions":[]}]`,
-			`{"leader":"acemq@pn1","online":["acemq@pn1","acemq@pn2","acemq@pn3"]}`, true, -1, "", nil},
+			`{"leader":"acemq@pn1","online":["acemq@pn1","acemq@pn2","acemq@pn3"]}`, true, -1, "", nil, false},
 		{"a node reports a partition", `[{"name":"acemq@pn1","running":true,"partitions":[]},{"name":"acemq@pn2","running":true,"partitions":["acemq@pn3"]},{"name":"acemq@pn3","running":true,"partitions":[]}]`,
-			`{"leader":"acemq@pn1","online":["acemq@pn1","acemq@pn2","acemq@pn3"]}`, false, 1, "reports partitions", nil},
+			`{"leader":"acemq@pn1","online":["acemq@pn1","acemq@pn2","acemq@pn3"]}`, false, 1, "reports partitions", nil, false},
 		{"a node down", `[{"name":"acemq@pn1","running":true,"partitions":[]},{"name":"acemq@pn2","running":false,"partitions":[]},{"name":"acemq@pn3","running":true,"partitions":[]}]`,
-			`{"leader":"acemq@pn1","online":["acemq@pn1","acemq@pn3"]}`, false, -1, "sees 2 running nodes", nil},
+			`{"leader":"acemq@pn1","online":["acemq@pn1","acemq@pn3"]}`, false, -1, "sees 2 running nodes", nil, false},
 		{"a member offline", `[{"name":"acemq@pn1","running":true,"partitions":[]},{"name":"acemq@pn2","running":true,"partitions":[]},{"name":"acemq@pn3","running":true,"partitions":[]}]`,
-			`{"leader":"acemq@pn1","online":["acemq@pn1","acemq@pn3"]}`, false, -1, "2 members of the quorum queue online", nil},
+			`{"leader":"acemq@pn1","online":["acemq@pn1","acemq@pn3"]}`, false, -1, "2 members of the quorum queue online", nil, false},
 		{"a node on its own side, no partitions listed (RabbitMQ 4)", "", `{"leader":"acemq@pn1","online":["acemq@pn1","acemq@pn2"]}`, false, 2, "node 3 sees 1 running nodes",
 			[]string{
 				`[{"name":"acemq@pn1","running":true},{"name":"acemq@pn2","running":true},{"name":"acemq@pn3","running":false}]`,
 				`[{"name":"acemq@pn1","running":true},{"name":"acemq@pn2","running":true},{"name":"acemq@pn3","running":false}]`,
 				`[{"name":"acemq@pn1","running":false},{"name":"acemq@pn2","running":false},{"name":"acemq@pn3","running":true}]`,
-			}},
+			}, false},
+		{"a node silent that the others see down (3.10's paused node hung in its restart)", `[{"name":"acemq@pn1","running":false,"partitions":[]},{"name":"acemq@pn2","running":true,"partitions":[]},{"name":"acemq@pn3","running":true,"partitions":[]}]`,
+			`{"leader":"acemq@pn2","online":["acemq@pn2","acemq@pn3"]}`, false, 0, "503", nil, true},
+		{"a node silent that the others see running (slow, not down)", `[{"name":"acemq@pn1","running":true,"partitions":[]},{"name":"acemq@pn2","running":true,"partitions":[]},{"name":"acemq@pn3","running":true,"partitions":[]}]`,
+			`{"leader":"acemq@pn2","online":["acemq@pn1","acemq@pn2","acemq@pn3"]}`, false, -1, "503", nil, true},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
+			silent := false // node 1 stops answering once the names are known
 			cl := fakeNodes(t, func(node int, path string) (int, string) {
 				switch {
 				case path == "/api/overview":
 					return 200, overview(node)
+				case node == 0 && silent && tc.silent:
+					return 503, "booting"
 				case strings.HasPrefix(path, "/api/nodes") && tc.views != nil:
 					return 200, tc.views[node]
 				case strings.HasPrefix(path, "/api/nodes"):
@@ -120,6 +128,7 @@ func TestPartitionAPIWholeNamesThePartitionedNode(t *testing.T) {
 				t.Fatal(err)
 			}
 			cl.names = names
+			silent = true
 			ok, partitioned, why := cl.whole(context.Background(), "drill.q")
 			if ok != tc.ok || partitioned != tc.partitioned || !strings.Contains(why, tc.why) {
 				t.Fatalf("whole = %v, %d, %q; want %v, %d, a reason containing %q", ok, partitioned, why, tc.ok, tc.partitioned, tc.why)
