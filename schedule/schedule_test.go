@@ -156,13 +156,14 @@ func TestAControlMessageWithoutItsRoutingHeadersIsDeadLettered(t *testing.T) {
 		c := brokertest.Connect(t, url)
 		startScheduler(t, c)
 		t.Cleanup(func() { _, _ = c.PurgeQueue(context.Background(), acemq.DeadLetterQueue(DueQueue)) })
+		id := "control-" + strings.ReplaceAll(t.Name(), "/", "-")
 		if err := c.PublishRaw(context.Background(), acemq.RawMessage{
-			RoutingKey: DueQueue, ContentType: "application/octet-stream", Body: []byte("x"),
+			RoutingKey: DueQueue, ContentType: "application/octet-stream", Body: []byte("x"), MessageID: id,
 			Headers: map[string]any{HeaderDueAt: int64(1), HeaderExchange: ""},
 		}); err != nil {
 			t.Fatal(err)
 		}
-		m := brokertest.Pull(t, c, acemq.DeadLetterQueue(DueQueue))
+		m := brokertest.PullWhere(t, c, acemq.DeadLetterQueue(DueQueue), func(m *acemq.Pulled) bool { return m.Envelope.ID == id })
 		if !strings.Contains(m.Envelope.Error, HeaderRoutingKey) || m.Envelope.Attempt != 1 {
 			t.Fatalf("dead letter: reason %q attempt %d", m.Envelope.Error, m.Envelope.Attempt)
 		}
@@ -178,8 +179,8 @@ func TestADueMessageWhoseTargetIsGoneIsDeadLettered(t *testing.T) {
 		if err := After(context.Background(), c, "", nowhere, "lost?", 1200*time.Millisecond); err != nil {
 			t.Fatal(err)
 		}
-		m := brokertest.Pull(t, c, acemq.DeadLetterQueue(DueQueue))
-		if !strings.Contains(m.Envelope.Error, "unroutable") || !strings.Contains(m.Envelope.Error, nowhere) {
+		m := brokertest.PullWhere(t, c, acemq.DeadLetterQueue(DueQueue), func(m *acemq.Pulled) bool { return strings.Contains(m.Envelope.Error, nowhere) })
+		if !strings.Contains(m.Envelope.Error, "unroutable") {
 			t.Fatalf("dead letter reason %q", m.Envelope.Error)
 		}
 		if v, _ := m.Envelope.Header(HeaderRoutingKey); v != nowhere {

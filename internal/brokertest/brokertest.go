@@ -124,6 +124,25 @@ func Pull(t *testing.T, c *acemq.Conn, q string) *acemq.Pulled {
 	}
 }
 
+// PullWhere pulls from q until a message for which match reports true,
+// acking and logging each one that does not match (a leftover of an
+// earlier test on a queue with a fixed name), and fails the test when
+// none arrives within 20 s.
+func PullWhere(t *testing.T, c *acemq.Conn, q string, match func(*acemq.Pulled) bool) *acemq.Pulled {
+	t.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		m := Pull(t, c, q)
+		if match(m) {
+			return m
+		}
+		t.Logf("skipped a message on %s that is not this test's: id %q, reason %q", q, m.Envelope.ID, m.Envelope.Error)
+		if time.Now().After(deadline) {
+			t.Fatalf("no matching message arrived in %q", q)
+		}
+	}
+}
+
 // Overlay returns base with every non-zero field of each of over laid on
 // it in order, for test helpers that add their own settings (a logger, an
 // event log) to the ones a test passes.
