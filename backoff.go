@@ -9,11 +9,19 @@ import (
 // broker at the same moment (a restart) does not come back at the same
 // moment too.
 
+// backoffDraw is the random draw, in [0, 1), behind each jittered wait:
+// jitter, probeWait and spreadWait call it once per wait with the span
+// they spread (the back-off step, probeEvery, reconnectSpread). The span
+// does not change the draw; it is there so that a test that replaces
+// backoffDraw sees which waits the recovery and the re-subscriber took
+// through it, and can choose their draws. Nothing else replaces it.
+var backoffDraw = func(time.Duration) float64 { return rand.Float64() }
+
 // jitter is the wait for a back-off step of d: a random time between d/2
 // and d. The connection's recovery and a consumer's re-subscription wait
 // this long before each attempt, so no wait is longer than the documented
 // interval and a fleet spreads over its second half.
-func jitter(d time.Duration) time.Duration { return jitterAt(d, rand.Float64()) }
+func jitter(d time.Duration) time.Duration { return jitterAt(d, backoffDraw(d)) }
 
 // jitterAt is jitter with the random draw u, in [0, 1), given.
 func jitterAt(d time.Duration, u float64) time.Duration {
@@ -27,7 +35,7 @@ func jitterAt(d time.Duration, u float64) time.Duration {
 const probeEvery = 20 * time.Millisecond
 
 // probeWait is the wait before the next knock on a refused port.
-func probeWait() time.Duration { return probeWaitAt(rand.Float64()) }
+func probeWait() time.Duration { return probeWaitAt(backoffDraw(probeEvery)) }
 
 // probeWaitAt is probeWait with the random draw u, in [0, 1), given.
 func probeWaitAt(u float64) time.Duration {
@@ -41,7 +49,7 @@ func probeWaitAt(u float64) time.Duration {
 const reconnectSpread = 200 * time.Millisecond
 
 // spreadWait is the wait after a knock succeeds.
-func spreadWait() time.Duration { return spreadWaitAt(rand.Float64()) }
+func spreadWait() time.Duration { return spreadWaitAt(backoffDraw(reconnectSpread)) }
 
 // spreadWaitAt is spreadWait with the random draw u, in [0, 1), given.
 func spreadWaitAt(u float64) time.Duration { return time.Duration(u * float64(reconnectSpread)) }
