@@ -43,7 +43,8 @@ func newConsole() *cobra.Command {
 		Short: "Serve the dead-letter console: see, replay, park, purge and download dead letters in a browser",
 		Long: "Serve the dead-letter console on --listen (loopback by default). It lists every .dlq and .parked queue live, " +
 			"groups a queue's messages by reason, shows one message in full, and replays, parks, purges or downloads them " +
-			"with the same rules as `acemq dlq replay`. Open the URL it prints: it carries the token. Browsing a queue takes its " +
+			"with the same rules as `acemq dlq replay`. Open the URL it prints; it carries the token only when the console " +
+			"generated it (a token given with --token or $ACEMQ_CONSOLE_TOKEN is never printed: sign in with it on the page). Browsing a queue takes its " +
 			"messages and returns them (the redelivered flag is set; order is kept). A memory:// broker lives inside one process: " +
 			"use `acemq demo --console` to see it.",
 		Example: `  acemq console --url amqp://guest:guest@localhost:5672/
