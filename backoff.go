@@ -2,6 +2,7 @@ package acemq
 
 import (
 	"math/rand/v2"
+	"sync/atomic"
 	"time"
 )
 
@@ -9,19 +10,28 @@ import (
 // broker at the same moment (a restart) does not come back at the same
 // moment too.
 
-// backoffDraw is the random draw, in [0, 1), behind each jittered wait:
-// jitter, probeWait and spreadWait call it once per wait with the span
-// they spread (the back-off step, probeEvery, reconnectSpread). The span
-// does not change the draw; it is there so that a test that replaces
-// backoffDraw sees which waits the recovery and the re-subscriber took
-// through it, and can choose their draws. Nothing else replaces it.
-var backoffDraw = func(time.Duration) float64 { return rand.Float64() }
+// backoffDraw, when set, replaces the random draw, in [0, 1), behind each
+// jittered wait: jitter, probeWait and spreadWait draw once per wait
+// through draw, with the span they spread (the back-off step, probeEvery,
+// reconnectSpread). Only tests set it, to see which waits the recovery
+// and the re-subscriber took through the jitter and to choose their
+// draws; it is atomic because a Conn's goroutines from an earlier test can
+// still be drawing when a test sets it.
+var backoffDraw atomic.Pointer[func(span time.Duration) float64]
+
+// draw is the random draw for a wait spreading span.
+func draw(span time.Duration) float64 {
+	if f := backoffDraw.Load(); f != nil {
+		return (*f)(span)
+	}
+	return rand.Float64()
+}
 
 // jitter is the wait for a back-off step of d: a random time between d/2
 // and d. The connection's recovery and a consumer's re-subscription wait
 // this long before each attempt, so no wait is longer than the documented
 // interval and a fleet spreads over its second half.
-func jitter(d time.Duration) time.Duration { return jitterAt(d, backoffDraw(d)) }
+func jitter(d time.Duration) time.Duration { return jitterAt(d, draw(d)) }
 
 // jitterAt is jitter with the random draw u, in [0, 1), given.
 func jitterAt(d time.Duration, u float64) time.Duration {
@@ -35,7 +45,7 @@ func jitterAt(d time.Duration, u float64) time.Duration {
 const probeEvery = 20 * time.Millisecond
 
 // probeWait is the wait before the next knock on a refused port.
-func probeWait() time.Duration { return probeWaitAt(backoffDraw(probeEvery)) }
+func probeWait() time.Duration { return probeWaitAt(draw(probeEvery)) }
 
 // probeWaitAt is probeWait with the random draw u, in [0, 1), given.
 func probeWaitAt(u float64) time.Duration {
@@ -49,7 +59,7 @@ func probeWaitAt(u float64) time.Duration {
 const reconnectSpread = 200 * time.Millisecond
 
 // spreadWait is the wait after a knock succeeds.
-func spreadWait() time.Duration { return spreadWaitAt(backoffDraw(reconnectSpread)) }
+func spreadWait() time.Duration { return spreadWaitAt(draw(reconnectSpread)) }
 
 // spreadWaitAt is spreadWait with the random draw u, in [0, 1), given.
 func spreadWaitAt(u float64) time.Duration { return time.Duration(u * float64(reconnectSpread)) }

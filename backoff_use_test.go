@@ -40,8 +40,7 @@ type draws struct {
 func recordDraws(t *testing.T, u float64) *draws {
 	t.Helper()
 	d := &draws{u: u, notify: make(chan struct{}, 1)}
-	prev := backoffDraw
-	backoffDraw = func(span time.Duration) float64 {
+	f := func(span time.Duration) float64 {
 		d.mu.Lock()
 		d.spans = append(d.spans, span)
 		d.mu.Unlock()
@@ -51,7 +50,8 @@ func recordDraws(t *testing.T, u float64) *draws {
 		}
 		return d.u
 	}
-	t.Cleanup(func() { backoffDraw = prev })
+	prev := backoffDraw.Swap(&f)
+	t.Cleanup(func() { backoffDraw.Store(prev) })
 	return d
 }
 
