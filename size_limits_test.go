@@ -201,7 +201,7 @@ func TestASetAsideCopyOverFrameMaxIsMadeToFitAndEndsWhereAnOperatorFindsIt(t *te
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			onEveryRig(t, func(t *testing.T, r *rig) {
+			onEveryFrameWriter(t, func(t *testing.T, r *rig) {
 				q := r.named("fit")
 				typ := acemq.Classic
 				if r.rabbit {
