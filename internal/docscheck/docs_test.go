@@ -175,3 +175,22 @@ func TestShellCommandsSplitAndFollowCd(t *testing.T) {
 		t.Errorf("the go run after cd bench runs in %q, want bench", dirs[5])
 	}
 }
+
+// A go run program's flags are checked against the flags it defines.
+func TestAGoRunProgramsFlagsMustExist(t *testing.T) {
+	root, _ := pages(t)
+	check := func(dir string, words ...string) error {
+		_, _, err := docscheck.CheckCommand(root, nil, docscheck.Command{File: "x.md", Line: 1, Dir: dir, Words: words})
+		return err
+	}
+	if err := check("bench", "go", "run", ".", "-url", "$X", "-sizes", "256", "-repeat=3", "-n-wait", "200"); err != nil {
+		t.Errorf("flags the bench defines: %v", err)
+	}
+	err := check("bench", "go", "run", ".", "-url", "$X", "-sizez", "256")
+	if err == nil || !strings.Contains(err.Error(), "defines no flag -sizez") {
+		t.Errorf("a misspelt flag: %v", err)
+	}
+	if err := check(".", "go", "run", "./bench/outbox", "-nope"); err == nil {
+		t.Error("a flag ./bench/outbox does not define was accepted")
+	}
+}

@@ -230,7 +230,20 @@ func CheckCommand(root string, targets map[string]bool, c Command) (acemqArgs []
 				return w[2+i+1:], true, nil
 			}
 			if w[1] == "run" {
-				break // what follows is the program's own arguments
+				// What follows is the program's own arguments: its flags
+				// must be ones it defines.
+				dir := filepath.Join(root, c.Dir, p)
+				flags, err := ProgramFlags(dir)
+				if err != nil {
+					return nil, false, fmt.Errorf("%s: %v", c, err)
+				}
+				for _, f := range w[2+i+1:] {
+					name, ok := flagName(f)
+					if ok && !flags[name] {
+						return nil, false, fmt.Errorf("%s: the program in %s defines no flag -%s", c, a, name)
+					}
+				}
+				break
 			}
 		}
 	case strings.HasPrefix(w[0], "scripts/") || strings.HasPrefix(w[0], "./"):
@@ -239,4 +252,47 @@ func CheckCommand(root string, targets map[string]bool, c Command) (acemqArgs []
 		}
 	}
 	return nil, false, nil
+}
+
+// flagDef finds a flag's definition in Go source: flag.String("name", …),
+// fs.DurationVar(&v, "name", …) and the like.
+var flagDef = regexp.MustCompile(`\.(?:Bool|Int|Int64|Uint|Uint64|String|Float64|Duration|Func|BoolFunc|Var|TextVar|BoolVar|IntVar|Int64Var|UintVar|Uint64Var|StringVar|Float64Var|DurationVar)\((?:[^"()]*,\s*)?"([A-Za-z0-9][A-Za-z0-9._-]*)"`)
+
+// ProgramFlags returns the flags the Go program in dir defines (its
+// non-test files), plus h and help, which package flag always accepts.
+func ProgramFlags(dir string) (map[string]bool, error) {
+	files, err := filepath.Glob(filepath.Join(dir, "*.go"))
+	if err != nil {
+		return nil, err
+	}
+	flags := map[string]bool{"h": true, "help": true}
+	for _, f := range files {
+		if strings.HasSuffix(f, "_test.go") {
+			continue
+		}
+		b, err := os.ReadFile(f)
+		if err != nil {
+			return nil, err
+		}
+		for _, m := range flagDef.FindAllStringSubmatch(string(b), -1) {
+			flags[m[1]] = true
+		}
+	}
+	return flags, nil
+}
+
+// flagName returns the flag a program argument names (-name, --name,
+// -name=value), or false when the argument is not a flag.
+func flagName(arg string) (string, bool) {
+	if !strings.HasPrefix(arg, "-") || arg == "-" || arg == "--" || placeholder(arg) {
+		return "", false
+	}
+	name := strings.TrimLeft(arg, "-")
+	if i := strings.IndexByte(name, '='); i >= 0 {
+		name = name[:i]
+	}
+	if name == "" || strings.IndexFunc(name, unicode.IsDigit) == 0 {
+		return "", false // a negative number, not a flag
+	}
+	return name, true
 }
