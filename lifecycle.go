@@ -389,14 +389,17 @@ func (l *lifecycle) reconnect(ctx context.Context, took *restoreTimes) ([]error,
 
 // reattach subscribes every consumer again, each on its channel from
 // openChannel (chans[i] for consumers[i]), attachWidth at a time. A
-// consumer whose queue is gone (404) is marked stalled and left to its
-// re-subscriber; any other failure ends this recovery attempt (and the
-// caller abandons the connection, which ends the channels not used).
+// consumer the broker refuses on its own channel (its queue gone, 404; a
+// stream with no replica on this node yet, 406; a queue in exclusive use,
+// 403 or 405) is marked stalled and left to its re-subscriber, so one
+// consumer does not hold up the rest of the Conn; any other failure ends
+// this recovery attempt (and the caller abandons the connection, which
+// ends the channels not used).
 func reattach(ctx context.Context, consumers []*consumerCore, chans []transport.Channel) error {
 	return inParallel(ctx, len(consumers), attachWidth, func(ctx context.Context, _, i int) error {
 		k := consumers[i]
 		if err := k.attachChannel(ctx, chans[i]); err != nil {
-			if transport.Code(err) == transport.CodeNotFound {
+			if transport.Code(err) == transport.CodeNotFound || channelRefusal(err) {
 				k.markStalled(err)
 				return nil
 			}
@@ -404,6 +407,14 @@ func reattach(ctx context.Context, consumers []*consumerCore, chans []transport.
 		}
 		return nil
 	})
+}
+
+// channelRefusal reports whether err is the broker closing one channel
+// (not the connection) with a reply code: a refusal of what was asked on
+// that channel, which leaves the connection usable.
+func channelRefusal(err error) bool {
+	var e *transport.Error
+	return errors.As(err, &e) && e.Server && !e.Connection && e.Code != 0
 }
 
 // abandon closes a half-restored connection so the next attempt starts clean.
