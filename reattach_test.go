@@ -92,8 +92,9 @@ func (ch consumeRefusingChannel) Consume(ctx context.Context, spec transport.Con
 // left to its re-subscriber: the recovery completes at its first attempt,
 // the other consumer and publishing work at once, and the refused one
 // reads again when the broker lets it. Before, the refusal ended every
-// recovery attempt until the broker stopped refusing (the partition drill
-// saw 10.7 s without publishing or consuming).
+// recovery attempt until the broker stopped refusing (seen in the
+// partition drill's node logs: a stream reader refused on a node just
+// restarted after a partition took its whole client down again).
 func TestARefusedReattachDoesNotHoldUpTheRecovery(t *testing.T) {
 	const name = "reattach-refused"
 	r := &refusals{left: map[string]int{}}

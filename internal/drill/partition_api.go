@@ -190,8 +190,8 @@ type nodeView struct {
 // the other answering nodes see as not running (RabbitMQ 4 with
 // management_metrics_collection denied lists no partitions: a node left on
 // its own side by the default handling shows as down to the others while
-// it runs), or one that does not answer while the others see it not
-// running (silentDown).
+// it runs), or the one that does not answer while the others do
+// (silentDown).
 func (c Cluster) apiWhole(ctx context.Context) (ok bool, partitioned int, why string) {
 	views := make([][]nodeView, len(c.Management))
 	answered := make([]bool, len(c.Management))
@@ -248,17 +248,19 @@ func (c Cluster) apiWhole(ctx context.Context) (ok bool, partitioned int, why st
 		partitioned = -1 // no majority says so
 	}
 	if partitioned < 0 {
-		partitioned = silentDown(views, answered, c.names)
+		partitioned = silentDown(answered)
 	}
 	return false, partitioned, strings.Join(reasons, "; ")
 }
 
-// silentDown returns the one node that does not answer while at least two
-// others answer and see it not running, else -1: on 3.10 a node that
-// pause_minority paused can hang in its own restart after the heal
-// (Erlang's global name server stuck; its log: "Global hang workaround"),
-// and restarting its app is the operator's step.
-func silentDown(views [][]nodeView, answered []bool, names []string) int {
+// silentDown returns the one node that does not answer while the others
+// do, else -1: on 3.10 a node that pause_minority paused can hang in its
+// own restart after the heal (Erlang's global name server stuck; its log:
+// "Global hang workaround"), its listeners closed while the others may
+// still list it as running, and restarting its app is the operator's
+// step. settle asks only after 15 s, so a node merely slow to answer is
+// left alone.
+func silentDown(answered []bool) int {
 	found := -1
 	for n := range answered {
 		if answered[n] {
@@ -266,20 +268,6 @@ func silentDown(views [][]nodeView, answered []bool, names []string) int {
 		}
 		if found >= 0 {
 			return -1 // more than one silent: not this node's trouble alone
-		}
-		down := 0
-		for i := range answered {
-			if !answered[i] {
-				continue
-			}
-			for _, v := range views[i] {
-				if v.Name == names[n] && !v.Running {
-					down++
-				}
-			}
-		}
-		if down < 2 {
-			return -1
 		}
 		found = n
 	}

@@ -102,8 +102,8 @@ func TestPartitionAPIWholeNamesThePartitionedNode(t *testing.T) {
 			}, false},
 		{"a node silent that the others see down (3.10's paused node hung in its restart)", `[{"name":"acemq@pn1","running":false,"partitions":[]},{"name":"acemq@pn2","running":true,"partitions":[]},{"name":"acemq@pn3","running":true,"partitions":[]}]`,
 			`{"leader":"acemq@pn2","online":["acemq@pn2","acemq@pn3"]}`, false, 0, "503", nil, true},
-		{"a node silent that the others see running (slow, not down)", `[{"name":"acemq@pn1","running":true,"partitions":[]},{"name":"acemq@pn2","running":true,"partitions":[]},{"name":"acemq@pn3","running":true,"partitions":[]}]`,
-			`{"leader":"acemq@pn2","online":["acemq@pn1","acemq@pn2","acemq@pn3"]}`, false, -1, "503", nil, true},
+		{"a node silent that the others still list as running (seen in the full run)", `[{"name":"acemq@pn1","running":true,"partitions":[]},{"name":"acemq@pn2","running":true,"partitions":[]},{"name":"acemq@pn3","running":true,"partitions":[]}]`,
+			`{"leader":"acemq@pn2","online":["acemq@pn1","acemq@pn2","acemq@pn3"]}`, false, 0, "503", nil, true},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
