@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
-	"net/url"
 	"slices"
 	"strings"
 	"sync"
@@ -76,49 +75,13 @@ func (d *draws) waitFor(t *testing.T, n int, what string) {
 	}
 }
 
-// backoff+memory:// is memory:// whose publishing dials fail on demand, so
-// a recovery attempt fails with the error the test chose.
-func init() { transport.Register("backoff+memory", faultyDialer{}) }
-
-// dialFault is the failures scripted for one broker.
-type dialFault struct {
-	left atomic.Int32 // publishing dials still to fail
-	err  error
-}
-
-var dialFaults sync.Map // broker name → *dialFault
-
-type faultyDialer struct{}
-
-func (faultyDialer) Name() string           { return memory.Driver{}.Name() }
-func (faultyDialer) Capabilities() []string { return memory.Driver{}.Capabilities() }
-
-func (faultyDialer) Dial(ctx context.Context, cfg transport.Config) (transport.Connection, int, error) {
-	u, err := url.Parse(cfg.URL)
-	if err != nil {
-		return nil, 0, err
-	}
-	if v, ok := dialFaults.Load(u.Host); ok && cfg.Purpose == transport.Publishing {
-		f := v.(*dialFault)
-		for n := f.left.Load(); n > 0; n = f.left.Load() {
-			if f.left.CompareAndSwap(n, n-1) {
-				return nil, 0, f.err
-			}
-		}
-	}
-	u.Scheme = "memory"
-	cfg.URL = u.String()
-	return memory.Driver{}.Dial(ctx, cfg)
-}
-
-// recoverAfterFailures connects to backoff+memory://name, drops the
+// recoverAfterFailures connects to faulty+memory://name, drops the
 // connection and lets the next `fail` recovery attempts fail with err. It
 // returns once the Conn recovered, with the number of attempts it took.
 func recoverAfterFailures(t *testing.T, name string, cfg Config, fail int, err error) int {
 	t.Helper()
-	f := &dialFault{err: err}
-	dialFaults.Store(name, f)
-	t.Cleanup(func() { dialFaults.Delete(name); memory.Delete(name) })
+	f := injectFaults(t, name)
+	f.dialErr = err
 	recovered := make(chan int, 1)
 	cfg.Logger = slog.New(slog.DiscardHandler)
 	cfg.OnEvent = func(e Event) {
@@ -126,12 +89,12 @@ func recoverAfterFailures(t *testing.T, name string, cfg Config, fail int, err e
 			recovered <- e.Attempt
 		}
 	}
-	c, cerr := Connect(context.Background(), "backoff+memory://"+name, cfg)
+	c, cerr := Connect(context.Background(), "faulty+memory://"+name, cfg)
 	if cerr != nil {
 		t.Fatal(cerr)
 	}
 	t.Cleanup(func() { _ = c.Close(context.Background()) })
-	f.left.Store(int32(fail))
+	f.dialsLeft.Store(int32(fail))
 	memory.Lookup(name).DropConnections()
 	select {
 	case n := <-recovered:

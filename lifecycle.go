@@ -399,7 +399,7 @@ func reattach(ctx context.Context, consumers []*consumerCore, chans []transport.
 	return inParallel(ctx, len(consumers), attachWidth, func(ctx context.Context, _, i int) error {
 		k := consumers[i]
 		if err := k.attachChannel(ctx, chans[i]); err != nil {
-			if transport.Code(err) == transport.CodeNotFound || channelRefusal(err) {
+			if channelRefusal(err) {
 				k.markStalled(err)
 				return nil
 			}

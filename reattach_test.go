@@ -3,89 +3,12 @@ package acemq
 import (
 	"context"
 	"log/slog"
-	"net/url"
 	"slices"
-	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
-	"github.com/acemq-go/acemq/transport"
 	"github.com/acemq-go/acemq/transport/memory"
 )
-
-// refuse+memory:// is memory:// whose consumes on chosen queues are
-// refused, the way RabbitMQ refuses a stream consumer on a node where the
-// stream's replica has not started yet after a partition (406 on the
-// channel; the connection stays up).
-func init() { transport.Register("refuse+memory", consumeRefusingDialer{}) }
-
-// consumeRefusals is, per broker, how many more consumes to refuse on each
-// queue.
-var consumeRefusals sync.Map // broker name → *refusals
-
-type refusals struct {
-	mu   sync.Mutex
-	left map[string]int
-	seen atomic.Int32 // consumes refused so far
-}
-
-func (r *refusals) take(queue string) bool {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if r.left[queue] > 0 {
-		r.left[queue]--
-		r.seen.Add(1)
-		return true
-	}
-	return false
-}
-
-type consumeRefusingDialer struct{}
-
-func (consumeRefusingDialer) Name() string           { return memory.Driver{}.Name() }
-func (consumeRefusingDialer) Capabilities() []string { return memory.Driver{}.Capabilities() }
-
-func (consumeRefusingDialer) Dial(ctx context.Context, cfg transport.Config) (transport.Connection, int, error) {
-	u, err := url.Parse(cfg.URL)
-	if err != nil {
-		return nil, 0, err
-	}
-	name := u.Host
-	u.Scheme = "memory"
-	cfg.URL = u.String()
-	c, frameMax, err := memory.Driver{}.Dial(ctx, cfg)
-	if err != nil {
-		return nil, 0, err
-	}
-	return consumeRefusingConn{Connection: c, broker: name}, frameMax, nil
-}
-
-type consumeRefusingConn struct {
-	transport.Connection
-	broker string
-}
-
-func (c consumeRefusingConn) Channel(ctx context.Context) (transport.Channel, error) {
-	ch, err := c.Connection.Channel(ctx)
-	if err != nil {
-		return nil, err
-	}
-	return consumeRefusingChannel{Channel: ch, broker: c.broker}, nil
-}
-
-type consumeRefusingChannel struct {
-	transport.Channel
-	broker string
-}
-
-func (ch consumeRefusingChannel) Consume(ctx context.Context, spec transport.ConsumeSpec) (<-chan transport.Delivery, error) {
-	if v, ok := consumeRefusals.Load(ch.broker); ok && v.(*refusals).take(spec.Queue) {
-		_ = ch.Channel.Close()
-		return nil, &transport.Error{Code: transport.CodePreconditionFailed, Reason: "PRECONDITION_FAILED - queue '" + spec.Queue + "' does not have a replica on the local node", Server: true}
-	}
-	return ch.Channel.Consume(ctx, spec)
-}
 
 // After a lost connection, a consumer the broker refuses on its own
 // channel (here 406, as a stream without a replica on the node yet) is
@@ -97,12 +20,10 @@ func (ch consumeRefusingChannel) Consume(ctx context.Context, spec transport.Con
 // restarted after a partition took its whole client down again).
 func TestARefusedReattachDoesNotHoldUpTheRecovery(t *testing.T) {
 	const name = "reattach-refused"
-	r := &refusals{left: map[string]int{}}
-	consumeRefusals.Store(name, r)
-	t.Cleanup(func() { consumeRefusals.Delete(name); memory.Delete(name) })
+	f := injectFaults(t, name)
 
 	recovered := make(chan int, 4)
-	c, err := Connect(context.Background(), "refuse+memory://"+name, Config{
+	c, err := Connect(context.Background(), "faulty+memory://"+name, Config{
 		Logger:           slog.New(slog.DiscardHandler),
 		RecoveryInterval: 5 * time.Millisecond,
 		OnEvent: func(e Event) {
@@ -134,9 +55,7 @@ func TestARefusedReattachDoesNotHoldUpTheRecovery(t *testing.T) {
 	// The broker refuses the next consumes on "refused" (the recovery's
 	// and the re-subscriber's first ones), then lets it in.
 	const refuse = 3
-	r.mu.Lock()
-	r.left["refused"] = refuse
-	r.mu.Unlock()
+	f.refuseConsumes("refused", refuse)
 	memory.Lookup(name).DropConnections()
 
 	select {
@@ -163,7 +82,7 @@ func TestARefusedReattachDoesNotHoldUpTheRecovery(t *testing.T) {
 					return
 				}
 			case <-limit:
-				t.Fatalf("%s was not consumed within 10s (refusals so far: %d)", want, r.seen.Load())
+				t.Fatalf("%s was not consumed within 10s (refusals so far: %d)", want, f.refused.Load())
 			}
 		}
 	}
@@ -171,7 +90,7 @@ func TestARefusedReattachDoesNotHoldUpTheRecovery(t *testing.T) {
 	wait("healthy:after")
 	send("refused", "after")
 	wait("refused:after")
-	if n := r.seen.Load(); n != refuse {
+	if n := f.refused.Load(); n != refuse {
 		t.Fatalf("%d consumes refused, want all %d (the re-subscriber tried until the broker let it in)", n, refuse)
 	}
 	if st := c.Health(ctx).Stalled; slices.Contains(st, "refused") {

@@ -977,7 +977,8 @@ func (c Cluster) settle(ctx context.Context, q string, limit time.Duration) erro
 			return nil
 		}
 		if partitioned >= 0 && !restarted && time.Until(deadline) < limit-15*time.Second {
-			c.logf("   node %d is still partitioned, or not back, 15 s after the heal (%s); restarting its app (the operator's step)", partitioned+1, firstLine(errors.New(why)))
+			reason, _, _ := strings.Cut(why, "\n")
+			c.logf("   node %d is still partitioned, or not back, 15 s after the heal (%s); restarting its app (the operator's step)", partitioned+1, reason)
 			if _, err := c.ctl(ctx, partitioned, "stop_app"); err != nil {
 				// A node hung in its own restart may refuse stop_app;
 				// start_app is still the step to try.
