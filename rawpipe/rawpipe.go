@@ -1,7 +1,12 @@
-// Package rawpipe reaches the engine's pinned-channel raw publishing from
-// the patterns (the outbox relay) without an exported name in package
-// acemq. Package acemq sets Open in an init func; a program that links
-// this package links acemq, so Open is set before any caller runs.
+// Package rawpipe names the types of (*acemq.Conn).RawPipe: raw messages
+// written in batches on one confirming channel, so that the broker routes
+// them in the order written across batches, while the confirms of one
+// batch are awaited as the next is written. The outbox relay publishes
+// through it; code that relays stored messages in order can do the same.
+//
+// The package holds types only, so that package acemq can return them
+// without the package growing a name for each; it is versioned with the
+// root module (github.com/acemq-go/acemq).
 package rawpipe
 
 import "context"
@@ -49,7 +54,3 @@ type Pipe interface {
 	// ctx.
 	Write(ctx context.Context, ms []Message, after Batch) Batch
 }
-
-// Open returns a pipe on conn (an *acemq.Conn), or nil for anything else.
-// Package acemq sets it.
-var Open func(conn any) Pipe
