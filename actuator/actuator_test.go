@@ -13,7 +13,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/acemq-go/acemq/internal/alarmtest"
+	"github.com/acemq-go/acemq/actuator/internal/alarmtest"
 
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"

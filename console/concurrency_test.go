@@ -15,7 +15,7 @@ import (
 
 	"github.com/acemq-go/acemq"
 	"github.com/acemq-go/acemq/header"
-	"github.com/acemq-go/acemq/internal/testenv"
+	"github.com/acemq-go/acemq/console/internal/testenv"
 )
 
 // brokers: the in-process broker, and the real one.

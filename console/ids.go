@@ -10,7 +10,7 @@ import (
 
 	"github.com/acemq-go/acemq"
 	"github.com/acemq-go/acemq/header"
-	"github.com/acemq-go/acemq/internal/safetext"
+	"github.com/acemq-go/acemq/console/internal/safetext"
 )
 
 // contentIDPrefix starts the id the console gives a message that carries

@@ -7,7 +7,7 @@ import (
 	"fmt"
 	"testing"
 
-	"github.com/acemq-go/acemq/internal/dbtest"
+	"github.com/acemq-go/acemq/sqlstore/internal/dbtest"
 	"github.com/acemq-go/acemq/sqlstore"
 )
 

@@ -7,7 +7,7 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/acemq-go/acemq/internal/mysqltable"
+	"github.com/acemq-go/acemq/stream/internal/mysqltable"
 	"github.com/acemq-go/acemq/sqlstore"
 )
 

@@ -16,9 +16,9 @@ import (
 	"time"
 
 	"github.com/acemq-go/acemq"
-	"github.com/acemq-go/acemq/internal/brokertest"
-	"github.com/acemq-go/acemq/internal/dbtest"
-	"github.com/acemq-go/acemq/internal/testenv"
+	"github.com/acemq-go/acemq/stream/internal/brokertest"
+	"github.com/acemq-go/acemq/stream/internal/dbtest"
+	"github.com/acemq-go/acemq/stream/internal/testenv"
 	"github.com/acemq-go/acemq/sqlstore"
 )
 

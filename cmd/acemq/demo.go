@@ -19,7 +19,7 @@ import (
 
 	"github.com/acemq-go/acemq"
 	"github.com/acemq-go/acemq/idempotency"
-	"github.com/acemq-go/acemq/internal/redact"
+	"github.com/acemq-go/acemq/cmd/acemq/internal/redact"
 	"github.com/acemq-go/acemq/outbox"
 	"github.com/acemq-go/acemq/rpc"
 )

@@ -13,7 +13,7 @@ import (
 	_ "modernc.org/sqlite"             // registers "sqlite": the demo's default, nothing to install
 
 	"github.com/acemq-go/acemq/idempotency"
-	"github.com/acemq-go/acemq/internal/redact"
+	"github.com/acemq-go/acemq/cmd/acemq/internal/redact"
 	"github.com/acemq-go/acemq/outbox"
 	"github.com/acemq-go/acemq/sqlstore"
 )

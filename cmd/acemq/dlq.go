@@ -19,7 +19,7 @@ import (
 	"github.com/acemq-go/acemq"
 	"github.com/acemq-go/acemq/crypto"
 	"github.com/acemq-go/acemq/header"
-	"github.com/acemq-go/acemq/internal/safetext"
+	"github.com/acemq-go/acemq/cmd/acemq/internal/safetext"
 	"github.com/acemq-go/acemq/replay"
 )
 

@@ -53,7 +53,7 @@ import (
 
 	"github.com/acemq-go/acemq"
 	"github.com/acemq-go/acemq/codec/schemas"
-	"github.com/acemq-go/acemq/internal/codecutil"
+	"github.com/acemq-go/acemq/codec/avro/internal/codecutil"
 )
 
 // Content types.

@@ -9,7 +9,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/acemq-go/acemq"
-	"github.com/acemq-go/acemq/internal/dbtest"
+	"github.com/acemq-go/acemq/outbox/pgnotify/internal/dbtest"
 	"github.com/acemq-go/acemq/outbox"
 	"github.com/acemq-go/acemq/outbox/pgnotify"
 )

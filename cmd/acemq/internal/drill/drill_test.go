@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"github.com/acemq-go/acemq"
-	"github.com/acemq-go/acemq/internal/testenv"
+	"github.com/acemq-go/acemq/cmd/acemq/internal/testenv"
 	"go.uber.org/goleak"
 )
 
