@@ -2,13 +2,17 @@
 #
 #   make test          installs/starts RabbitMQ, PostgreSQL and MariaDB if needed,
 #                      runs every test on RabbitMQ 3.10 and, beside it,
-#                      the second pass (`make test-rabbitmq4`)
+#                      the second pass (`make test-rabbitmq4`), the cluster
+#                      drills and the install check (`make installcheck`)
 #   make test-rabbitmq4  the second pass: the broker-facing packages, the
 #                      demo and the cluster drill on RabbitMQ 4.0 (Debian
 #                      13's, in a chroot, every deprecated feature denied)
 #   make test-short    tests without services (service tests skip)
 #   make lint          gofmt, go vet, staticcheck (every module)
 #   make tidy          go mod tidy in every module (scripts/modules.sh)
+#   make installcheck  install every module from a made-up release through a
+#                      file:// module proxy, as a user would (make test runs it)
+#   make release VERSION=vX.Y.Z  tag every module at one version (scripts/release.sh)
 #   make bench         benchmarks
 #   make fuzz          every fuzz target in the module for FUZZTIME each (default
 #                      60s); `make test` runs their seed corpora
@@ -64,7 +68,7 @@ SQLDRIVERS = -overlay "$$(scripts/sqldrivers.sh)"
 # The env files written by the service scripts (KEY=value lines).
 SERVICE_ENV := set -a; . "$(ACEMQ_STATE_DIR)/rabbitmq/env"; . "$(ACEMQ_STATE_DIR)/postgres/env"; . "$(ACEMQ_STATE_DIR)/mariadb/env"; . "$(ACEMQ_STATE_DIR)/chromium/env"; set +a
 
-.PHONY: drill-partition drill-partition-short test test-rabbitmq4 warm pass-rabbitmq3 pass-rabbitmq4 pass-partition pass-clusters test-short lint tidy bench services-up services-down drill-cluster fuzz outbox-crash bench-outbox schedule-restart schedule-lateness drills $(addprefix drill-,$(DRILLS))
+.PHONY: drill-partition drill-partition-short installcheck release test test-rabbitmq4 warm pass-rabbitmq3 pass-rabbitmq4 pass-partition pass-clusters test-short lint tidy bench services-up services-down drill-cluster fuzz outbox-crash bench-outbox schedule-restart schedule-lateness drills $(addprefix drill-,$(DRILLS))
 
 services-up:
 	@scripts/rabbitmq.sh start
@@ -95,7 +99,7 @@ services-down:
 # 3. three lanes side by side (pass-rabbitmq3: everything on 3.10;
 #    pass-rabbitmq4: the cluster drill, then the broker-facing packages on
 #    4.0; pass-clusters: the partition drill's short run on both versions,
-#    then the cluster drill on 3.10). Each prints its output whole when it
+#    then the cluster drill on 3.10, then the install check). Each prints its output whole when it
 #    ends (make's --output-sync). The 4.0 pass uses
 #    the second PostgreSQL database (LISTEN/NOTIFY is per database);
 #    MariaDB tests make a database of their own each.
@@ -144,10 +148,28 @@ pass-rabbitmq3:
 # drill's short run on both versions (its publishers paced, so that it
 # shares the machine), then the cluster drill on 3.10 (three nodes of their
 # own, the connected node stopped mid-flight, nothing confirmed may go
-# missing; the 4.0 pass runs it on 4.0).
+# missing; the 4.0 pass runs it on 4.0), then the install check (no broker).
 pass-clusters:
 	@$(MAKE) --no-print-directory pass-partition PART_ENV="$(PARTITION_TEST_ENV)" PART_TIMEOUT=6m
 	@$(MAKE) --no-print-directory drill-cluster
+	@$(MAKE) --no-print-directory installcheck
+
+# Installing as a user would (scripts/installcheck.sh, no broker; about a
+# minute): a made-up release cut by scripts/release.sh in a temporary clone,
+# served by a file:// module proxy built from its tags; `go get` of every
+# module, README.md's install lines, a program importing each module, the
+# installed command's demo on memory://. `make test` runs it in its third
+# lane.
+installcheck:
+	@scripts/installcheck.sh
+
+# A release of every module at once, with one version
+# (docs/installing.md#how-a-release-is-cut): go.mod files, CHANGELOG.md and
+# the install lines rewritten, one commit, one tag per module. Nothing is
+# pushed.
+release:
+	@test -n "$(VERSION)" || { echo "make release: set VERSION, e.g. make release VERSION=v0.10.0" >&2; exit 1; }
+	@scripts/release.sh "$(VERSION)"
 
 # The second pass, on RabbitMQ 4.0 (scripts/rabbitmq4.sh: Debian 13's
 # rabbitmq-server in a chroot, every deprecated feature denied), with

@@ -6,7 +6,9 @@
 #   scripts/release.sh set vX.Y.Z      every go.mod requires its AceMQ siblings
 #                                      at vX.Y.Z; every module tidied
 #   scripts/release.sh prepare vX.Y.Z  set, CHANGELOG's Unreleased section
-#                                      becomes vX.Y.Z's, one commit
+#                                      becomes vX.Y.Z's, the install lines of
+#                                      README.md and docs/installing.md name
+#                                      vX.Y.Z, one commit
 #   scripts/release.sh tag vX.Y.Z      one tag per published module at HEAD:
 #                                      vX.Y.Z for the root, <dir>/vX.Y.Z for the
 #                                      others (scripts/modules.sh published)
@@ -73,6 +75,16 @@ changelog() {
 	mv CHANGELOG.md.new CHANGELOG.md
 }
 
+# install_lines V: the version in README.md's and docs/installing.md's
+# `go get`/`go install` lines (scripts/installcheck.sh runs README's).
+install_lines() {
+	local v="$1" f
+	for f in README.md docs/installing.md; do
+		[[ -f "$f" ]] || continue
+		sed -E -i "s#(github\.com/acemq-go/acemq[A-Za-z0-9/._-]*)@v[0-9]+\.[0-9]+\.[0-9]+(-[0-9A-Za-z.-]+)?#\1@$v#g" "$f"
+	done
+}
+
 clean_tree() {
 	git diff --quiet HEAD -- || die "the working tree has uncommitted changes; commit or stash them first"
 }
@@ -83,7 +95,8 @@ prepare() {
 	git rev-parse -q --verify "refs/tags/$v" >/dev/null && die "tag $v exists already"
 	set_version "$v"
 	changelog "$v"
-	git add -A -- CHANGELOG.md go.work $(git ls-files -- '*go.mod' '*go.sum') $(git ls-files --others --exclude-standard -- '*go.sum')
+	install_lines "$v"
+	git add -A -- CHANGELOG.md README.md $(ls docs/installing.md 2>/dev/null) go.work $(git ls-files -- '*go.mod' '*go.sum') $(git ls-files --others --exclude-standard -- '*go.sum')
 	git commit -q -m "Release $v: every module at $v (scripts/release.sh)"
 	echo "release: committed $(git rev-parse --short HEAD) (Release $v)"
 }
