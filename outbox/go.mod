@@ -5,7 +5,6 @@ go 1.26.0
 require (
 	github.com/acemq-go/acemq v0.10.0
 	github.com/acemq-go/acemq/sqlstore v0.10.0
-	github.com/go-sql-driver/mysql v1.10.2
 	go.opentelemetry.io/otel v1.47.0
 	go.opentelemetry.io/otel/metric v1.47.0
 	go.opentelemetry.io/otel/sdk v1.47.0
@@ -16,7 +15,6 @@ require (
 )
 
 require (
-	filippo.io/edwards25519 v1.2.0 // indirect
 	github.com/cespare/xxhash/v2 v2.3.0 // indirect
 	github.com/dustin/go-humanize v1.1.0 // indirect
 	github.com/go-logr/logr v1.4.4 // indirect
