@@ -19,7 +19,6 @@ import (
 	"testing"
 	"time"
 
-
 	"github.com/acemq-go/acemq"
 	"github.com/acemq-go/acemq/outbox/internal/dbtest"
 	"github.com/acemq-go/acemq/outbox/internal/testenv"

@@ -114,6 +114,10 @@ for m in "${mods[@]}"; do
 	run go get "$p@$version"
 	imports+="	_ \"$p\""$'\n'
 done
+# docs/installing.md's upgrade line: every AceMQ module in the graph at one version.
+mapfile -t upgrade < <(go list -m -f "{{.Path}}@$version" github.com/acemq-go/acemq/...)
+((${#upgrade[@]} >= ${#mods[@]} - 1)) || fail "go list -m github.com/acemq-go/acemq/... names ${#upgrade[@]} modules, fewer than were added"
+run go get "${upgrade[@]}"
 printf 'package main\n\nimport (\n%s)\n\nfunc main() {}\n' "$imports" >main.go
 run go build -o "$work/program" .
 step "built a program importing a package of each of the $((${#mods[@]} - 1)) library modules"
