@@ -8,8 +8,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/acemq-go/acemq/internal/dbtest"
 	"github.com/acemq-go/acemq/sqlstore"
+	"github.com/acemq-go/acemq/sqlstore/internal/dbtest"
 )
 
 func TestRebindNumbersPlaceholdersForPostgresOnly(t *testing.T) {

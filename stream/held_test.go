@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/acemq-go/acemq"
-	"github.com/acemq-go/acemq/internal/brokertest"
+	"github.com/acemq-go/acemq/stream/internal/brokertest"
 )
 
 // retryHeldEvery sets how often a held reader tries again (the tests
