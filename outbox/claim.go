@@ -413,6 +413,18 @@ func (o *owner) failed(ctx context.Context, id string, reason string) (bool, err
 	return n == 1, o.fail(err)
 }
 
+// noted keeps reason as the last error of a record the relay holds,
+// spending no attempt (an outage: the broker refused it for a reason of
+// its own).
+func (o *owner) noted(ctx context.Context, id string, reason string) error {
+	q, err := o.session(ctx)
+	if err != nil {
+		return err
+	}
+	_, err = o.s.exec(ctx, q, `UPDATE acemq_outbox SET last_error = ? WHERE id = ? AND locked_by = ?`, truncate(reason, 1000), id, o.relay)
+	return o.fail(err)
+}
+
 // unlock drops the relay's locks (a relay that stops hands over at once).
 func (o *owner) unlock(ctx context.Context) error {
 	q, err := o.session(ctx)

@@ -122,7 +122,7 @@
 //     next relay send those records again: a repeated run, so first copies
 //     and last copies are each in seq order.
 //   - When record k fails (unroutable, nacked, a missing exchange, a
-//     timeout, a lost connection), the records before it arrived in order,
+//     timeout, a lost connection, a size limit), the records before it arrived in order,
 //     and records after it that were already on the wire before the
 //     failure was known may arrive once ahead of k: the rest of k's batch
 //     and, for a running relay (Run), the next batch, never a record
@@ -130,8 +130,8 @@
 //     claimed after the next is written only once k's batch is confirmed;
 //     SweepOnce writes one batch at a time, so only the rest of k's). All of them stay
 //     stored and are sent again after k is published (or retired). Once k
-//     has spent an attempt it goes out alone, so a failure about the
-//     record causes this once; an outage can cause it again. A consumer that keeps the last copy of each id sees seq
+//     has failed it goes out alone (an attempt spent, or the relay held at
+//     it by an outage), so a failing record causes this once per relay. A consumer that keeps the last copy of each id sees seq
 //     order; one that drops duplicates by id (package idempotency) may see
 //     such a record before k.
 //   - A retired record (MaxAttempts failures) is skipped: the records
@@ -139,16 +139,24 @@
 //
 // # Failures
 //
-// A nack, an unroutable return, a missing exchange, a header over the
-// limits Go consumers can read or over frame_max (acemq.ErrHeaderLimit) or
-// a body over the maximum message size (acemq.ErrMessageTooLarge) is about
-// the record:
-// attempts + 1 and last_error (≤ 1,000 characters); at 10 attempts the
-// record is retired: kept, skipped by relays, listed by Store.Retired and
-// put back by Store.Release. A refused publish (blocked broker, recovery), a lost
-// connection or a timeout is not about the record: the sweep stops and no
-// attempt is spent. Either way the sweep stops at the first failure and
-// deletes nothing after it (see the order rule above).
+// Only what is about the record itself spends an attempt: a header over
+// the limits Go consumers can read or over frame_max (acemq.ErrHeaderLimit)
+// or a body over the maximum message size (acemq.ErrMessageTooLarge), which
+// no change on the broker's side lets through: attempts + 1 and last_error
+// (≤ 1,000 characters); at 10 attempts the record is retired: kept,
+// skipped by relays, listed by Store.Retired and put back by
+// Store.Release. Everything else is about the broker's state, an outage:
+// a nack (a full queue with x-overflow reject-publish), an unroutable
+// return (no queue bound yet), a missing exchange (404), a refused publish
+// (blocked broker, recovery), a lost connection, a timeout. No attempt is
+// spent (the reason is kept in last_error); the relay is held at that
+// record (Relay.Held, Relay.Health DEGRADED), tries again with back-off
+// (the interval, doubling, at most 30 s; wake-ups do not cut it short) and
+// publishes the record alone before anything after it, so a later record
+// of the sequence never goes out for good without it. A record that can
+// never go (its exchange is gone for good) holds the relay until an
+// operator retires it (Store.Retire). Either way the sweep stops at the
+// first failure and deletes nothing after it (see the order rule above).
 //
 // The manual's page on the patterns: https://github.com/acemq-go/acemq/blob/main/docs/patterns.md
 package outbox

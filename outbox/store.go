@@ -28,6 +28,10 @@ const MaxAttempts = 10
 // record (unknown, already published, or not yet retired).
 var ErrNotRetired = errors.New("acemq: no retired outbox record has that id")
 
+// ErrNotPending is returned by Retire for an id that is not a pending
+// record (unknown, already published, or retired already).
+var ErrNotPending = errors.New("acemq: no pending outbox record has that id")
+
 // Store is the outbox table in one database. It is safe for concurrent
 // use; every method waits on ctx.
 type Store struct {
@@ -436,6 +440,30 @@ func (s *Store) Release(ctx context.Context, id string) error {
 	}
 	if n == 0 {
 		return fmt.Errorf("%w: %s", ErrNotRetired, id)
+	}
+	return nil
+}
+
+// Retire sets a pending record aside by hand, as MaxAttempts failures
+// would: relays skip it, Retired lists it and Release puts it back. It is
+// for a record an outage holds every relay at that can never go out (its
+// exchange is gone for good: see Relay.Held); reason is kept as its last
+// error. A relay publishing it at that moment may still get it through. It
+// returns ErrNotPending when id is not a pending record.
+func (s *Store) Retire(ctx context.Context, id, reason string) error {
+	if strings.TrimSpace(reason) == "" {
+		reason = "retired by hand"
+	}
+	res, err := s.db.ExecContext(ctx, s.q(`UPDATE acemq_outbox SET attempts = ?, last_error = ? WHERE id = ? AND attempts < ?`), MaxAttempts, truncate(reason, 1000), id, MaxAttempts)
+	if err != nil {
+		return fmt.Errorf("acemq: cannot retire outbox record %s: %w", id, err)
+	}
+	n, err := sqlstore.RowsAffected(res)
+	if err != nil {
+		return err
+	}
+	if n == 0 {
+		return fmt.Errorf("%w: %s", ErrNotPending, id)
 	}
 	return nil
 }
