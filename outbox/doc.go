@@ -82,6 +82,23 @@
 // transaction that called Add. A running relay therefore holds one pooled
 // connection on PostgreSQL and MySQL.
 //
+// Leases are written and compared on the database's clock (now() in the
+// claim's SQL, sqlstore.Dialect.NowMillis), never a relay's own, so a relay
+// whose clock runs ahead cannot take another's records early; only the
+// relay's own elapsed time (its three-quarter stop, below) is measured
+// locally.
+//
+// Poolers: a relay needs a database session of its own (PostgreSQL: its
+// session-level advisory lock tells other relays it is alive, and its
+// session settings make the claim safe). A direct connection, or a pooler
+// in session mode (PgBouncer's pool_mode = session), gives it one. Behind a
+// pooler in transaction or statement mode its statements land on whichever
+// server session is free, so the relay refuses to claim, with an error
+// saying so: before taking its lock it asks another connection of the pool
+// for its server process, which such a pooler answers with the relay's own
+// (tested against PgBouncer 1.18 in both modes). Store.Add itself runs in
+// the caller's transaction and works through any pooler.
+//
 // Fencing: a relay that lost its claim writes nothing another relay now
 // owns. It writes a batch only while the claim is less than three
 // quarters through its lease, reading the clock before every write, so a

@@ -179,7 +179,7 @@ func TestRelayKilledBetweenPublishAndDeletePublishesAgain(t *testing.T) {
 		ctx := context.Background()
 		s := newStore(t, b)
 		clock := &fakeClock{t: time.Now()}
-		s.now = clock.now
+		s.now, s.leaseNow = clock.now, clock.now
 		c, _ := memConn(t, "orders")
 		sent := add(t, s, c, "", "orders", order{"a", 1}, order{"b", 2})
 

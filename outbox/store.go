@@ -37,7 +37,12 @@ var ErrNotPending = errors.New("acemq: no pending outbox record has that id")
 type Store struct {
 	db      *sql.DB
 	dialect sqlstore.Dialect
-	now     func() time.Time
+	// now is this process's clock: created_at and the lag metric.
+	now func() time.Time
+	// leaseNow, when set, is the time relays' leases are written and
+	// compared at (tests); nil: the database's clock, the one clock all
+	// relays share.
+	leaseNow func() time.Time
 }
 
 // NewStore returns the outbox store over db in the given dialect. It does
@@ -60,6 +65,15 @@ func (s *Store) DB() *sql.DB { return s.db }
 func (s *Store) Dialect() sqlstore.Dialect { return s.dialect }
 
 func (s *Store) q(query string) string { return s.dialect.Rebind(query) }
+
+// leaseAt is the argument of a lease statement's COALESCE(?, now): nil,
+// so the database's clock is read, or the test's lease clock in epoch ms.
+func (s *Store) leaseAt() any {
+	if s.leaseNow == nil {
+		return nil
+	}
+	return s.leaseNow().UnixMilli()
+}
 
 // mysqlSchema is the table on MySQL. Ids and relay names are VARBINARY,
 // compared byte for byte: the default collations compare text without

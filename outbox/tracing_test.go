@@ -116,7 +116,7 @@ func TestRelayPublishSpanCarriesTheOutboxLagAndContinuesTheStoredTrace(t *testin
 		s := newStore(t, b)
 		// created_at is whole milliseconds: start on one, so lags are exact.
 		clock := &fakeClock{t: time.UnixMilli(time.Now().UnixMilli())}
-		s.now = clock.now
+		s.now, s.leaseNow = clock.now, clock.now
 		c, _ := memConn(t, "orders")
 		if err := c.Apply(ctx, acemq.NewTopology().Queue("orders", acemq.QueueOptions{Type: acemq.Classic}).Exchange("shop", acemq.Direct, acemq.ExchangeOptions{}).Bind("orders", "shop", "orders")); err != nil {
 			t.Fatal(err)
