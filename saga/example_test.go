@@ -92,7 +92,7 @@ func ExampleWithSweepEvery() {
 		}},
 		saga.Step{Name: "ship", Action: func(ctx context.Context, c saga.Call) error { fmt.Println("ship"); return nil }},
 	)
-	first, _ := saga.NewRunner(db, sqlstore.SQLite, saga.WithLease(100*time.Millisecond))
+	first, _ := saga.NewRunner(db, sqlstore.SQLite, saga.WithLease(time.Second))
 	if err := first.EnsureSchema(ctx); err != nil {
 		fmt.Println(err)
 		return
