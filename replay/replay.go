@@ -79,6 +79,9 @@ type config struct {
 	keep      bool
 	now       func() time.Time
 	hopBudget time.Duration
+	mgmtURL   string // ManagementAPI
+	vhost     string
+	unsafe    bool // AllowUnsafeRead
 }
 
 // ToQueue moves messages to queue through the default exchange instead of
@@ -128,6 +131,14 @@ func KeepAttempts() Option { return func(c *config) { c.keep = true } }
 // kept. The copy is published mandatory, persistent and confirmed, and the
 // source copy is acknowledged only after that.
 //
+// With a Filter, the messages it declines are handed back to source
+// (basic.nack with requeue), so the pass first asks what that does there,
+// as Browse does: where it would move them toward a delivery limit or
+// hold them back, or where that cannot be learned (give ManagementAPI on
+// RabbitMQ), nothing is moved and the error is an *UnsafeReadError,
+// unless AllowUnsafeRead. Without a Filter every message examined is
+// moved, so nothing is handed back but a message whose move failed.
+//
 // Replaying a queue onto itself is refused. When a message cannot be moved
 // (unroutable, refused, not confirmed) it is returned to the source and the
 // pass stops with Reason Failed; the error is returned too. A cancelled ctx
@@ -159,7 +170,21 @@ func Queue(ctx context.Context, conn *acemq.Conn, source string, opts ...Option)
 	if cfg.limit < 0 {
 		return rep, &acemq.ConfigurationError{Option: "replay.Limit", Reason: fmt.Sprintf("limit %d is negative", cfg.limit)}
 	}
-	p := pass{conn: conn, cfg: &cfg, rep: &rep}
+	var a Access
+	if cfg.filter != nil {
+		// Declined messages are handed back: on a queue where that counts
+		// toward a delivery limit (or holds them back), refuse first.
+		var err error
+		a, err = inspect(ctx, conn, source, &cfg)
+		if err == nil && !a.Safe {
+			err = &UnsafeReadError{Access: a}
+		}
+		if err != nil && !cfg.unsafe {
+			rep.Reason, rep.Err = Failed, err
+			return rep, err
+		}
+	}
+	p := pass{conn: conn, cfg: &cfg, rep: &rep, byNack: a.ReturnByNack}
 	p.run(ctx)
 	if rep.Reason == Failed || rep.Reason == Cancelled {
 		return rep, rep.Err
@@ -171,7 +196,10 @@ type pass struct {
 	conn *acemq.Conn
 	cfg  *config
 	rep  *Report
-	held []*acemq.Pulled
+	held []*acemq.Pulled // declined (or failed) messages, in the order taken
+	// byNack hands held messages back with basic.nack rather than with
+	// the puller's close (Access.ReturnByNack).
+	byNack bool
 }
 
 func (p *pass) stop(reason Reason, err error) {
@@ -210,20 +238,27 @@ func (p *pass) run(ctx context.Context) {
 		return
 	}
 	defer func() {
-		// Declined messages go back now, in the order they were taken.
+		// Declined messages go back now, in the order they were taken:
+		// nacked one by one where a nack is what keeps them uncounted,
+		// else with the puller's close, which keeps their place on a
+		// quorum queue without a limit (a nack would put them last).
 		returned := true
-		for _, m := range p.held {
-			if err := m.Nack(true); err != nil {
-				returned = false
-				break // the channel is gone: the broker returns them
+		if p.byNack {
+			for _, m := range p.held {
+				if err := m.Nack(true); err != nil {
+					returned = false
+					break // the channel is gone: the broker returns them
+				}
 			}
+		}
+		if err := puller.Close(); err != nil && !p.byNack {
+			returned = false
 		}
 		// RabbitMQ takes them back asynchronously; wait until it counts
 		// them, so the next reader (another pass, a purge) sees them.
 		if returned && len(p.held) > 0 {
 			awaitReturned(ctx, p.conn, rep.Source, budget-rep.Moved)
 		}
-		_ = puller.Close()
 	}()
 	for examined := 0; ; examined++ {
 		switch {
@@ -274,7 +309,7 @@ func (p *pass) move(ctx context.Context, m *acemq.Pulled) bool {
 	err := p.conn.PublishRaw(hctx, raw)
 	cancel()
 	if err != nil {
-		_ = m.Nack(true) // if the channel is gone the broker returns it anyway
+		p.held = append(p.held, m) // handed back at the end of the pass
 		if !p.ctxStop(ctx) {
 			p.stop(Failed, fmt.Errorf("acemq: cannot replay message %s from %s to exchange %q with key %q; it was returned to %s: %w", m.Envelope.ID, rep.Source, rep.Exchange, rep.RoutingKey, rep.Source, err))
 		}
