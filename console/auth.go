@@ -68,6 +68,11 @@ func (c *Console) guard(h http.HandlerFunc) http.HandlerFunc {
 			c.unauthorized(w, r, "")
 			return
 		}
+		if why := embedded(r); why != "" {
+			c.audit.add(r, auditEntry{Action: "request", Queue: r.PathValue("queue"), Result: "refused: " + why + " (" + r.Method + " " + r.URL.Path + ")"})
+			c.errorPage(w, r, http.StatusForbidden, "This request was made by a page of another origin ("+why+"); open the console itself.")
+			return
+		}
 		h(w, r.WithContext(context.WithValue(r.Context(), authKey{}, a)))
 	}
 }
@@ -98,6 +103,7 @@ func (c *Console) scoped(h http.HandlerFunc) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		queue := r.PathValue("queue")
 		if !replay.IsSetAside(queue) {
+			c.audit.add(r, auditEntry{Action: "request", Queue: queue, Result: "refused: not a QUEUE.dlq or QUEUE.parked queue (" + r.Method + " " + r.URL.Path + ")"})
 			c.errorPage(w, r, http.StatusNotFound, fmt.Sprintf("%s is not a dead-letter queue; the console reads and changes only the QUEUE.dlq and QUEUE.parked queues its overview lists, never a live queue (reading one would take its messages and give them back, and on a quorum queue count each read against its delivery limit).", quote(queue)))
 			return
 		}
@@ -134,6 +140,33 @@ func (c *Console) action(name string, h http.HandlerFunc) http.HandlerFunc {
 		}
 		h(w, r)
 	}))
+}
+
+// embedded says why r is a page of another origin loading the console as
+// a resource (an image, a script, a fetch): the browser marks it
+// Sec-Fetch-Site cross-site or same-site (another port of the same host
+// is same-site, and gets the cookie) and not a navigation. Every page the
+// console serves is read, and may read a queue, only when asked for
+// directly; "" when r is not such a request.
+func embedded(r *http.Request) string {
+	site := r.Header.Get("Sec-Fetch-Site")
+	if site != "cross-site" && site != "same-site" {
+		return ""
+	}
+	if mode := r.Header.Get("Sec-Fetch-Mode"); mode != "navigate" {
+		return fmt.Sprintf("the browser marks it Sec-Fetch-Site: %s, Sec-Fetch-Mode: %s", site, safeHeader(mode))
+	}
+	if dest := r.Header.Get("Sec-Fetch-Dest"); dest != "" && dest != "document" {
+		return fmt.Sprintf("the browser marks it Sec-Fetch-Site: %s, Sec-Fetch-Dest: %s", site, safeHeader(dest))
+	}
+	return ""
+}
+
+func safeHeader(v string) string {
+	if v == "" {
+		return "(none)"
+	}
+	return quote(v)
 }
 
 // crossSite says why a request comes from another origin, or "" when the

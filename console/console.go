@@ -35,6 +35,7 @@ import (
 
 	"github.com/acemq-go/acemq"
 	"github.com/acemq-go/acemq/internal/queuelist"
+	"github.com/acemq-go/acemq/replay"
 )
 
 // Config configures a Console. Token is required; the zero value of every
@@ -116,6 +117,10 @@ type Console struct {
 
 	audit auditLog
 
+	// manage names the management API for reads (replay.ManagementAPI);
+	// nil when the console has no broker URL to derive it from.
+	manage replay.Option
+
 	// browseHook, when set (tests), runs after each message a browse
 	// reads, while the console holds the queue; holdHook runs just before
 	// the console waits for a queue.
@@ -184,6 +189,13 @@ func New(conn *acemq.Conn, cfg Config) (*Console, error) {
 		stats: map[string]*queueStats{},
 	}
 	c.audit = auditLog{w: cfg.Audit, log: cfg.Logger, who: c.who}
+	if cfg.URL != "" && !queuelist.IsMemory(cfg.URL) {
+		mgmt := cfg.ManagementURL
+		if mgmt == "" {
+			mgmt, _ = queuelist.ManagementURL(cfg.URL)
+		}
+		c.manage = replay.ManagementAPI(mgmt, queuelist.VhostOf(cfg.URL))
+	}
 	c.routes()
 	return c, nil
 }
@@ -225,6 +237,19 @@ func (c *Console) hold(queue string) (release func()) {
 	}
 	mu.Lock()
 	return mu.Unlock
+}
+
+// readOptions are the options of a read of a queue: the management API,
+// and AllowUnsafeRead when the operator asked for it (readAnyway).
+func (c *Console) readOptions(unsafe bool) []replay.Option {
+	var opts []replay.Option
+	if c.manage != nil {
+		opts = append(opts, c.manage)
+	}
+	if unsafe {
+		opts = append(opts, replay.AllowUnsafeRead())
+	}
+	return opts
 }
 
 // listQueues lists every queue's name.

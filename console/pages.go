@@ -94,6 +94,11 @@ func (c *Console) routes() {
 	m.HandleFunc("GET /q/{queue}", c.guard(c.scoped(c.serveQueue)))
 	m.HandleFunc("GET /q/{queue}/m/{id}", c.guard(c.scoped(c.serveMessage)))
 	m.HandleFunc("GET /q/{queue}/m/{id}/raw", c.guard(c.scoped(c.serveRaw)))
+	// The same reads, asked for with "Read anyway" where a read counts
+	// deliveries (readAnyway: POST, CSRF, audited, never read-only).
+	m.HandleFunc("POST /q/{queue}", c.guard(c.scoped(c.readAnyway(c.serveQueue))))
+	m.HandleFunc("POST /q/{queue}/m/{id}", c.guard(c.scoped(c.readAnyway(c.serveMessage))))
+	m.HandleFunc("POST /q/{queue}/m/{id}/raw", c.guard(c.scoped(c.readAnyway(c.serveRaw))))
 	m.HandleFunc("/q/{queue}/replay", c.action("replay", c.replayAction))
 	m.HandleFunc("/q/{queue}/park", c.action("park", c.parkAction))
 	m.HandleFunc("/q/{queue}/purge", c.action("purge", c.purgeAction))
@@ -147,7 +152,7 @@ func (c *Console) brokerError(w http.ResponseWriter, r *http.Request, queue stri
 }
 
 func (c *Console) serveOverview(w http.ResponseWriter, r *http.Request) {
-	rows, err := c.overview(r.Context())
+	rows, err := c.overview(r.Context(), r)
 	data := struct {
 		Rows   []overviewRow
 		Error  string
@@ -160,7 +165,7 @@ func (c *Console) serveOverview(w http.ResponseWriter, r *http.Request) {
 }
 
 func (c *Console) serveOverviewJSON(w http.ResponseWriter, r *http.Request) {
-	rows, err := c.overview(r.Context())
+	rows, err := c.overview(r.Context(), r)
 	out := struct {
 		Queues []overviewRow `json:"queues"`
 		Error  string        `json:"error,omitempty"`
@@ -220,11 +225,17 @@ func (c *Console) serveQueue(w http.ResponseWriter, r *http.Request) {
 		p.FilterError = safetext.Line(err.Error())
 		sel.Filter = ""
 	}
-	sc, err := c.read(r.Context(), queue, sel)
+	unsafe := readAnywayAsked(r)
+	sc, err := c.read(r.Context(), queue, sel, unsafe)
+	if c.refusedRead(w, r, queue, "read", err) {
+		return
+	}
 	if err != nil {
+		c.audit.add(r, auditEntry{Action: "read", Queue: queue, Filter: sel.Filter, Group: sel.Group, Result: "failed: " + strings.TrimPrefix(err.Error(), "acemq: ")})
 		c.brokerError(w, r, queue, err)
 		return
 	}
+	c.audit.add(r, auditEntry{Action: "read", Queue: queue, Filter: sel.Filter, Group: sel.Group, Result: readResult(sc.Read, sc.Depth, unsafe)})
 	p.Scan = sc
 	for _, g := range sc.Rest {
 		p.OtherSelected = p.OtherSelected || g.Key == sel.Group
@@ -266,7 +277,10 @@ func showEnvelope(m *message) shownEnvelope {
 // serveMessage shows one message in full; the read is audited.
 func (c *Console) serveMessage(w http.ResponseWriter, r *http.Request) {
 	queue, id := r.PathValue("queue"), r.PathValue("id")
-	m, n, err := c.find(r.Context(), queue, id)
+	m, n, err := c.find(r.Context(), queue, id, readAnywayAsked(r))
+	if c.refusedRead(w, r, queue, "view", err) {
+		return
+	}
 	if err != nil {
 		c.audit.add(r, auditEntry{Action: "view", Queue: queue, ID: id, Result: "failed: " + strings.TrimPrefix(err.Error(), "acemq: ")})
 		c.brokerError(w, r, queue, err)
@@ -289,7 +303,10 @@ func (c *Console) serveMessage(w http.ResponseWriter, r *http.Request) {
 // by the browser); the read is audited.
 func (c *Console) serveRaw(w http.ResponseWriter, r *http.Request) {
 	queue, id := r.PathValue("queue"), r.PathValue("id")
-	m, n, err := c.find(r.Context(), queue, id)
+	m, n, err := c.find(r.Context(), queue, id, readAnywayAsked(r))
+	if c.refusedRead(w, r, queue, "raw", err) {
+		return
+	}
 	if err != nil {
 		c.audit.add(r, auditEntry{Action: "raw", Queue: queue, ID: id, Result: "failed: " + strings.TrimPrefix(err.Error(), "acemq: ")})
 		c.brokerError(w, r, queue, err)

@@ -2,7 +2,9 @@ package console
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"net/http"
 	"regexp"
 	"sort"
 	"strings"
@@ -116,8 +118,9 @@ func (s selection) predicate() (replay.Predicate, error) {
 
 // read browses up to ScanLimit messages of queue under the queue's lock,
 // and lists those sel selects. Groups and duplicates are over everything
-// read.
-func (c *Console) read(ctx context.Context, queue string, sel selection) (scan, error) {
+// read. A read that would count deliveries (replay.Inspect) fails with a
+// *replay.UnsafeReadError unless unsafe: the operator asked for it.
+func (c *Console) read(ctx context.Context, queue string, sel selection, unsafe bool) (scan, error) {
 	keep, err := sel.predicate()
 	if err != nil {
 		return scan{}, err
@@ -158,7 +161,7 @@ func (c *Console) read(ctx context.Context, queue string, sel selection) (scan, 
 			c.browseHook(queue, pos)
 		}
 		return true
-	})
+	}, c.readOptions(unsafe)...)
 	if err != nil {
 		return sc, err
 	}
@@ -205,8 +208,8 @@ type message struct {
 
 // find browses queue for the first message with id, its own or its
 // content id (under the queue's lock), and counts its copies among the
-// messages read.
-func (c *Console) find(ctx context.Context, queue, id string) (*message, int, error) {
+// messages read. It reads only where that is safe, unless unsafe (read).
+func (c *Console) find(ctx context.Context, queue, id string, unsafe bool) (*message, int, error) {
 	defer c.hold(queue)()
 	var found *message
 	var hash string
@@ -230,7 +233,7 @@ func (c *Console) find(ctx context.Context, queue, id string) (*message, int, er
 		}
 		hash = h
 		return true
-	})
+	}, c.readOptions(unsafe)...)
 	if found != nil && found.NoID {
 		found.Identical = k.seen[hash]
 	}
@@ -244,6 +247,7 @@ type queueStats struct {
 	partial    bool // oldest is of the first oldestOf messages only
 	oldestOf   int
 	oldestRead time.Time // zero: read it at the next refresh
+	unread     string    // why the last look did not read the queue ("" when it did)
 }
 
 type sample struct {
@@ -263,6 +267,9 @@ type overviewRow struct {
 	PerMinute float64 `json:"perMinute"` // depth change per minute over the last minute or so
 	Growth    string  `json:"growth"`
 	Error     string  `json:"error,omitempty"`
+	// Unread says why the console does not read the queue by itself: a
+	// read there would count deliveries (replay.Access.Why).
+	Unread string `json:"unread,omitempty"`
 }
 
 // oldestEvery is how often the overview reads a queue again for its
@@ -276,7 +283,7 @@ const oldestEvery = 30 * time.Second
 // at most every 30 s per queue (and by every queue page), skipped while
 // the console is busy with the queue. Rows are sorted by depth, largest
 // first; a queue whose depth cannot be read comes first.
-func (c *Console) overview(ctx context.Context) ([]overviewRow, error) {
+func (c *Console) overview(ctx context.Context, req *http.Request) ([]overviewRow, error) {
 	names, err := c.listQueues(ctx)
 	if err != nil {
 		return nil, err
@@ -321,9 +328,10 @@ func (c *Console) overview(ctx context.Context) ([]overviewRow, error) {
 		}
 		r.Growth = growthText(r.PerMinute)
 		if refresh {
-			c.readOldest(ctx, n)
+			c.readOldest(ctx, req, n)
 		}
 		c.statsMu.Lock()
+		r.Unread = st.unread
 		if !st.oldest.IsZero() && depth > 0 {
 			r.Oldest = age(now.Sub(st.oldest))
 			if st.partial {
@@ -383,14 +391,16 @@ func (c *Console) noteOldest(queue string, oldest time.Time, read, depth int) {
 	st := c.statsFor(queue)
 	c.statsMu.Lock()
 	defer c.statsMu.Unlock()
-	st.oldest, st.oldestRead = oldest, time.Now()
+	st.oldest, st.oldestRead, st.unread = oldest, time.Now(), ""
 	st.partial, st.oldestOf = read < depth, read
 }
 
 // readOldest reads the first ScanLimit messages of queue for the earliest
 // first-seen, unless the console is busy with the queue (then the last
-// value stays).
-func (c *Console) readOldest(ctx context.Context, queue string) {
+// value stays), and only where a read is safe: a queue where it would
+// count deliveries is never read unasked; its row says why instead. The
+// read is audited as r's.
+func (c *Console) readOldest(ctx context.Context, r *http.Request, queue string) {
 	mu := c.lock(queue)
 	if !mu.TryLock() {
 		return
@@ -406,9 +416,23 @@ func (c *Console) readOldest(ctx context.Context, queue string) {
 			oldest = f
 		}
 		return true
-	})
+	}, c.readOptions(false)...)
+	var unsafe *replay.UnsafeReadError
+	if errors.As(err, &unsafe) {
+		c.noteUnread(queue, unsafe.Access.Why)
+		return
+	}
 	if err != nil {
 		return
 	}
+	c.audit.add(r, auditEntry{Action: "read", Queue: queue, Result: fmt.Sprintf("read %d of %d for the overview's oldest", n, info.Messages)})
 	c.noteOldest(queue, oldest, n, info.Messages)
+}
+
+// noteUnread records why the overview does not read queue.
+func (c *Console) noteUnread(queue, why string) {
+	st := c.statsFor(queue)
+	c.statsMu.Lock()
+	defer c.statsMu.Unlock()
+	st.unread, st.oldestRead = why, time.Now()
 }

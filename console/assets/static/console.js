@@ -80,7 +80,8 @@
         tr.appendChild(td);
         cell(tr, "name", q.source);
         cell(tr, "num depth", q.depth === null || q.depth === undefined ? "unknown" : String(q.depth));
-        cell(tr, "oldest", q.oldest || "");
+        var oldest = cell(tr, "oldest", q.unread ? "not read (a read would change it; open the queue for why)" : (q.oldest || ""));
+        if (q.unread) oldest.title = "not read: " + q.unread;
         cell(tr, "growth", q.growth || "");
         rows.appendChild(tr);
         if (q.error) {
