@@ -24,9 +24,11 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"errors"
+	"fmt"
 	"html/template"
 	"io"
 	"log/slog"
+	"math"
 	"net/http"
 	"net/netip"
 	"strings"
@@ -52,11 +54,17 @@ type Config struct {
 	// ListQueues, when set, lists the broker's queues instead of URL and
 	// ManagementURL (a service that knows its queues can name them).
 	ListQueues func(ctx context.Context) ([]string, error)
-	// Token is the secret that signs a browser in (?token= once, or the
-	// login form; the browser then holds a session cookie, never the
-	// token) or that a script sends as Authorization: Bearer. At least 16
-	// characters; GenerateToken makes one.
+	// Token is the secret that signs a browser in (the sign-in form; the
+	// browser then holds a session cookie, never the token) or that a
+	// script sends as Authorization: Bearer. It never goes in a URL: a
+	// request carrying ?token= is refused, since a browser keeps URLs in
+	// its history. At least 16 characters and about 64 bits of estimated
+	// randomness ("passwordpassword" is refused); GenerateToken makes one.
+	// SignInLink makes one-time links that sign a browser in without it.
 	Token string
+	// SignInCodeTTL is how long a SignInLink's one-time code may wait to
+	// be used (default 1 hour).
+	SignInCodeTTL time.Duration
 	// SessionTTL is how long a browser stays signed in (default 12 hours).
 	// A session also ends on sign-out, and every session ends when the
 	// process stops.
@@ -117,6 +125,8 @@ type Console struct {
 
 	audit auditLog
 
+	signIns *throttle // failed sign-ins
+
 	// manage names the management API for reads (replay.ManagementAPI);
 	// nil when the console has no broker URL to derive it from.
 	manage replay.Option
@@ -138,14 +148,53 @@ func GenerateToken() (string, error) {
 	return hex.EncodeToString(b), nil
 }
 
+// minTokenBits is the least estimated randomness a token may have.
+const minTokenBits = 64
+
+// tokenBits estimates a token's randomness from its spread of characters
+// (its length times the Shannon entropy of its characters' frequencies):
+// 32 random hex digits give about 125, "passwordpassword" about 44.
+func tokenBits(t string) float64 {
+	counts := map[rune]float64{}
+	n := 0.0
+	for _, r := range t {
+		counts[r]++
+		n++
+	}
+	h := 0.0
+	for _, c := range counts {
+		p := c / n
+		h -= p * math.Log2(p)
+	}
+	return h * n
+}
+
+// SignInLink returns the path, under BasePath, of a one-time sign-in link
+// ("/sign-in#code=…"), for the operator to open: the code sits in the
+// fragment, which a browser never sends, and the page posts it once to
+// start a session, so neither the token nor a live code is left in the
+// browser's history. A code works once, within SignInCodeTTL. It fails
+// only if the system's random source does.
+func (c *Console) SignInLink() (string, error) {
+	code, err := c.sessions.mint()
+	if err != nil {
+		return "", errors.New("acemq: cannot make a sign-in link: the system's random source failed; sign in with the token")
+	}
+	return c.cfg.BasePath + "/sign-in#code=" + code, nil
+}
+
 // New returns the console for conn. It fails with a ConfigurationError
-// when conn is nil or the token is empty or shorter than 16 characters.
+// when conn is nil or the token is empty, shorter than 16 characters or
+// guessable (minTokenBits).
 func New(conn *acemq.Conn, cfg Config) (*Console, error) {
 	if conn == nil {
 		return nil, &acemq.ConfigurationError{Option: "conn", Reason: "the console needs an open Conn; pass the one acemq.Connect returned"}
 	}
 	if len(cfg.Token) < 16 {
 		return nil, &acemq.ConfigurationError{Option: "console.Config.Token", Reason: "the token is empty or shorter than 16 characters; give at least 16 random characters (openssl rand -hex 16), or leave the acemq console's --token unset to have one generated (console.GenerateToken in Go)"}
+	}
+	if bits := tokenBits(cfg.Token); bits < minTokenBits {
+		return nil, &acemq.ConfigurationError{Option: "console.Config.Token", Reason: fmt.Sprintf("the token looks guessable (about %.0f bits of randomness by its spread of characters, want %d): repeated or few distinct characters; give 32 random hex digits (openssl rand -hex 16), or leave the acemq console's --token unset to have one generated (console.GenerateToken in Go)", bits, minTokenBits)}
 	}
 	trusted, err := parseTrusted(cfg.IdentityHeader, cfg.TrustedProxies)
 	if err != nil {
@@ -166,6 +215,9 @@ func New(conn *acemq.Conn, cfg Config) (*Console, error) {
 	if cfg.SessionTTL <= 0 {
 		cfg.SessionTTL = 12 * time.Hour
 	}
+	if cfg.SignInCodeTTL <= 0 {
+		cfg.SignInCodeTTL = time.Hour
+	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
@@ -174,7 +226,7 @@ func New(conn *acemq.Conn, cfg Config) (*Console, error) {
 	if err != nil {
 		return nil, err
 	}
-	sess, err := newSessions(cfg.SessionTTL)
+	sess, err := newSessions(cfg.SessionTTL, cfg.SignInCodeTTL)
 	if err != nil {
 		return nil, errors.New("acemq: cannot start the console: the system's random source failed")
 	}
@@ -187,6 +239,9 @@ func New(conn *acemq.Conn, cfg Config) (*Console, error) {
 		sessions: sess, cookieName: "acemq_console_" + id, trusted: trusted, broker: brokerLabel(cfg.URL),
 		locks: map[string]*sync.Mutex{},
 		stats: map[string]*queueStats{},
+		// Ten wrong tries at once from one address, then one every 6 s;
+		// a hundred from all addresses, then ten a second.
+		signIns: newThrottle(10, 6*time.Second),
 	}
 	c.audit = auditLog{w: cfg.Audit, log: cfg.Logger, who: c.who}
 	if cfg.URL != "" && !queuelist.IsMemory(cfg.URL) {

@@ -87,6 +87,8 @@ func (c *Console) routes() {
 	static, _ := fs.Sub(assets, "assets/static")
 	m.Handle("GET /static/", http.StripPrefix("/static/", http.FileServerFS(static)))
 	m.HandleFunc("POST /login", c.login)
+	m.HandleFunc("GET /sign-in", c.signInPage)
+	m.HandleFunc("POST /sign-in", c.signInWithCode)
 	m.HandleFunc("POST /logout", c.logout)
 	m.HandleFunc("GET /{$}", c.guard(c.serveOverview))
 	m.HandleFunc("GET /api/overview", c.guard(c.serveOverviewJSON))

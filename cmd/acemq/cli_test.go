@@ -808,7 +808,7 @@ func TestDemoConsoleServesTheDeadLettersUntilInterrupted(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer func() { _ = cmd.Process.Kill(); _ = cmd.Wait() }()
-	consoleLine := regexp.MustCompile(`console: (http://127\.0\.0\.1:\d+)/\?token=([0-9a-f]{32})`)
+	consoleLine := regexp.MustCompile(`console: (http://127\.0\.0\.1:\d+)/sign-in#code=[0-9a-f]{32}\ntoken: ([0-9a-f]{32})\n`)
 	buf := make([]byte, 4096)
 	var got strings.Builder
 	var m []string

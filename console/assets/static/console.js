@@ -126,6 +126,18 @@
     });
   }
 
+  // A one-time sign-in link: the code is in the fragment, which the
+  // browser never sent. Drop it from the address, then post it once.
+  var codeForm = document.getElementById("sign-in-code");
+  if (codeForm) {
+    var m = /^#code=([0-9a-f]+)$/.exec(location.hash);
+    if (m) {
+      history.replaceState(null, "", location.pathname);
+      document.getElementById("code").value = m[1];
+      codeForm.submit();
+    }
+  }
+
   // Select every row on the page.
   var all = document.getElementById("select-all");
   if (all) {
