@@ -315,7 +315,7 @@ func (c *Console) logout(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	why := crossSite(r)
-	if !equal(r.PostFormValue("csrf"), c.sessions.csrf(ck.Value)) {
+	if why == "" && !equal(r.PostFormValue("csrf"), c.sessions.csrf(ck.Value)) {
 		why = "missing or wrong CSRF token"
 	}
 	if why != "" {

@@ -36,6 +36,7 @@ func parsePages(cfg Config) (map[string]*template.Template, error) {
 	funcs := template.FuncMap{
 		"q":       func(name string) string { return url.PathEscape(name) },
 		"line":    safetext.Line,
+		"mark":    func(s string) template.HTML { return marked(s, 0) },
 		"clip":    clip,
 		"age":     func(t time.Time) string { return ageSince(t) },
 		"percent": func(f float64) string { return fmt.Sprintf("%.0f%%", f*100) },
@@ -248,7 +249,7 @@ func (c *Console) serveQueue(w http.ResponseWriter, r *http.Request) {
 	p.Page = min(max(p.Page, 1), p.Pages)
 	lo := (p.Page - 1) * size
 	p.Rows = sc.Matching[min(lo, len(sc.Matching)):min(lo+size, len(sc.Matching))]
-	c.render(w, r, http.StatusOK, "queue", queue, p)
+	c.render(w, r, http.StatusOK, "queue", safetext.Line(queue), p)
 }
 
 // messagePage is the message page's data; every text from the message is
@@ -294,7 +295,7 @@ func (c *Console) serveMessage(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	c.audit.add(r, auditEntry{Action: "view", Queue: queue, ID: m.ID, Result: fmt.Sprintf("shown (%d bytes)", len(m.Body))})
-	c.render(w, r, http.StatusOK, "message", "Message "+m.ID, messagePage{
+	c.render(w, r, http.StatusOK, "message", "Message "+safetext.Line(m.ID), messagePage{
 		Queue: queue, IsDLQ: strings.HasSuffix(queue, ".dlq"), Msg: m, Read: n, Fields: showEnvelope(m),
 		History: history(m.Envelope, m.Headers, replay.SourceOf(queue)),
 		Headers: headerLines(m.Headers, c.cfg.TraceURL), Body: decodeBody(m.ContentType, m.Body),

@@ -2,6 +2,7 @@ package console
 
 import (
 	"bytes"
+	"html/template"
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
@@ -79,11 +80,13 @@ func cut(kind, s string) body {
 }
 
 // clipped is a one-line value from a message for a table cell: escaped
-// (safetext.Line) and, when long, cut to its start; Full (itself cut at
-// 4,096 characters) is for the cell's title, the message page shows all.
+// by the one rule with the escapes marked (marked) and, when long, cut to
+// its start; Full (escaped, itself cut at 4,096 characters) is for the
+// cell's title, the message page shows all.
 type clipped struct {
-	Short, Full string
-	Cut         bool
+	Short template.HTML
+	Full  string
+	Cut   bool
 }
 
 const (
@@ -91,17 +94,14 @@ const (
 	clipTitle = 4096
 )
 
-func clip(s string) clipped {
-	s = safetext.Line(s)
+func clip(raw string) clipped {
+	s := safetext.Line(raw)
 	full, cutFull := runePrefix(s, clipTitle)
 	if cutFull {
 		full += "…"
 	}
-	short, cutShort := runePrefix(s, clipCell)
-	if !cutShort {
-		return clipped{Short: s, Full: s}
-	}
-	return clipped{Short: short + "…", Full: full, Cut: true}
+	_, cutShort := runePrefix(s, clipCell)
+	return clipped{Short: marked(raw, clipCell), Full: full, Cut: cutShort}
 }
 
 // runePrefix is s's first n characters, and whether s was longer.

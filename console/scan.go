@@ -59,15 +59,25 @@ var (
 
 // reasonGroup reduces an x-acemq-error reason to its group: ids become
 // {id} and numbers N, so "exhausted 6 attempts: timeout after 30s" and
-// "exhausted 5 attempts: timeout after 12s" fall together.
+// "exhausted 5 attempts: timeout after 12s" fall together. The group is
+// the reason escaped by the one rule (safetext), so it is safe anywhere a
+// page puts it, with the ids and numbers replaced in the text only, never
+// inside an escape (\x1b stays \x1b, not \xNb).
 func reasonGroup(reason string) string {
 	if strings.TrimSpace(reason) == "" {
 		return "(no reason)"
 	}
-	s := safetext.Line(reason)
-	s = uuidRE.ReplaceAllString(s, "{id}")
-	s = hexRE.ReplaceAllString(s, "{id}")
-	return numberRE.ReplaceAllString(s, "N")
+	var b strings.Builder
+	safetext.Segments(reason, func(text string, esc bool) {
+		if esc {
+			b.WriteString(text)
+			return
+		}
+		text = uuidRE.ReplaceAllString(text, "{id}")
+		text = hexRE.ReplaceAllString(text, "{id}")
+		b.WriteString(numberRE.ReplaceAllString(text, "N"))
+	})
+	return b.String()
 }
 
 // selection is what an action or a listing applies to: ids, a filter
@@ -259,8 +269,13 @@ type sample struct {
 // could not be read (Error says why and what to do): unknown is never
 // shown as zero.
 type overviewRow struct {
-	Name      string  `json:"name"`
-	Source    string  `json:"source"`
+	// Name and Source are the real names (a link carries Name
+	// percent-encoded); NameParts and SourceParts are how a page shows
+	// them, every escape marked (mark.go).
+	Name        string `json:"name"`
+	NameParts   []part `json:"nameParts"`
+	Source      string `json:"source"`
+	SourceParts []part `json:"sourceParts"`
 	Kind      string  `json:"kind"` // "dlq" or "parked"
 	Depth     *int    `json:"depth"`
 	Oldest    string  `json:"oldest"`    // age of the oldest message read, "" when empty or unknown
@@ -294,7 +309,7 @@ func (c *Console) overview(ctx context.Context, req *http.Request) ([]overviewRo
 		if !replay.IsSetAside(n) {
 			continue
 		}
-		r := overviewRow{Name: safetext.Line(n), Source: safetext.Line(replay.SourceOf(n)), Kind: "dlq"}
+		r := overviewRow{Name: n, NameParts: parts(n), Source: replay.SourceOf(n), SourceParts: parts(replay.SourceOf(n)), Kind: "dlq"}
 		if strings.HasSuffix(n, ".parked") {
 			r.Kind = "parked"
 		}
