@@ -27,6 +27,9 @@ type preview struct {
 	Read    int
 	Depth   int
 	Message string // why the action is not yet done (a wrong name, say)
+	// Unreadable counts the selected messages whose headers the Go client
+	// could not read: a replay sends them as they were published.
+	Unreadable int
 }
 
 // outcome is the page an action shows after it acted.
@@ -85,8 +88,14 @@ func (c *Console) move(w http.ResponseWriter, r *http.Request, action, queue, ta
 			return
 		}
 		c.audit.add(r, auditEntry{Action: action + " preview", Queue: queue, Filter: sel.Filter, Group: sel.Group, IDs: sel.IDs, Result: readResult(sc.Read, sc.Depth, unsafe) + fmt.Sprintf(", %d selected", len(sc.Matching))})
+		unreadable := 0
+		for _, m := range sc.Matching {
+			if m.Unreadable {
+				unreadable++
+			}
+		}
 		c.render(w, r, http.StatusOK, "preview", "Preview", preview{Action: action, Queue: queue, Target: target, Sel: sel, Keep: keep,
-			Count: len(sc.Matching), Read: sc.Read, Depth: sc.Depth})
+			Count: len(sc.Matching), Read: sc.Read, Depth: sc.Depth, Unreadable: unreadable})
 		return
 	}
 	entry := auditEntry{Action: action, Queue: queue, Filter: sel.Filter, Group: sel.Group, IDs: sel.IDs}

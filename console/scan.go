@@ -31,6 +31,7 @@ type row struct {
 	Redelivered bool
 	Duplicate   bool
 	Bytes       int
+	Unreadable  bool // headers the Go client could not read (replay.Unreadable)
 }
 
 // group is one reason group: reasons that differ only in ids and numbers.
@@ -164,7 +165,7 @@ func (c *Console) read(ctx context.Context, queue string, sel selection, unsafe 
 		if keep(e, m.Body) {
 			sc.Matching = append(sc.Matching, row{
 				Index: pos, ID: id, NoID: id == cid, Type: clip(e.Type), Attempt: e.Attempt, FirstSeen: e.FirstSeen, Error: clip(e.Error), Group: g,
-				Origin: clip(e.Origin), Redelivered: m.Redelivered, Bytes: len(m.Body),
+				Origin: clip(e.Origin), Redelivered: m.Redelivered, Bytes: len(m.Body), Unreadable: replay.Unreadable(m),
 			})
 		}
 		if c.browseHook != nil {

@@ -151,3 +151,25 @@ func TestBrowserBidiQueueNamesOpenTheirOwnQueue(t *testing.T) {
 		do(t, tab, "back to the overview", chromedp.Navigate(f.srv.URL+"/"))
 	}
 }
+
+// The preview of a replay says which selected messages carry headers the
+// Go client cannot read, and that they go out with their original bytes.
+func TestReplayPreviewSaysUnreadableHeadersGoOutAsPublished(t *testing.T) {
+	f := newFixture(t, memURL(t), nil)
+	q := seedQueue(t, f.conn)
+	parked := acemq.ParkedQueue(q)
+	deadLetter(t, f.conn, parked, letter{reason: "plain"})
+	// As the RabbitMQ transport delivers such a message (here put as it is
+	// on the in-process broker).
+	env := acemq.NewEnvelope()
+	h := env.WireHeaders()
+	h["x-acemq-unreadable"] = `header "x-deep" nests tables or arrays 121 levels deep`
+	h["acemq-unreadable-headers"] = []byte{6, 'x', '-', 'd', 'e', 'e', 'p', 'S', 0, 0, 0, 0}
+	if err := f.conn.PublishRaw(context.Background(), acemq.RawMessage{RoutingKey: parked, MessageID: env.ID, Headers: h, Body: []byte("{}")}); err != nil {
+		t.Fatal(err)
+	}
+	_, body := f.post("/q/"+url.PathEscape(parked)+"/replay", nil)
+	if !strings.Contains(body, `id="unreadable-note"><b>1</b> of them carry headers the Go AMQP client cannot read`) {
+		t.Fatalf("the preview does not say it:\n%s", body)
+	}
+}

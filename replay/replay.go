@@ -21,6 +21,8 @@ import (
 
 	"github.com/acemq-go/acemq"
 	"github.com/acemq-go/acemq/header"
+	"github.com/acemq-go/acemq/internal/wire"
+	"github.com/acemq-go/acemq/transport"
 )
 
 // Reason says why a pass stopped.
@@ -124,7 +126,9 @@ func KeepAttempts() Option { return func(c *config) { c.keep = true } }
 // Queue replays messages from source, which is normally {q}.dlq or
 // {q}.parked, to {q} through the default exchange (or the target options
 // say). It examines at most the messages present when it starts, moving
-// each accepted one with its original bytes and these header changes:
+// each accepted one with its original bytes (headers the Go AMQP client
+// could not read included: they go out as the bytes they came in as, see
+// Unreadable) and these header changes:
 // acemq-replayed-from = source, acemq-replayed-at = now (RFC 3339),
 // acemq-replay-count + 1, and, unless KeepAttempts, x-acemq-attempt = 1
 // and x-acemq-error removed; id, first-seen and every other header are
@@ -304,6 +308,11 @@ func (p *pass) move(ctx context.Context, m *acemq.Pulled) bool {
 	raw := m.Raw(rep.Exchange, rep.RoutingKey)
 	raw.Transient = false
 	raw.NotMandatory = false
+	if err := restoreUnreadable(raw.Headers); err != nil {
+		p.held = append(p.held, m) // handed back at the end of the pass
+		p.stop(Failed, fmt.Errorf("acemq: cannot replay message %s from %s as it was published: %w; it was returned to %s", m.Envelope.ID, rep.Source, err, rep.Source))
+		return false
+	}
 	stamp(raw.Headers, m.Envelope, rep.Source, cfg.now(), cfg.keep)
 	hctx, cancel := context.WithTimeout(ctx, cfg.hopBudget)
 	err := p.conn.PublishRaw(hctx, raw)
@@ -320,6 +329,46 @@ func (p *pass) move(ctx context.Context, m *acemq.Pulled) bool {
 		return false
 	}
 	return true
+}
+
+// restoreUnreadable puts back, into h, the headers the Go AMQP client
+// could not read: the RabbitMQ transport delivered them moved, as their
+// original AMQP bytes, into acemq-unreadable-headers, with
+// x-acemq-unreadable saying why (the reading side's rewrite). A replay
+// sends the message as it was published: those bytes go back as the
+// headers they were (transport.RawField, written byte for byte by the
+// RabbitMQ transport's own publishing connection) and the two headers of
+// the rewrite go. It fails when the bytes were too large to keep.
+func restoreUnreadable(h map[string]any) error {
+	reason, ok := h[wire.UnreadableHeader]
+	if !ok {
+		return nil
+	}
+	kept, ok := h[wire.KeptHeader].([]byte)
+	if !ok {
+		return fmt.Errorf("its headers that the Go AMQP client cannot read (%v) were not kept whole when it was read", reason)
+	}
+	restored := map[string]any{}
+	if err := wire.SplitEntries(kept, func(key string, field []byte) {
+		restored[key] = transport.RawField(append([]byte(nil), field...))
+	}); err != nil {
+		return fmt.Errorf("the kept bytes of its headers that the Go AMQP client cannot read do not read as AMQP fields (%v)", err)
+	}
+	delete(h, wire.UnreadableHeader)
+	delete(h, wire.KeptHeader)
+	for k, v := range restored {
+		h[k] = v
+	}
+	return nil
+}
+
+// Unreadable reports whether m carries headers the Go AMQP client could
+// not read (the RabbitMQ transport delivered them kept as bytes). A replay
+// sends them as they were published: a consumer in another language reads
+// them; a Go consumer sets the message aside again.
+func Unreadable(m *acemq.Pulled) bool {
+	_, ok := m.Headers[wire.UnreadableHeader]
+	return ok
 }
 
 // replayedAtLayout is how acemq-replayed-at is written (contract §1.7):

@@ -29,6 +29,15 @@ import (
 // []byte, time.Time, nested Table or []any, as AMQP 0-9-1 allows.
 type Table map[string]any
 
+// RawField is one AMQP field value as it travels, its type tag first, for a
+// header that must go out byte for byte as it came in: a replay of a
+// message whose headers the Go client could not read puts their original
+// bytes back this way. The RabbitMQ transport's own publishing connection
+// writes it as it is; with frames=amqp091 it is decoded and written again
+// (same values, possibly other integer widths); the in-process broker
+// holds the values it decodes to.
+type RawField []byte
+
 // Properties are the AMQP basic properties AceMQ reads and writes.
 type Properties struct {
 	ContentType  string

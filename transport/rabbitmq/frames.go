@@ -286,6 +286,11 @@ func appendField(dst []byte, v any, depth int) ([]byte, error) {
 		}
 		be.PutUint32(dst[at:at+4], uint32(len(dst)-at-4))
 		return dst, nil
+	case transport.RawField:
+		if len(v) == 0 {
+			return dst, fmt.Errorf("an empty raw field: %w", errUnencodable)
+		}
+		return append(dst, v...), nil
 	case transport.Table:
 		return appendTable(append(dst, 'F'), v, depth+1)
 	case amqp.Table:
