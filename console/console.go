@@ -36,7 +36,7 @@ import (
 	"time"
 
 	"github.com/acemq-go/acemq"
-	"github.com/acemq-go/acemq/internal/queuelist"
+	"github.com/acemq-go/acemq/console/internal/queuelist"
 	"github.com/acemq-go/acemq/replay"
 )
 
