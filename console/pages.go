@@ -266,15 +266,22 @@ type messagePage struct {
 }
 
 // shownEnvelope is a message's envelope and properties as the page shows
-// them, each escaped with safetext.Line.
+// them: escaped by the one rule with the escapes marked, and each cut at
+// maxField characters (a 100 KB type must not make the page 30,000 px
+// tall; the raw bytes and the download have every value whole).
 type shownEnvelope struct {
-	Type, Error, Origin, Correlation, Causation, Exchange, RoutingKey, ContentType, ReplyTo string
+	Type, Error, Origin, Correlation, Causation, Exchange, RoutingKey, ContentType, ReplyTo, MessageID, AMQPCorrelation template.HTML
 }
 
+// maxField bounds a value the message page shows in its envelope table.
+const maxField = 2000
+
 func showEnvelope(m *message) shownEnvelope {
-	e, l := m.Envelope, safetext.Line
+	e := m.Envelope
+	l := func(s string) template.HTML { return marked(s, maxField) }
 	return shownEnvelope{Type: l(e.Type), Error: l(e.Error), Origin: l(e.Origin), Correlation: l(e.CorrelationID), Causation: l(e.CausationID),
-		Exchange: l(m.Exchange), RoutingKey: l(m.RoutingKey), ContentType: l(m.ContentType), ReplyTo: l(m.ReplyTo)}
+		Exchange: l(m.Exchange), RoutingKey: l(m.RoutingKey), ContentType: l(m.ContentType), ReplyTo: l(m.ReplyTo),
+		MessageID: l(m.MessageID), AMQPCorrelation: l(m.CorrelationID)}
 }
 
 // serveMessage shows one message in full; the read is audited.

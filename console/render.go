@@ -167,6 +167,9 @@ type headerLine struct {
 	Trace string // a tracing UI link for traceparent, when configured
 }
 
+// maxHeaderShown bounds a header value the message page shows.
+const maxHeaderShown = 4096
+
 // headerLines renders every header, sorted by name, tables and arrays
 // (x-death) spelled out.
 func headerLines(h map[string]any, traceURL string) []headerLine {
@@ -178,7 +181,11 @@ func headerLines(h map[string]any, traceURL string) []headerLine {
 	out := make([]headerLine, 0, len(names))
 	for _, k := range names {
 		v := formatValue(h[k], "")
-		l := headerLine{Name: safetext.Line(k), Value: safetext.Block(v)}
+		shown := v
+		if cut, more := runePrefix(v, maxHeaderShown); more {
+			shown = cut + fmt.Sprintf("\n… (cut here: %d characters in all; the download has it whole)", utf8.RuneCountInString(v))
+		}
+		l := headerLine{Name: safetext.Line(k), Value: safetext.Block(shown)}
 		if k == "traceparent" && traceURL != "" {
 			if id := traceID(v); id != "" {
 				l.Trace = strings.ReplaceAll(traceURL, "{traceId}", id)

@@ -209,7 +209,9 @@ type message struct {
 	ReplyTo     string
 	Redelivered bool
 	Priority    uint8
-	Headers     map[string]any
+	// MessageID and CorrelationID are the AMQP properties as received.
+	MessageID, CorrelationID string
+	Headers                  map[string]any
 	Body        []byte
 	ID          string // the id the console shows (see ids.go)
 	NoID        bool   // named by its content
@@ -240,7 +242,7 @@ func (c *Console) find(ctx context.Context, queue, id string, unsafe bool) (*mes
 		found = &message{
 			Position: pos, Envelope: m.Envelope, RoutingKey: m.RoutingKey, Exchange: m.Exchange,
 			ContentType: m.ContentType, ReplyTo: m.ReplyTo, Redelivered: m.Redelivered, Priority: m.Priority,
-			Headers: m.Headers, Body: m.Body, ID: shown, NoID: shown == cid, Copies: 1,
+			MessageID: m.MessageID, CorrelationID: m.CorrelationID, Headers: m.Headers, Body: m.Body, ID: shown, NoID: shown == cid, Copies: 1,
 		}
 		hash = h
 		return true

@@ -226,17 +226,18 @@ func (b *browser) window(ctx context.Context, number, want int) (got int, more b
 // view is a delivery as visit sees it.
 func view(d transport.Delivery, queue string) *acemq.Pulled {
 	return &acemq.Pulled{
-		Envelope:    acemq.ReadEnvelope(d.Headers, d.RoutingKey, d.MessageID, d.ReplyTo),
-		Queue:       queue,
-		Exchange:    d.Exchange,
-		RoutingKey:  d.RoutingKey,
-		ContentType: d.ContentType,
-		ReplyTo:     d.ReplyTo,
-		MessageID:   d.MessageID,
-		Headers:     map[string]any(d.Headers),
-		Body:        d.Body,
-		Redelivered: d.Redelivered,
-		Priority:    d.Priority,
+		Envelope:      acemq.ReadEnvelope(d.Headers, d.RoutingKey, d.MessageID, d.ReplyTo),
+		Queue:         queue,
+		Exchange:      d.Exchange,
+		RoutingKey:    d.RoutingKey,
+		ContentType:   d.ContentType,
+		ReplyTo:       d.ReplyTo,
+		MessageID:     d.MessageID,
+		CorrelationID: d.CorrelationID,
+		Headers:       map[string]any(d.Headers),
+		Body:          d.Body,
+		Redelivered:   d.Redelivered,
+		Priority:      d.Priority,
 	}
 }
 

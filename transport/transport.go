@@ -40,12 +40,16 @@ type RawField []byte
 
 // Properties are the AMQP basic properties AceMQ reads and writes.
 type Properties struct {
-	ContentType  string
-	MessageID    string
-	ReplyTo      string
-	DeliveryMode uint8 // 1 transient, 2 persistent; 0 means transient
-	Priority     uint8
-	Headers      Table
+	ContentType string
+	MessageID   string
+	// CorrelationID is the AMQP correlation-id property (AceMQ's own
+	// correlation travels in a header; this is the property another
+	// client may set).
+	CorrelationID string
+	ReplyTo       string
+	DeliveryMode  uint8 // 1 transient, 2 persistent; 0 means transient
+	Priority      uint8
+	Headers       Table
 }
 
 // Message is one publish: where it goes, its flags, properties and body.
