@@ -11,10 +11,14 @@
 // written to an audit log that the console shows.
 //
 // Browsing a queue takes its messages (replay.Browse: one subscription
-// with a prefetch of the messages read) and returns them all with one
-// channel close: they come back with the redelivered flag set, in their
-// order. The console serialises its own browsing and actions per queue,
-// so a replay never runs while a page holds some of the queue's messages.
+// with a prefetch of the messages read) and returns them all at once: they
+// come back with the redelivered flag set, in their order. The console
+// reads only where that moves no message toward a delivery limit
+// (replay.Inspect); elsewhere a page says why and reads only when the
+// operator confirms (Read anyway: POST, CSRF, audited, never on a
+// read-only console), and the overview never reads it. The console
+// serialises its own browsing and actions per queue, so a replay never
+// runs while a page holds some of the queue's messages.
 //
 // The manual's page on the acemq command and the console: https://github.com/acemq-go/acemq/blob/main/docs/command.md
 package console
@@ -49,7 +53,9 @@ type Config struct {
 	// credentials never reach a page.
 	URL string
 	// ManagementURL is RabbitMQ's management API (default: URL's host and
-	// credentials on port 15672).
+	// credentials on port 15672). It lists the queues and says, before any
+	// read, a queue's type, arguments and policies (replay.ManagementAPI):
+	// without it the console reads no RabbitMQ queue unless told to.
 	ManagementURL string
 	// ListQueues, when set, lists the broker's queues instead of URL and
 	// ManagementURL (a service that knows its queues can name them).

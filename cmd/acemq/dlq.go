@@ -361,7 +361,7 @@ func newDLQReplay() *cobra.Command {
 		Use:   "replay QUEUE",
 		Short: "Move messages from QUEUE (a .dlq or .parked queue) back to its source queue",
 		Long: "Move messages from a .dlq or .parked queue back to its source queue through the default exchange. " +
-			"Each accepted message is republished with its original bytes and id, stamped acemq-replayed-from/-at/-count, " +
+			"Each accepted message is republished with its original bytes and id (headers the Go AMQP client could not read go out as the bytes they were published as), stamped acemq-replayed-from/-at/-count, " +
 			"attempt reset to 1 and error cleared (unless --keep-attempts), confirmed, and only then removed from the dead-letter queue. " +
 			"Messages the filter declines stay where they are. Replayed messages keep their ids: a consumer without an " +
 			"idempotency guard may process one twice if it had already handled it.\n\n" + replay.FilterHelp,
