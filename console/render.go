@@ -2,10 +2,10 @@ package console
 
 import (
 	"bytes"
-	"html/template"
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"html/template"
 	"sort"
 	"strings"
 	"time"

@@ -212,11 +212,11 @@ type message struct {
 	// MessageID and CorrelationID are the AMQP properties as received.
 	MessageID, CorrelationID string
 	Headers                  map[string]any
-	Body        []byte
-	ID          string // the id the console shows (see ids.go)
-	NoID        bool   // named by its content
-	Copies      int    // messages with this id among those read
-	Identical   int    // messages identical to it among those read (content ids)
+	Body                     []byte
+	ID                       string // the id the console shows (see ids.go)
+	NoID                     bool   // named by its content
+	Copies                   int    // messages with this id among those read
+	Identical                int    // messages identical to it among those read (content ids)
 }
 
 // find browses queue for the first message with id, its own or its
@@ -275,16 +275,16 @@ type overviewRow struct {
 	// Name and Source are the real names (a link carries Name
 	// percent-encoded); NameParts and SourceParts are how a page shows
 	// them, every escape marked (mark.go).
-	Name        string `json:"name"`
-	NameParts   []part `json:"nameParts"`
-	Source      string `json:"source"`
-	SourceParts []part `json:"sourceParts"`
-	Kind      string  `json:"kind"` // "dlq" or "parked"
-	Depth     *int    `json:"depth"`
-	Oldest    string  `json:"oldest"`    // age of the oldest message read, "" when empty or unknown
-	PerMinute float64 `json:"perMinute"` // depth change per minute over the last minute or so
-	Growth    string  `json:"growth"`
-	Error     string  `json:"error,omitempty"`
+	Name        string  `json:"name"`
+	NameParts   []part  `json:"nameParts"`
+	Source      string  `json:"source"`
+	SourceParts []part  `json:"sourceParts"`
+	Kind        string  `json:"kind"` // "dlq" or "parked"
+	Depth       *int    `json:"depth"`
+	Oldest      string  `json:"oldest"`    // age of the oldest message read, "" when empty or unknown
+	PerMinute   float64 `json:"perMinute"` // depth change per minute over the last minute or so
+	Growth      string  `json:"growth"`
+	Error       string  `json:"error,omitempty"`
 	// Unread says why the console does not read the queue by itself: a
 	// read there would count deliveries (replay.Access.Why).
 	Unread string `json:"unread,omitempty"`

@@ -2,9 +2,9 @@ package console
 
 import (
 	"crypto/hmac"
-	"crypto/subtle"
 	"crypto/rand"
 	"crypto/sha256"
+	"crypto/subtle"
 	"encoding/hex"
 	"sync"
 	"time"

@@ -102,9 +102,9 @@ type field struct{ Name, Value string }
 // unsafePage is the data of the page that refuses a read.
 type unsafePage struct {
 	Queue, Why, Broker, Type, LimitFrom string
-	Limit, Depth                       int
-	Action                             string // where "Read anyway" posts
-	Fields                             []field
+	Limit, Depth                        int
+	Action                              string // where "Read anyway" posts
+	Fields                              []field
 }
 
 // readResult is an audited read's result.
@@ -115,4 +115,3 @@ func readResult(read, depth int, unsafe bool) string {
 	}
 	return s
 }
-
