@@ -79,12 +79,12 @@ func FuzzLineLeavesNoControlCharacter(f *testing.F) {
 // escape from the same characters typed.
 func TestFormatCharactersAreEscapedAndSegmentsMarkThem(t *testing.T) {
 	for in, want := range map[string]string{
-		"weird-1\u200b":    `weird-1\u200b`,
-		"a\u200db\u2060c":  `a\u200db\u2060c`,
-		"\ufeffbom\u00ad":  `\ufeffbom\u00ad`,
-		"tag\U000E0041":    `tag\U000e0041`,
-		"shop.\u202egpj":   `shop.\u202egpj`,
-		`shop.\u202egpj`:   `shop.\u202egpj`,
+		"weird-1\u200b":   `weird-1\u200b`,
+		"a\u200db\u2060c": `a\u200db\u2060c`,
+		"\ufeffbom\u00ad": `\ufeffbom\u00ad`,
+		"tag\U000E0041":   `tag\U000e0041`,
+		"shop.\u202egpj":  `shop.\u202egpj`,
+		`shop.\u202egpj`:  `shop.\u202egpj`,
 		"plain é 日本 ok 👍": "plain é 日本 ok 👍",
 	} {
 		if got := Line(in); got != want {
