@@ -176,17 +176,21 @@ func TestPagesEmbeddedByAnotherOriginAndLiveQueuesAreRefusedAndAudited(t *testin
 // The issue's measure in a browser, on the broker version this pass runs:
 // a quorum .dlq as the library declares it (no limit on RabbitMQ 3, -1 on
 // RabbitMQ 4) opened 50 times keeps every message; one with RabbitMQ 4's
-// default limit is shown as not read, 50 times, and keeps them too.
+// default limit of 20 is shown as not read 50 times on 4.0, and read 50
+// times on 4.3 (which does not count the nack that hands messages back),
+// and keeps them too.
 func TestBrowserFiftyReadsOfAQuorumDeadLetterQueueLoseNothing(t *testing.T) {
 	u := testenv.AMQPURL(t)
 	f := newFixture(t, u, nil)
 	safe, safeIDs := quorumDLQ(t, f.conn, libraryLimit(t), 3)
 	queues := map[string][]string{safe: safeIDs}
 	var counting string
+	counts := false
 	if testenv.RabbitMajor(t) >= 4 {
 		var ids []string
 		counting, ids = quorumDLQ(t, f.conn, 0, 3)
 		queues[counting] = ids
+		counts = readCounts(t, f.conn, counting)
 	}
 	tab := browser(t)
 	f.signInBrowser(tab)
@@ -195,7 +199,11 @@ func TestBrowserFiftyReadsOfAQuorumDeadLetterQueueLoseNothing(t *testing.T) {
 		waitFor(t, tab, "the queue page", `document.querySelector("#matching") !== null && document.querySelector("#matching").textContent === "3"`)
 		if counting != "" {
 			do(t, tab, fmt.Sprintf("load %d of %s", i+1, counting), chromedp.Navigate(f.srv.URL+"/q/"+url.PathEscape(counting)))
-			waitFor(t, tab, "the not-read page", `document.querySelector("#unsafe-why") !== null`)
+			if counts {
+				waitFor(t, tab, "the not-read page", `document.querySelector("#unsafe-why") !== null`)
+			} else { // RabbitMQ 4.3: read, and the nack that hands them back is not counted
+				waitFor(t, tab, "the queue page", `document.querySelector("#matching") !== null && document.querySelector("#matching").textContent === "3"`)
+			}
 		}
 	}
 	for q, ids := range queues {
