@@ -30,6 +30,9 @@ type preview struct {
 	// Unreadable counts the selected messages whose headers the Go client
 	// could not read: a replay sends them as they were published.
 	Unreadable int
+	// Unsafe: the operator chose to read anyway where a read counts
+	// deliveries; the confirm form carries it on.
+	Unsafe bool
 }
 
 // outcome is the page an action shows after it acted.
@@ -95,7 +98,7 @@ func (c *Console) move(w http.ResponseWriter, r *http.Request, action, queue, ta
 			}
 		}
 		c.render(w, r, http.StatusOK, "preview", "Preview", preview{Action: action, Queue: queue, Target: target, Sel: sel, Keep: keep,
-			Count: len(sc.Matching), Read: sc.Read, Depth: sc.Depth, Unreadable: unreadable})
+			Count: len(sc.Matching), Read: sc.Read, Depth: sc.Depth, Unreadable: unreadable, Unsafe: unsafe})
 		return
 	}
 	entry := auditEntry{Action: action, Queue: queue, Filter: sel.Filter, Group: sel.Group, IDs: sel.IDs}
