@@ -212,3 +212,42 @@ func TestBrowserFiftyReadsOfAQuorumDeadLetterQueueLoseNothing(t *testing.T) {
 		}
 	}
 }
+
+// A filtered replay hands back what its filter declines, so on a queue
+// where that counts it is refused until the operator reads anyway; the
+// preview read anyway carries the choice into its confirm form, and the
+// replay then moves the selected messages.
+func TestAFilteredReplayWhereAReadCountsNeedsReadAnyway(t *testing.T) {
+	u := testenv.AMQPURL(t)
+	f := newFixture(t, u, nil)
+	q, ids := quorumDLQ(t, f.conn, 5, 2)
+	target := strings.TrimSuffix(q, ".dlq")
+	if err := f.conn.Apply(context.Background(), acemq.NewTopology().Queue(target, acemq.QueueOptions{Type: acemq.Classic})); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _, _ = f.conn.DeleteQueue(context.Background(), target) })
+	form := url.Values{"id": {ids[0]}}
+	resp, body := f.post("/q/"+url.PathEscape(q)+"/replay", form)
+	if !readCounts(t, f.conn, q) {
+		if resp.StatusCode != http.StatusOK || !strings.Contains(body, `id="confirm"`) {
+			t.Fatalf("a preview that counts nothing: %d %s", resp.StatusCode, body)
+		}
+		return
+	}
+	if resp.StatusCode != http.StatusConflict || !strings.Contains(body, `id="read-anyway"`) {
+		t.Fatalf("the preview where a read counts: %d %s", resp.StatusCode, body)
+	}
+	form.Set("unsafe", "yes")
+	resp, body = f.post("/q/"+url.PathEscape(q)+"/replay", form)
+	if resp.StatusCode != http.StatusOK || !strings.Contains(body, `<input type="hidden" name="unsafe" value="yes">`) {
+		t.Fatalf("the preview read anyway: %d %s", resp.StatusCode, body)
+	}
+	form.Set("confirm", "yes")
+	resp, body = f.post("/q/"+url.PathEscape(q)+"/replay", form)
+	if resp.StatusCode != http.StatusOK || !strings.Contains(body, "moved 1") {
+		t.Fatalf("the replay read anyway: %d %s", resp.StatusCode, body)
+	}
+	if got := drainIDs(t, f.conn, target); !slices.Equal(got, ids[:1]) {
+		t.Fatalf("%s holds %v, want %v", target, got, ids[:1])
+	}
+}
