@@ -41,8 +41,6 @@ func askManagement(ctx context.Context, base, vhost, queue string) (*queueFacts,
 	if vhost == "" {
 		vhost = "/"
 	}
-	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
-	defer cancel()
 	var q struct {
 		Type      string         `json:"type"`
 		Arguments map[string]any `json:"arguments"`
@@ -64,11 +62,33 @@ func askManagement(ctx context.Context, base, vhost, queue string) (*queueFacts,
 	return f, nil
 }
 
-// getJSON GETs path under the management API at base into out.
+// getJSON GETs path under the management API at base into out, within
+// 10 s, trying once more after a failure to connect or a 5xx answer (a
+// busy broker), since an answer that never comes refuses the read.
 func getJSON(ctx context.Context, base, path string, out any) error {
+	var err error
+	for try := range 2 {
+		var retry bool
+		if retry, err = getJSONOnce(ctx, base, path, out); err == nil || !retry || ctx.Err() != nil {
+			return err
+		}
+		if try == 0 {
+			select {
+			case <-ctx.Done():
+				return err
+			case <-time.After(200 * time.Millisecond):
+			}
+		}
+	}
+	return err
+}
+
+func getJSONOnce(ctx context.Context, base, path string, out any) (retry bool, err error) {
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
 	u, err := url.Parse(base)
 	if err != nil || u.Host == "" {
-		return fmt.Errorf("the management URL %q does not parse; give one such as http://user:pass@host:15672/", redact.URL(base))
+		return false, fmt.Errorf("the management URL %q does not parse; give one such as http://user:pass@host:15672/", redact.URL(base))
 	}
 	user := u.User
 	u.User = nil
@@ -77,7 +97,7 @@ func getJSON(ctx context.Context, base, path string, out any) error {
 	endpoint := strings.TrimSuffix(u.String(), "/") + "/" + path
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, endpoint, nil)
 	if err != nil {
-		return err
+		return false, err
 	}
 	if user != nil {
 		pw, _ := user.Password()
@@ -88,18 +108,18 @@ func getJSON(ctx context.Context, base, path string, out any) error {
 	req.Close = true
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
-		return fmt.Errorf("the RabbitMQ management API at %s did not answer (%v)", redact.URL(base), err)
+		return true, fmt.Errorf("the RabbitMQ management API at %s did not answer (%v)", redact.URL(base), err)
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
-		return fmt.Errorf("the RabbitMQ management API at %s answered %s to %s", redact.URL(base), resp.Status, path)
+		return resp.StatusCode >= 500, fmt.Errorf("the RabbitMQ management API at %s answered %s to %s", redact.URL(base), resp.Status, path)
 	}
 	dec := json.NewDecoder(resp.Body)
 	dec.UseNumber()
 	if err := dec.Decode(out); err != nil {
-		return fmt.Errorf("the RabbitMQ management API's answer to %s did not parse (%v)", path, err)
+		return false, fmt.Errorf("the RabbitMQ management API's answer to %s did not parse (%v)", path, err)
 	}
-	return nil
+	return false, nil
 }
 
 // intValue reads an integer argument or policy value.

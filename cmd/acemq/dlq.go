@@ -459,13 +459,11 @@ func newDLQPurge() *cobra.Command {
 
 // duplicateIDs peeks at up to 1,000 messages of queue (returning them all)
 // and lists ids that occur more than once; nil when it cannot tell (it
-// says so on progressOut when the read would count deliveries).
+// says why on progressOut: a read that would count deliveries, a failure).
 func duplicateIDs(ctx context.Context, c *acemq.Conn, queue string, progressOut io.Writer, opts ...replay.Option) []string {
 	ms, err := peekWithProgress(ctx, c, queue, 1000, progressOut, nil, opts...)
 	if err != nil {
-		if strings.HasPrefix(err.Error(), "not reading ") {
-			fmt.Fprintf(progressOut, "note: duplicate ids not checked: %s\n", err)
-		}
+		fmt.Fprintf(progressOut, "note: duplicate ids not checked: %s\n", safetext.Line(err.Error()))
 		return nil
 	}
 	var dups []string
