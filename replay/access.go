@@ -76,6 +76,7 @@ type UnsafeReadError struct {
 	Access Access
 }
 
+// Error says which queue was not read, why, and how to read it anyway.
 func (e *UnsafeReadError) Error() string {
 	return fmt.Sprintf("acemq: not reading %q: %s (to read it anyway, accepting that, pass replay.AllowUnsafeRead)", e.Access.Queue, strings.TrimSuffix(e.Access.Why, "."))
 }
