@@ -305,7 +305,7 @@ func CheckFileBlock(root string, b Block) error {
 	have := Normalize(strings.Split(string(src), "\n"))
 	want := Normalize(b.Lines)
 	if b.IsProgram() {
-		if len(have) == 0 || have[0] != "package main" {
+		if code := dropComments(have); len(code) == 0 || code[0] != "package main" {
 			return fmt.Errorf("%s: %s/%s is not a package main", where, dir, name)
 		}
 		if !slices.Equal(dropComments(have), dropComments(want)) {
