@@ -13,8 +13,8 @@ import (
 	_ "github.com/go-sql-driver/mysql" // registers "mysql" for --db mysql:…
 	"github.com/spf13/cobra"
 
-	"github.com/acemq-go/acemq/internal/redact"
-	"github.com/acemq-go/acemq/internal/safetext"
+	"github.com/acemq-go/acemq/cmd/acemq/internal/redact"
+	"github.com/acemq-go/acemq/cmd/acemq/internal/safetext"
 	"github.com/acemq-go/acemq/saga"
 	"github.com/acemq-go/acemq/sqlstore"
 )

@@ -9,7 +9,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/acemq-go/acemq/internal/dbtest"
+	"github.com/acemq-go/acemq/cmd/acemq/internal/dbtest"
 	"github.com/acemq-go/acemq/saga"
 	"github.com/acemq-go/acemq/sqlstore"
 )
