@@ -85,10 +85,12 @@ func quoteEmpty(s string) string {
 //
 //	acemqtest: expected 1 message published of type order.placed on exchange orders, saw 0
 //	what happened:
-//	  published: 1 (order.created on orders ×1)
-//	  consumed: 6 (orders.new: retried 5, dead_lettered 1)
-//	  dead-lettered: 1 (orders.new: exhausted 6 attempts: card declined)
-//	records, in order: …
+//	  published: 1 (order.created on exchange orders key order.created ×1)
+//	  consumed: 6 (orders.new retried ×5, orders.new dead_lettered ×1)
+//	  dead-lettered: 1 (orders.new: exhausted 6 attempts: card declined ×1)
+//	records, in order:
+//	    1  +0s         published     order.created exchange orders key order.created, → orders.new, id 94f805b1
+//	    …
 //
 // Call it after Settle (or SettleNow), from the test's goroutine.
 func (h *Harness) Expect(t testing.TB, k Kind, n int, where ...Filter) Records {

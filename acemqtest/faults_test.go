@@ -43,8 +43,11 @@ func TestSettleWaitsOutAConnectionLostAtTheNthPublish(t *testing.T) {
 		if err := h.Settle(t.Context()); err != nil {
 			t.Fatal(err)
 		}
-		if n := runs.Load(); n != 2 {
-			t.Errorf("the handler ran %d times, want twice: once meeting the loss, once after the recovery", n)
+		// Once meeting the loss, once after the recovery, and once more if
+		// the redelivery came before publishing had reopened (consumers
+		// are re-attached first; the refused send is retried).
+		if n := runs.Load(); n < 2 || n > 3 {
+			t.Errorf("the handler ran %d times, want twice (three times at most)", n)
 		}
 		h.Expect(t, acemqtest.Published, 1, acemqtest.Exchange("billing"), acemqtest.Queue("billing.paid"))
 		h.Expect(t, acemqtest.Acked, 1, acemqtest.Queue("orders.new"))

@@ -166,6 +166,9 @@ type recorder struct {
 	scheduled map[string]bool
 	// bodies maps a message id to its last published body and type.
 	bodies map[string]bodyOf
+	// routing maps a publish's broker sequence to its record's index, until
+	// the broker says where it went.
+	routing map[uint64]int
 }
 
 type bodyOf struct {
@@ -176,6 +179,7 @@ type bodyOf struct {
 func (r *recorder) init() {
 	r.now = time.Now
 	r.hops, r.replyTo, r.scheduled, r.bodies = map[string][]string{}, map[string]string{}, map[string]bool{}, map[string]bodyOf{}
+	r.routing = map[uint64]int{}
 }
 
 func (r *recorder) add(rec Record) {
@@ -193,17 +197,33 @@ func (h *Harness) Records() Records {
 // observe is the broker watch: publishes become records, and every event
 // wakes Settle.
 func (h *Harness) observe(e memory.Event) {
-	if e.Kind == memory.EventPublished {
+	switch e.Kind {
+	case memory.EventPublished:
 		h.published(e)
+	case memory.EventRouted:
+		h.routed(e)
 	}
 	h.signal()
+}
+
+// routed fills in where a recorded publish went.
+func (h *Harness) routed(e memory.Event) {
+	r := &h.rec
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	i, ok := r.routing[e.Seq]
+	if !ok {
+		return
+	}
+	delete(r.routing, e.Seq)
+	r.records[i].Queues, r.records[i].Nacked = e.Queues, e.Nacked
 }
 
 func (h *Harness) published(e memory.Event) {
 	p := e.Properties
 	env := acemq.ReadEnvelope(p.Headers, e.RoutingKey, p.MessageID, p.ReplyTo)
 	rec := Record{
-		Kind: Published, Exchange: e.Exchange, RoutingKey: e.RoutingKey, Queues: e.Queues, Nacked: e.Nacked,
+		Kind: Published, Exchange: e.Exchange, RoutingKey: e.RoutingKey,
 		Envelope: env, ContentType: p.ContentType, Body: e.Body,
 	}
 	r := &h.rec
@@ -225,6 +245,7 @@ func (h *Harness) published(e memory.Event) {
 				rec.DueAt = time.UnixMilli(ms)
 			}
 		}
+		r.routing[e.Seq] = len(r.records)
 		r.add(rec)
 		return
 	}
@@ -245,6 +266,7 @@ func (h *Harness) published(e memory.Event) {
 		r.replyTo[env.ID] = env.ReplyTo
 	}
 	r.bodies[env.ID] = bodyOf{p.ContentType, e.Body}
+	r.routing[e.Seq] = len(r.records)
 	r.add(rec)
 }
 

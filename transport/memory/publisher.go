@@ -200,16 +200,21 @@ func (p *publisher) tooLarge(size int, done transport.ConfirmFunc) error {
 func (p *publisher) routeLocked(m *message, done transport.ConfirmFunc, mandatory, keep bool) *transport.Error {
 	b := p.c.b
 	var conf transport.Confirmation
+	var seq uint64
+	if b.watched() {
+		seq = b.watch.seq.Add(1)
+		b.emit(Event{Kind: EventPublished, Seq: seq, Exchange: m.exchange, RoutingKey: m.routingKey, Properties: m.props, Body: m.body})
+	}
 	if p.confirm && b.takeNack() {
 		conf.Outcome = transport.Nacked
-		if b.watched() {
-			b.emit(Event{Kind: EventPublished, Exchange: m.exchange, RoutingKey: m.routingKey, Properties: m.props, Body: m.body, Nacked: true})
+		if seq != 0 {
+			b.emit(Event{Kind: EventRouted, Seq: seq, Exchange: m.exchange, RoutingKey: m.routingKey, Nacked: true})
 		}
 	} else {
 		res, scratch, e := b.publish(m, p.scratch)
 		p.scratch = scratch
-		if e == nil && b.watched() {
-			b.emit(Event{Kind: EventPublished, Exchange: m.exchange, RoutingKey: m.routingKey, Properties: m.props, Body: m.body, Queues: res.queues, Nacked: res.rejected})
+		if seq != 0 {
+			b.emit(Event{Kind: EventRouted, Seq: seq, Exchange: m.exchange, RoutingKey: m.routingKey, Queues: res.queues, Nacked: res.rejected})
 		}
 		switch {
 		case e != nil:

@@ -11,11 +11,16 @@ import (
 type EventKind uint8
 
 const (
-	// EventPublished: a publish reached the broker. Queues lists the
-	// queues it was routed to (none: it found no queue); Nacked says the
-	// broker refused it (NackNext, a full reject-publish queue) and routed
-	// it nowhere. A publish held by Block is told when Unblock routes it.
+	// EventPublished: a publish reached the broker and is about to be
+	// routed, so it is told before any consumer can receive it. Its
+	// EventRouted (same Seq) follows. A publish held by Block is told
+	// when Unblock routes it.
 	EventPublished EventKind = iota + 1
+	// EventRouted: where the publish with this Seq went. Queues lists the
+	// queues it reached (none: it found no queue, or its exchange does
+	// not exist); Nacked says the broker refused it (NackNext, a full
+	// reject-publish queue).
+	EventRouted
 	// EventSettled: a delivery left its consumer (or basic.get's channel):
 	// Reason is "ack", "requeue", "reject" (dropped or dead-lettered) or
 	// "returned" (its channel ended and the broker took it back).
@@ -31,14 +36,18 @@ const (
 // Properties.Headers and Body are the broker's own copies: read them, do
 // not change them.
 type Event struct {
-	Kind       EventKind
+	Kind EventKind
+	// Seq numbers a publish: its EventPublished and EventRouted carry the
+	// same, counting from 1 per broker.
+	Seq        uint64
 	Exchange   string
 	RoutingKey string
 	Properties transport.Properties
 	Body       []byte
-	// Queues are the queues the message reached, in routing order.
+	// Queues are the queues the message reached, in routing order
+	// (EventRouted, EventDeadLettered).
 	Queues []string
-	// Nacked: the broker refused the publish (EventPublished).
+	// Nacked: the broker refused the publish (EventRouted).
 	Nacked bool
 	// Queue is the queue a settled delivery came from, or the queue a
 	// dead letter left.
@@ -51,6 +60,7 @@ type Event struct {
 type watchers struct {
 	mu   sync.Mutex
 	list atomic.Pointer[[]*watcher]
+	seq  atomic.Uint64 // numbers publishes while watched
 }
 
 type watcher struct{ fn func(Event) }

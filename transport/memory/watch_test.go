@@ -20,7 +20,9 @@ func (r *recorder) on(e Event) {
 	var line string
 	switch e.Kind {
 	case EventPublished:
-		line = fmt.Sprintf("published %q/%q -> %v nacked=%v body=%s", e.Exchange, e.RoutingKey, e.Queues, e.Nacked, e.Body)
+		line = fmt.Sprintf("%d published %q/%q body=%s", e.Seq, e.Exchange, e.RoutingKey, e.Body)
+	case EventRouted:
+		line = fmt.Sprintf("%d routed -> %v nacked=%v", e.Seq, e.Queues, e.Nacked)
 	case EventSettled:
 		line = fmt.Sprintf("settled %s %s body=%s", e.Queue, e.Reason, e.Body)
 	case EventDeadLettered:
@@ -70,26 +72,32 @@ func TestWatchTellsPublishesSettlementsAndDeadLettersInOrder(t *testing.T) {
 	if o := publishOutcome(t, p, msgTo("short", "e")); o != transport.Acked {
 		t.Fatalf("publish e: %v", o)
 	}
-	eventually(t, "the expiry on short", func() bool { return len(r.lines()) == 9 })
+	eventually(t, "the expiry on short", func() bool { return len(r.lines()) == 14 })
 	stop()
 	stop()
 	publishOutcome(t, p, msgTo("q", "after stop"))
 	want := []string{
-		`published ""/"q" -> [q] nacked=false body=a`,
-		`published ""/"q" -> [q] nacked=false body=b`,
-		`published ""/"nowhere" -> [] nacked=false body=c`,
-		`published ""/"q" -> [] nacked=true body=d`,
+		`1 published ""/"q" body=a`,
+		`1 routed -> [q] nacked=false`,
+		`2 published ""/"q" body=b`,
+		`2 routed -> [q] nacked=false`,
+		`3 published ""/"nowhere" body=c`,
+		`3 routed -> [] nacked=false`,
+		`4 published ""/"q" body=d`,
+		`4 routed -> [] nacked=true`,
 		`settled q ack body=a`,
 		`dead-lettered q (rejected) -> "" [dlq] body=b`,
 		`settled q reject body=b`,
+		`5 published ""/"short" body=e`,
 	}
-	// The expiry timer and the publish's own report race only in real
-	// time; each must be there once.
-	last := []string{`dead-lettered short (expired) -> "" [] body=e`, `published ""/"short" -> [short] nacked=false body=e`}
+	// The expiry timer and the publish's routing report race only in
+	// real time; each must be there once.
+	last := []string{`5 routed -> [short] nacked=false`, `dead-lettered short (expired) -> "" [] body=e`}
 	got := r.lines()
-	tail := slices.Clone(got[min(7, len(got)):])
+	tail := slices.Clone(got[min(12, len(got)):])
 	slices.Sort(tail)
-	if len(got) != 9 || !slices.Equal(got[:7], want) || !slices.Equal(tail, last) {
+	slices.Sort(last)
+	if len(got) != 14 || !slices.Equal(got[:12], want) || !slices.Equal(tail, last) {
 		t.Fatalf("events\n got %q\nwant %q and then, in either order, %q", got, want, last)
 	}
 }
