@@ -145,7 +145,7 @@ func (h *Harness) Broker() *memory.Broker { return h.broker }
 func (h *Harness) Connect(cfg acemq.Config) *acemq.Conn {
 	h.t.Helper()
 	if cfg.Logger == nil {
-		cfg.Logger = slog.New(slog.NewTextHandler(testWriter{h.t}, &slog.HandlerOptions{Level: slog.LevelWarn}))
+		cfg.Logger = slog.New(slog.NewTextHandler(h.t.Output(), &slog.HandlerOptions{Level: slog.LevelWarn}))
 	}
 	settled, fell, event := cfg.OnSettlement, cfg.OnFallback, cfg.OnEvent
 	cfg.OnSettlement = func(s acemq.Settlement) {
@@ -231,15 +231,6 @@ func (h *Harness) changed() <-chan struct{} {
 		h.wake = make(chan struct{})
 	}
 	return h.wake
-}
-
-// testWriter writes a slog handler's lines to the test's log.
-type testWriter struct{ t testing.TB }
-
-func (w testWriter) Write(p []byte) (int, error) {
-	w.t.Helper()
-	w.t.Log(strings.TrimRight(string(p), "\n"))
-	return len(p), nil
 }
 
 // Clock is the bubble's clock for a part that takes a clock of its own (a
