@@ -71,8 +71,9 @@ type watcher struct{ fn func(Event) }
 // called (stop is idempotent and returns once fn is no longer called for
 // new events). fn runs with no queue or topology lock held, but possibly
 // with a publishing channel's lock held: it must be fast, must not block,
-// and must not publish, settle, declare or delete on this broker; it may
-// call Snapshot and QueueInfo. A broker nobody watches pays one atomic
+// and must not publish, settle, declare or delete on this broker, nor
+// call Snapshot (which takes every publishing channel's lock); it may call
+// QueueInfo. A broker nobody watches pays one atomic
 // load per publish and settlement. Watch is for tests that need to know
 // when the broker moves (acemqtest's Settle, its records of what was
 // published); it is safe for concurrent use.
