@@ -89,7 +89,8 @@ func Run(t *testing.T, cfg Config, f func(t *testing.T, h *Harness)) {
 func Start(t testing.TB, cfg Config) *Harness {
 	t.Helper()
 	if !inBubble() {
-		t.Fatal("acemqtest: Start must run inside a testing/synctest bubble, where the library's clock is virtual: wrap the test in synctest.Test(t, func(t *testing.T) { … }) or use acemqtest.Run")
+		t.Fatalf("acemqtest: Start must run inside a testing/synctest bubble, where the library's clock is virtual: wrap the test in synctest.Test(t, func(t *testing.T) { … }) or use acemqtest.Run")
+		return nil
 	}
 	name := fmt.Sprintf("acemqtest-%s-%d", strings.NewReplacer("/", "-", " ", "-").Replace(t.Name()), harnesses.Add(1))
 	memory.Delete(name)

@@ -159,3 +159,13 @@ func TestSettleGivesUpAtItsLimitWithoutAContextDeadline(t *testing.T) {
 		}
 	})
 }
+
+func TestStartOutsideABubbleSaysWhereToRunIt(t *testing.T) {
+	f := &fatalT{TB: t}
+	if h := acemqtest.Start(f, acemqtest.Config{}); h != nil {
+		t.Fatal("Start made a harness outside a synctest bubble")
+	}
+	if !strings.Contains(f.msg, "Start must run inside a testing/synctest bubble") || !strings.Contains(f.msg, "acemqtest.Run") {
+		t.Fatalf("Start's failure: %q", f.msg)
+	}
+}
