@@ -60,12 +60,16 @@ func (h *Harness) Settle(ctx context.Context) error {
 	for {
 		wake := h.changed()
 		synctest.Wait()
-		p, err := h.pending(ctx)
+		// What is pending is asked even when ctx has ended, to say so.
+		p, err := h.pending(context.WithoutCancel(ctx))
 		if err != nil {
 			return err
 		}
 		if len(p.items) == 0 {
 			return nil
+		}
+		if err := ctx.Err(); err != nil {
+			return &UnsettledError{Pending: p.items, Waited: time.Since(start), Cause: err}
 		}
 		if err := h.waitForChange(ctx, wake, limit.C, p.silent); err != nil {
 			return &UnsettledError{Pending: p.items, Waited: time.Since(start), Cause: err}
