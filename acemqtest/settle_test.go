@@ -169,3 +169,25 @@ func TestStartOutsideABubbleSaysWhereToRunIt(t *testing.T) {
 		t.Fatalf("Start's failure: %q", f.msg)
 	}
 }
+
+// TestSettleAsksATrackerWhatItHoldsEvenAsItsContextEnds: a tracked part
+// answers with a query that fails on a cancelled context, as a database
+// does; when Settle's context ends it must still say what the part holds
+// (it returned the query's failure instead).
+func TestSettleAsksATrackerWhatItHoldsEvenAsItsContextEnds(t *testing.T) {
+	acemqtest.Run(t, acemqtest.Config{}, func(t *testing.T, h *acemqtest.Harness) {
+		h.Track(acemqtest.TrackFunc(func(ctx context.Context) (int, string, error) {
+			if err := ctx.Err(); err != nil {
+				return 0, "", err
+			}
+			return 2, "records in the outbox", nil
+		}))
+		ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
+		defer cancel()
+		err := h.Settle(ctx)
+		var ue *acemqtest.UnsettledError
+		if !errors.As(err, &ue) || !errors.Is(err, context.DeadlineExceeded) || len(ue.Pending) != 1 || ue.Pending[0] != "2 records in the outbox" {
+			t.Fatalf("Settle: %v, want an UnsettledError naming the 2 records", err)
+		}
+	})
+}
