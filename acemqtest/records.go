@@ -43,6 +43,7 @@ const (
 	FellBack
 )
 
+// String is the kind as failure messages write it ("dead-lettered").
 func (k Kind) String() string {
 	switch k {
 	case Published:
