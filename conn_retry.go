@@ -158,8 +158,10 @@ func (c *Conn) consumerWaitsInQueue(queue string, policy RetryPolicy) (bool, err
 			declaredWith = false
 		}
 	}
-	if _, ok := c.decls.queueArg(queue, "x-queue-type"); ok {
-		declared = true
+	for _, d := range c.decls.list() {
+		if d.Kind == DeclQueue && d.Queue.Name == queue {
+			declared = true
+		}
 	}
 	if policy.waits == WaitsInQueueWhereSupported {
 		return declared && declaredWith, nil

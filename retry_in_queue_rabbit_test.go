@@ -61,6 +61,16 @@ func TestRabbitHoldsRetryWaitsInTheQuorumQueue(t *testing.T) {
 	if err := r.c.Apply(ctx, tp(acemq.WaitsInQueue)); err != nil {
 		t.Fatal(err)
 	}
+	// A queue this Conn declared without the arguments cannot hold the
+	// waits: handing a delivery back would bring it straight back.
+	plain := r.named("plain")
+	r.queue(plain)
+	_, err = acemq.Consume(ctx, r.c, plain, func(context.Context, *acemq.Message[order]) acemq.Decision { return acemq.Accept() },
+		acemq.ConsumerConfig{Retry: policy.HoldWaits(acemq.WaitsInQueue)})
+	var ce *acemq.ConfigurationError
+	if !errors.As(err, &ce) || !strings.Contains(err.Error(), "declared the queue without its delayed retry arguments") {
+		t.Fatalf("Consume with WaitsInQueue on a queue declared without the arguments = %v, want a *ConfigurationError saying so", err)
+	}
 	type seen struct {
 		attempt, count int
 		redelivered    bool

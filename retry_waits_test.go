@@ -203,3 +203,17 @@ func TestMemoryRefusesWaitsInTheQueueAndPlansRungsWhereSupported(t *testing.T) {
 		t.Fatalf("Apply where supported on memory:// did not declare the rung %s", acemq.RetryQueue("where", time.Minute))
 	}
 }
+
+// A consumer whose policy holds its waits in the queue where supported
+// keeps them on rungs for a queue its Conn declared without the delayed
+// retry arguments (a classic one here), whatever the broker.
+func TestConsumeWhereSupportedKeepsRungsOnAQueueDeclaredWithoutTheArguments(t *testing.T) {
+	r := newRig(t)
+	ctx := context.Background()
+	r.queue("plain") // classic, declared by this Conn
+	_, err := acemq.Consume(ctx, r.c, "plain", func(context.Context, *acemq.Message[order]) acemq.Decision { return acemq.Accept() },
+		acemq.ConsumerConfig{Retry: acemq.Fixed(3, time.Second).HoldWaits(acemq.WaitsInQueueWhereSupported)})
+	if err != nil {
+		t.Fatalf("where supported, a queue without the arguments keeps the rungs: %v", err)
+	}
+}
