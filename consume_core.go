@@ -104,6 +104,7 @@ type consumerCore struct {
 	argsAt       func() transport.Table // when set, replaces args on every attach
 	stream       bool                   // nack and reject become acks (see ConsumerConfig.OnStream)
 	waitsInQueue bool                   // retries go back to the queue, which holds the wait (retry_in_queue.go)
+	asideFailed  func(Fallback)         // told of a set-aside that failed (ConsumerConfig.OnSetAsideFailed)
 	drainTimeout time.Duration
 	process      func(dv *delivery)
 	// newDelivery allocates a delivery, with room for the typed message
