@@ -42,6 +42,9 @@ type queue struct {
 	timer       *time.Timer
 	timerAt     int64 // when the armed timer fires; 0 when none is armed
 	dead        []deadLetter
+	// unacked counts messages handed to a consumer (or in its outbox) or
+	// taken with basic.get, and not yet settled or given back.
+	unacked int
 }
 
 func newQueue(b *Broker, spec transport.QueueSpec, owner *conn) *queue {
@@ -84,7 +87,7 @@ func (q *queue) takeDeadLocked() []deadLetter {
 }
 
 func (q *queue) kill(e entry, reason string) {
-	if !q.hasDLX {
+	if !q.hasDLX && !q.b.watched() {
 		return // dropped: deadLetter would skip it anyway, so keep nothing
 	}
 	q.dead = append(q.dead, deadLetter{from: q, m: e.m, reason: reason})
@@ -184,6 +187,7 @@ func (q *queue) dispatchAt(now int64) {
 		}
 		e.deliveries++
 		c.inflight++
+		q.unacked++
 		if len(c.outbox) == 0 {
 			select {
 			case c.wake <- struct{}{}:
@@ -247,6 +251,7 @@ func (q *queue) settle(u unacked, ack, requeue bool) {
 	if u.c != nil {
 		u.c.inflight--
 	}
+	q.unacked--
 	if !ack && !q.deleted && q.stream == nil {
 		if requeue {
 			u.e.redelivered = true
@@ -270,6 +275,7 @@ func (q *queue) get() (e entry, left int, ok bool) {
 	if q.ready.len() > 0 {
 		e, ok = q.ready.popFront(), true
 		e.deliveries++
+		q.unacked++
 	}
 	left = q.ready.len()
 	q.armLocked()
