@@ -15,6 +15,10 @@
 #   make tidy          go mod tidy in every module (scripts/modules.sh)
 #   make installcheck  install every module from a made-up release through a
 #                      file:// module proxy, as a user would (make test runs it)
+#   make newcomer      copy every whole program of the README and docs/ into a
+#                      fresh module, build it against such a release and run it
+#                      (make test runs it)
+#   make pictures      draw docs/pictures/*.svg again from their .pic sources
 #   make release VERSION=vX.Y.Z  tag every module at one version (scripts/release.sh)
 #   make bench         benchmarks
 #   make fuzz          every fuzz target in the module for FUZZTIME each (default
@@ -78,7 +82,7 @@ SQLDRIVERS = -overlay "$$(scripts/sqldrivers.sh)"
 # The env files written by the service scripts (KEY=value lines).
 SERVICE_ENV := set -a; . "$(ACEMQ_STATE_DIR)/rabbitmq/env"; . "$(ACEMQ_STATE_DIR)/postgres/env"; . "$(ACEMQ_STATE_DIR)/mariadb/env"; . "$(ACEMQ_STATE_DIR)/chromium/env"; set +a
 
-.PHONY: drill-partition drill-partition-short installcheck release test test-rabbitmq4 warm pass-rabbitmq3 pass-rabbitmq4 pass-partition pass-clusters test-short lint tidy bench services-up services-down drill-cluster fuzz outbox-crash bench-outbox schedule-restart schedule-lateness drills $(addprefix drill-,$(DRILLS))
+.PHONY: drill-partition drill-partition-short installcheck newcomer pictures release test test-rabbitmq4 warm pass-rabbitmq3 pass-rabbitmq4 pass-partition pass-clusters test-short lint tidy bench services-up services-down drill-cluster fuzz outbox-crash bench-outbox schedule-restart schedule-lateness drills $(addprefix drill-,$(DRILLS))
 
 services-up:
 	@scripts/rabbitmq.sh start
@@ -110,7 +114,8 @@ services-down:
 # 3. three lanes side by side (pass-rabbitmq3: everything on 3.10;
 #    pass-rabbitmq4: the cluster drill, then the broker-facing packages on
 #    $(RABBITMQ4); pass-clusters: the partition drill's short run on both
-#    versions, then the cluster drill on 3.10, then the install check). Each
+#    versions, then the cluster drill on 3.10, then the install check and
+#    the newcomer test). Each
 #    prints its output whole when it ends (make's --output-sync) and names
 #    the RabbitMQ version it ran (the env file's ACEMQ_TEST_RABBITMQ_VERSION).
 #    The 4.x pass uses
@@ -161,11 +166,13 @@ pass-rabbitmq3:
 # drill's short run on both versions (its publishers paced, so that it
 # shares the machine), then the cluster drill on 3.10 (three nodes of their
 # own, the connected node stopped mid-flight, nothing confirmed may go
-# missing; the 4.x pass runs it on its version), then the install check (no broker).
+# missing; the 4.x pass runs it on its version), then the install check and
+# the newcomer test (no broker).
 pass-clusters:
 	@$(MAKE) --no-print-directory pass-partition PART_ENV="$(PARTITION_TEST_ENV)" PART_TIMEOUT=6m
 	@$(MAKE) --no-print-directory drill-cluster
 	@$(MAKE) --no-print-directory installcheck
+	@$(MAKE) --no-print-directory newcomer
 
 # Installing as a user would (scripts/installcheck.sh, no broker; about a
 # minute): a made-up release cut by scripts/release.sh in a temporary clone,
@@ -175,6 +182,19 @@ pass-clusters:
 # lane.
 installcheck:
 	@scripts/installcheck.sh
+
+# The newcomer test (scripts/newcomer.sh, no broker, no network beyond the
+# module proxy; about a minute and a half): every whole program the README
+# and docs/ show, copied from its page into a fresh module outside the tree,
+# built against a made-up release of the working tree and run on memory://.
+# `make test` runs it in its third lane, after the install check.
+newcomer:
+	@scripts/newcomer.sh
+
+# The manual's pictures: docs/pictures/NAME.svg from NAME.pic
+# (internal/tools/pictures; its test fails while one is stale).
+pictures:
+	@$(GO) run ./internal/tools/pictures
 
 # A release of every module at once, with one version
 # (docs/installing.md#how-a-release-is-cut): go.mod files, CHANGELOG.md and
