@@ -1,6 +1,7 @@
 package docscheck_test
 
 import (
+	"os"
 	"path/filepath"
 	"reflect"
 	"strings"
@@ -256,6 +257,74 @@ func TestTheFirstGoBlockIsAWholeProgram(t *testing.T) {
 		}
 		if !found {
 			t.Errorf("%s has no go block; it should open with a whole program", p)
+		}
+	}
+}
+
+// TestNoPageRepeatsItsTitle: a page's first line is its title, and no
+// heading under it says the same again ("# Patterns" then "## Patterns").
+func TestNoPageRepeatsItsTitle(t *testing.T) {
+	root, ps := pages(t)
+	for _, p := range ps {
+		if p == "CHANGELOG.md" {
+			continue
+		}
+		path := filepath.Join(root, p)
+		blocks, err := docscheck.Headings(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(blocks) == 0 || blocks[0].Level != 1 {
+			t.Errorf("%s does not open with its title (a # heading)", p)
+			continue
+		}
+		title := docscheck.Slug(blocks[0].Text)
+		for _, h := range blocks[1:] {
+			if docscheck.Slug(h.Text) == title {
+				t.Errorf("%s:%d: the heading %q repeats the page's title", p, h.Line, h.Text)
+			}
+		}
+	}
+}
+
+// A block naming a file is the whole file (from its package clause) or
+// consecutive lines of it, and only a program under examples/ counts.
+func TestAFileBlockIsTheFileOrConsecutiveLinesOfIt(t *testing.T) {
+	root := t.TempDir()
+	for _, d := range []string{"examples/manual/hello", "other"} {
+		if err := os.MkdirAll(filepath.Join(root, d), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	src := "// Command hello says hello.\npackage main\n\nimport \"fmt\"\n\nfunc main() {\n\tfmt.Println(\"hello\")\n}\n"
+	for _, f := range []string{"examples/manual/hello/main.go", "other/main.go"} {
+		if err := os.WriteFile(filepath.Join(root, f), []byte(src), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	block := func(marker string, lines ...string) docscheck.Block {
+		return docscheck.Block{File: filepath.Join(root, "docs", "x.md"), Line: 3, Lang: "go", Marker: marker, Lines: lines}
+	}
+	for _, c := range []struct {
+		b    docscheck.Block
+		want string // "" for no error
+	}{
+		{block("examples/manual/hello main.go", "package main", "", "import \"fmt\"", "func main() {", "    fmt.Println(\"hello\")", "}"), ""},
+		{block("examples/manual/hello main.go", "func main() {", "\tfmt.Println(\"hello\")"), ""},
+		{block("examples/manual/hello main.go", "package main", "func main() {}"), "is not the whole of"},
+		{block("examples/manual/hello main.go", "fmt.Println(\"bye\")"), "is not consecutive lines of"},
+		{block("other main.go", "package main"), "is not under examples/"},
+		{block("examples/manual/nope main.go", "package main"), "no such file"},
+	} {
+		if !c.b.IsFile() {
+			t.Fatalf("%q is not read as a file block", c.b.Marker)
+		}
+		err := docscheck.CheckFileBlock(root, c.b)
+		switch {
+		case c.want == "" && err != nil:
+			t.Errorf("%q %q: %v, want no error", c.b.Marker, c.b.Lines, err)
+		case c.want != "" && (err == nil || !strings.Contains(err.Error(), c.want)):
+			t.Errorf("%q %q: %v, want an error saying %q", c.b.Marker, c.b.Lines, err, c.want)
 		}
 	}
 }

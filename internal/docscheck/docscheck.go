@@ -177,6 +177,33 @@ func Anchors(path string) (map[string]bool, error) {
 	return out, nil
 }
 
+// Heading is one Markdown heading outside code.
+type Heading struct {
+	Line  int
+	Level int    // 1 for #, 2 for ##, ...
+	Text  string // without the #s
+}
+
+// Headings returns the headings of the Markdown file at path, in order.
+func Headings(path string) ([]Heading, error) {
+	lines, err := outsideCode(path)
+	if err != nil {
+		return nil, err
+	}
+	var out []Heading
+	for i, l := range lines {
+		if !strings.HasPrefix(l, "#") {
+			continue
+		}
+		text := strings.TrimLeft(l, "#")
+		if !strings.HasPrefix(text, " ") {
+			continue
+		}
+		out = append(out, Heading{Line: i + 1, Level: len(l) - len(text), Text: strings.TrimSpace(text)})
+	}
+	return out, nil
+}
+
 // Link is one Markdown link or image outside code.
 type Link struct {
 	File   string

@@ -63,7 +63,7 @@ func main() {
 	if err != nil {
 		log.Fatal(err)
 	}
-	fmt.Println("sent message", sent.Envelope.ID != "")
+	fmt.Println("sent o-1 as message", sent.Envelope.ID)
 
 	select {
 	case id := <-done:
