@@ -73,6 +73,13 @@ awk -v out="$work/programs" '
 	}
 ' "$work/repo/README.md" "$work/repo"/docs/*.md
 
+# Every program of examples/manual must have been found on some page
+# (docscheck's TestEveryManualProgramIsShownWhole says the same of the tree).
+for m in "$work"/repo/examples/manual/*/; do
+	m="$(basename "$m")"
+	compgen -G "$work/programs/*--$m" >/dev/null || fail "examples/manual/$m is shown whole on no page (<!-- go: examples/manual/$m main.go --> above a go block that starts with its package clause)"
+done
+
 n=0
 for dir in "$work"/programs/*/; do
 	dir="${dir%/}"
