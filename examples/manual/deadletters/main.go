@@ -103,8 +103,10 @@ func main() {
 	if err := archive.Close(ctx); err != nil {
 		log.Fatal(err)
 	}
-	if _, err := c.QueueInfo(ctx, dlq+".dlq"); err == nil {
-		log.Fatal("orders.new.dlq.dlq was declared")
+	for _, q := range []string{acemq.DeadLetterQueue(dlq), acemq.ParkedQueue(dlq)} {
+		if _, err := c.QueueInfo(ctx, q); err == nil {
+			log.Fatalf("%s was declared", q) // it is not: NoDeadLetterDeclaration
+		}
 	}
 	for handled.Load() < 2 { // o-1, and o-2 after the replay
 		time.Sleep(10 * time.Millisecond)
