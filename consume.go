@@ -169,11 +169,15 @@ type ConsumerConfig struct {
 	ArgsAt func() transport.Table
 	// OnStream marks the consumer as reading a stream, where RabbitMQ has
 	// no nack or reject (it closes the connection with 540): wherever the
-	// engine would hand a delivery back (a drain, a set-aside that failed)
-	// it acks instead, which on a stream only returns credit. The reader
-	// keeps its own position, so nothing is lost; the stream package sets
-	// this, and a consumer of a queue its Conn declared as a stream
-	// (QueueOptions{Type: Stream}) gets it without asking.
+	// engine would hand a delivery back (a drain) it acks instead, which
+	// on a stream only returns credit. The reader keeps its own position,
+	// so nothing is lost; the stream package sets this, and a consumer of
+	// a queue its Conn declared as a stream (QueueOptions{Type: Stream})
+	// gets it without asking. A delivery that could not be set aside at
+	// all (its copy and the minimal copy in {q}.parked both refused) is
+	// never acked: the engine reports the fallback (Config.OnFallback),
+	// closes the consumer's channel, so no message after it is handled,
+	// and subscribes again with back-off, with ArgsAt deciding where.
 	OnStream bool
 	// ConsumeInterceptors run for this consumer, after the Conn's.
 	ConsumeInterceptors []ConsumeInterceptor

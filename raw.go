@@ -94,7 +94,8 @@ func (m *Pulled) Nack(requeue bool) error {
 
 // Raw returns the message as a RawMessage addressed to exchange and key,
 // with its bytes, content type, id, reply-to and headers unchanged (the
-// broker's own x-death family dropped).
+// broker's own x-death family dropped). An id longer than the 255 bytes of
+// an AMQP message_id property travels in the x-acemq-id header only.
 func (m *Pulled) Raw(exchange, routingKey string) RawMessage {
 	h := make(map[string]any, len(m.Headers))
 	for k, v := range m.Headers {
@@ -104,7 +105,7 @@ func (m *Pulled) Raw(exchange, routingKey string) RawMessage {
 	}
 	return RawMessage{
 		Exchange: exchange, RoutingKey: routingKey, ContentType: m.ContentType,
-		MessageID: m.Envelope.ID, ReplyTo: m.ReplyTo, Headers: h, Body: m.Body, Priority: m.Priority,
+		MessageID: messageIDProperty(m.Envelope.ID), ReplyTo: m.ReplyTo, Headers: h, Body: m.Body, Priority: m.Priority,
 	}
 }
 

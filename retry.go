@@ -385,7 +385,7 @@ func (k *consumerCore) retry(dv *delivery, env Envelope, cause error, handled bo
 			k.ack(dv)
 			return
 		}
-		if k.hopOverFrameMax(dv, env, "retry copy", err, cause) {
+		if k.hopNeverWritable(dv, env, "retry copy", err, cause) {
 			return
 		}
 		if IsUnroutable(err) {
@@ -399,7 +399,7 @@ func (k *consumerCore) retry(dv *delivery, env Envelope, cause error, handled bo
 	wait := p.consumerWait(delay, rand.Float64())
 	k.later(dv, wait, func(ctx context.Context) {
 		if err := k.host.hop(ctx, k.hopMessage(dv, next, q)); err != nil {
-			if !k.hopOverFrameMax(dv, env, "retry copy", err, cause) {
+			if !k.hopNeverWritable(dv, env, "retry copy", err, cause) {
 				k.putBackFailed(dv, env, q, err)
 			}
 			return
@@ -417,7 +417,7 @@ func (k *consumerCore) putBackFailed(dv *delivery, env Envelope, target string, 
 func (k *consumerCore) putBackLater(dv *delivery, env Envelope, delay time.Duration) {
 	k.later(dv, delay, func(ctx context.Context) {
 		if err := k.host.hop(ctx, k.hopMessage(dv, env, k.queue)); err != nil {
-			if !k.hopOverFrameMax(dv, env, "put-back copy", err, nil) {
+			if !k.hopNeverWritable(dv, env, "put-back copy", err, nil) {
 				k.putBackFailed(dv, env, k.queue, err)
 			}
 			return

@@ -63,6 +63,7 @@ func Run(t *testing.T, h Harness) {
 		{"RejectPublishFullQueueIsNacked", s.rejectPublishFullQueueIsNacked},
 		{"PublishToMissingExchangeClosesChannelWith404", s.publishToMissingExchange},
 		{"PublishOverFrameMaxIsRefusedBeforeWriting", s.publishOverFrameMaxIsRefused},
+		{"PublishOfAShortStringOver255BytesIsRefusedBeforeWriting", s.publishOfALongShortStringIsRefused},
 		{"PassiveDeclareOfMissingQueueIs404AndClosesChannel", s.passiveDeclareMissingQueue},
 		{"InequivalentRedeclareIs406", s.inequivalentRedeclare},
 		{"IntegerArgumentsCompareAcrossWidths", s.integerArgsCompareAcrossWidths},
