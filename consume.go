@@ -94,8 +94,15 @@ type Message[T any] struct {
 	// It is never a reason to skip work: only the envelope id identifies a
 	// duplicate.
 	Redelivered bool
-	// DeliveryCount is the quorum queue's x-delivery-count, 0 when absent.
-	// Informational only.
+	// DeliveryCount is how many times a quorum queue delivered the message
+	// before and got it back, however it came back (a reject or nack with
+	// requeue, a channel or connection lost with it unacked); 0 on a first
+	// delivery and on other queue types. It is the broker's
+	// x-delivery-count on RabbitMQ 3.10 to 4.2 and x-acquired-count on 4.3,
+	// whose x-delivery-count counts only the returns that count toward the
+	// delivery limit (rejects and lost channels, not nacks); that one stays
+	// readable as Envelope.Header("x-delivery-count"). Informational only:
+	// the engine decides nothing on it.
 	DeliveryCount int
 }
 
@@ -392,11 +399,16 @@ func runHandler[T any](ctx context.Context, c *Conn, h Handler[T], m *Message[T]
 	return h(ctx, m)
 }
 
+// deliveryCount is Message.DeliveryCount from a delivery's headers: the
+// larger of x-delivery-count and x-acquired-count (RabbitMQ 4.3 writes
+// both, and only the second counts nacks).
 func deliveryCount(h transport.Table) int {
-	v, ok := h["x-delivery-count"]
-	if !ok {
-		return 0
-	}
+	return max(countHeader(h["x-delivery-count"]), countHeader(h["x-acquired-count"]))
+}
+
+// countHeader reads a broker count header tolerantly: 0 when absent or
+// unreadable.
+func countHeader(v any) int {
 	switch n := v.(type) {
 	case int64:
 		return int(n)

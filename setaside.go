@@ -185,8 +185,8 @@ func cutText(s string, n int) string {
 //     and neither refusal was "unroutable": rejected without requeue, into
 //     the broker's dead-lettering ({q}.dlq with Topology.DeadLetters).
 //   - Otherwise: held 5 s, then back to the broker. Every hand-back is a
-//     basic.reject with requeue, which each RabbitMQ version counts toward
-//     a quorum queue's delivery limit.
+//     basic.reject with requeue (handBack), which each RabbitMQ version
+//     counts toward a quorum queue's delivery limit.
 func (k *consumerCore) lastResort(dv *delivery, env Envelope, err, perr error) {
 	switch {
 	case !dv.att.alive():
@@ -194,11 +194,11 @@ func (k *consumerCore) lastResort(dv *delivery, env Envelope, err, perr error) {
 	case k.stream:
 		k.stopReading(dv, env, perr)
 	case k.isDraining():
-		k.nack(dv, true)
+		k.handBack(dv)
 	case k.host.deadLettering(k.queue) && !IsUnroutable(err) && !IsUnroutable(perr):
 		k.reject(dv) // the broker's own dead-lettering is the last resort
 	default:
-		k.later(dv, inProgressDelay, func(context.Context) { k.nack(dv, true) })
+		k.later(dv, inProgressDelay, func(context.Context) { k.handBack(dv) })
 	}
 }
 

@@ -63,7 +63,7 @@ func (ch *channel) end(err error) {
 }
 
 // requeueAll returns unacked deliveries to their queues' heads in order,
-// marked redelivered.
+// marked redelivered, each counted as a failed delivery (returnLocked).
 func requeueAll(us []unacked) {
 	for i := len(us) - 1; i >= 0; {
 		q := us[i].q
@@ -76,11 +76,7 @@ func requeueAll(us []unacked) {
 			if us[k].c != nil {
 				us[k].c.inflight--
 			}
-			if !q.deleted && q.stream == nil {
-				e := us[k].e
-				e.redelivered = true
-				q.ready.pushFront(e)
-			}
+			q.returnLocked(us[k].e, true) // a lost channel counts
 		}
 		q.dispatchLocked()
 		dead := q.takeDeadLocked()
@@ -378,6 +374,7 @@ func (ch *channel) Get(ctx context.Context, queue string) (transport.Delivery, b
 	tag, tracked := ch.track(unacked{e: ent, q: q})
 	if !tracked {
 		q.mu.Lock()
+		ent.deliveries-- // never handed out
 		q.requeueLocked([]entry{ent}, false)
 		q.dispatchLocked()
 		q.mu.Unlock()
@@ -391,17 +388,24 @@ func (ch *channel) Get(ctx context.Context, queue string) (transport.Delivery, b
 
 // Ack acknowledges one delivery. An unknown tag closes the channel with
 // 406 PRECONDITION_FAILED, as RabbitMQ does.
-func (ch *channel) Ack(tag uint64) error { return ch.settle(tag, true, false) }
+func (ch *channel) Ack(tag uint64) error { return ch.settle(tag, true, false, false) }
 
 // Nack negatively acknowledges one delivery: requeued at the head with
-// Redelivered, or dead-lettered (dropped without a DLX).
-func (ch *channel) Nack(tag uint64, requeue bool) error { return ch.settle(tag, false, requeue) }
+// Redelivered, or dead-lettered (dropped without a DLX). As on RabbitMQ
+// 4.3, a requeue by nack is not counted toward a quorum queue's
+// x-delivery-count and delivery limit.
+func (ch *channel) Nack(tag uint64, requeue bool) error {
+	return ch.settle(tag, false, requeue, false)
+}
 
-// Reject is Nack for a single message.
-func (ch *channel) Reject(tag uint64, requeue bool) error { return ch.settle(tag, false, requeue) }
+// Reject is Nack for a single message, except that a requeue by reject is
+// counted toward a quorum queue's x-delivery-count and delivery limit.
+func (ch *channel) Reject(tag uint64, requeue bool) error {
+	return ch.settle(tag, false, requeue, true)
+}
 
-func (ch *channel) settle(tag uint64, ack, requeue bool) error {
-	if ch.c.maybeStalled.Load() && ch.c.deferIfStalled(func() { _ = ch.settle(tag, ack, requeue) }) {
+func (ch *channel) settle(tag uint64, ack, requeue, counted bool) error {
+	if ch.c.maybeStalled.Load() && ch.c.deferIfStalled(func() { _ = ch.settle(tag, ack, requeue, counted) }) {
 		return nil
 	}
 	ch.mu.Lock()
@@ -415,9 +419,9 @@ func (ch *channel) settle(tag uint64, ack, requeue bool) error {
 		return ch.fail(errUnknownTag(tag))
 	}
 	if !ack && u.q.stream != nil {
-		u.q.settle(u, true, false) // the credit returns as the connection ends
+		u.q.settle(u, true, false, false) // the credit returns as the connection ends
 		return ch.fail(errStreamNack(u.q.name))
 	}
-	u.q.settle(u, ack, requeue)
+	u.q.settle(u, ack, requeue, counted)
 	return nil
 }
