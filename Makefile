@@ -2,13 +2,17 @@
 #
 #   make test          installs/starts RabbitMQ, PostgreSQL and MariaDB if needed,
 #                      runs every test on RabbitMQ 3.10 and, beside it,
-#                      the second pass (`make test-rabbitmq4`)
+#                      the second pass (`make test-rabbitmq4`), the cluster
+#                      drills and the install check (`make installcheck`)
 #   make test-rabbitmq4  the second pass: the broker-facing packages, the
 #                      demo and the cluster drill on RabbitMQ 4.0 (Debian
 #                      13's, in a chroot, every deprecated feature denied)
 #   make test-short    tests without services (service tests skip)
 #   make lint          gofmt, go vet, staticcheck (every module)
 #   make tidy          go mod tidy in every module (scripts/modules.sh)
+#   make installcheck  install every module from a made-up release through a
+#                      file:// module proxy, as a user would (make test runs it)
+#   make release VERSION=vX.Y.Z  tag every module at one version (scripts/release.sh)
 #   make bench         benchmarks
 #   make fuzz          every fuzz target in the module for FUZZTIME each (default
 #                      60s); `make test` runs their seed corpora
@@ -56,10 +60,15 @@ TESTFILTER := $(ACEMQ_STATE_DIR)/bin/testfilter
 MODULES := $(shell scripts/modules.sh list)
 PKGS := $(foreach m,$(filter-out bench,$(MODULES)),$(if $(filter .,$(m)),./...,./$(m)/...))
 
+# The SQL drivers reach the tests through an overlay (scripts/sqldrivers.sh):
+# no published module lists a driver for its tests, so none reaches the
+# module graph of a user who did not choose it (docs/installing.md).
+SQLDRIVERS = -overlay "$$(scripts/sqldrivers.sh)"
+
 # The env files written by the service scripts (KEY=value lines).
 SERVICE_ENV := set -a; . "$(ACEMQ_STATE_DIR)/rabbitmq/env"; . "$(ACEMQ_STATE_DIR)/postgres/env"; . "$(ACEMQ_STATE_DIR)/mariadb/env"; . "$(ACEMQ_STATE_DIR)/chromium/env"; set +a
 
-.PHONY: drill-partition drill-partition-short test test-rabbitmq4 warm pass-rabbitmq3 pass-rabbitmq4 pass-partition pass-clusters test-short lint tidy bench services-up services-down drill-cluster fuzz outbox-crash bench-outbox schedule-restart schedule-lateness drills $(addprefix drill-,$(DRILLS))
+.PHONY: drill-partition drill-partition-short installcheck release test test-rabbitmq4 warm pass-rabbitmq3 pass-rabbitmq4 pass-partition pass-clusters test-short lint tidy bench services-up services-down drill-cluster fuzz outbox-crash bench-outbox schedule-restart schedule-lateness drills $(addprefix drill-,$(DRILLS))
 
 services-up:
 	@scripts/rabbitmq.sh start
@@ -90,7 +99,7 @@ services-down:
 # 3. three lanes side by side (pass-rabbitmq3: everything on 3.10;
 #    pass-rabbitmq4: the cluster drill, then the broker-facing packages on
 #    4.0; pass-clusters: the partition drill's short run on both versions,
-#    then the cluster drill on 3.10). Each prints its output whole when it
+#    then the cluster drill on 3.10, then the install check). Each prints its output whole when it
 #    ends (make's --output-sync). The 4.0 pass uses
 #    the second PostgreSQL database (LISTEN/NOTIFY is per database);
 #    MariaDB tests make a database of their own each.
@@ -119,8 +128,8 @@ warm:
 	@mkdir -p "$(CURDIR)/.tmp"
 	@flock -w 900 "$(CURDIR)/.tmp/cli.lock" $(GO) build -race -o "$(DRILL_BIN)" ./cmd/acemq || true
 	@$(GO) build -race -o "$(TESTFILTER)" ./internal/tools/testfilter || true
-	@$(GO) test -race -count=1 -run '^$$' -exec /bin/true $(PKGS) >/dev/null 2>&1 || true
-	@$(GO) test -tags drill -race -count=1 -run '^$$' -exec /bin/true . ./internal/drill >/dev/null 2>&1 || true
+	@$(GO) test $(SQLDRIVERS) -race -count=1 -run '^$$' -exec /bin/true $(PKGS) >/dev/null 2>&1 || true
+	@$(GO) test -tags drill -race -count=1 -run '^$$' -exec /bin/true . ./cmd/acemq/internal/drill >/dev/null 2>&1 || true
 	@GOFLAGS= $(GO) test -count=1 -run '^$$' -exec /bin/true . >/dev/null 2>&1 || true
 	@echo "build cache warm"
 
@@ -130,7 +139,7 @@ warm:
 pass-rabbitmq3:
 	@$(SERVICE_ENV); echo "demo on $$ACEMQ_TEST_AMQP_URL with PostgreSQL"; "$(DRILL_BIN)" demo --url "$$ACEMQ_TEST_AMQP_URL" --db "$$ACEMQ_TEST_POSTGRES_URL" | tail -1
 	@$(SERVICE_ENV); export ACEMQ_REQUIRE_SERVICES=1; \
-	$(GO) test -race -count=1 -p 1 -timeout $(TEST_TIMEOUT) -json $(PKGS) | "$(TESTFILTER)"
+	$(GO) test $(SQLDRIVERS) -race -count=1 -p 1 -timeout $(TEST_TIMEOUT) -json $(PKGS) | "$(TESTFILTER)"
 	@# The allocation promises (issue 16) hold without -race only: the race
 	@# detector makes sync.Pool drop items at random.
 	GOFLAGS= $(GO) test -count=1 -run '^TestAllocs' .
@@ -139,10 +148,28 @@ pass-rabbitmq3:
 # drill's short run on both versions (its publishers paced, so that it
 # shares the machine), then the cluster drill on 3.10 (three nodes of their
 # own, the connected node stopped mid-flight, nothing confirmed may go
-# missing; the 4.0 pass runs it on 4.0).
+# missing; the 4.0 pass runs it on 4.0), then the install check (no broker).
 pass-clusters:
 	@$(MAKE) --no-print-directory pass-partition PART_ENV="$(PARTITION_TEST_ENV)" PART_TIMEOUT=6m
 	@$(MAKE) --no-print-directory drill-cluster
+	@$(MAKE) --no-print-directory installcheck
+
+# Installing as a user would (scripts/installcheck.sh, no broker; about a
+# minute): a made-up release cut by scripts/release.sh in a temporary clone,
+# served by a file:// module proxy built from its tags; `go get` of every
+# module, README.md's install lines, a program importing each module, the
+# installed command's demo on memory://. `make test` runs it in its third
+# lane.
+installcheck:
+	@scripts/installcheck.sh
+
+# A release of every module at once, with one version
+# (docs/installing.md#how-a-release-is-cut): go.mod files, CHANGELOG.md and
+# the install lines rewritten, one commit, one tag per module. Nothing is
+# pushed.
+release:
+	@test -n "$(VERSION)" || { echo "make release: set VERSION, e.g. make release VERSION=v0.10.0" >&2; exit 1; }
+	@scripts/release.sh "$(VERSION)"
 
 # The second pass, on RabbitMQ 4.0 (scripts/rabbitmq4.sh: Debian 13's
 # rabbitmq-server in a chroot, every deprecated feature denied), with
@@ -163,10 +190,10 @@ pass-rabbitmq4:
 	@$(RABBITMQ4_ENV); echo "demo on RabbitMQ 4.0 ($$ACEMQ_TEST_AMQP_URL) with PostgreSQL"; "$(DRILL_BIN)" demo --url "$$ACEMQ_TEST_AMQP_URL" --db "$$ACEMQ_TEST_POSTGRES_URL" | tail -1
 	@$(MAKE) --no-print-directory drill-cluster CLUSTER_RABBITMQ=rabbitmq4
 	@$(RABBITMQ4_ENV); export ACEMQ_REQUIRE_SERVICES=1; \
-	$(GO) test -race -count=1 -p 1 -timeout $(TEST_TIMEOUT) -json $(BROKER_PKGS) | "$(TESTFILTER)"
+	$(GO) test $(SQLDRIVERS) -race -count=1 -p 1 -timeout $(TEST_TIMEOUT) -json $(BROKER_PKGS) | "$(TESTFILTER)"
 
 test-short:
-	$(GO) test $(PKGS)
+	$(GO) test $(SQLDRIVERS) $(PKGS)
 
 lint:
 	@# Directories Go ignores (.tmp holds the RabbitMQ 4 chroot) are skipped.
@@ -185,7 +212,7 @@ tidy:
 	scripts/modules.sh tidy
 
 bench:
-	$(GO) test -run '^$$' -bench . -benchmem $(PKGS)
+	$(GO) test $(SQLDRIVERS) -run '^$$' -bench . -benchmem $(PKGS)
 
 # Every fuzz target for FUZZTIME each (default 60s, the issue's figure;
 # scripts/fuzz.sh alone defaults to 30s); `make test` runs the seed corpora
@@ -214,7 +241,7 @@ drill-cluster:
 	set -a; . "$(CLUSTER_STATE_DIR)/$(CLUSTER_RABBITMQ)/env"; set +a; \
 	$(GO) test -tags drill $(DRILL_RACE) -count=1 -timeout $(DRILL_TIMEOUT) -run '^TestCluster' -v . | grep -E '^(=== RUN|--- |    drill_cluster_test.go|ok|FAIL|PASS)' || exit 1
 
-# The partition drill (internal/drill/partition.go): three RabbitMQ nodes in
+# The partition drill (cmd/acemq/internal/drill/partition.go): three RabbitMQ nodes in
 # network namespaces of their own joined by a bridge (scripts/netcluster.sh,
 # root only), the network between them cut at random moments (isolate the
 # client's node or the quorum leader, cut a node from everything, a bridge,
@@ -249,14 +276,14 @@ pass-partition:
 		scripts/netcluster.sh up --version $$v >/dev/null; \
 		set -a; . "$(ACEMQ_STATE_DIR)/netcluster/env"; set +a; \
 		export $(PART_ENV) ACEMQ_PART_SEED="$(PARTITION_SEED)"; \
-		$(GO) test -tags drill -count=1 -timeout $(PART_TIMEOUT) -run '^TestPartition$$' -v ./internal/drill/ | grep -E '^(drill partition|partition:|--- |ok|FAIL)' ) || exit 1; \
+		$(GO) test -tags drill -count=1 -timeout $(PART_TIMEOUT) -run '^TestPartition$$' -v ./cmd/acemq/internal/drill/ | grep -E '^(drill partition|partition:|--- |ok|FAIL)' ) || exit 1; \
 	done
 
-# The reliability drills (internal/drill, `acemq drill NAME`), full length,
+# The reliability drills (cmd/acemq/internal/drill, `acemq drill NAME`), full length,
 # against DRILL_URL (default: the private node `make services-up` starts)
 # with DRILL_CTL running rabbitmqctl against it. Each prints one verdict line
 # and fails the target when the drill failed. `make test` runs a short
-# version of each as the internal/drill tests.
+# version of each as the cmd/acemq/internal/drill tests.
 DRILLS := crash restart alarm soak hostile
 DRILL_URL ?=
 DRILL_CTL ?=
@@ -288,7 +315,7 @@ OUTBOX_CRASH_ROUNDS ?= 20
 
 outbox-crash: services-up
 	@$(SERVICE_ENV); export ACEMQ_REQUIRE_SERVICES=1 ACEMQ_OUTBOX_CRASH_ROUNDS=$(OUTBOX_CRASH_ROUNDS); \
-	$(GO) test -count=1 -timeout 30m -run '^TestCrashedRelays' -v ./outbox | grep -E '^(=== RUN|--- |    crash_test.go|ok|FAIL|PASS)' || exit 1
+	$(GO) test $(SQLDRIVERS) -count=1 -timeout 30m -run '^TestCrashedRelays' -v ./outbox | grep -E '^(=== RUN|--- |    crash_test.go|ok|FAIL|PASS)' || exit 1
 
 # The scheduler through a broker restart with the issue's batch (delays
 # 0.5 s to 70 s, the node restarted 10 s in; about two minutes): make test

@@ -1,22 +1,15 @@
 package acemq
 
-import "github.com/acemq-go/acemq/internal/connhook"
+// Emit hands e to the Conn's event handler (Config.OnEvent), in order with
+// the Conn's own events, stamping At with the current time when it is
+// zero. Packages built over a Conn raise their events this way (the
+// pipeline's EventRunFinished). Emit is safe for concurrent use and never
+// blocks: it does nothing when no handler is set or the Conn is closed.
+func (c *Conn) Emit(e Event) { c.events.emit(e) }
 
-// Packages built over the Conn (pipeline raises its run events, actuator
-// reports the driver's capabilities) reach it through internal/connhook:
-// no exported name of this package carries them.
-func init() {
-	connhook.Emit = func(conn, e any) {
-		if c, ok := conn.(*Conn); ok && c != nil {
-			if ev, ok := e.(Event); ok {
-				c.events.emit(ev)
-			}
-		}
-	}
-	connhook.Capabilities = func(conn any) []string {
-		if c, ok := conn.(*Conn); ok && c != nil {
-			return c.links.driver.Capabilities()
-		}
-		return nil
-	}
+// Capabilities lists what the Conn's transport driver supports, such as
+// "quorum-queues" or "streams" (the actuator's info endpoint shows them).
+// The slice is the caller's to keep.
+func (c *Conn) Capabilities() []string {
+	return append([]string(nil), c.links.driver.Capabilities()...)
 }

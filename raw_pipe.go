@@ -4,21 +4,19 @@ import (
 	"context"
 	"errors"
 
-	"github.com/acemq-go/acemq/internal/rawpipe"
+	"github.com/acemq-go/acemq/rawpipe"
 	"github.com/acemq-go/acemq/transport"
 )
 
-// The outbox relay reaches rawPipe through internal/rawpipe: no exported
-// name of this package carries it.
-func init() {
-	rawpipe.Open = func(conn any) rawpipe.Pipe {
-		c, ok := conn.(*Conn)
-		if !ok || c == nil {
-			return nil
-		}
-		return &rawPipe{p: c.pub}
-	}
-}
+// RawPipe returns a pipe that writes batches of raw messages on one
+// confirming channel, so that the broker routes them in the order written,
+// across batches, while earlier batches' confirms are still outstanding.
+// Each message is published as PublishRawBatch publishes it (headers
+// checked, mandatory, persistent, confirmed); see rawpipe.Pipe for when
+// writing stops. The outbox relay publishes through it. A pipe is not safe
+// for concurrent use: one goroutine writes at a time; a Conn may hand out
+// any number of pipes.
+func (c *Conn) RawPipe() rawpipe.Pipe { return &rawPipe{p: c.pub} }
 
 // rawPipe writes batches of raw messages as PublishRawBatch does (library
 // hops: headers checked, mandatory, persistent, confirmed; writing stops

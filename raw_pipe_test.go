@@ -7,10 +7,10 @@ import (
 	"time"
 
 	"github.com/acemq-go/acemq"
-	"github.com/acemq-go/acemq/internal/rawpipe"
+	"github.com/acemq-go/acemq/rawpipe"
 )
 
-// The outbox relay's pinned-channel writer (internal/rawpipe): a batch
+// The outbox relay's pinned-channel writer (Conn.RawPipe): a batch
 // written behind one whose confirms are outstanding goes out at once, and
 // a batch written behind one whose failure is known is not written at all.
 // Memory only: the broker must withhold confirms (StopConfirming).
@@ -18,10 +18,7 @@ func TestRawPipeWritesBehindAnOutstandingBatchAndNothingBehindAFailedOne(t *test
 	r := newRig(t)
 	r.queue("q")
 	ctx := context.Background()
-	if rawpipe.Open("not a conn") != nil {
-		t.Fatal("rawpipe.Open took something other than an *acemq.Conn")
-	}
-	pipe := rawpipe.Open(r.c)
+	pipe := r.c.RawPipe()
 	msg := func(id, key string) rawpipe.Message {
 		return rawpipe.Message{RoutingKey: key, ContentType: "application/json", MessageID: id, Body: []byte(`{}`)}
 	}

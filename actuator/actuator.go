@@ -20,7 +20,6 @@ import (
 	"time"
 
 	"github.com/acemq-go/acemq"
-	"github.com/acemq-go/acemq/internal/connhook"
 )
 
 // DefaultAddr is where ListenAndServe binds when given "" (port 0 means
@@ -230,7 +229,7 @@ func (a *actuator) serveInfo(w http.ResponseWriter, r *http.Request) {
 	b := infoBody{Library: Library, LibraryVersion: LibraryVersion(), Name: a.name, Version: a.version}
 	if a.conn != nil {
 		b.Transport = a.conn.Transport()
-		b.Capabilities = slices.Clone(connhook.Capabilities(a.conn))
+		b.Capabilities = a.conn.Capabilities()
 		slices.Sort(b.Capabilities)
 		if b.Capabilities == nil {
 			b.Capabilities = []string{}

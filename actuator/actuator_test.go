@@ -13,7 +13,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/acemq-go/acemq/internal/alarmtest"
+	"github.com/acemq-go/acemq/actuator/internal/alarmtest"
 
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
@@ -253,7 +253,7 @@ func TestInfoNamesLibraryTransportAndSortedCapabilities(t *testing.T) {
 		t.Fatalf("field order: %s", body)
 	}
 	if len(got.Capabilities) == 0 {
-		t.Fatalf("no capabilities: the memory:// driver has some (reached through internal/connhook): %s", body)
+		t.Fatalf("no capabilities: the memory:// driver has some (Conn.Capabilities): %s", body)
 	}
 	for i := 1; i < len(got.Capabilities); i++ {
 		if got.Capabilities[i-1] > got.Capabilities[i] {

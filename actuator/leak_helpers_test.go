@@ -11,7 +11,7 @@ import (
 	"time"
 
 	"github.com/acemq-go/acemq"
-	"github.com/acemq-go/acemq/internal/testenv"
+	"github.com/acemq-go/acemq/actuator/internal/testenv"
 )
 
 // The helpers TestNoSecretAppearsInAnythingAConnPrints needs. The test

@@ -20,9 +20,9 @@ import (
 
 	"github.com/acemq-go/acemq"
 	"github.com/acemq-go/acemq/actuator"
+	"github.com/acemq-go/acemq/actuator/internal/brokertest"
+	"github.com/acemq-go/acemq/actuator/internal/testenv"
 	"github.com/acemq-go/acemq/devcerts"
-	"github.com/acemq-go/acemq/internal/brokertest"
-	"github.com/acemq-go/acemq/internal/testenv"
 	"github.com/acemq-go/acemq/security"
 )
 

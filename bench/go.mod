@@ -5,10 +5,11 @@ go 1.26.0
 require (
 	github.com/ThreeDotsLabs/watermill v1.5.1
 	github.com/ThreeDotsLabs/watermill-amqp/v3 v3.0.2
-	github.com/acemq-go/acemq v0.0.0-00010101000000-000000000000
-	github.com/acemq-go/acemq/outbox v0.0.0-00010101000000-000000000000
-	github.com/acemq-go/acemq/sqlstore v0.0.0-00010101000000-000000000000
-	github.com/acemq-go/acemq/stream v0.0.0-00010101000000-000000000000
+	github.com/acemq-go/acemq v0.10.0
+	github.com/acemq-go/acemq/outbox v0.10.0
+	github.com/acemq-go/acemq/outbox/pgnotify v0.10.0
+	github.com/acemq-go/acemq/sqlstore v0.10.0
+	github.com/acemq-go/acemq/stream v0.10.0
 	github.com/hamba/avro/v2 v2.31.0
 	github.com/jackc/pgx/v5 v5.13.0
 	github.com/linkedin/goavro/v2 v2.15.0

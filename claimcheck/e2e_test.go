@@ -10,11 +10,11 @@ import (
 
 	"github.com/acemq-go/acemq"
 	"github.com/acemq-go/acemq/claimcheck"
+	"github.com/acemq-go/acemq/claimcheck/internal/brokertest"
+	"github.com/acemq-go/acemq/claimcheck/internal/testenv"
 	"github.com/acemq-go/acemq/codec/avro"
 	"github.com/acemq-go/acemq/codec/schemas"
 	"github.com/acemq-go/acemq/crypto"
-	"github.com/acemq-go/acemq/internal/brokertest"
-	"github.com/acemq-go/acemq/internal/testenv"
 )
 
 type document struct {

@@ -7,7 +7,7 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/acemq-go/acemq/internal/mysqltable"
+	"github.com/acemq-go/acemq/claimcheck/internal/mysqltable"
 	"github.com/acemq-go/acemq/sqlstore"
 )
 

@@ -13,7 +13,7 @@ import (
 
 	"go.uber.org/goleak"
 
-	"github.com/acemq-go/acemq/internal/dbtest"
+	"github.com/acemq-go/acemq/claimcheck/internal/dbtest"
 )
 
 func TestMain(m *testing.M) {

@@ -12,7 +12,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/acemq-go/acemq"
-	"github.com/acemq-go/acemq/internal/safetext"
+	"github.com/acemq-go/acemq/console/internal/safetext"
 	"github.com/acemq-go/acemq/replay"
 )
 

@@ -8,7 +8,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/acemq-go/acemq/internal/safetext"
+	"github.com/acemq-go/acemq/console/internal/safetext"
 )
 
 // auditEntry is one action, or one read of a message's content, as the

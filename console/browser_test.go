@@ -14,7 +14,7 @@ import (
 
 	"github.com/acemq-go/acemq"
 	"github.com/acemq-go/acemq/console"
-	"github.com/acemq-go/acemq/internal/testenv"
+	"github.com/acemq-go/acemq/console/internal/testenv"
 )
 
 // browser starts Debian's chromium headless with a fresh profile and

@@ -14,8 +14,8 @@ import (
 	"time"
 
 	"github.com/acemq-go/acemq"
+	"github.com/acemq-go/acemq/console/internal/testenv"
 	"github.com/acemq-go/acemq/header"
-	"github.com/acemq-go/acemq/internal/testenv"
 )
 
 // brokers: the in-process broker, and the real one.

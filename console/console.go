@@ -34,7 +34,7 @@ import (
 	"time"
 
 	"github.com/acemq-go/acemq"
-	"github.com/acemq-go/acemq/internal/queuelist"
+	"github.com/acemq-go/acemq/console/internal/queuelist"
 )
 
 // Config configures a Console. Token is required; the zero value of every

@@ -20,7 +20,7 @@ import (
 
 	"github.com/acemq-go/acemq"
 	"github.com/acemq-go/acemq/console"
-	"github.com/acemq-go/acemq/internal/testenv"
+	"github.com/acemq-go/acemq/console/internal/testenv"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }

@@ -7,8 +7,8 @@ import (
 	"time"
 
 	"github.com/acemq-go/acemq"
+	"github.com/acemq-go/acemq/console/internal/safetext"
 	"github.com/acemq-go/acemq/header"
-	"github.com/acemq-go/acemq/internal/safetext"
 	"github.com/acemq-go/acemq/transport"
 )
 

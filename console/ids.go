@@ -9,8 +9,8 @@ import (
 	"strings"
 
 	"github.com/acemq-go/acemq"
+	"github.com/acemq-go/acemq/console/internal/safetext"
 	"github.com/acemq-go/acemq/header"
-	"github.com/acemq-go/acemq/internal/safetext"
 )
 
 // contentIDPrefix starts the id the console gives a message that carries

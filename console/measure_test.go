@@ -12,7 +12,7 @@ import (
 
 	"github.com/acemq-go/acemq"
 	"github.com/acemq-go/acemq/console"
-	"github.com/acemq-go/acemq/internal/testenv"
+	"github.com/acemq-go/acemq/console/internal/testenv"
 )
 
 // BenchmarkBrowse100k measures what the console's reads cost on the real

@@ -12,8 +12,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/acemq-go/acemq/internal/queuelist"
-	"github.com/acemq-go/acemq/internal/safetext"
+	"github.com/acemq-go/acemq/console/internal/queuelist"
+	"github.com/acemq-go/acemq/console/internal/safetext"
 	"github.com/acemq-go/acemq/replay"
 	"github.com/acemq-go/acemq/transport"
 )

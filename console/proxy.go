@@ -8,7 +8,7 @@ import (
 	"strings"
 
 	"github.com/acemq-go/acemq"
-	"github.com/acemq-go/acemq/internal/safetext"
+	"github.com/acemq-go/acemq/console/internal/safetext"
 )
 
 // parseTrusted reads Config.TrustedProxies.

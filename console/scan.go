@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/acemq-go/acemq"
-	"github.com/acemq-go/acemq/internal/safetext"
+	"github.com/acemq-go/acemq/console/internal/safetext"
 	"github.com/acemq-go/acemq/replay"
 	"github.com/acemq-go/acemq/transport"
 )

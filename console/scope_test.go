@@ -10,7 +10,7 @@ import (
 
 	"github.com/acemq-go/acemq"
 	"github.com/acemq-go/acemq/console"
-	"github.com/acemq-go/acemq/internal/testenv"
+	"github.com/acemq-go/acemq/console/internal/testenv"
 )
 
 // A live queue is refused on every route, read-only or not, before

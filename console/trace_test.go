@@ -14,8 +14,8 @@ import (
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 
 	"github.com/acemq-go/acemq"
-	"github.com/acemq-go/acemq/internal/testenv"
-	"github.com/acemq-go/acemq/internal/tracecheck"
+	"github.com/acemq-go/acemq/console/internal/testenv"
+	"github.com/acemq-go/acemq/console/internal/tracecheck"
 )
 
 // The console's replay action continues the message's trace (README,

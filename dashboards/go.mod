@@ -3,10 +3,10 @@ module github.com/acemq-go/acemq/dashboards
 go 1.26.0
 
 require (
-	github.com/acemq-go/acemq v0.0.0-00010101000000-000000000000
-	github.com/acemq-go/acemq/actuator v0.0.0-00010101000000-000000000000
-	github.com/acemq-go/acemq/outbox v0.0.0-00010101000000-000000000000
-	github.com/acemq-go/acemq/sqlstore v0.0.0-00010101000000-000000000000
+	github.com/acemq-go/acemq v0.10.0
+	github.com/acemq-go/acemq/actuator v0.10.0
+	github.com/acemq-go/acemq/outbox v0.10.0
+	github.com/acemq-go/acemq/sqlstore v0.10.0
 	github.com/prometheus/client_model v0.6.3
 	github.com/prometheus/common v0.74.0
 	go.uber.org/goleak v1.3.0

@@ -12,7 +12,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/acemq-go/acemq/internal/testenv"
+	"github.com/acemq-go/acemq/examples/internal/testenv"
 )
 
 // TestEveryExampleRuns builds every examples/*/ program in one go build

@@ -3,19 +3,20 @@ module github.com/acemq-go/acemq/examples
 go 1.26.0
 
 require (
-	github.com/acemq-go/acemq v0.0.0-00010101000000-000000000000
-	github.com/acemq-go/acemq/actuator v0.0.0-00010101000000-000000000000
-	github.com/acemq-go/acemq/claimcheck v0.0.0-00010101000000-000000000000
-	github.com/acemq-go/acemq/codec/avro v0.0.0-00010101000000-000000000000
-	github.com/acemq-go/acemq/codec/protobuf v0.0.0-00010101000000-000000000000
-	github.com/acemq-go/acemq/codec/schemas v0.0.0-00010101000000-000000000000
-	github.com/acemq-go/acemq/codec/toml v0.0.0-00010101000000-000000000000
-	github.com/acemq-go/acemq/codec/yaml v0.0.0-00010101000000-000000000000
-	github.com/acemq-go/acemq/idempotency v0.0.0-00010101000000-000000000000
-	github.com/acemq-go/acemq/outbox v0.0.0-00010101000000-000000000000
-	github.com/acemq-go/acemq/saga v0.0.0-00010101000000-000000000000
-	github.com/acemq-go/acemq/sqlstore v0.0.0-00010101000000-000000000000
-	github.com/acemq-go/acemq/stream v0.0.0-00010101000000-000000000000
+	github.com/acemq-go/acemq v0.10.0
+	github.com/acemq-go/acemq/actuator v0.10.0
+	github.com/acemq-go/acemq/claimcheck v0.10.0
+	github.com/acemq-go/acemq/codec/avro v0.10.0
+	github.com/acemq-go/acemq/codec/protobuf v0.10.0
+	github.com/acemq-go/acemq/codec/schemas v0.10.0
+	github.com/acemq-go/acemq/codec/toml v0.10.0
+	github.com/acemq-go/acemq/codec/yaml v0.10.0
+	github.com/acemq-go/acemq/idempotency v0.10.0
+	github.com/acemq-go/acemq/outbox v0.10.0
+	github.com/acemq-go/acemq/outbox/pgnotify v0.10.0
+	github.com/acemq-go/acemq/saga v0.10.0
+	github.com/acemq-go/acemq/sqlstore v0.10.0
+	github.com/acemq-go/acemq/stream v0.10.0
 	github.com/jackc/pgx/v5 v5.13.0
 	go.opentelemetry.io/otel/sdk v1.47.0
 	modernc.org/sqlite v1.62.0
@@ -46,7 +47,7 @@ require (
 	github.com/prometheus/common v0.74.0 // indirect
 	github.com/prometheus/otlptranslator v1.0.0 // indirect
 	github.com/prometheus/procfs v0.22.0 // indirect
-	github.com/rabbitmq/amqp091-go v1.17.0 // indirect
+	github.com/rabbitmq/amqp091-go v1.17.0
 	github.com/remyoudompheng/bigfft v0.0.0-20230129092748-24d4a6f8daec // indirect
 	go.opentelemetry.io/auto/sdk v1.2.1 // indirect
 	go.opentelemetry.io/otel v1.47.0 // indirect

@@ -12,7 +12,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/acemq-go/acemq/internal/dbtest"
+	"github.com/acemq-go/acemq/idempotency/internal/dbtest"
 
 	"go.uber.org/goleak"
 

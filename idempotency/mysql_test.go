@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/acemq-go/acemq"
-	"github.com/acemq-go/acemq/internal/dbtest"
+	"github.com/acemq-go/acemq/idempotency/internal/dbtest"
 )
 
 // The idempotency table is InnoDB whatever the server's default engine:

@@ -9,7 +9,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/acemq-go/acemq"
-	"github.com/acemq-go/acemq/internal/mysqltable"
+	"github.com/acemq-go/acemq/idempotency/internal/mysqltable"
 	"github.com/acemq-go/acemq/sqlstore"
 )
 

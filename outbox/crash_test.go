@@ -19,10 +19,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/go-sql-driver/mysql"
-
 	"github.com/acemq-go/acemq"
-	"github.com/acemq-go/acemq/internal/testenv"
+	"github.com/acemq-go/acemq/outbox/internal/dbtest"
+	"github.com/acemq-go/acemq/outbox/internal/testenv"
 	"github.com/acemq-go/acemq/sqlstore"
 )
 
@@ -530,10 +529,5 @@ func childDSN(t *testing.T, s *Store) string {
 	if err := s.DB().QueryRowContext(ctx, `SELECT DATABASE()`).Scan(&name); err != nil {
 		t.Fatal(err)
 	}
-	cfg, err := mysql.ParseDSN(testenv.MySQLDSN(t))
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg.DBName = name
-	return cfg.FormatDSN()
+	return dbtest.MySQLDSNFor(t, name)
 }

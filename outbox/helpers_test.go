@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/acemq-go/acemq/internal/dbtest"
+	"github.com/acemq-go/acemq/outbox/internal/dbtest"
 
 	"github.com/acemq-go/acemq"
 	"github.com/acemq-go/acemq/transport"

@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/acemq-go/acemq/internal/dbtest"
+	"github.com/acemq-go/acemq/outbox/internal/dbtest"
 )
 
 // The outbox table is InnoDB whatever the server's default engine: on a

@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"github.com/acemq-go/acemq/header"
-	"github.com/acemq-go/acemq/internal/alarmtest"
+	"github.com/acemq-go/acemq/outbox/internal/alarmtest"
 
 	"go.opentelemetry.io/otel/attribute"
 	sdkmetric "go.opentelemetry.io/otel/sdk/metric"

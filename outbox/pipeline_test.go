@@ -11,7 +11,7 @@ import (
 
 	"github.com/acemq-go/acemq"
 	"github.com/acemq-go/acemq/header"
-	"github.com/acemq-go/acemq/internal/dbtest"
+	"github.com/acemq-go/acemq/outbox/internal/dbtest"
 	"github.com/acemq-go/acemq/sqlstore"
 )
 

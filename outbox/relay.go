@@ -18,7 +18,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/acemq-go/acemq"
-	"github.com/acemq-go/acemq/internal/rawpipe"
+	"github.com/acemq-go/acemq/rawpipe"
 	"github.com/acemq-go/acemq/sqlstore"
 	"github.com/acemq-go/acemq/transport"
 )
@@ -240,7 +240,7 @@ func NewRelay(conn *acemq.Conn, store *Store, opts ...RelayOption) (*Relay, erro
 	}
 	return &Relay{
 		conn: conn, store: store, cfg: cfg, log: log, total: total, lag: lag, tracer: cfg.tracer.Tracer(acemq.InstrumentationScope),
-		own: store.owner(cfg.id, cfg.lockTTL), pipe: rawpipe.Open(conn), wake: make(chan struct{}, 1),
+		own: store.owner(cfg.id, cfg.lockTTL), pipe: conn.RawPipe(), wake: make(chan struct{}, 1),
 		stop: make(chan struct{}), done: make(chan struct{}),
 	}, nil
 }

@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/acemq-go/acemq"
-	"github.com/acemq-go/acemq/internal/mysqltable"
+	"github.com/acemq-go/acemq/outbox/internal/mysqltable"
 	"github.com/acemq-go/acemq/sqlstore"
 )
 

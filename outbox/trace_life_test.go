@@ -13,9 +13,9 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/acemq-go/acemq"
-	"github.com/acemq-go/acemq/internal/brokertest"
-	"github.com/acemq-go/acemq/internal/dbtest"
-	"github.com/acemq-go/acemq/internal/testenv"
+	"github.com/acemq-go/acemq/outbox/internal/brokertest"
+	"github.com/acemq-go/acemq/outbox/internal/dbtest"
+	"github.com/acemq-go/acemq/outbox/internal/testenv"
 	"github.com/acemq-go/acemq/replay"
 )
 

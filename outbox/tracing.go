@@ -11,7 +11,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/acemq-go/acemq"
-	"github.com/acemq-go/acemq/internal/semconv"
+	"github.com/acemq-go/acemq/outbox/internal/semconv"
 )
 
 // Relay outcome words: acemq.outbox.total counts published and failed

@@ -17,8 +17,8 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/acemq-go/acemq"
-	"github.com/acemq-go/acemq/internal/alarmtest"
-	"github.com/acemq-go/acemq/internal/dbtest"
+	"github.com/acemq-go/acemq/outbox/internal/alarmtest"
+	"github.com/acemq-go/acemq/outbox/internal/dbtest"
 	"github.com/acemq-go/acemq/transport/memory"
 )
 

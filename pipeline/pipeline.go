@@ -30,7 +30,6 @@ import (
 
 	"github.com/acemq-go/acemq"
 	"github.com/acemq-go/acemq/group"
-	"github.com/acemq-go/acemq/internal/connhook"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/metric"
 )
@@ -313,7 +312,7 @@ func (p *Pipeline) finished(ctx context.Context, c *acemq.Conn, step, outcome st
 		p.metrics.total.Add(ctx, 1, attrs)
 		p.metrics.duration.Record(ctx, age.Seconds(), attrs)
 	}
-	connhook.Emit(c, acemq.Event{Kind: EventRunFinished, Fields: map[string]string{
+	c.Emit(acemq.Event{Kind: EventRunFinished, Fields: map[string]string{
 		"pipeline": p.name, "step": step, "outcome": outcome, "route_id": in.RouteID,
 	}})
 }

@@ -14,7 +14,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/acemq-go/acemq/internal/dbtest"
+	"github.com/acemq-go/acemq/saga/internal/dbtest"
 	"github.com/acemq-go/acemq/sqlstore"
 )
 

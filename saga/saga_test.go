@@ -16,7 +16,7 @@ import (
 	"go.opentelemetry.io/otel/sdk/metric/metricdata"
 	"go.uber.org/goleak"
 
-	"github.com/acemq-go/acemq/internal/dbtest"
+	"github.com/acemq-go/acemq/saga/internal/dbtest"
 	"github.com/acemq-go/acemq/sqlstore"
 )
 

@@ -5,7 +5,7 @@ import (
 	"database/sql"
 	"fmt"
 
-	"github.com/acemq-go/acemq/internal/mysqltable"
+	"github.com/acemq-go/acemq/saga/internal/mysqltable"
 	"github.com/acemq-go/acemq/sqlstore"
 )
 

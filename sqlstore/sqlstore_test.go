@@ -7,8 +7,8 @@ import (
 	"fmt"
 	"testing"
 
-	"github.com/acemq-go/acemq/internal/dbtest"
 	"github.com/acemq-go/acemq/sqlstore"
+	"github.com/acemq-go/acemq/sqlstore/internal/dbtest"
 )
 
 func TestRebindNumbersPlaceholdersForPostgresOnly(t *testing.T) {

@@ -12,7 +12,7 @@ import (
 	"time"
 
 	"github.com/acemq-go/acemq"
-	"github.com/acemq-go/acemq/internal/testenv"
+	"github.com/acemq-go/acemq/stream/internal/testenv"
 	"github.com/acemq-go/acemq/transport"
 )
 

@@ -7,8 +7,8 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/acemq-go/acemq/internal/mysqltable"
 	"github.com/acemq-go/acemq/sqlstore"
+	"github.com/acemq-go/acemq/stream/internal/mysqltable"
 )
 
 // SQLCheckpoints is a CheckpointStore in the acemq_stream_checkpoint table

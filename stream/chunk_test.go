@@ -6,9 +6,9 @@ import (
 	"time"
 
 	"github.com/acemq-go/acemq"
-	"github.com/acemq-go/acemq/internal/brokertest"
-	"github.com/acemq-go/acemq/internal/testenv"
 	"github.com/acemq-go/acemq/stream"
+	"github.com/acemq-go/acemq/stream/internal/brokertest"
+	"github.com/acemq-go/acemq/stream/internal/testenv"
 )
 
 // TestAChunkPastThePrefetchIsReadThrough: RabbitMQ delivers a stream chunk

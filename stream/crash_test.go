@@ -16,10 +16,10 @@ import (
 	"time"
 
 	"github.com/acemq-go/acemq"
-	"github.com/acemq-go/acemq/internal/brokertest"
-	"github.com/acemq-go/acemq/internal/dbtest"
-	"github.com/acemq-go/acemq/internal/testenv"
 	"github.com/acemq-go/acemq/sqlstore"
+	"github.com/acemq-go/acemq/stream/internal/brokertest"
+	"github.com/acemq-go/acemq/stream/internal/dbtest"
+	"github.com/acemq-go/acemq/stream/internal/testenv"
 )
 
 // The crash test runs readers as real processes: the test binary started

@@ -11,7 +11,7 @@ import (
 	"go.opentelemetry.io/otel/sdk/metric/metricdata"
 
 	"github.com/acemq-go/acemq"
-	"github.com/acemq-go/acemq/internal/brokertest"
+	"github.com/acemq-go/acemq/stream/internal/brokertest"
 )
 
 // gauge returns the value of the named int64 gauge for reader, and

@@ -15,8 +15,8 @@ import (
 	"time"
 
 	"github.com/acemq-go/acemq"
-	"github.com/acemq-go/acemq/internal/brokertest"
-	"github.com/acemq-go/acemq/internal/testenv"
+	"github.com/acemq-go/acemq/stream/internal/brokertest"
+	"github.com/acemq-go/acemq/stream/internal/testenv"
 )
 
 // within polls cond until it holds, failing after d (a broker restart

@@ -9,8 +9,8 @@ import (
 	"time"
 
 	"github.com/acemq-go/acemq"
-	"github.com/acemq-go/acemq/internal/brokertest"
-	"github.com/acemq-go/acemq/internal/testenv"
+	"github.com/acemq-go/acemq/stream/internal/brokertest"
+	"github.com/acemq-go/acemq/stream/internal/testenv"
 	"github.com/acemq-go/acemq/transport/memory"
 )
 

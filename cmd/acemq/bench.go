@@ -15,7 +15,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/acemq-go/acemq"
-	"github.com/acemq-go/acemq/internal/redact"
+	"github.com/acemq-go/acemq/cmd/acemq/internal/redact"
 )
 
 // benchResult is what bench prints and writes as JSON.
@@ -55,7 +55,7 @@ func newBench() *cobra.Command {
 			"With --rate the publisher is open-loop: message i is due at start + i/rate and its latency is measured from that " +
 			"INTENDED time, so a stalled broker shows up as latency instead of hiding as a lower rate (no coordinated omission). " +
 			"Without --rate it publishes as fast as the confirm window allows and latency is measured from the send. " +
-			"Prints a table and writes the same numbers as JSON to --out. The queue is deleted afterwards. Exits non-zero if a confirmed message was not consumed.",
+			"Prints a table; with --out FILE it also writes the same numbers as JSON there. The queue is deleted afterwards. Exits non-zero if a confirmed message was not consumed.",
 		Example: `  acemq bench --url memory://bench --count 20000
   acemq bench --url amqp://guest:guest@localhost:5672/ --rate 2000 --for 10s --size 512 --queue-type quorum --out bench.json`,
 		Args: cobra.NoArgs,
@@ -108,7 +108,7 @@ func newBench() *cobra.Command {
 	f.IntVar(&size, "size", 256, "message body size in bytes")
 	f.IntVar(&window, "window", 100, "confirm window: publishes awaiting confirmation at once")
 	f.StringVar(&qtype, "queue-type", "quorum", "quorum or classic")
-	f.StringVar(&out, "out", "acemq-bench.json", "write the JSON report here (\"\" = do not write)")
+	f.StringVar(&out, "out", "", "also write the numbers as JSON to this file (default: none)")
 	return cmd
 }
 

@@ -2,6 +2,8 @@ package main
 
 import (
 	"fmt"
+	"os"
+	"path/filepath"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -25,11 +27,23 @@ every one marked "ACEMQ DEVELOPMENT ONLY - DO NOT TRUST" in its organisation, so
 clients refuse them unless the application allows development certificates
 (acemq.Config.DevelopmentCertificates). Keys are written 0600. rabbitmq.conf in the same
 directory holds a TLS listener (verify_peer, client certificate optional) and EXTERNAL
-login from the certificate's common name.`,
-		Example: `  acemq certs --dir ./certs
-  acemq certs --dir ./certs --host broker.test --host 10.0.0.5 --client orders --validity 168h`,
+login from the certificate's common name.
+
+Without --dir the files go to acemq/certs under the user's configuration
+directory ($XDG_CONFIG_HOME or ~/.config on Linux), never into the current
+directory: a private key written into a working tree is one "git add ." away
+from a repository.`,
+		Example: `  acemq certs
+  acemq certs --dir /srv/broker/tls --host broker.test --host 10.0.0.5 --client orders --validity 168h`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			if !cmd.Flags().Changed("dir") {
+				d, err := defaultCertsDir()
+				if err != nil {
+					return err
+				}
+				dir = d
+			}
 			if dir == "" {
 				return fmt.Errorf("--dir is empty; name the directory to write the certificates into")
 			}
@@ -64,10 +78,20 @@ login from the certificate's common name.`,
 			return nil
 		},
 	}
-	cmd.Flags().StringVar(&dir, "dir", "certs", "directory to write the files into (created 0700)")
+	cmd.Flags().StringVar(&dir, "dir", "", "directory to write the files into (created 0700; default acemq/certs in the user's configuration directory)")
 	cmd.Flags().StringSliceVar(&hosts, "host", []string{"localhost"}, "broker host name or IP address (repeat for more); localhost also gets 127.0.0.1 and ::1")
 	cmd.Flags().StringVar(&client, "client", "acemq-client", "common name of the client certificate (the user EXTERNAL logs in as)")
 	cmd.Flags().DurationVar(&validity, "validity", devcerts.DefaultValidity, "how long the certificates are valid")
 	cmd.Flags().IntVar(&port, "port", 5671, "TLS listener port for the rabbitmq.conf snippet")
 	return cmd
+}
+
+// defaultCertsDir is where `acemq certs` writes without --dir: acemq/certs
+// in the user's configuration directory, outside any working tree.
+func defaultCertsDir() (string, error) {
+	base, err := os.UserConfigDir()
+	if err != nil {
+		return "", fmt.Errorf("found no configuration directory for the certificates (%v); pass --dir", err)
+	}
+	return filepath.Join(base, "acemq", "certs"), nil
 }

@@ -17,7 +17,7 @@ import (
 	"time"
 
 	"github.com/acemq-go/acemq"
-	"github.com/acemq-go/acemq/internal/testenv"
+	"github.com/acemq-go/acemq/cmd/acemq/internal/testenv"
 	"github.com/acemq-go/acemq/security"
 )
 

@@ -20,8 +20,8 @@ import (
 	"time"
 
 	"github.com/acemq-go/acemq"
+	"github.com/acemq-go/acemq/cmd/acemq/internal/testenv"
 	"github.com/acemq-go/acemq/header"
-	"github.com/acemq-go/acemq/internal/testenv"
 )
 
 // The tests run the BUILT acemqBinary, as an operator would.

@@ -18,8 +18,8 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/acemq-go/acemq"
+	"github.com/acemq-go/acemq/cmd/acemq/internal/redact"
 	"github.com/acemq-go/acemq/idempotency"
-	"github.com/acemq-go/acemq/internal/redact"
 	"github.com/acemq-go/acemq/outbox"
 	"github.com/acemq-go/acemq/rpc"
 )

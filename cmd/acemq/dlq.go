@@ -17,9 +17,9 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/acemq-go/acemq"
+	"github.com/acemq-go/acemq/cmd/acemq/internal/safetext"
 	"github.com/acemq-go/acemq/crypto"
 	"github.com/acemq-go/acemq/header"
-	"github.com/acemq-go/acemq/internal/safetext"
 	"github.com/acemq-go/acemq/replay"
 )
 

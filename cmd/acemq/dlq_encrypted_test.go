@@ -9,8 +9,8 @@ import (
 
 	"github.com/acemq-go/acemq"
 	"github.com/acemq-go/acemq/claimcheck"
+	"github.com/acemq-go/acemq/cmd/acemq/internal/testenv"
 	"github.com/acemq-go/acemq/crypto"
-	"github.com/acemq-go/acemq/internal/testenv"
 )
 
 func showRing(t *testing.T) (*crypto.Keyring, string) {

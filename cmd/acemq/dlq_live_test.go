@@ -7,7 +7,7 @@ import (
 	"testing"
 
 	"github.com/acemq-go/acemq"
-	"github.com/acemq-go/acemq/internal/testenv"
+	"github.com/acemq-go/acemq/cmd/acemq/internal/testenv"
 )
 
 // dlq show reads by taking and returning: on a live quorum queue each read

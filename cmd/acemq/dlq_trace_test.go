@@ -12,8 +12,8 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/acemq-go/acemq"
-	"github.com/acemq-go/acemq/internal/testenv"
-	"github.com/acemq-go/acemq/internal/tracecheck"
+	"github.com/acemq-go/acemq/cmd/acemq/internal/testenv"
+	"github.com/acemq-go/acemq/cmd/acemq/internal/tracecheck"
 )
 
 // `acemq dlq replay` continues the message's trace (README, observability;

@@ -4,7 +4,7 @@ import (
 	"encoding/base64"
 	"fmt"
 
-	"github.com/acemq-go/acemq/internal/wire"
+	"github.com/acemq-go/acemq/cmd/acemq/internal/wire"
 )
 
 // showUnreadable decodes the headers of a message the Go AMQP client could

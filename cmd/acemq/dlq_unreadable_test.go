@@ -9,7 +9,7 @@ import (
 	amqp "github.com/rabbitmq/amqp091-go"
 
 	"github.com/acemq-go/acemq"
-	"github.com/acemq-go/acemq/internal/testenv"
+	"github.com/acemq-go/acemq/cmd/acemq/internal/testenv"
 )
 
 // A message published by another client with headers nested 40 deep used

@@ -9,8 +9,8 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
-	"github.com/acemq-go/acemq/internal/docscheck"
-	"github.com/acemq-go/acemq/internal/testenv"
+	"github.com/acemq-go/acemq/cmd/acemq/internal/docscheck"
+	"github.com/acemq-go/acemq/cmd/acemq/internal/testenv"
 )
 
 // TestDocsNameOnlyRealSubcommandsAndFlags reads every acemq command line

@@ -11,7 +11,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/acemq-go/acemq"
-	"github.com/acemq-go/acemq/internal/drill"
+	"github.com/acemq-go/acemq/cmd/acemq/internal/drill"
 )
 
 // drillFlags are the settings every drill takes.

@@ -3,21 +3,19 @@ module github.com/acemq-go/acemq/cmd/acemq
 go 1.26.0
 
 require (
-	github.com/acemq-go/acemq v0.0.0-00010101000000-000000000000
-	github.com/acemq-go/acemq/actuator v0.0.0-00010101000000-000000000000
-	github.com/acemq-go/acemq/claimcheck v0.0.0-00010101000000-000000000000
-	github.com/acemq-go/acemq/codec/avro v0.0.0-00010101000000-000000000000
-	github.com/acemq-go/acemq/codec/protobuf v0.0.0-00010101000000-000000000000
-	github.com/acemq-go/acemq/codec/toml v0.0.0-00010101000000-000000000000
-	github.com/acemq-go/acemq/codec/yaml v0.0.0-00010101000000-000000000000
-	github.com/acemq-go/acemq/console v0.0.0-00010101000000-000000000000
-	github.com/acemq-go/acemq/idempotency v0.0.0-00010101000000-000000000000
-	github.com/acemq-go/acemq/internal/dbtest v0.0.0-00010101000000-000000000000
-	github.com/acemq-go/acemq/internal/drill v0.0.0-00010101000000-000000000000
-	github.com/acemq-go/acemq/outbox v0.0.0-00010101000000-000000000000
-	github.com/acemq-go/acemq/saga v0.0.0-00010101000000-000000000000
-	github.com/acemq-go/acemq/sqlstore v0.0.0-00010101000000-000000000000
-	github.com/acemq-go/acemq/stream v0.0.0-00010101000000-000000000000
+	github.com/acemq-go/acemq v0.10.0
+	github.com/acemq-go/acemq/actuator v0.10.0
+	github.com/acemq-go/acemq/claimcheck v0.10.0
+	github.com/acemq-go/acemq/codec/avro v0.10.0
+	github.com/acemq-go/acemq/codec/protobuf v0.10.0
+	github.com/acemq-go/acemq/codec/toml v0.10.0
+	github.com/acemq-go/acemq/codec/yaml v0.10.0
+	github.com/acemq-go/acemq/console v0.10.0
+	github.com/acemq-go/acemq/idempotency v0.10.0
+	github.com/acemq-go/acemq/outbox v0.10.0
+	github.com/acemq-go/acemq/saga v0.10.0
+	github.com/acemq-go/acemq/sqlstore v0.10.0
+	github.com/acemq-go/acemq/stream v0.10.0
 	github.com/go-sql-driver/mysql v1.10.2
 	github.com/jackc/pgx/v5 v5.13.0
 	github.com/rabbitmq/amqp091-go v1.17.0
@@ -25,13 +23,15 @@ require (
 	github.com/spf13/pflag v1.0.9
 	go.opentelemetry.io/otel/sdk v1.47.0
 	go.opentelemetry.io/otel/trace v1.47.0
+	go.uber.org/goleak v1.3.0
 	go.yaml.in/yaml/v3 v3.0.6
 	modernc.org/sqlite v1.62.0
 )
 
+require github.com/acemq-go/acemq/codec/schemas v0.10.0 // indirect
+
 require (
 	filippo.io/edwards25519 v1.2.0 // indirect
-	github.com/acemq-go/acemq/codec/schemas v0.0.0-00010101000000-000000000000 // indirect
 	github.com/beorn7/perks v1.0.1 // indirect
 	github.com/cespare/xxhash/v2 v2.3.0 // indirect
 	github.com/dustin/go-humanize v1.1.0 // indirect

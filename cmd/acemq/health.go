@@ -9,7 +9,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/acemq-go/acemq/internal/safetext"
+	"github.com/acemq-go/acemq/cmd/acemq/internal/safetext"
 )
 
 // healthBody is the part of the actuator's health JSON (contract §6) the

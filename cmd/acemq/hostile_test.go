@@ -15,8 +15,8 @@ import (
 	"time"
 
 	"github.com/acemq-go/acemq"
-	"github.com/acemq-go/acemq/internal/safetext"
-	"github.com/acemq-go/acemq/internal/testenv"
+	"github.com/acemq-go/acemq/cmd/acemq/internal/safetext"
+	"github.com/acemq-go/acemq/cmd/acemq/internal/testenv"
 	"github.com/acemq-go/acemq/saga"
 	"github.com/acemq-go/acemq/sqlstore"
 	"github.com/acemq-go/acemq/transport/memory"

@@ -12,7 +12,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/acemq-go/acemq"
-	"github.com/acemq-go/acemq/internal/redact"
+	"github.com/acemq-go/acemq/cmd/acemq/internal/redact"
 	"github.com/acemq-go/acemq/loadline"
 )
 

@@ -6,7 +6,7 @@ import (
 	"strings"
 
 	"github.com/acemq-go/acemq"
-	"github.com/acemq-go/acemq/internal/queuelist"
+	"github.com/acemq-go/acemq/cmd/acemq/internal/queuelist"
 	"github.com/acemq-go/acemq/replay"
 	"github.com/acemq-go/acemq/transport"
 )

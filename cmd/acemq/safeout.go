@@ -10,7 +10,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/acemq-go/acemq/internal/safetext"
+	"github.com/acemq-go/acemq/cmd/acemq/internal/safetext"
 )
 
 // What the command prints about a message follows internal/safetext's

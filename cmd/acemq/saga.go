@@ -13,8 +13,8 @@ import (
 	_ "github.com/go-sql-driver/mysql" // registers "mysql" for --db mysql:…
 	"github.com/spf13/cobra"
 
-	"github.com/acemq-go/acemq/internal/redact"
-	"github.com/acemq-go/acemq/internal/safetext"
+	"github.com/acemq-go/acemq/cmd/acemq/internal/redact"
+	"github.com/acemq-go/acemq/cmd/acemq/internal/safetext"
 	"github.com/acemq-go/acemq/saga"
 	"github.com/acemq-go/acemq/sqlstore"
 )
@@ -164,9 +164,42 @@ func openSagaDB(dsn string) (*sql.DB, sqlstore.Dialect, error) {
 	default:
 		return nil, 0, fmt.Errorf("acemq: --db %s is not postgres://…, mysql:… or sqlite:path", redact.URL(dsn))
 	}
+	if d == sqlstore.SQLite {
+		// Opening a SQLite path that does not exist would create an empty
+		// database there: an operator's typo would leave a file behind and
+		// then report "no sagas". The tool only reads and updates sagas an
+		// application stored, so a missing file is an error.
+		if err := sqliteExists(src); err != nil {
+			return nil, 0, err
+		}
+	}
 	db, err := sql.Open(driver, src)
 	if err != nil {
 		return nil, 0, fmt.Errorf("acemq: cannot open the database %s (%v); check --db", redact.URL(dsn), err)
 	}
 	return db, d, nil
+}
+
+// sqliteExists refuses a --db sqlite:PATH whose file is not there (or is a
+// directory). A file: URI's path is checked the same way, and in-memory
+// databases are refused: there is nothing stored in them to look at.
+func sqliteExists(src string) error {
+	path := src
+	if strings.HasPrefix(path, "file:") {
+		path = strings.TrimPrefix(path, "file:")
+		if i := strings.IndexByte(path, '?'); i >= 0 {
+			path = path[:i]
+		}
+	}
+	if path == "" || path == ":memory:" {
+		return fmt.Errorf("acemq: --db sqlite:%s names no database file; give the path of the application's SQLite database", src)
+	}
+	fi, err := os.Stat(path)
+	switch {
+	case err != nil:
+		return fmt.Errorf("acemq: --db sqlite:%s: %v; give the path of an existing SQLite database (the tool never creates one)", src, err)
+	case fi.IsDir():
+		return fmt.Errorf("acemq: --db sqlite:%s is a directory; give the path of the application's SQLite database file", src)
+	}
+	return nil
 }

@@ -4,11 +4,12 @@ import (
 	"context"
 	"database/sql"
 	"errors"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
-	"github.com/acemq-go/acemq/internal/dbtest"
+	"github.com/acemq-go/acemq/cmd/acemq/internal/dbtest"
 	"github.com/acemq-go/acemq/saga"
 	"github.com/acemq-go/acemq/sqlstore"
 )
@@ -52,8 +53,26 @@ func TestSagaCommandsListShowCompensateResolve(t *testing.T) {
 			t.Errorf("acemq saga %s --help lacks an example or --db:\n%s", sub, r.stdout)
 		}
 	}
-	args := []string{"saga", "list", "--db", "sqlite:" + filepath.Join(t.TempDir(), "empty.db")}
+	empty := filepath.Join(t.TempDir(), "empty.db")
+	if err := os.WriteFile(empty, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	args := []string{"saga", "list", "--db", "sqlite:" + empty}
 	mustFailWithSentence(t, acemqCmd(t, "", args...), "EnsureSchema", args...)
+}
+
+// A --db sqlite:PATH whose file does not exist is refused, and the command
+// leaves no file behind: an operator's typo must not create an empty
+// database that then answers "no sagas".
+func TestSagaCommandsNeverCreateADatabase(t *testing.T) {
+	missing := filepath.Join(t.TempDir(), "missing.db")
+	for _, sub := range [][]string{{"list"}, {"show", "x"}, {"resolve", "x", "--note", "n"}, {"compensate", "x"}} {
+		args := append(append([]string{"saga"}, sub...), "--db", "sqlite:"+missing)
+		mustFailWithSentence(t, acemqCmd(t, "", args...), "never creates one", args...)
+		if _, err := os.Stat(missing); !errors.Is(err, os.ErrNotExist) {
+			t.Fatalf("acemq %s left %s behind (stat: %v)", strings.Join(args, " "), missing, err)
+		}
+	}
 }
 
 func sagaCommands(t *testing.T, db *sql.DB, d sqlstore.Dialect, dsn string) {

@@ -14,9 +14,9 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/acemq-go/acemq"
-	"github.com/acemq-go/acemq/internal/queuelist"
-	"github.com/acemq-go/acemq/internal/redact"
-	"github.com/acemq-go/acemq/internal/safetext"
+	"github.com/acemq-go/acemq/cmd/acemq/internal/queuelist"
+	"github.com/acemq-go/acemq/cmd/acemq/internal/redact"
+	"github.com/acemq-go/acemq/cmd/acemq/internal/safetext"
 	"github.com/acemq-go/acemq/stream"
 	"github.com/acemq-go/acemq/transport"
 )

@@ -14,7 +14,7 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"github.com/acemq-go/acemq"
-	"github.com/acemq-go/acemq/internal/safetext"
+	"github.com/acemq-go/acemq/cmd/acemq/internal/safetext"
 )
 
 // topologyFile is the YAML form of a topology: exchanges, queues (with

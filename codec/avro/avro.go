@@ -52,8 +52,8 @@ import (
 	hamba "github.com/hamba/avro/v2"
 
 	"github.com/acemq-go/acemq"
+	"github.com/acemq-go/acemq/codec/avro/internal/codecutil"
 	"github.com/acemq-go/acemq/codec/schemas"
-	"github.com/acemq-go/acemq/internal/codecutil"
 )
 
 // Content types.

@@ -11,10 +11,10 @@ import (
 
 	"github.com/acemq-go/acemq"
 	"github.com/acemq-go/acemq/codec/avro"
+	"github.com/acemq-go/acemq/codec/avro/internal/codectest"
+	"github.com/acemq-go/acemq/codec/avro/internal/dbtest"
+	"github.com/acemq-go/acemq/codec/avro/internal/testenv"
 	"github.com/acemq-go/acemq/codec/schemas"
-	"github.com/acemq-go/acemq/internal/codectest"
-	"github.com/acemq-go/acemq/internal/dbtest"
-	"github.com/acemq-go/acemq/internal/testenv"
 	"go.uber.org/goleak"
 )
 

@@ -3,44 +3,25 @@ module github.com/acemq-go/acemq/codec/avro
 go 1.26.0
 
 require (
-	github.com/acemq-go/acemq v0.0.0-00010101000000-000000000000
-	github.com/acemq-go/acemq/codec/schemas v0.0.0-00010101000000-000000000000
-	github.com/acemq-go/acemq/internal/dbtest v0.0.0-00010101000000-000000000000
+	github.com/acemq-go/acemq v0.10.0
+	github.com/acemq-go/acemq/codec/schemas v0.10.0
+	github.com/acemq-go/acemq/sqlstore v0.10.0
 	github.com/hamba/avro/v2 v2.31.0
 	go.uber.org/goleak v1.3.0
 )
 
 require (
-	filippo.io/edwards25519 v1.2.0 // indirect
-	github.com/acemq-go/acemq/sqlstore v0.0.0-00010101000000-000000000000 // indirect
 	github.com/cespare/xxhash/v2 v2.3.0 // indirect
-	github.com/dustin/go-humanize v1.1.0 // indirect
 	github.com/go-logr/logr v1.4.4 // indirect
 	github.com/go-logr/stdr v1.2.2 // indirect
-	github.com/go-sql-driver/mysql v1.10.2 // indirect
 	github.com/go-viper/mapstructure/v2 v2.4.0 // indirect
-	github.com/google/uuid v1.6.0 // indirect
-	github.com/jackc/pgpassfile v1.0.0 // indirect
-	github.com/jackc/pgservicefile v0.0.0-20240606120523-5a60cdf6a761 // indirect
-	github.com/jackc/pgx/v5 v5.13.0 // indirect
-	github.com/jackc/puddle/v2 v2.2.3 // indirect
 	github.com/json-iterator/go v1.1.12 // indirect
-	github.com/mattn/go-isatty v0.0.24 // indirect
 	github.com/modern-go/concurrent v0.0.0-20180306012644-bacd9c7ef1dd // indirect
 	github.com/modern-go/reflect2 v1.0.2 // indirect
-	github.com/ncruces/go-strftime v1.1.0 // indirect
-	github.com/rabbitmq/amqp091-go v1.17.0 // indirect
-	github.com/remyoudompheng/bigfft v0.0.0-20230129092748-24d4a6f8daec // indirect
+	github.com/rabbitmq/amqp091-go v1.17.0
 	go.opentelemetry.io/auto/sdk v1.2.1 // indirect
 	go.opentelemetry.io/otel v1.47.0 // indirect
 	go.opentelemetry.io/otel/log v1.47.0 // indirect
 	go.opentelemetry.io/otel/metric v1.47.0 // indirect
 	go.opentelemetry.io/otel/trace v1.47.0 // indirect
-	golang.org/x/sync v0.24.0 // indirect
-	golang.org/x/sys v0.49.0 // indirect
-	golang.org/x/text v0.41.0 // indirect
-	modernc.org/libc v1.80.1 // indirect
-	modernc.org/mathutil v1.7.1 // indirect
-	modernc.org/memory v1.12.1 // indirect
-	modernc.org/sqlite v1.62.0 // indirect
 )

@@ -3,7 +3,7 @@ module github.com/acemq-go/acemq/codec/protobuf
 go 1.26.0
 
 require (
-	github.com/acemq-go/acemq v0.0.0-00010101000000-000000000000
+	github.com/acemq-go/acemq v0.10.0
 	go.uber.org/goleak v1.3.0
 	google.golang.org/protobuf v1.36.12
 )

@@ -22,7 +22,7 @@ import (
 	"google.golang.org/protobuf/types/known/structpb"
 
 	"github.com/acemq-go/acemq"
-	"github.com/acemq-go/acemq/internal/codecutil"
+	"github.com/acemq-go/acemq/codec/protobuf/internal/codecutil"
 )
 
 // ContentType is what the codec writes.

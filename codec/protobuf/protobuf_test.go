@@ -13,8 +13,8 @@ import (
 
 	"github.com/acemq-go/acemq"
 	"github.com/acemq-go/acemq/codec/protobuf"
+	"github.com/acemq-go/acemq/codec/protobuf/internal/codectest"
 	"github.com/acemq-go/acemq/codec/protobuf/internal/orderpb"
-	"github.com/acemq-go/acemq/internal/codectest"
 	"go.uber.org/goleak"
 )
 

@@ -10,7 +10,7 @@ import (
 	"testing"
 
 	"github.com/acemq-go/acemq/codec/schemas"
-	"github.com/acemq-go/acemq/internal/dbtest"
+	"github.com/acemq-go/acemq/codec/schemas/internal/dbtest"
 )
 
 // store is what the conformance suite drives: a Registry that can import.

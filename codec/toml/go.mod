@@ -3,7 +3,7 @@ module github.com/acemq-go/acemq/codec/toml
 go 1.26.0
 
 require (
-	github.com/acemq-go/acemq v0.0.0-00010101000000-000000000000
+	github.com/acemq-go/acemq v0.10.0
 	github.com/pelletier/go-toml/v2 v2.4.3
 	go.uber.org/goleak v1.3.0
 )

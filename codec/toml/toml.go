@@ -18,7 +18,7 @@ import (
 	gotoml "github.com/pelletier/go-toml/v2"
 
 	"github.com/acemq-go/acemq"
-	"github.com/acemq-go/acemq/internal/codecutil"
+	"github.com/acemq-go/acemq/codec/toml/internal/codecutil"
 )
 
 // ContentType is what the codec writes.

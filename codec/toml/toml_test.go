@@ -7,7 +7,7 @@ import (
 
 	"github.com/acemq-go/acemq"
 	"github.com/acemq-go/acemq/codec/toml"
-	"github.com/acemq-go/acemq/internal/codectest"
+	"github.com/acemq-go/acemq/codec/toml/internal/codectest"
 	"go.uber.org/goleak"
 )
 

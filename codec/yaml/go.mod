@@ -3,7 +3,7 @@ module github.com/acemq-go/acemq/codec/yaml
 go 1.26.0
 
 require (
-	github.com/acemq-go/acemq v0.0.0-00010101000000-000000000000
+	github.com/acemq-go/acemq v0.10.0
 	go.uber.org/goleak v1.3.0
 	go.yaml.in/yaml/v3 v3.0.6
 )

@@ -23,7 +23,7 @@ import (
 	yamlv3 "go.yaml.in/yaml/v3"
 
 	"github.com/acemq-go/acemq"
-	"github.com/acemq-go/acemq/internal/codecutil"
+	"github.com/acemq-go/acemq/codec/yaml/internal/codecutil"
 )
 
 // ContentType is what the codec writes.

@@ -7,7 +7,7 @@ import (
 
 	"github.com/acemq-go/acemq"
 	"github.com/acemq-go/acemq/codec/yaml"
-	"github.com/acemq-go/acemq/internal/codectest"
+	"github.com/acemq-go/acemq/codec/yaml/internal/codectest"
 )
 
 func TestClaimsTheYAMLMediaTypes(t *testing.T) {

@@ -3,8 +3,7 @@ module github.com/acemq-go/acemq/internal/dbtest
 go 1.26.0
 
 require (
-	github.com/acemq-go/acemq v0.0.0-00010101000000-000000000000
-	github.com/acemq-go/acemq/sqlstore v0.0.0-00010101000000-000000000000
+	github.com/acemq-go/acemq/sqlstore v0.10.0
 	github.com/go-sql-driver/mysql v1.10.2
 	github.com/jackc/pgx/v5 v5.13.0
 	modernc.org/sqlite v1.62.0
@@ -19,7 +18,6 @@ require (
 	github.com/jackc/puddle/v2 v2.2.3 // indirect
 	github.com/mattn/go-isatty v0.0.24 // indirect
 	github.com/ncruces/go-strftime v1.1.0 // indirect
-	github.com/rabbitmq/amqp091-go v1.17.0 // indirect
 	github.com/remyoudompheng/bigfft v0.0.0-20230129092748-24d4a6f8daec // indirect
 	golang.org/x/sync v0.24.0 // indirect
 	golang.org/x/sys v0.49.0 // indirect

@@ -50,6 +50,7 @@ func TestALightImportBringsNoHeavyModule(t *testing.T) {
 		t.Skip("runs go mod tidy in throwaway modules; not in -short")
 	}
 	root := testenv.RepoRoot(t)
+	version := currentVersion(t, root)
 	const mod = "github.com/acemq-go/acemq"
 	for _, tc := range []struct {
 		name    string
@@ -62,7 +63,7 @@ func TestALightImportBringsNoHeavyModule(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			dir := t.TempDir()
-			gomod := "module example.com/consumer\n\ngo 1.26.0\n\nrequire " + mod + " v0.0.0-00010101000000-000000000000\n\nreplace " + mod + " => " + root + "\n"
+			gomod := "module example.com/consumer\n\ngo 1.26.0\n\nrequire " + mod + " " + version + "\n\nreplace " + mod + " " + version + " => " + root + "\n"
 			var src strings.Builder
 			src.WriteString("package main\n\nimport (\n")
 			for _, p := range tc.imports {
@@ -199,7 +200,7 @@ func TestEveryModuleIsInTheWorkspaceAndHasNoReplace(t *testing.T) {
 		found++
 		dir, _ := filepath.Rel(root, filepath.Dir(path))
 		if !used[dir] {
-			t.Errorf("%s has a go.mod that go.work does not use; add ./%s to go.work's use block (and its placeholder replace)", dir, dir)
+			t.Errorf("%s has a go.mod that go.work does not use; add ./%s to go.work's use block (go work use) and run scripts/modules.sh work", dir, dir)
 		}
 		text, err := os.ReadFile(path)
 		if err != nil {

@@ -9,9 +9,9 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/acemq-go/acemq"
-	"github.com/acemq-go/acemq/internal/dbtest"
 	"github.com/acemq-go/acemq/outbox"
 	"github.com/acemq-go/acemq/outbox/pgnotify"
+	"github.com/acemq-go/acemq/outbox/pgnotify/internal/dbtest"
 )
 
 func TestMain(m *testing.M) {
