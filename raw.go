@@ -27,11 +27,16 @@ type RawMessage struct {
 	Exchange    string
 	RoutingKey  string
 	ContentType string
-	MessageID   string
-	ReplyTo     string
-	Headers     map[string]any
-	Body        []byte
-	Priority    uint8
+	// MessageID is the AMQP message_id property; at most 255 bytes, else
+	// the publish is refused (transport.ErrShortString). One that is the
+	// id in Headers' x-acemq-id and longer than that is left out instead:
+	// the header carries it whole (a message forwarded from another
+	// client can have such an id).
+	MessageID string
+	ReplyTo   string
+	Headers   map[string]any
+	Body      []byte
+	Priority  uint8
 	// Transient sends with delivery mode 1 (default persistent).
 	Transient bool
 	// NotMandatory turns mandatory off (default on, as for every library

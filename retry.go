@@ -410,7 +410,7 @@ func (k *consumerCore) retry(dv *delivery, env Envelope, cause error, handled bo
 
 // putBackFailed: the retry was counted; the delivery goes back to the broker.
 func (k *consumerCore) putBackFailed(dv *delivery, env Envelope, target string, err error) {
-	k.env.logger.Warn("acemq: a retry could not be republished; handing the message back to the broker", "queue", k.queue, "id", env.ID, "target", target, "error", err)
+	k.env.logger.Warn("acemq: a retry could not be republished; handing the message back to the broker", "queue", k.queue, "id", shownID(env.ID), "target", target, "error", err)
 	k.handBack(dv)
 }
 

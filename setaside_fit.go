@@ -122,7 +122,7 @@ func (k *consumerCore) hopNeverWritable(dv *delivery, env Envelope, what string,
 	if cause != nil {
 		reason += ": " + cause.Error()
 	}
-	k.env.logger.Warn("acemq: a message's "+what+" can never be written; setting it aside", "queue", k.queue, "id", env.ID, "error", why)
+	k.env.logger.Warn("acemq: a message's "+what+" can never be written; setting it aside", "queue", k.queue, "id", shownID(env.ID), "error", why)
 	k.setAside(dv, env, DeadLetterQueue(k.queue), reason)
 	return true
 }

@@ -97,7 +97,7 @@ func TestAnIDLongerThanAShortStringIsSetAsideWholeInsteadOfLooping(t *testing.T)
 					}
 					r.made = append(r.made, q+".replayed")
 					if err := r.c.PublishRaw(context.Background(), raw); err != nil {
-						t.Fatalf("replaying the copy: %v", err)
+						t.Fatalf("replaying the copy: %.300v", err)
 					}
 					if back := r.pull(q + ".replayed"); back.Envelope.ID != id {
 						t.Fatalf("the replayed copy has an id of %d bytes", len(back.Envelope.ID))
@@ -177,6 +177,30 @@ func TestACopyTheBrokerRefusesEndsAsAMinimalCopyInParked(t *testing.T) {
 		r.waitReady(q+".dlq", 0)
 		if got := calls.Load(); got != 1 {
 			t.Fatalf("the handler ran %d times, want once", got)
+		}
+	})
+}
+
+// A RawMessage whose MessageID is the id in its x-acemq-id header, too
+// long for the property (a pattern forwarding a message from elsewhere:
+// a routing slip's next hop, an outbox record), is sent with the id in the
+// header only; a long MessageID the header does not carry is refused.
+func TestARawMessageWithALongIDTravelsInItsHeader(t *testing.T) {
+	onEveryRig(t, func(t *testing.T, r *rig) {
+		q := r.named("rawlong")
+		r.queue(q)
+		id := longID(60000)
+		h := acemq.NewEnvelope().WireHeaders()
+		h["x-acemq-id"] = id
+		if err := r.c.PublishRaw(context.Background(), acemq.RawMessage{RoutingKey: q, MessageID: id, Headers: h, Body: []byte("x")}); err != nil {
+			t.Fatalf("PublishRaw with the header's long id as MessageID: %.300v", err)
+		}
+		if m := r.pull(q); m.Envelope.ID != id || m.MessageID != "" {
+			t.Fatalf("the message arrived with an id of %d bytes and a message_id of %d", len(m.Envelope.ID), len(m.MessageID))
+		}
+		h["x-acemq-id"] = "another"
+		if err := r.c.PublishRaw(context.Background(), acemq.RawMessage{RoutingKey: q, MessageID: id, Headers: h, Body: []byte("x")}); !errors.Is(err, transport.ErrShortString) {
+			t.Fatalf("PublishRaw with a long MessageID its header does not carry: %.300v, want a refusal matching ErrShortString", err)
 		}
 	})
 }
