@@ -84,7 +84,7 @@ func TestSetAsideFailureKeepsTheMessageAndDrainRequeuesIt(t *testing.T) {
 		if k.InFlight() != 1 {
 			t.Fatalf("in flight %d during the 5s hold, want 1", k.InFlight())
 		}
-		// Draining cuts the hold short: nack-requeue at once.
+		// Draining cuts the hold short: handed back at once.
 		start := time.Now()
 		if err := k.Close(context.Background()); err != nil {
 			t.Fatal(err)
