@@ -182,10 +182,25 @@ type ConsumerConfig struct {
 	// a queue its Conn declared as a stream (QueueOptions{Type: Stream})
 	// gets it without asking. A delivery that could not be set aside at
 	// all (its copy and the minimal copy in {q}.parked both refused) is
-	// never acked: the engine reports the fallback (Config.OnFallback),
-	// closes the consumer's channel, so no message after it is handled,
-	// and subscribes again with back-off, with ArgsAt deciding where.
+	// not settled as handled: with OnSetAsideFailed set, the engine tells
+	// it and then acks, which only returns credit (the hook's owner keeps
+	// the position there); without it, the engine closes the consumer's
+	// channel, so no message after it is handled, and subscribes again
+	// with back-off, with ArgsAt deciding where.
 	OnStream bool
+	// OnSetAsideFailed, when set, is told that a message could not be set
+	// aside (a rejected, parked or dead-lettered message's copy to
+	// {q}.dlq or {q}.parked, an unreadable message's included, and the
+	// minimal copy in {q}.parked after it were both refused): called with
+	// the Fallback of the last copy refused (Kind "set_aside_failed") on
+	// the worker that settled the delivery, before that worker takes
+	// another, and before the engine's last resort for it (which, on a
+	// stream, is an ack that only returns credit: the message is neither
+	// handled nor set aside, and whoever keeps the position must not move
+	// past it; the stream package holds its reader there). A copy refused
+	// and then made as a minimal copy is set aside, so not reported here
+	// (Config.OnFallback sees each refusal). It must not block for long.
+	OnSetAsideFailed func(Fallback)
 	// ConsumeInterceptors run for this consumer, after the Conn's.
 	ConsumeInterceptors []ConsumeInterceptor
 	// DrainTimeout is the deadline this consumer's Close spends draining
@@ -214,6 +229,7 @@ type consumerConfig struct {
 	argsAt       func() transport.Table  // see ConsumerArgsAt
 	orderKey     func(in Inbound) string // see ConsumerKeyOrder
 	stream       bool                    // see ConsumerOnStream
+	asideFailed  func(Fallback)          // see ConsumerConfig.OnSetAsideFailed
 	skipDecl     bool
 	interceptors []ConsumeInterceptor
 	drain        *time.Duration
@@ -223,7 +239,7 @@ type consumerConfig struct {
 
 // internal lays cfg over the Conn's settings.
 func (cfg ConsumerConfig) internal(c *Conn) consumerConfig {
-	k := consumerConfig{prefetch: c.cfg.prefetch, concurrency: 1, codec: cfg.Codec, tag: cfg.Tag, args: cfg.Args, argsAt: cfg.ArgsAt, orderKey: cfg.KeyOrder, stream: cfg.OnStream, skipDecl: cfg.NoDeadLetterDeclaration, interceptors: cfg.ConsumeInterceptors}
+	k := consumerConfig{prefetch: c.cfg.prefetch, concurrency: 1, codec: cfg.Codec, tag: cfg.Tag, args: cfg.Args, argsAt: cfg.ArgsAt, orderKey: cfg.KeyOrder, stream: cfg.OnStream, asideFailed: cfg.OnSetAsideFailed, skipDecl: cfg.NoDeadLetterDeclaration, interceptors: cfg.ConsumeInterceptors}
 	if cfg.Prefetch != 0 {
 		k.prefetch = cfg.Prefetch
 	}
@@ -331,6 +347,7 @@ func Consume[T any](ctx context.Context, c *Conn, queue string, h Handler[T], co
 	// ConsumerConfig.OnStream: RabbitMQ answers a nack on a stream (a drain hands
 	// back what it never started) by closing the whole connection (540).
 	k.argsAt, k.stream = cfg.argsAt, cfg.stream || c.decls.asStream(queue)
+	k.asideFailed = cfg.asideFailed
 	// The handler's Message comes in the delivery's own allocation.
 	type typedDelivery struct {
 		dv delivery

@@ -103,6 +103,7 @@ type consumerCore struct {
 	args         transport.Table
 	argsAt       func() transport.Table // when set, replaces args on every attach
 	stream       bool                   // hand-backs and rejects become acks (see ConsumerConfig.OnStream)
+	asideFailed  func(Fallback)         // told of a message that could not be set aside (ConsumerConfig.OnSetAsideFailed)
 	drainTimeout time.Duration
 	process      func(dv *delivery)
 	// newDelivery allocates a delivery, with room for the typed message

@@ -57,10 +57,12 @@ func (k *consumerCore) setAside(dv *delivery, env Envelope, target, reason strin
 		k.ack(dv)
 		return
 	}
-	k.fallback(Fallback{Kind: "set_aside_failed", Queue: k.queue, Target: target, Envelope: env, Err: err})
+	f := Fallback{Kind: "set_aside_failed", Queue: k.queue, Target: target, Envelope: env, Err: err}
+	k.fallback(f)
 	parked := ParkedQueue(k.queue)
 	k.env.logger.Error("acemq: a message could not be set aside; a minimal copy goes to "+parked+" instead", "queue", k.queue, "id", shownID(env.ID), "target", target, "error", err)
 	if !dv.att.alive() || ctx.Err() != nil {
+		k.notSetAside(f)
 		k.lastResort(dv, env, err, err)
 		return
 	}
@@ -70,9 +72,21 @@ func (k *consumerCore) setAside(dv *delivery, env Envelope, target, reason strin
 		k.ack(dv)
 		return
 	}
-	k.fallback(Fallback{Kind: "set_aside_failed", Queue: k.queue, Target: parked, Envelope: env, Err: perr})
+	f = Fallback{Kind: "set_aside_failed", Queue: k.queue, Target: parked, Envelope: env, Err: perr}
+	k.fallback(f)
 	k.env.logger.Error("acemq: not even a minimal copy of a message could be set aside", "queue", k.queue, "id", shownID(env.ID), "target", parked, "error", perr)
+	k.notSetAside(f)
 	k.lastResort(dv, env, err, perr)
+}
+
+// notSetAside tells ConsumerConfig.OnSetAsideFailed, when set, that the
+// delivery could not be set aside at all (f is the last copy refused), on
+// the worker that settles it, before lastResort and before the worker
+// takes another delivery.
+func (k *consumerCore) notSetAside(f Fallback) {
+	if k.asideFailed != nil {
+		k.asideFailed(f)
+	}
 }
 
 // copyAside publishes the set-aside copy of dv into target with reason in
@@ -185,10 +199,14 @@ func cutText(s string, n int) string {
 //
 //   - Its channel is gone: nothing; the broker delivers it again.
 //   - On a stream (ConsumerConfig.OnStream), where nothing can be handed
-//     back: the delivery is not acked. The consumer's channel is closed, so
-//     no later message of that subscription is handled past it, and the
-//     consumer re-subscribes with back-off (ArgsAt decides where it starts
-//     again).
+//     back, with ConsumerConfig.OnSetAsideFailed set (the stream package's
+//     reader): acked, which on a stream only returns credit; the hook,
+//     told first, keeps the position at the message (the reader holds
+//     there).
+//   - On a stream without that hook: the delivery is not acked. The
+//     consumer's channel is closed, so no later message of that
+//     subscription is handled past it, and the consumer re-subscribes with
+//     back-off (ArgsAt decides where it starts again).
 //   - The consumer is draining: back to the broker at once.
 //   - The queue was declared through this Conn with broker dead-lettering
 //     and neither refusal was "unroutable": rejected without requeue, into
@@ -200,6 +218,8 @@ func (k *consumerCore) lastResort(dv *delivery, env Envelope, err, perr error) {
 	switch {
 	case !dv.att.alive():
 		k.release(dv) // the broker redelivers
+	case k.stream && k.asideFailed != nil:
+		k.ack(dv) // returns credit; the hook's owner holds at the message
 	case k.stream:
 		k.stopReading(dv, env, perr)
 	case k.isDraining():
