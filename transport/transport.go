@@ -29,14 +29,27 @@ import (
 // []byte, time.Time, nested Table or []any, as AMQP 0-9-1 allows.
 type Table map[string]any
 
+// RawField is one AMQP field value as it travels, its type tag first, for a
+// header that must go out byte for byte as it came in: a replay of a
+// message whose headers the Go client could not read puts their original
+// bytes back this way. The RabbitMQ transport's own publishing connection
+// writes it as it is; with frames=amqp091 it is decoded and written again
+// (same values, possibly other integer widths); the in-process broker
+// holds the values it decodes to.
+type RawField []byte
+
 // Properties are the AMQP basic properties AceMQ reads and writes.
 type Properties struct {
-	ContentType  string
-	MessageID    string
-	ReplyTo      string
-	DeliveryMode uint8 // 1 transient, 2 persistent; 0 means transient
-	Priority     uint8
-	Headers      Table
+	ContentType string
+	MessageID   string
+	// CorrelationID is the AMQP correlation-id property (AceMQ's own
+	// correlation travels in a header; this is the property another
+	// client may set).
+	CorrelationID string
+	ReplyTo       string
+	DeliveryMode  uint8 // 1 transient, 2 persistent; 0 means transient
+	Priority      uint8
+	Headers       Table
 }
 
 // Message is one publish: where it goes, its flags, properties and body.

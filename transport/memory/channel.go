@@ -20,6 +20,13 @@ type channel struct {
 	unacked   unackedList
 }
 
+// Product is the product name the in-process broker gives for
+// itself (transport.Server). It keeps no delivery limit.
+const Product = "AceMQ memory"
+
+// Server names the in-process broker (transport.ServerReporter).
+func (ch *channel) Server() transport.Server { return transport.Server{Product: Product} }
+
 var _ transport.Channel = (*channel)(nil)
 
 // Done is closed once the channel has ended and its unacked messages are
@@ -57,14 +64,15 @@ func (ch *channel) end(err error) {
 	ch.mu.Lock()
 	pending := ch.unacked.drain()
 	ch.mu.Unlock()
-	requeueAll(pending)
+	requeueAll(pending, true) // a lost channel counts
 	ch.c.forget(ch)
 	ch.life.finish()
 }
 
 // requeueAll returns unacked deliveries to their queues' heads in order,
-// marked redelivered, each counted as a failed delivery (returnLocked).
-func requeueAll(us []unacked) {
+// marked redelivered, each counted as a failed delivery when counted says
+// so (returnLocked).
+func requeueAll(us []unacked, counted bool) {
 	for i := len(us) - 1; i >= 0; {
 		q := us[i].q
 		j := i
@@ -76,7 +84,7 @@ func requeueAll(us []unacked) {
 			if us[k].c != nil {
 				us[k].c.inflight--
 			}
-			q.returnLocked(us[k].e, true) // a lost channel counts
+			q.returnLocked(us[k].e, counted)
 		}
 		q.dispatchLocked()
 		dead := q.takeDeadLocked()
@@ -396,6 +404,25 @@ func (ch *channel) Ack(tag uint64) error { return ch.settle(tag, true, false, fa
 // x-delivery-count and delivery limit.
 func (ch *channel) Nack(tag uint64, requeue bool) error {
 	return ch.settle(tag, false, requeue, false)
+}
+
+// ReleaseAll returns every unacked delivery on the channel to the head of
+// its queue, in delivery order, marked redelivered (transport.Releaser):
+// one basic.nack with multiple set, which, as on RabbitMQ 4.3, is not
+// counted toward a quorum queue's x-delivery-count and delivery limit.
+func (ch *channel) ReleaseAll() error {
+	if ch.c.maybeStalled.Load() && ch.c.deferIfStalled(func() { _ = ch.ReleaseAll() }) {
+		return nil
+	}
+	ch.mu.Lock()
+	if ch.life.ended() {
+		ch.mu.Unlock()
+		return closedErr(ch.life.reason())
+	}
+	pending := ch.unacked.drain()
+	ch.mu.Unlock()
+	requeueAll(pending, false)
+	return nil
 }
 
 // Reject is Nack for a single message, except that a requeue by reject is

@@ -42,7 +42,7 @@ const (
 
 	propDeliveryMode  = 0x1000
 	propPriority      = 0x0800
-	propCorrelationID = 0x0400 // read past, never written
+	propCorrelationID = 0x0400
 	propReplyTo       = 0x0200
 	propExpiration    = 0x0100 // read past, never written
 	propMessageID     = 0x0080
@@ -101,6 +101,9 @@ func appendPublish(dst []byte, ch uint16, frameMax int, msg *transport.Message) 
 	if msg.Priority > 0 {
 		flags |= propPriority
 	}
+	if msg.CorrelationID != "" {
+		flags |= propCorrelationID
+	}
 	if msg.ReplyTo != "" {
 		flags |= propReplyTo
 	}
@@ -122,6 +125,9 @@ func appendPublish(dst []byte, ch uint16, frameMax int, msg *transport.Message) 
 	}
 	if flags&propPriority != 0 {
 		dst = append(dst, msg.Priority)
+	}
+	if flags&propCorrelationID != 0 {
+		dst = appendShortstr(dst, msg.CorrelationID)
 	}
 	if flags&propReplyTo != 0 {
 		dst = appendShortstr(dst, msg.ReplyTo)
@@ -278,6 +284,11 @@ func appendField(dst []byte, v any, depth int) ([]byte, error) {
 		}
 		be.PutUint32(dst[at:at+4], uint32(len(dst)-at-4))
 		return dst, nil
+	case transport.RawField:
+		if len(v) == 0 {
+			return dst, fmt.Errorf("an empty raw field: %w", errUnencodable)
+		}
+		return append(dst, v...), nil
 	case transport.Table:
 		return appendTable(append(dst, 'F'), v, depth+1)
 	case amqp.Table:

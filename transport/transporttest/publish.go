@@ -118,6 +118,7 @@ func (s *suite) publishOfALongShortStringIsRefused(t *testing.T) {
 		{"routing key", &transport.Message{RoutingKey: long}},
 		{"content type", &transport.Message{RoutingKey: q, Properties: transport.Properties{ContentType: long}}},
 		{"message id", &transport.Message{RoutingKey: q, Properties: transport.Properties{MessageID: long}}},
+		{"correlation id", &transport.Message{RoutingKey: q, Properties: transport.Properties{CorrelationID: long}}},
 		{"reply-to", &transport.Message{RoutingKey: q, Properties: transport.Properties{ReplyTo: long}}},
 	} {
 		tc.msg.Body = []byte(tc.name)
