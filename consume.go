@@ -299,7 +299,10 @@ func (k *Consumer) Close(ctx context.Context) error {
 // is live. The queue must exist (the consumer never declares it); before
 // subscribing the consumer declares its dead-letter half ({q}.dlq,
 // {q}.parked, acemq.dlx and the bindings) and, when its retry policy waits
-// in the broker, the retry ladder. Every delivery is settled by the engine
+// on broker rungs, the retry ladder. A policy that holds its waits in the
+// queue (RetryWaits) hands a failed delivery back to the queue instead,
+// which holds it; Consume fails for WaitsInQueue on a broker without
+// delayed retry. Every delivery is settled by the engine
 // from h's Decision; see Decision for what each one does.
 func Consume[T any](ctx context.Context, c *Conn, queue string, h Handler[T], config ConsumerConfig) (*Consumer, error) {
 	cfg := config.internal(c)
@@ -342,11 +345,20 @@ func Consume[T any](ctx context.Context, c *Conn, queue string, h Handler[T], co
 		drainTimeout = *cfg.drain
 	}
 	icpt := append(append([]ConsumeInterceptor(nil), c.cfg.consumeIcpt...), cfg.interceptors...)
+	inQueue, err := c.consumerWaitsInQueue(queue, policy)
+	if err != nil {
+		return nil, err
+	}
 	k := newConsumerCore(c, c.consumerEnv(), queue, tag, cfg.prefetch, cfg.concurrency, policy, cfg.args, drainTimeout, cfg.orderKey)
 	// A queue this Conn declared as a stream is read as one even without
 	// ConsumerConfig.OnStream: RabbitMQ answers a nack on a stream (a drain hands
 	// back what it never started) by closing the whole connection (540).
 	k.argsAt, k.stream = cfg.argsAt, cfg.stream || c.decls.asStream(queue)
+	k.waitsInQueue = inQueue
+	if inQueue && k.stream {
+		k.stopWorkers()
+		return nil, configErr("RetryPolicy", "the policy holds the waits of %q in the queue, but it is read as a stream, which holds no waits; use WaitsOnRungs", queue)
+	}
 	k.asideFailed = cfg.asideFailed
 	// The handler's Message comes in the delivery's own allocation.
 	type typedDelivery struct {
@@ -390,7 +402,11 @@ func Consume[T any](ctx context.Context, c *Conn, queue string, h Handler[T], co
 		return nil, err
 	}
 	if !cfg.skipDecl {
-		decls := consumerDeclarations(queue, policy)
+		declPolicy := policy
+		if inQueue {
+			declPolicy.waits = WaitsInQueue // the queue holds the waits: no ladder
+		}
+		decls := consumerDeclarations(queue, declPolicy)
 		if err := applyDeclarations(ctx, c.channel, decls); err != nil {
 			k.stopWorkers()
 			return nil, fmt.Errorf("acemq: cannot start consumer on %q: declaring its dead-letter queues failed: %w", queue, err)
@@ -421,6 +437,14 @@ func runHandler[T any](ctx context.Context, c *Conn, h Handler[T], m *Message[T]
 // both, and only the second counts nacks).
 func deliveryCount(h transport.Table) int {
 	return max(countHeader(h["x-delivery-count"]), countHeader(h["x-acquired-count"]))
+}
+
+// failedDeliveries is a quorum queue's count of the deliveries that came
+// back as failures, the one its delivery limit and delayed retry go by:
+// x-delivery-count (on RabbitMQ 4.3 it skips returns by basic.nack, which
+// x-acquired-count counts).
+func failedDeliveries(h transport.Table) int {
+	return countHeader(h["x-delivery-count"])
 }
 
 // countHeader reads a broker count header tolerantly: 0 when absent or

@@ -103,6 +103,7 @@ type consumerCore struct {
 	args         transport.Table
 	argsAt       func() transport.Table // when set, replaces args on every attach
 	stream       bool                   // hand-backs and rejects become acks (see ConsumerConfig.OnStream)
+	waitsInQueue bool                   // retries go back to the queue, which holds the wait (retry_in_queue.go)
 	asideFailed  func(Fallback)         // told of a message that could not be set aside (ConsumerConfig.OnSetAsideFailed)
 	drainTimeout time.Duration
 	process      func(dv *delivery)
@@ -688,7 +689,8 @@ func (k *consumerCore) ack(dv *delivery) {
 // RabbitMQ version counts a reject toward a quorum queue's x-delivery-count
 // and delivery limit, while 4.3 does not count a nack, so a message handed
 // back by nack for ever was never ended there. On a stream it acks (see
-// ConsumerConfig.OnStream).
+// ConsumerConfig.OnStream). The one exception is a drain's return of what
+// never started on a consumer whose waits the queue holds (returnUnrun).
 func (k *consumerCore) handBack(dv *delivery) {
 	if k.stream {
 		k.ack(dv)
@@ -719,6 +721,7 @@ func (k *consumerCore) reject(dv *delivery) {
 // handler (inside run), then settles it.
 func (k *consumerCore) handle(dv *delivery, icpt []ConsumeInterceptor, run func(ctx context.Context, env Envelope) (Decision, bool, time.Duration)) {
 	env := readEnvelope(dv.d.Headers, dv.d.RoutingKey, dv.d.MessageID, dv.d.ReplyTo)
+	env = k.withBrokerAttempts(dv, env)
 	ctx, end := k.env.tel.processStart(dv.att.ctx, k.queue, env, &dv.d)
 	dv.end = end
 	if k.setAsideUnreadable(dv, env) {

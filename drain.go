@@ -74,7 +74,7 @@ func (k *consumerCore) drain(ctx context.Context, deadline time.Time) int {
 	close(k.drainCh)
 	k.mu.Unlock()
 	for _, dv := range unrun {
-		k.handBack(dv)
+		k.returnUnrun(dv)
 	}
 	// Prefetched deliveries no worker has started go back now, unrun: a
 	// worker busy in a slow handler would reach them only after it returns,
@@ -158,5 +158,25 @@ func (k *consumerCore) handBackUnrun(dv *delivery) {
 		return
 	}
 	k.mu.Unlock()
-	k.handBack(dv)
+	k.returnUnrun(dv)
+}
+
+// returnUnrun hands back a delivery the drain returns unrun: a basic.reject
+// with requeue (handBack), counted like every hand-back, except on a
+// consumer whose waits the queue holds (RabbitMQ 4.3's delayed retry,
+// type failed), where it is a basic.nack with requeue. 4.3 neither counts
+// a nack as a failed delivery (the attempt the handler sees comes from
+// that count) nor holds it back, so a shutdown costs no attempt and delays
+// nothing; each drain returns it at most once, after its basic.cancel.
+func (k *consumerCore) returnUnrun(dv *delivery) {
+	if !k.waitsInQueue || k.stream {
+		k.handBack(dv)
+		return
+	}
+	if dv.att.alive() {
+		if err := dv.att.ch.Nack(dv.d.DeliveryTag, true); err != nil {
+			k.env.logger.Debug("acemq: a hand-back did not reach the broker; it will redeliver", "queue", k.queue, "error", err)
+		}
+	}
+	k.release(dv)
 }

@@ -175,3 +175,74 @@ func TestAStreamMessageThatCannotBeSetAsideIsNotAckedPast(t *testing.T) {
 		t.Fatalf("hops %+v; want the one copy of bad in q.dlq", host.hops)
 	}
 }
+
+// On a consumer whose waits the queue holds (RabbitMQ 4.3's delayed
+// retry), the attempt is x-acemq-attempt plus the broker's count of
+// failed deliveries, x-delivery-count: x-acquired-count also counts the
+// returns that were no failure (a drain's nack of what never started),
+// which must cost no attempt.
+func TestWaitsInTheQueueCountAttemptsFromFailedDeliveriesOnly(t *testing.T) {
+	k := &consumerCore{waitsInQueue: true}
+	dv := &delivery{d: transport.Delivery{Properties: transport.Properties{Headers: transport.Table{"x-delivery-count": int64(1), "x-acquired-count": int64(3)}}}}
+	if got := k.withBrokerAttempts(dv, Envelope{Attempt: 1}).Attempt; got != 2 {
+		t.Fatalf("attempt %d after one failed delivery (and two returns that were not), want 2", got)
+	}
+}
+
+// A drain returns what a consumer whose waits the queue holds prefetched
+// and never started with basic.nack: on RabbitMQ 4.3 a reject would count
+// as a failed delivery (an attempt lost) and the queue would hold it back
+// for the retry wait. Elsewhere it is a basic.reject (counted).
+func TestADrainReturnsUnstartedDeliveriesUncountedWhereTheQueueHoldsWaits(t *testing.T) {
+	for _, inQueue := range []bool{false, true} {
+		t.Run(fmt.Sprintf("waits-in-queue-%v", inQueue), func(t *testing.T) {
+			host, name := fakeHostRig(t)
+			ctx := context.Background()
+			ch, err := host.conn.Channel(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := ch.DeclareQueue(ctx, transport.QueueSpec{Name: "qq", Durable: true, Args: transport.Table{"x-queue-type": "quorum"}}); err != nil {
+				t.Fatal(err)
+			}
+			pub, err := host.conn.Publisher(ctx, true)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, b := range []string{"a", "b"} {
+				done := make(chan transport.Confirmation, 1)
+				if err := pub.Publish(ctx, &transport.Message{RoutingKey: "qq", Body: []byte(b)}, func(c transport.Confirmation) { done <- c }); err != nil {
+					t.Fatal(err)
+				}
+				<-done
+			}
+			cfg := defaultConfig()
+			env := consumerEnv{logger: slog.New(slog.DiscardHandler), tel: newTelemetry(&cfg, "memory"), recoveryInterval: time.Millisecond, recoveryMax: time.Millisecond}
+			k := newConsumerCore(host, env, "qq", "tag-1", 4, 1, NoRetry(), nil, time.Second, nil)
+			k.waitsInQueue = inQueue
+			started := make(chan struct{}, 2)
+			k.process = func(dv *delivery) {
+				k.handle(dv, nil, func(ctx context.Context, _ Envelope) (Decision, bool, time.Duration) {
+					started <- struct{}{}
+					<-ctx.Done() // "a" is held to the drain's end
+					return Accept(), true, 0
+				})
+			}
+			if err := k.attach(ctx); err != nil {
+				t.Fatal(err)
+			}
+			<-started
+			waitFor(t, "both prefetched", func() bool { return k.inFlight.Load() == 2 })
+			_ = drainAll(ctx, []*consumerCore{k}, time.Now().Add(50*time.Millisecond), 50*time.Millisecond)
+			waitFor(t, "b back on qq", func() bool { info, _ := memory.Lookup(name).QueueInfo("qq"); return info.Messages >= 1 })
+			d, ok, err := ch.Get(ctx, "qq")
+			if err != nil || !ok {
+				t.Fatalf("get: %v %v", ok, err)
+			}
+			_, counted := d.Headers["x-delivery-count"]
+			if string(d.Body) != "b" || counted == inQueue {
+				t.Fatalf("%s came back with headers %v; want x-delivery-count only where the queue holds no waits", d.Body, d.Headers)
+			}
+		})
+	}
+}

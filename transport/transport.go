@@ -284,6 +284,19 @@ type Connection interface {
 	Close() error
 }
 
+// BrokerIdentity is implemented by connections that know what the broker
+// said about itself when the connection opened (connection.start's
+// server-properties). The engine reads it to use what a version offers
+// (RabbitMQ 4.3's delayed retry inside a quorum queue) and to name the
+// version where a version matters; a connection without it counts as a
+// broker that offers none of that.
+type BrokerIdentity interface {
+	// Broker returns the broker's product and version ("RabbitMQ",
+	// "4.3.6"); empty strings when it did not say (or the part of the
+	// connection that heard it has not been dialled).
+	Broker() (product, version string)
+}
+
 // Purpose says what a caller will open on a connection, so a transport may
 // set up only what that needs. Every Connection still serves both Channel
 // and Publisher, whatever its Purpose.

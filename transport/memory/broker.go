@@ -33,6 +33,10 @@ type Broker struct {
 	blockReason string // guarded by alarmMu
 	nackNext    atomic.Int64
 	withhold    atomic.Bool
+	dropAt      atomic.Int64 // see DropConnectionsAtPublish; 0: none armed
+	dropRouted  atomic.Bool  // the armed drop routes its publish first
+
+	watch watchers // see Watch
 
 	// flow is set when a consumed queue's backlog passes flowThreshold;
 	// the next publish clears it and yields (see publisher.Publish).
@@ -93,6 +97,8 @@ func (b *Broker) snapshotConns() []*conn {
 type publishResult struct {
 	routed   bool // reached at least one queue
 	rejected bool // a full reject-publish queue refused it
+	// queues names the queues reached, only when the broker is watched.
+	queues []string
 }
 
 // publish routes m through its exchange. It returns a channel error when
@@ -129,6 +135,9 @@ func (b *Broker) publish(m *message, scratch []*queue) (publishResult, []*queue,
 		if !ok {
 			res.rejected = true
 		}
+	}
+	if b.watched() {
+		res.queues = queueNames(dst)
 	}
 	b.mu.RUnlock()
 	if len(dead) > 0 {

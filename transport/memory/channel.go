@@ -84,12 +84,19 @@ func requeueAll(us []unacked, counted bool) {
 			if us[k].c != nil {
 				us[k].c.inflight--
 			}
+			q.unacked--
 			q.returnLocked(us[k].e, counted)
 		}
 		q.dispatchLocked()
 		dead := q.takeDeadLocked()
 		q.mu.Unlock()
 		q.b.deadLetter(dead)
+		if q.b.watched() {
+			for k := i; k > j; k-- {
+				m := us[k].e.m
+				q.b.emit(Event{Kind: EventSettled, Queue: q.name, Exchange: m.exchange, RoutingKey: m.routingKey, Properties: m.props, Body: m.body, Reason: "returned"})
+			}
+		}
 		i = j
 	}
 }
@@ -382,6 +389,7 @@ func (ch *channel) Get(ctx context.Context, queue string) (transport.Delivery, b
 	tag, tracked := ch.track(unacked{e: ent, q: q})
 	if !tracked {
 		q.mu.Lock()
+		q.unacked--
 		ent.deliveries-- // never handed out
 		q.requeueLocked([]entry{ent}, false)
 		q.dispatchLocked()
@@ -450,5 +458,15 @@ func (ch *channel) settle(tag uint64, ack, requeue, counted bool) error {
 		return ch.fail(errStreamNack(u.q.name))
 	}
 	u.q.settle(u, ack, requeue, counted)
+	if b := ch.c.b; b.watched() {
+		reason := "ack"
+		switch {
+		case !ack && requeue:
+			reason = "requeue"
+		case !ack:
+			reason = "reject"
+		}
+		b.emit(Event{Kind: EventSettled, Queue: u.q.name, Exchange: u.e.m.exchange, RoutingKey: u.e.m.routingKey, Properties: u.e.m.props, Body: u.e.m.body, Reason: reason})
+	}
 	return nil
 }

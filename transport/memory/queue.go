@@ -47,6 +47,9 @@ type queue struct {
 	timer       *time.Timer
 	timerAt     int64 // when the armed timer fires; 0 when none is armed
 	dead        []deadLetter
+	// unacked counts messages handed to a consumer (or in its outbox) or
+	// taken with basic.get, and not yet settled or given back.
+	unacked int
 }
 
 func newQueue(b *Broker, spec transport.QueueSpec, owner *conn) *queue {
@@ -96,7 +99,7 @@ func (q *queue) takeDeadLocked() []deadLetter {
 }
 
 func (q *queue) kill(e entry, reason string) {
-	if !q.hasDLX {
+	if !q.hasDLX && !q.b.watched() {
 		return // dropped: deadLetter would skip it anyway, so keep nothing
 	}
 	q.dead = append(q.dead, deadLetter{from: q, m: e.m, reason: reason})
@@ -196,6 +199,7 @@ func (q *queue) dispatchAt(now int64) {
 		}
 		e.deliveries++
 		c.inflight++
+		q.unacked++
 		if len(c.outbox) == 0 {
 			select {
 			case c.wake <- struct{}{}:
@@ -282,6 +286,7 @@ func (q *queue) settle(u unacked, ack, requeue, counted bool) {
 	if u.c != nil {
 		u.c.inflight--
 	}
+	q.unacked--
 	if !ack && !q.deleted && q.stream == nil {
 		if requeue {
 			q.returnLocked(u.e, counted)
@@ -304,6 +309,7 @@ func (q *queue) get() (e entry, left int, ok bool) {
 	if q.ready.len() > 0 {
 		e, ok = q.ready.popFront(), true
 		e.deliveries++
+		q.unacked++
 	}
 	left = q.ready.len()
 	q.armLocked()
