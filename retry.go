@@ -389,7 +389,7 @@ func (k *consumerCore) retry(dv *delivery, env Envelope, cause error, handled bo
 		return
 	}
 	if k.waitsInQueue {
-		k.retryInQueue(dv, env, handled, dur)
+		k.retryInQueue(dv, env, cause, handled, dur)
 		return
 	}
 	delay, inBroker := p.delayFor(env.Attempt)
