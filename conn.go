@@ -191,9 +191,6 @@ func (c *Conn) Blocked() bool {
 	return b
 }
 
-// Transport names the broker kind: "rabbitmq" or "memory".
-func (c *Conn) Transport() string { return c.links.driver.Name() }
-
 // channel opens a throwaway channel on the consuming connection.
 func (c *Conn) channel(ctx context.Context) (transport.Channel, error) { return c.life.channel(ctx) }
 

@@ -350,7 +350,8 @@ type Driver interface {
 var ErrNotWritten = errors.New("transport: nothing was written")
 
 // ErrClosed is returned by operations on a closed channel or connection.
-var ErrClosed = errors.New("transport: channel or connection is closed")
+// It is acemq.ErrClosed too: one sentinel, whichever layer noticed.
+var ErrClosed = errors.New("acemq: the connection or channel has been closed")
 
 // Error is an error the broker reported: a channel or connection close
 // with its AMQP reply code and text. errors.As reaches it through the

@@ -305,10 +305,11 @@ func (pl *dialPlan) dialAMQP(ctx context.Context) (*amqp.Connection, *heldConn, 
 	actx, cancel := context.WithTimeout(ctx, pl.timeout)
 	defer cancel()
 	// A negative heartbeat is off. amqp091-go takes the broker's interval
-	// when asked for none (0), so the frame guard shows it a broker that
-	// proposes none, and it answers tune with 0: off, as AMQP lets a
-	// client choose (guard.go).
-	config := amqp.Config{Heartbeat: max(pl.heartbeat, 0), Properties: amqp.Table{}, Locale: "en_US"}
+	// when asked for less than 1s (0 is its default, 10s), so it is asked
+	// for less than 1s and the frame guard shows it a broker that
+	// proposes none: it answers tune with 0, off, as AMQP lets a client
+	// choose (guard.go).
+	config := amqp.Config{Heartbeat: pl.heartbeat, Properties: amqp.Table{}, Locale: "en_US"}
 	for k, v := range pl.props {
 		config.Properties[k] = v
 	}
