@@ -9,6 +9,7 @@ package stallbroker
 
 import (
 	"bufio"
+	"crypto/tls"
 	"encoding/binary"
 	"io"
 	"net"
@@ -20,6 +21,7 @@ import (
 // use.
 type Broker struct {
 	ln      net.Listener
+	tls     *tls.Config   // nil: plain TCP
 	stalled chan struct{} // one value per connection that stopped reading
 	quit    chan struct{} // closed when the test ends
 
@@ -29,13 +31,19 @@ type Broker struct {
 }
 
 // Start runs a broker until the test ends.
-func Start(t testing.TB) *Broker {
+func Start(t testing.TB) *Broker { return start(t, nil) }
+
+// StartTLS runs a broker that speaks TLS with cfg (amqps://; URL still
+// says amqp://, for the test to rewrite) until the test ends.
+func StartTLS(t testing.TB, cfg *tls.Config) *Broker { return start(t, cfg) }
+
+func start(t testing.TB, cfg *tls.Config) *Broker {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
-	b := &Broker{ln: ln, stalled: make(chan struct{}, 64), quit: make(chan struct{})}
+	b := &Broker{ln: ln, tls: cfg, stalled: make(chan struct{}, 64), quit: make(chan struct{})}
 	b.wg.Add(1)
 	go b.accept()
 	t.Cleanup(b.stop)
@@ -46,6 +54,9 @@ func Start(t testing.TB) *Broker {
 func (b *Broker) URL() string {
 	return "amqp://guest:guest@" + b.ln.Addr().String() + "/"
 }
+
+// Addr is the broker's host:port.
+func (b *Broker) Addr() string { return b.ln.Addr().String() }
 
 // Stalled receives a value each time a connection stops reading (at its
 // first basic.publish: the client is then inside the write of it).
@@ -71,6 +82,9 @@ func (b *Broker) accept() {
 		}
 		if tc, ok := c.(*net.TCPConn); ok {
 			_ = tc.SetReadBuffer(4 << 10)
+		}
+		if b.tls != nil {
+			c = tls.Server(c, b.tls)
 		}
 		b.mu.Lock()
 		b.conns = append(b.conns, c)

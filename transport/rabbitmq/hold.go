@@ -337,8 +337,17 @@ func (c *heldConn) writeLocked(ctx context.Context, p []byte) (sent bool, err er
 	}
 	sent = len(p) > 0 && n > kept
 	if err != nil {
-		if n == 0 && kept == 0 && isWaited(err) {
-			return false, err // nothing went, nothing was kept: the stream is whole
+		if n == 0 && isWaited(err) {
+			// ctx ended just before the write: nothing went and the stream
+			// is whole; what was kept goes back, ahead of anything kept since.
+			if kept > 0 {
+				c.mu.Lock()
+				if c.err == nil {
+					c.buf = append(out[:kept:kept], c.buf...)
+				}
+				c.mu.Unlock()
+			}
+			return false, err
 		}
 		// Kept bytes taken out and not (all) written, or part of a frame
 		// on the wire: the connection cannot go on.

@@ -602,6 +602,10 @@ func (c *ownConn) publisher(ctx context.Context, confirm bool) (*ownPublisher, e
 	if err := c.w.urgent(ctx, out, nil); err != nil {
 		c.release(p)
 		p.finish(transport.ErrClosed)
+		if isWaited(err) {
+			// Another write held the socket until ctx ended; nothing went.
+			return nil, fmt.Errorf("rabbitmq: cannot open a publishing channel: %w", err)
+		}
 		return nil, fmt.Errorf("rabbitmq: cannot open a publishing channel: %w: %w", transport.ErrClosed, err)
 	}
 	for got := 0; got < want; {

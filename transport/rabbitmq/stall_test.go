@@ -2,11 +2,16 @@ package rabbitmq
 
 import (
 	"context"
+	"crypto/tls"
+	"crypto/x509"
 	"errors"
+	"net"
 	"testing"
 	"time"
 
+	"github.com/acemq-go/acemq/devcerts"
 	"github.com/acemq-go/acemq/internal/stallbroker"
+	"github.com/acemq-go/acemq/security"
 	"github.com/acemq-go/acemq/transport"
 )
 
@@ -162,6 +167,45 @@ func TestCloseWithinHoldsWhileAWriteIsBlocked(t *testing.T) {
 				if err == nil {
 					t.Fatal("the blocked publish returned nil after the close")
 				}
+			case <-time.After(stallSlack):
+				t.Fatal("the blocked publish had not returned after the close")
+			}
+		})
+	}
+}
+
+// The same over TLS (amqps://): the write deadline reaches the socket
+// under tls.Conn, and a TLS write that timed out fails every later write
+// (the close_notify alert included) at once.
+func TestCloseWithinHoldsWhileATLSWriteIsBlocked(t *testing.T) {
+	set, err := devcerts.Generate(devcerts.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cert, err := tls.X509KeyPair(set.Broker.CertPEM, set.Broker.KeyPEM)
+	if err != nil {
+		t.Fatal(err)
+	}
+	roots := x509.NewCertPool()
+	roots.AddCert(set.CA.Cert)
+	for _, frames := range bothFrameWriters {
+		t.Run(frames, func(t *testing.T) {
+			b := stallbroker.StartTLS(t, &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12})
+			_, port, _ := net.SplitHostPort(b.Addr())
+			c := dial(t, transport.Config{URL: "amqps://guest:guest@localhost:" + port + "/?frames=" + frames,
+				TLS: &tls.Config{RootCAs: roots, MinVersion: tls.VersionTLS12}, Security: &security.Settings{AllowDevelopmentCertificates: true}})
+			p := stalledPublishers(t, c, 1)[0]
+			errc := make(chan error, 1)
+			go func() { errc <- p.Publish(context.Background(), bigMessage(), func(transport.Confirmation) {}) }()
+			waitStalled(t, b)
+			const bound = 300 * time.Millisecond
+			begun := time.Now()
+			_ = transport.CloseWithin(c, bound)
+			if took := time.Since(begun); took > bound+stallSlack {
+				t.Fatalf("CloseWithin(%s) returned after %s with a TLS write blocked", bound, took.Round(time.Millisecond))
+			}
+			select {
+			case <-errc:
 			case <-time.After(stallSlack):
 				t.Fatal("the blocked publish had not returned after the close")
 			}

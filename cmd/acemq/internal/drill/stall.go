@@ -87,7 +87,8 @@ func (o *StallOptions) defaults() {
 type stallTally struct {
 	mu        sync.Mutex
 	longest   time.Duration
-	overruns  int
+	overruns  int // past the deadline by more than the slack
+	late      int // past the deadline by more than 100ms
 	confirmed int
 	mayHave   int // failed, and may have arrived (PublishError.Sent)
 	paused    int // refused while the Conn recovered: nothing written
@@ -102,6 +103,9 @@ func (t *stallTally) add(took, deadline time.Duration, slack time.Duration, err 
 	t.longest = max(t.longest, took)
 	if took > deadline+slack {
 		t.overruns++
+	}
+	if took > deadline+100*time.Millisecond {
+		t.late++
 	}
 	var pe *acemq.PublishError
 	switch {
@@ -338,6 +342,7 @@ func stall(ctx context.Context, env Env, o StallOptions, res *Result) error {
 	res.Set("not-sent", t.notSent)
 	res.Set("paused", t.paused)
 	res.Set("longest-send", t.longest.Round(time.Millisecond))
+	res.Set("sends-over-100ms-late", t.late)
 	if t.unnamed > 0 {
 		res.Failf("%d failed Sends did not say whether the message may have arrived (no PublishError), the last: %v", t.unnamed, t.lastFail)
 	}
