@@ -175,6 +175,16 @@ type ConsumerConfig struct {
 	// this, and a consumer of a queue its Conn declared as a stream
 	// (QueueOptions{Type: Stream}) gets it without asking.
 	OnStream bool
+	// OnSetAsideFailed, when set, is told that a set-aside copy (a
+	// rejected, parked or dead-lettered message's copy to {q}.dlq or
+	// {q}.parked, an unreadable message's included) could not be made:
+	// called with the Fallback (Kind "set_aside_failed") on the worker
+	// that settled the delivery, before that worker takes another, and
+	// before the engine's fallback for it (which, on a stream, is an ack
+	// that only returns credit: the message is neither handled nor set
+	// aside, and whoever keeps the position must not move past it; the
+	// stream package stops its reader there). It must not block for long.
+	OnSetAsideFailed func(Fallback)
 	// ConsumeInterceptors run for this consumer, after the Conn's.
 	ConsumeInterceptors []ConsumeInterceptor
 	// DrainTimeout is the deadline this consumer's Close spends draining
@@ -203,6 +213,7 @@ type consumerConfig struct {
 	argsAt       func() transport.Table  // see ConsumerArgsAt
 	orderKey     func(in Inbound) string // see ConsumerKeyOrder
 	stream       bool                    // see ConsumerOnStream
+	asideFailed  func(Fallback)          // see ConsumerConfig.OnSetAsideFailed
 	skipDecl     bool
 	interceptors []ConsumeInterceptor
 	drain        *time.Duration
@@ -212,7 +223,7 @@ type consumerConfig struct {
 
 // internal lays cfg over the Conn's settings.
 func (cfg ConsumerConfig) internal(c *Conn) consumerConfig {
-	k := consumerConfig{prefetch: c.cfg.prefetch, concurrency: 1, codec: cfg.Codec, tag: cfg.Tag, args: cfg.Args, argsAt: cfg.ArgsAt, orderKey: cfg.KeyOrder, stream: cfg.OnStream, skipDecl: cfg.NoDeadLetterDeclaration, interceptors: cfg.ConsumeInterceptors}
+	k := consumerConfig{prefetch: c.cfg.prefetch, concurrency: 1, codec: cfg.Codec, tag: cfg.Tag, args: cfg.Args, argsAt: cfg.ArgsAt, orderKey: cfg.KeyOrder, stream: cfg.OnStream, asideFailed: cfg.OnSetAsideFailed, skipDecl: cfg.NoDeadLetterDeclaration, interceptors: cfg.ConsumeInterceptors}
 	if cfg.Prefetch != 0 {
 		k.prefetch = cfg.Prefetch
 	}
@@ -320,6 +331,7 @@ func Consume[T any](ctx context.Context, c *Conn, queue string, h Handler[T], co
 	// ConsumerConfig.OnStream: RabbitMQ answers a nack on a stream (a drain hands
 	// back what it never started) by closing the whole connection (540).
 	k.argsAt, k.stream = cfg.argsAt, cfg.stream || c.decls.asStream(queue)
+	k.asideFailed = cfg.asideFailed
 	// The handler's Message comes in the delivery's own allocation.
 	type typedDelivery struct {
 		dv delivery

@@ -103,6 +103,7 @@ type consumerCore struct {
 	args         transport.Table
 	argsAt       func() transport.Table // when set, replaces args on every attach
 	stream       bool                   // nack and reject become acks (see ConsumerConfig.OnStream)
+	asideFailed  func(Fallback)         // told of a set-aside that failed (ConsumerConfig.OnSetAsideFailed)
 	drainTimeout time.Duration
 	process      func(dv *delivery)
 	// newDelivery allocates a delivery, with room for the typed message
