@@ -226,7 +226,7 @@ func (p *publisher) Publish(ctx context.Context, msg *transport.Message, done tr
 	}
 	_, err := p.ch.PublishWithDeferredConfirm(msg.Exchange, msg.RoutingKey, msg.Mandatory, false, pub)
 	var cut error
-	if p.w != nil {
+	if watch != 0 {
 		cut = p.w.watch.end(watch)
 	}
 	if err == nil {
