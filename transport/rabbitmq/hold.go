@@ -300,10 +300,8 @@ func (c *heldConn) closeForWrites(after error) {
 // reports whether any byte of p may have been written. c.wl is held (not
 // c.mu). On failure it keeps the error and closes the socket.
 func (c *heldConn) writeLocked(ctx context.Context, p []byte) (sent bool, err error) {
-	if ctx.Done() != nil {
-		if err := ctx.Err(); err != nil {
-			return false, &errWaited{err} // before taking what is kept
-		}
+	if ended(ctx) {
+		return false, &errWaited{ctx.Err()} // before taking what is kept
 	}
 	c.mu.Lock()
 	if c.err != nil {
@@ -365,7 +363,7 @@ func (c *heldConn) unlockWrite(ctx context.Context) {
 	c.mu.Lock()
 	left := c.holders == 0 && len(c.buf) > 0 && c.err == nil
 	c.mu.Unlock()
-	if left && ctx.Err() == nil {
+	if left && !ended(ctx) {
 		_, _ = c.writeLocked(ctx, nil)
 	}
 	c.wl.unlock()

@@ -15,10 +15,12 @@ import (
 // write then blocks until the connection is dropped. writeWatch bounds such
 // writes by the contexts of the callers waiting on them, as pgconn's
 // ctxwatch turns a context into a socket deadline, at no cost to a write
-// that does not block: a write with a context that can end starts a probe
-// timer (one timer per connection, reset, never allocated per write); only
-// when a write is still in progress after probeAfter is each watched
-// context given a context.AfterFunc. When one of those contexts ends, the
+// that does not block: while writes with a context that can end are being
+// made, one probe timer per connection ticks every probeAfter (started when
+// such writes begin after a pause, not per write, and stopped at the first
+// tick that finds no write under way); a write it finds under way at two
+// ticks in a row is slow, and only then is each watched context given a
+// context.AfterFunc. When one of those contexts ends, the
 // socket's write deadline is put in the past: the blocked write returns,
 // and since part of a frame may be on the wire the stream is no longer
 // framed, so the connection is finished (cut). A write that finds the
@@ -38,9 +40,11 @@ type writeWatch struct {
 	mu      sync.Mutex
 	calls   []watched
 	next    uint64
-	writing bool // a socket write is in progress
-	slow    bool // it has been, for longer than probeAfter
-	probing bool // the probe timer is running
+	writing bool   // a socket write is in progress
+	writes  uint64 // socket writes begun
+	seen    uint64 // writes at the probe's last tick
+	slow    bool   // the write in progress has been, for a tick or more
+	probing bool   // the probe timer is running
 	probe   *time.Timer
 	cut     error     // why the writes were cut; every later write fails with it
 	closeAt time.Time // the close's write deadline, once a close has begun
@@ -54,9 +58,9 @@ type watched struct {
 	stop func() bool
 }
 
-// probeAfter is how long a socket write may take before the contexts
-// waiting on it are armed; it bounds how far past its deadline a blocked
-// write can run.
+// probeAfter is the probe's tick: a write under way at two ticks in a row
+// (between probeAfter and twice that) arms the contexts waiting on it, so
+// it bounds how far past its deadline a blocked write can run.
 const probeAfter = 10 * time.Millisecond
 
 // aLongTimeAgo is a write deadline in the past: it ends a blocked write
@@ -73,6 +77,17 @@ func (e *errWaited) Error() string {
 
 func (e *errWaited) Unwrap() error { return e.err }
 
+// ended reports whether ctx has ended, without the lock ctx.Err takes (a
+// publishing goroutine's context is often shared by many).
+func ended(ctx context.Context) bool {
+	select {
+	case <-ctx.Done():
+		return true
+	default:
+		return false
+	}
+}
+
 // isWaited reports whether err is a caller giving up before writing.
 func isWaited(err error) bool {
 	var w *errWaited
@@ -84,10 +99,8 @@ func isWaited(err error) bool {
 // has ended already, or a connection already cut, writes nothing.
 func (w *writeWatch) write(ctx context.Context, conn net.Conn, b []byte) (int, error) {
 	done := ctx.Done()
-	if done != nil {
-		if err := ctx.Err(); err != nil {
-			return 0, &errWaited{err}
-		}
+	if ended(ctx) {
+		return 0, &errWaited{ctx.Err()}
 	}
 	w.mu.Lock()
 	if w.cut != nil {
@@ -100,6 +113,7 @@ func (w *writeWatch) write(ctx context.Context, conn net.Conn, b []byte) (int, e
 		id = w.addLocked(ctx)
 	}
 	w.writing = true
+	w.writes++
 	if len(w.calls) > 0 {
 		w.startProbeLocked()
 	}
@@ -109,10 +123,6 @@ func (w *writeWatch) write(ctx context.Context, conn net.Conn, b []byte) (int, e
 
 	w.mu.Lock()
 	w.writing, w.slow = false, false
-	if w.probing {
-		w.probe.Stop()
-		w.probing = false
-	}
 	stop := w.removeLocked(id)
 	cut, closing := w.cut, !w.closeAt.IsZero()
 	w.mu.Unlock()
@@ -198,11 +208,13 @@ func (w *writeWatch) removeLocked(id uint64) func() bool {
 	return nil
 }
 
+// startProbeLocked starts the probe's ticks unless they are running.
 func (w *writeWatch) startProbeLocked() {
 	if w.probing {
 		return
 	}
 	w.probing = true
+	w.seen = w.writes
 	if w.probe == nil {
 		w.probe = time.AfterFunc(probeAfter, w.probed)
 		return
@@ -210,19 +222,24 @@ func (w *writeWatch) startProbeLocked() {
 	w.probe.Reset(probeAfter)
 }
 
-// probed runs when a write has taken probeAfter: every watched context is
-// armed from now on.
+// probed is the probe's tick. With no write under way (or nothing to
+// watch) the ticks stop; a write under way since the last tick is slow,
+// and every watched context is armed from now on.
 func (w *writeWatch) probed() {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	w.probing = false
-	if !w.writing || w.cut != nil {
+	if !w.writing || len(w.calls) == 0 || w.cut != nil {
+		w.probing = false
 		return
 	}
-	w.slow = true
-	for i := range w.calls {
-		w.armLocked(i)
+	if w.writes == w.seen && !w.slow {
+		w.slow = true
+		for i := range w.calls {
+			w.armLocked(i)
+		}
 	}
+	w.seen = w.writes
+	w.probe.Reset(probeAfter)
 }
 
 func (w *writeWatch) armLocked(i int) {
