@@ -41,7 +41,7 @@
 #   make bench-outbox  the outbox relay benchmark (bench/outbox)
 #   make schedule-restart  the scheduler through a broker restart with the
 #                      issue's 0.5 s-70 s batch; make schedule-lateness
-#                      measures docs/patterns.md's lateness table again
+#                      measures docs/performance.md's lateness table again
 #
 # Services keep their state in $(ACEMQ_STATE_DIR) (default .tmp/); they stay
 # up between runs (start is idempotent) until `make services-down`.
@@ -354,7 +354,7 @@ outbox-crash: services-up
 
 # The scheduler through a broker restart with the issue's batch (delays
 # 0.5 s to 70 s, the node restarted 10 s in; about two minutes): make test
-# runs a short batch (0.5 s to 15 s). And the lateness table in docs/patterns.md
+# runs a short batch (0.5 s to 15 s). And the lateness table in docs/performance.md
 # (1 s to 2 min delays, 5 messages each) measured again on the private node.
 schedule-restart: services-up
 	@$(SERVICE_ENV); export ACEMQ_REQUIRE_SERVICES=1; \
