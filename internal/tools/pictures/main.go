@@ -20,7 +20,9 @@
 //
 // The output depends on nothing but the source: no fonts are measured
 // (text widths are estimated), so the test beside this file regenerates
-// every picture and fails when one differs from what is committed.
+// every picture and fails when one differs from what is committed. A box
+// whose text would run over its border (by that estimate, which errs wide)
+// is refused with its line number.
 package main
 
 import (
@@ -233,6 +235,9 @@ func Parse(src string) (*Picture, error) {
 					return fail("box lines are quoted: %s", s)
 				}
 				b.lines = append(b.lines, unquote(s))
+			}
+			if err := b.fits(); err != nil {
+				return fail("box %s: %v", b.id, err)
 			}
 			p.boxes = append(p.boxes, b)
 			p.byID[b.id] = b
@@ -665,6 +670,37 @@ func drawLabel(b *bytes.Buffer, a arrow) {
 		fmt.Fprintf(b, `<text x="%s" y="%s" font-size="%s" text-anchor="middle" fill="%s">%s</text>`+"\n",
 			num(x), num(ly), num(labelFont), colors[a.color], esc(l))
 	}
+}
+
+// fits reports a line wider than the box has room for (by textWidth's
+// estimate, bold for a first line) or more lines than its height holds:
+// text running over a border is what a glance at a rendered picture
+// catches first, so the source is refused instead.
+func (bx *box) fits() error {
+	size := boxFont
+	if bx.kind == "note" {
+		size = labelFont
+	}
+	room := bx.w - 8 // 4 px a side
+	switch bx.kind {
+	case "queue":
+		room -= 24 // the stripes on the right
+	case "decision":
+		room -= math.Min(16, bx.w/6) // the slanted ends, half of each
+	}
+	for i, l := range bx.lines {
+		w := textWidth(l, size)
+		if i == 0 && bx.kind != "note" {
+			w *= 1.1 // bold
+		}
+		if w > room {
+			return fmt.Errorf("line %q is about %.0f px wide, the box has room for %.0f: widen the box or shorten the line", l, w, room)
+		}
+	}
+	if need := float64(len(bx.lines)) * size * lineGap; need > bx.h {
+		return fmt.Errorf("%d lines need about %.0f px, the box is %.0f high", len(bx.lines), need, bx.h)
+	}
+	return nil
 }
 
 // textWidth estimates a text's width, generously (DejaVu Sans, wider than

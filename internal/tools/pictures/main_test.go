@@ -51,7 +51,7 @@ func TestEveryPictureIsOnAPage(t *testing.T) {
 func TestAPictureDependsOnItsSourceAlone(t *testing.T) {
 	src := `picture 200 100 "two boxes"
 box a 10 10 60 40 "a"
-box b 120 10 60 40 queue "b" "two lines"
+box b 120 10 110 40 queue "b" "two lines"
 arrow a b label "goes to" # a comment
 text 10 90 "note" small`
 	p1, err := Parse(src)
@@ -72,14 +72,17 @@ text 10 90 "note" small`
 
 func TestASourceMistakeNamesItsLine(t *testing.T) {
 	for src, want := range map[string]string{
-		"picture 10 10 \"t\"\nbox a 1 2 3 4 \"a\"\narrow a nope":        "3: no box \"nope\"",
-		"picture 10 10 \"t\"\nbox a 1 2 3 4 blob \"a\"":                 "2: no box kind \"blob\"",
-		"picture 10 10 \"t\"\nbox a 1 2 x 4 \"a\"":                      "2: \"x\" is not a number",
-		"box a 1 2 3 4 \"a\"":                                           "no picture W H",
-		"picture 10 10 \"t\"\ntext 1 2 \"never closed":                  "2: a quote is never closed",
-		"picture 10 10 \"t\"\nbox a 1 2 3 4 \"a\"\narrow a a.q":         "3: a.q: a side is n, s, e or w",
-		"picture 10 10 \"t\"\nbox a 1 2 3 4 \"a\"\narrow a a.n@2":       "3: a.n@2: the point along a side is 0 to 1",
-		"picture 10 10 \"t\"\nbox a 1 2 3 4 \"a\"\nbox a 1 2 3 4 \"b\"": "3: box a is declared twice",
+		"picture 10 10 \"t\"\nbox a 1 2 40 30 \"a\"\narrow a nope":          "3: no box \"nope\"",
+		"picture 10 10 \"t\"\nbox a 1 2 40 30 blob \"a\"":                   "2: no box kind \"blob\"",
+		"picture 10 10 \"t\"\nbox a 1 2 x 30 \"a\"":                         "2: \"x\" is not a number",
+		"box a 1 2 40 30 \"a\"":                                             "no picture W H",
+		"picture 10 10 \"t\"\ntext 1 2 \"never closed":                      "2: a quote is never closed",
+		"picture 10 10 \"t\"\nbox a 1 2 40 30 \"a\"\narrow a a.q":           "3: a.q: a side is n, s, e or w",
+		"picture 10 10 \"t\"\nbox a 1 2 40 30 \"a\"\narrow a a.n@2":         "3: a.n@2: the point along a side is 0 to 1",
+		"picture 10 10 \"t\"\nbox a 1 2 40 30 \"a\"\nbox a 1 2 40 30 \"b\"": "3: box a is declared twice",
+		// Text that would run over a border (as the outbox picture's note did).
+		"picture 10 10 \"t\"\nbox a 1 2 100 30 \"a line too long for it\"":          "2: box a: line \"a line too long for it\" is about",
+		"picture 10 10 \"t\"\nbox a 1 2 140 30 queue \"a\" \"two lines\" \"three\"": "2: box a: 3 lines need about",
 	} {
 		_, err := Parse(src)
 		if err == nil || !strings.Contains(err.Error(), want) {
