@@ -17,7 +17,7 @@
 #                      file:// module proxy, as a user would (make test runs it)
 #   make newcomer      copy every whole program of the README and docs/ into a
 #                      fresh module, build it against such a release and run it
-#                      (make test runs it)
+#                      (make test runs its short version, the README's program)
 #   make pictures      draw docs/pictures/*.svg again from their .pic sources
 #   make release VERSION=vX.Y.Z  tag every module at one version (scripts/release.sh)
 #   make bench         benchmarks
@@ -115,7 +115,7 @@ services-down:
 #    pass-rabbitmq4: the cluster drill, then the broker-facing packages on
 #    $(RABBITMQ4); pass-clusters: the partition drill's short run on both
 #    versions, then the cluster drill on 3.10, then the install check and
-#    the newcomer test). Each
+#    the newcomer test's short version). Each
 #    prints its output whole when it ends (make's --output-sync) and names
 #    the RabbitMQ version it ran (the env file's ACEMQ_TEST_RABBITMQ_VERSION).
 #    The 4.x pass uses
@@ -167,12 +167,12 @@ pass-rabbitmq3:
 # shares the machine), then the cluster drill on 3.10 (three nodes of their
 # own, the connected node stopped mid-flight, nothing confirmed may go
 # missing; the 4.x pass runs it on its version), then the install check and
-# the newcomer test (no broker).
+# the newcomer test's short version (no broker).
 pass-clusters:
 	@$(MAKE) --no-print-directory pass-partition PART_ENV="$(PARTITION_TEST_ENV)" PART_TIMEOUT=6m
 	@$(MAKE) --no-print-directory drill-cluster
 	@$(MAKE) --no-print-directory installcheck
-	@$(MAKE) --no-print-directory newcomer
+	@scripts/newcomer.sh --short
 
 # Installing as a user would (scripts/installcheck.sh, no broker; about a
 # minute): a made-up release cut by scripts/release.sh in a temporary clone,
@@ -184,10 +184,14 @@ installcheck:
 	@scripts/installcheck.sh
 
 # The newcomer test (scripts/newcomer.sh, no broker, no network beyond the
-# module proxy; about a minute and a half): every whole program the README
-# and docs/ show, copied from its page into a fresh module outside the tree,
-# built against a made-up release of the working tree and run on memory://.
-# `make test` runs it in its third lane, after the install check.
+# module proxy): every whole program the README and docs/ show, copied from
+# its page into a fresh module outside the tree, built against a made-up
+# release of the working tree and run on memory://. About 40 s of CPU, a
+# minute and a half or more of a busy two-core machine, so `make test` runs
+# its short version in its third lane, after the install check: the README's
+# program only (`scripts/newcomer.sh --short`); every page's program is also
+# compared with its file by internal/docscheck and built and run by the
+# examples module's tests. Run `make newcomer` after changing a page's program.
 newcomer:
 	@scripts/newcomer.sh
 

@@ -14,8 +14,15 @@
 # cache answers when it has them). Without git or go it skips, except under
 # CI=true or ACEMQ_REQUIRE_SERVICES=1, where it fails.
 #
-#   scripts/newcomer.sh            every program
+#   scripts/newcomer.sh            every program (make newcomer; about 40 s of
+#                                  CPU, a minute and a half or more on a busy
+#                                  two-core machine)
 #   scripts/newcomer.sh outbox     only the programs whose name contains "outbox"
+#   scripts/newcomer.sh --short    the README's program only (make test): the
+#                                  release, the page-to-module-to-run chain once;
+#                                  every other page's program is the file
+#                                  internal/docscheck compares it with, and the
+#                                  examples module's tests build and run those
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -33,6 +40,9 @@ done
 . scripts/localrelease.sh
 
 only="${1:-}"
+if [[ "$only" == "--short" ]]; then
+	only="README: "
+fi
 version="${NEWCOMER_VERSION:-v0.998.$(date +%s)}"
 work="$(mktemp -d "${TMPDIR:-/tmp}/acemq-newcomer.XXXXXX")"
 PSEUDO=""
@@ -104,4 +114,4 @@ for dir in "$work"/programs/*/; do
 	echo "newcomer: $label: built and ran ($((SECONDS - t0)) s): $(grep -v ' INFO \| WARN ' "$dir/run.log" | tail -1)"
 done
 ((n > 0)) || fail "no whole program found on any page${only:+ matching \"$only\"}"
-echo "newcomer: $n programs copied from their pages, built in fresh modules and run ($((SECONDS - start)) s)"
+echo "newcomer: $n program(s) copied from their pages, built in fresh modules and run ($((SECONDS - start)) s)"
