@@ -186,8 +186,8 @@ installcheck:
 # The newcomer test (scripts/newcomer.sh, no broker, no network beyond the
 # module proxy): every whole program the README and docs/ show, copied from
 # its page into a fresh module outside the tree, built against a made-up
-# release of the working tree and run on memory://. About 40 s of CPU, a
-# minute and a half or more of a busy two-core machine, so `make test` runs
+# release of the working tree and run on memory://. 35-50 s of CPU, 2-5
+# minutes on a busy two-core machine (2026-12-04), so `make test` runs
 # its short version in its third lane, after the install check: the README's
 # program only (`scripts/newcomer.sh --short`); every page's program is also
 # compared with its file by internal/docscheck and built and run by the

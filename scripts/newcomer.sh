@@ -14,8 +14,8 @@
 # cache answers when it has them). Without git or go it skips, except under
 # CI=true or ACEMQ_REQUIRE_SERVICES=1, where it fails.
 #
-#   scripts/newcomer.sh            every program (make newcomer; about 40 s of
-#                                  CPU, a minute and a half or more on a busy
+#   scripts/newcomer.sh            every program (make newcomer; 19 programs,
+#                                  35-50 s of CPU, 2-5 minutes on a busy
 #                                  two-core machine)
 #   scripts/newcomer.sh outbox     only the programs whose name contains "outbox"
 #   scripts/newcomer.sh --short    the README's program only (make test): the
