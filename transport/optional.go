@@ -74,3 +74,34 @@ type Holder interface {
 	Hold(deadline time.Time)
 	Release(deadline time.Time) error
 }
+
+// Server is what a broker says about itself when a connection opens
+// (AMQP's connection.start server-properties).
+type Server struct {
+	// Product is the broker's name: "RabbitMQ", or "AceMQ memory" for the
+	// in-process broker.
+	Product string
+	// Version is the broker's version as it gives it ("4.0.5"); "" when it
+	// gives none.
+	Version string
+}
+
+// ServerReporter is implemented by channels that know which broker they
+// are open to. A caller whose behaviour depends on the broker's version
+// (how a returned message is counted, say) asks the channel it uses; a
+// channel that does not implement it leaves the broker unknown.
+type ServerReporter interface {
+	Server() Server
+}
+
+// Releaser is implemented by channels that can hand every delivery they
+// hold unsettled back to its queue at once, in the order they were
+// delivered, and without counting a failed delivery where the broker tells
+// the two apart (RabbitMQ: one basic.nack with requeue, multiple set and
+// delivery tag 0; RabbitMQ 4.3 and later count such a return toward
+// neither x-delivery-count nor a delivery limit, while a reject or a
+// closed channel counts). A caller that reads messages to give them back
+// cancels its subscriptions first, so nothing is delivered again to it.
+type Releaser interface {
+	ReleaseAll() error
+}

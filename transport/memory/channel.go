@@ -20,6 +20,13 @@ type channel struct {
 	unacked   unackedList
 }
 
+// Product is the product name the in-process broker gives for
+// itself (transport.Server). It keeps no delivery limit.
+const Product = "AceMQ memory"
+
+// Server names the in-process broker (transport.ServerReporter).
+func (ch *channel) Server() transport.Server { return transport.Server{Product: Product} }
+
 var _ transport.Channel = (*channel)(nil)
 
 // Done is closed once the channel has ended and its unacked messages are
@@ -396,6 +403,23 @@ func (ch *channel) Ack(tag uint64) error { return ch.settle(tag, true, false) }
 // Nack negatively acknowledges one delivery: requeued at the head with
 // Redelivered, or dead-lettered (dropped without a DLX).
 func (ch *channel) Nack(tag uint64, requeue bool) error { return ch.settle(tag, false, requeue) }
+
+// ReleaseAll returns every unacked delivery on the channel to the head of
+// its queue, in delivery order, marked redelivered (transport.Releaser).
+func (ch *channel) ReleaseAll() error {
+	if ch.c.maybeStalled.Load() && ch.c.deferIfStalled(func() { _ = ch.ReleaseAll() }) {
+		return nil
+	}
+	ch.mu.Lock()
+	if ch.life.ended() {
+		ch.mu.Unlock()
+		return closedErr(ch.life.reason())
+	}
+	pending := ch.unacked.drain()
+	ch.mu.Unlock()
+	requeueAll(pending)
+	return nil
+}
 
 // Reject is Nack for a single message.
 func (ch *channel) Reject(tag uint64, requeue bool) error { return ch.settle(tag, false, requeue) }

@@ -36,7 +36,15 @@ type channel struct {
 	// stuck ends the channel's connection when the broker does not answer
 	// channel.close within channelCloseWait (nil: nothing to end).
 	stuck func(error)
+
+	// server is what the broker said about itself when the connection
+	// opened.
+	server transport.Server
 }
+
+// Server is the broker this channel is open to, as its connection.start
+// named it (transport.ServerReporter).
+func (c *channel) Server() transport.Server { return c.server }
 
 // channelCloseWait bounds Close's wait for the broker's channel.close-ok.
 // A broker answers in milliseconds; one that has not answered in this long
@@ -233,6 +241,13 @@ func (c *channel) Ack(tag uint64) error {
 // Nack negatively acknowledges one delivery (multiple=false).
 func (c *channel) Nack(tag uint64, requeue bool) error {
 	return c.settle(func() error { return c.ch.Nack(tag, false, requeue) })
+}
+
+// ReleaseAll hands every delivery the channel holds unsettled back to its
+// queue with one basic.nack (requeue, multiple, delivery tag 0: "every
+// outstanding delivery"), in delivery order (transport.Releaser).
+func (c *channel) ReleaseAll() error {
+	return c.settle(func() error { return c.ch.Nack(0, true, true) })
 }
 
 // Reject rejects one delivery.

@@ -195,6 +195,11 @@ func (c *connection) Channel(ctx context.Context) (transport.Channel, error) {
 	}
 	gc := newChannel(ch)
 	gc.stuck = c.end
+	c.mu.Lock()
+	if c.ac != nil {
+		gc.server = serverOf(c.ac.Properties)
+	}
+	c.mu.Unlock()
 	return gc, nil
 }
 
@@ -249,6 +254,14 @@ func (c *connection) open(ctx context.Context) (*amqp.Channel, error) {
 		return nil, c.cause(err)
 	}
 	return ch, nil
+}
+
+// serverOf reads the product and version from a connection.start's
+// server-properties.
+func serverOf(props amqp.Table) transport.Server {
+	product, _ := props["product"].(string)
+	version, _ := props["version"].(string)
+	return transport.Server{Product: product, Version: version}
 }
 
 // cause converts err, preferring the connection's own close reason when the
