@@ -40,6 +40,7 @@ type Conn struct {
 	pub       *publishing  // channels, permits, admission, write, confirm
 	decls     *declared    // what to declare again after a recovery
 	consumers *consumerSet // the running consumers (consumer_host.go: what they may reach)
+	mismatch  layoutMismatch // library queues the broker holds in another layout, told once (layout.go)
 }
 
 // Connect dials the broker named by rawURL (memory://name, amqp://…,
@@ -209,11 +210,15 @@ func (c *Conn) Apply(ctx context.Context, t *Topology) error {
 	if err := t.Validate(); err != nil {
 		return err
 	}
-	decls := t.Declarations()
-	if err := applyDeclarations(ctx, c.channel, decls); err != nil {
+	decls, err := c.rendered(ctx, t.Declarations())
+	if err != nil {
 		return err
 	}
-	c.decls.record(decls)
+	declared, err := applyDeclarations(ctx, c.channel, decls, c.tolerateLayout)
+	if err != nil {
+		return err
+	}
+	c.decls.record(declared)
 	return nil
 }
 
@@ -223,7 +228,17 @@ func (c *Conn) Plan(ctx context.Context, t *Topology) (Plan, error) {
 	if err := t.Validate(); err != nil {
 		return Plan{}, err
 	}
-	return planDeclarations(ctx, c.channel, t.Declarations())
+	decls, err := c.rendered(ctx, t.Declarations())
+	if err != nil {
+		return Plan{}, err
+	}
+	plan, err := planDeclarations(ctx, c.channel, decls)
+	for i := range plan.Items {
+		if it := &plan.Items[i]; it.Status == Differs {
+			it.Warning = joinWarnings(it.Warning, planLayoutWarning(it.Declaration, c.cfg.layout))
+		}
+	}
+	return plan, err
 }
 
 // checkTLS applies the amqps:// rules (spec §1.1) to a copy of the Config.TLS

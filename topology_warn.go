@@ -14,7 +14,7 @@ import (
 // limit and dead-letter wiring the broker moves it to the dead-letter
 // queue on its own after that many deliveries.
 func planWarning(d Declaration) string {
-	if d.Kind != DeclQueue || d.QueueType != Quorum {
+	if d.Kind != DeclQueue || d.QueueType != Quorum || d.role != roleNone {
 		return ""
 	}
 	name := d.Queue.Name

@@ -34,6 +34,10 @@ type Broker struct {
 	nackNext    atomic.Int64
 	withhold    atomic.Bool
 
+	// dlxRetry is how long a retained at-least-once dead letter waits
+	// before it is routed again, in nanoseconds; 0 is the default.
+	dlxRetry atomic.Int64
+
 	// flow is set when a consumed queue's backlog passes flowThreshold;
 	// the next publish clears it and yields (see publisher.Publish).
 	flow atomic.Bool

@@ -27,6 +27,10 @@ func (b *Broker) deadLetter(work []deadLetter) {
 		if !q.hasDLX {
 			continue
 		}
+		if q.atLeastOnce {
+			b.deliverAtLeastOnce(retained{letter: d})
+			continue
+		}
 		key := d.m.routingKey
 		if q.hasDLRK {
 			key = q.dlrk

@@ -31,6 +31,7 @@ type queue struct {
 	dlrk          string
 	hasDLRK       bool
 	quorum        bool
+	atLeastOnce   bool       // dead-letters at least once (atleastonce.go)
 	stream        *streamLog // non-nil for x-queue-type=stream; guarded by mu
 
 	mu          sync.Mutex
@@ -42,6 +43,8 @@ type queue struct {
 	timer       *time.Timer
 	timerAt     int64 // when the armed timer fires; 0 when none is armed
 	dead        []deadLetter
+	retained    []retained  // at-least-once dead letters not yet taken by all targets
+	retryTimer  *time.Timer // routes retained again; nil when none is due
 }
 
 func newQueue(b *Broker, spec transport.QueueSpec, owner *conn) *queue {
@@ -66,6 +69,7 @@ func newQueue(b *Broker, spec transport.QueueSpec, owner *conn) *queue {
 	q.rejectPublish = spec.Args["x-overflow"] == "reject-publish"
 	q.dlx, q.hasDLX = spec.Args["x-dead-letter-exchange"].(string)
 	q.dlrk, q.hasDLRK = spec.Args["x-dead-letter-routing-key"].(string)
+	q.atLeastOnce = atLeastOnce(spec.Args)
 	return q
 }
 
@@ -297,6 +301,10 @@ func (q *queue) markDeleted() (purged int, consumers []*consumer) {
 	if q.timer != nil {
 		q.timer.Stop()
 	}
+	if q.retryTimer != nil {
+		q.retryTimer.Stop()
+	}
+	q.retained = nil
 	purged = q.ready.clear()
 	consumers = q.consumers
 	q.consumers = nil
