@@ -1,0 +1,159 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"log/slog"
+	"os/exec"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/acemq-go/acemq"
+	"github.com/acemq-go/acemq/cmd/acemq/internal/migrate"
+	"github.com/acemq-go/acemq/cmd/acemq/internal/testenv"
+	"github.com/acemq-go/acemq/transport"
+)
+
+// TestDLQMigrateSurvivesSIGKILLAtEveryStep moves a classic .dlq of 300
+// dead letters to the replicated layout with the built command, killing it
+// (SIGKILL) at points in both steps while dead letters keep arriving, and
+// then lets a last run finish: every dead letter is in the quorum .dlq
+// exactly once, and nothing of the move is left.
+func TestDLQMigrateSurvivesSIGKILLAtEveryStep(t *testing.T) {
+	url := testenv.AMQPURL(t)
+	ctx := context.Background()
+	q := testenv.Unique("cli.migrate")
+	c, err := acemq.Connect(ctx, url, acemq.Config{Logger: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close(ctx)
+	t.Cleanup(func() {
+		for _, n := range []string{q, q + ".dlq", q + ".parked", q + ".dlq" + migrate.Suffix, q + ".parked" + migrate.Suffix} {
+			_, _ = c.DeleteQueue(context.Background(), n)
+		}
+	})
+	if err := c.Apply(ctx, acemq.NewTopology().Queue(q, acemq.QueueOptions{}).DeadLetters(q)); err != nil {
+		t.Fatal(err)
+	}
+	written := map[string]int{}
+	write := func(id string) {
+		t.Helper()
+		for {
+			err := c.PublishRaw(ctx, acemq.RawMessage{RoutingKey: q + ".dlq", MessageID: id, ContentType: "text/plain",
+				Headers: map[string]any{"x-acemq-id": id, "x-acemq-error": "the handler rejected it: no"}, Body: []byte(id)})
+			if err == nil {
+				written[id]++
+				return
+			}
+			// Unroutable while the queue is between its two forms: the
+			// engine's fallback keeps such a message and sets it aside again.
+			if !acemq.IsUnroutable(err) {
+				t.Fatal(err)
+			}
+			time.Sleep(5 * time.Millisecond) // the writer's back-off before a resend
+		}
+	}
+	for i := range 300 {
+		write(fmt.Sprintf("dl-%d", i))
+	}
+
+	late := 0
+	for _, kill := range []string{"copied 50 ", "copied 240 ", "deleted the old", "moved 30 ", "moved 250 "} {
+		// One message per batch: each a confirm round trip, so the kill
+		// lands within a few messages of its line.
+		cmd := exec.Command(acemqBinary, "dlq", "migrate", q, "--url", url, "--batch", "1")
+		stderr, err := cmd.StderrPipe()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		killed := false
+		sc := bufio.NewScanner(stderr)
+		for sc.Scan() {
+			// A dead letter now and then while the move runs.
+			if late < 60 && strings.Contains(sc.Text(), "copied") {
+				write(fmt.Sprintf("late-%d", late))
+				late++
+			}
+			if !killed && strings.Contains(sc.Text(), kill) {
+				if err := cmd.Process.Signal(syscall.SIGKILL); err != nil {
+					t.Fatal(err)
+				}
+				killed = true
+			}
+		}
+		err = cmd.Wait()
+		if !killed {
+			t.Fatalf("the run never reported %q (it ended: %v)", kill, err)
+		}
+		t.Logf("killed at %q", kill)
+	}
+	r := acemqCmd(t, "", "dlq", "migrate", q, "--url", url, "--batch", "10")
+	if r.code != 0 {
+		t.Fatalf("the last run: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	t.Logf("the last run:\n%s", r.stdout)
+
+	// What the queue holds, read with the test's own channel.
+	ch, err := c.Channel(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ch.Close()
+	decls, err := func() ([]acemq.Declaration, error) {
+		rc, err := acemq.Connect(ctx, url, acemq.Config{Layout: acemq.ReplicatedLayout, Logger: slog.New(slog.DiscardHandler)})
+		if err != nil {
+			return nil, err
+		}
+		defer rc.Close(ctx)
+		return rc.LayoutDeclarations(ctx, q)
+	}()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := ch.DeclareQueue(ctx, decls[0].Queue); err != nil {
+		t.Fatalf("%s.dlq is not the replicated layout's quorum queue: %v", q, err)
+	}
+	for _, n := range []string{q + ".dlq" + migrate.Suffix, q + ".parked" + migrate.Suffix} {
+		if _, err := ch.DeclareQueue(ctx, transport.QueueSpec{Name: n, Passive: true}); transport.Code(err) != transport.CodeNotFound {
+			t.Errorf("%s is left behind: %v", n, err)
+		}
+	}
+	ch, err = c.Channel(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]int{}
+	for {
+		d, ok, err := ch.Get(ctx, q+".dlq")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !ok {
+			break
+		}
+		got[d.MessageID]++
+		if _, marker := d.Headers[migrate.MarkerHeader]; marker {
+			t.Errorf("a marker of the move is in the queue: %v", d.Headers)
+		}
+	}
+	lost, dup := 0, 0
+	for id, n := range written {
+		switch {
+		case got[id] == 0:
+			lost++
+		case got[id] > n:
+			dup++
+		}
+	}
+	t.Logf("%d written (%d during the moves), %d in %s.dlq: %d lost, %d duplicated", len(written), late, len(got), q, lost, dup)
+	if lost > 0 || dup > 0 || len(got) != len(written) {
+		t.Fatalf("%d lost, %d duplicated, %d ids in the queue for %d written", lost, dup, len(got), len(written))
+	}
+}

@@ -1,0 +1,284 @@
+package migrate
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"slices"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/acemq-go/acemq"
+	"github.com/acemq-go/acemq/cmd/acemq/internal/testenv"
+	"github.com/acemq-go/acemq/transport"
+	"github.com/acemq-go/acemq/transport/memory"
+)
+
+var seq atomic.Int64
+
+// brokers runs fn on memory:// and on the RabbitMQ node of the test
+// environment.
+func brokers(t *testing.T, fn func(t *testing.T, url string, unique func(string) string)) {
+	t.Run("memory", func(t *testing.T) {
+		name := fmt.Sprintf("migrate-%d", seq.Add(1))
+		t.Cleanup(func() { memory.Delete(name) })
+		fn(t, "memory://"+name, func(p string) string { return p })
+	})
+	t.Run("rabbitmq", func(t *testing.T) {
+		fn(t, testenv.AMQPURL(t), testenv.Unique)
+	})
+}
+
+func conn(t *testing.T, url string, layout acemq.Layout) *acemq.Conn {
+	t.Helper()
+	c, err := acemq.Connect(context.Background(), url, acemq.Config{Layout: layout, Logger: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		_ = c.Close(ctx)
+	})
+	return c
+}
+
+// fillDLQ gives source queue q a classic-layout .dlq holding n dead
+// letters with ids dl-0 … (two of them byte-identical twins, as a
+// set-aside written twice makes), and returns the ids in queue order.
+func fillDLQ(t *testing.T, c *acemq.Conn, q string, n int) []string {
+	t.Helper()
+	ctx := context.Background()
+	if err := c.Apply(ctx, acemq.NewTopology().Queue(q, acemq.QueueOptions{}).DeadLetters(q)); err != nil {
+		t.Fatal(err)
+	}
+	var ids []string
+	for i := range n {
+		id := fmt.Sprintf("dl-%d", i)
+		if i == n/2 {
+			id = ids[len(ids)-1] // the twin
+		}
+		ids = append(ids, id)
+		err := c.PublishRaw(ctx, acemq.RawMessage{RoutingKey: q + ".dlq", ContentType: "text/plain", MessageID: id,
+			Headers: map[string]any{"x-acemq-id": id, "x-acemq-error": "the handler rejected it: no", "x-death": []any{transport.Table{"count": int64(1), "reason": "rejected", "queue": q}}},
+			Body:    []byte("body of " + id)})
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	return ids
+}
+
+// drain takes every message of queue and returns their ids in order.
+func drain(t *testing.T, c *acemq.Conn, queue string) []string {
+	t.Helper()
+	ds, err := readAll(context.Background(), c, queue)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ids := make([]string, len(ds))
+	for i, d := range ds {
+		ids[i] = d.MessageID
+		if d.Headers["x-death"] == nil || d.Headers["x-acemq-error"] == nil {
+			t.Errorf("%s lost headers in the move: %v", d.MessageID, d.Headers)
+		}
+	}
+	return ids
+}
+
+func move(ctx context.Context, t *testing.T, c *acemq.Conn, q string, batch int) (Report, error) {
+	t.Helper()
+	decls, err := c.LayoutDeclarations(ctx, q)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := &transport.BindingSpec{Queue: q + ".dlq", Exchange: acemq.DeadLetterExchange, RoutingKey: q + ".dlq"}
+	return Queue(ctx, c, decls[0], decls[0], Options{Batch: batch, Binding: b})
+}
+
+func isQuorumLayout(t *testing.T, c *acemq.Conn, q string) {
+	t.Helper()
+	decls, err := c.LayoutDeclarations(context.Background(), q)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ch, err := c.Channel(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ch.Close()
+	if _, err := ch.DeclareQueue(context.Background(), decls[0].Queue); err != nil {
+		t.Fatalf("%s is not in the replicated layout's form: %v", q+".dlq", err)
+	}
+	if _, err := ch.DeclareQueue(context.Background(), transport.QueueSpec{Name: q + ".dlq" + Suffix, Passive: true}); transport.Code(err) != transport.CodeNotFound {
+		t.Fatalf("the holding queue is left: %v", err)
+	}
+}
+
+func TestAMoveKeepsEveryDeadLetterOnceInOrder(t *testing.T) {
+	brokers(t, func(t *testing.T, url string, unique func(string) string) {
+		q := unique("migrate.whole")
+		classic := conn(t, url, acemq.ClassicLayout)
+		want := fillDLQ(t, classic, q, 25)
+		c := conn(t, url, acemq.ReplicatedLayout)
+		t.Cleanup(func() {
+			_, _ = c.DeleteQueue(context.Background(), q+".dlq")
+			_, _ = c.DeleteQueue(context.Background(), q)
+		})
+		rep, err := move(context.Background(), t, c, q, 4)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if rep.Copied != 25 || rep.Moved != 25 || rep.Skipped != 0 || rep.Voided != 0 {
+			t.Errorf("report %+v", rep)
+		}
+		isQuorumLayout(t, c, q)
+		if got := drain(t, c, q+".dlq"); strings.Join(got, " ") != strings.Join(want, " ") {
+			t.Errorf("after the move:\n got %v\nwant %v", got, want)
+		}
+		// Again: nothing to do.
+		rep, err = move(context.Background(), t, c, q, 4)
+		if err != nil || !rep.Already {
+			t.Errorf("a second run: %+v, %v", rep, err)
+		}
+		// Bound again: a broker dead-letter reaches it through acemq.dlx.
+		if err := c.PublishRaw(context.Background(), acemq.RawMessage{Exchange: acemq.DeadLetterExchange, RoutingKey: q + ".dlq", MessageID: "via-dlx"}); err != nil {
+			t.Errorf("the moved queue is not bound to %s: %v", acemq.DeadLetterExchange, err)
+		}
+	})
+}
+
+// TestAnInterruptedMoveIsFinishedByTheNextRun stops a move at every point
+// it reports progress, in both steps, by closing its Conn mid-batch (as a
+// kill would: nothing acknowledged after that), then finishes it.
+func TestAnInterruptedMoveIsFinishedByTheNextRun(t *testing.T) {
+	brokers(t, func(t *testing.T, url string, unique func(string) string) {
+		for _, stopAt := range []string{"copied 4 ", "copied 12 ", "deleted the old", "moved 4 ", "moved 16 "} {
+			t.Run(strings.TrimSpace(stopAt), func(t *testing.T) {
+				q := unique("migrate.stop")
+				classic := conn(t, url, acemq.ClassicLayout)
+				want := fillDLQ(t, classic, q, 25)
+				t.Cleanup(func() {
+					_, _ = classic.DeleteQueue(context.Background(), q+".dlq")
+					_, _ = classic.DeleteQueue(context.Background(), q+".dlq"+Suffix)
+					_, _ = classic.DeleteQueue(context.Background(), q)
+				})
+				// The first run: its Conn closes the moment it reports stopAt.
+				first, err := acemq.Connect(context.Background(), url, acemq.Config{Layout: acemq.ReplicatedLayout, Logger: slog.New(slog.DiscardHandler)})
+				if err != nil {
+					t.Fatal(err)
+				}
+				ctx, cancel := context.WithCancel(context.Background())
+				stopper := &stopWriter{at: stopAt, stop: func() {
+					cancel()
+					cctx, c2 := context.WithTimeout(context.Background(), 10*time.Second)
+					defer c2()
+					_ = first.Close(cctx)
+				}}
+				decls, err := first.LayoutDeclarations(ctx, q)
+				if err != nil {
+					t.Fatal(err)
+				}
+				b := &transport.BindingSpec{Queue: q + ".dlq", Exchange: acemq.DeadLetterExchange, RoutingKey: q + ".dlq"}
+				if _, err := Queue(ctx, first, decls[0], decls[0], Options{Batch: 4, Binding: b, Progress: stopper}); err == nil {
+					t.Fatalf("the first run did not stop at %q", stopAt)
+				}
+				if !stopper.hit.Load() {
+					t.Fatalf("the first run never reported %q", stopAt)
+				}
+				c := conn(t, url, acemq.ReplicatedLayout)
+				rep, err := move(context.Background(), t, c, q, 4)
+				if err != nil {
+					t.Fatal(err)
+				}
+				isQuorumLayout(t, c, q)
+				// Every message once; an interrupted move may change the
+				// order (messages a killed run held go back where the broker
+				// puts them).
+				got := drain(t, c, q+".dlq")
+				slices.Sort(got)
+				slices.Sort(want)
+				if strings.Join(got, " ") != strings.Join(want, " ") {
+					t.Errorf("after the second run (%+v):\n got %v\nwant %v", rep, got, want)
+				}
+			})
+		}
+	})
+}
+
+// stopWriter calls stop once, when a progress line contains at.
+type stopWriter struct {
+	at   string
+	stop func()
+	hit  atomic.Bool
+}
+
+func (w *stopWriter) Write(p []byte) (int, error) {
+	if strings.Contains(string(p), w.at) && w.hit.CompareAndSwap(false, true) {
+		w.stop()
+	}
+	return len(p), nil
+}
+
+func TestDeadLettersWrittenDuringAMoveAreMovedToo(t *testing.T) {
+	brokers(t, func(t *testing.T, url string, unique func(string) string) {
+		q := unique("migrate.live")
+		classic := conn(t, url, acemq.ClassicLayout)
+		want := fillDLQ(t, classic, q, 20)
+		c := conn(t, url, acemq.ReplicatedLayout)
+		t.Cleanup(func() {
+			_, _ = c.DeleteQueue(context.Background(), q+".dlq")
+			_, _ = c.DeleteQueue(context.Background(), q)
+		})
+		late := &lateWriter{c: classic, q: q + ".dlq"}
+		done := make(chan struct{})
+		var extra []string
+		go func() { extra = late.run(); close(done) }()
+		rep, err := move(context.Background(), t, c, q, 3)
+		<-done
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := drain(t, c, q+".dlq")
+		all := map[string]int{}
+		for _, id := range got {
+			all[id]++
+		}
+		for _, id := range append(append([]string(nil), want...), extra...) {
+			all[id]--
+		}
+		for id, n := range all {
+			if n != 0 {
+				t.Errorf("%s: %+d against what was written (report %+v)", id, n, rep)
+			}
+		}
+		isQuorumLayout(t, c, q)
+	})
+}
+
+// lateWriter sets 60 dead letters aside by name, paced, each retried
+// until confirmed (as the engine's fallback keeps a message whose copy
+// came back unroutable).
+type lateWriter struct {
+	c *acemq.Conn
+	q string
+}
+
+func (w *lateWriter) run() []string {
+	var ids []string
+	for i := range 60 {
+		id := fmt.Sprintf("late-%d", i)
+		for {
+			err := w.c.PublishRaw(context.Background(), acemq.RawMessage{RoutingKey: w.q, MessageID: id, Headers: map[string]any{"x-acemq-error": "late", "x-death": []any{}}})
+			if err == nil {
+				ids = append(ids, id)
+				break
+			}
+			time.Sleep(5 * time.Millisecond) // the writer's back-off before a resend
+		}
+		time.Sleep(3 * time.Millisecond) // a writer's pace, not a synchronisation
+	}
+	return ids
+}
