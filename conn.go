@@ -34,12 +34,12 @@ type Conn struct {
 
 	// The parts, one file each, named after the type. Each owns its own
 	// state; they reach each other only through methods.
-	events    *events      // the event handler's queue and goroutine
-	links     *links       // the two broker connections and their generation
-	life      *lifecycle   // state, supervisor, recovery, Close
-	pub       *publishing  // channels, permits, admission, write, confirm
-	decls     *declared    // what to declare again after a recovery
-	consumers *consumerSet // the running consumers (consumer_host.go: what they may reach)
+	events    *events        // the event handler's queue and goroutine
+	links     *links         // the two broker connections and their generation
+	life      *lifecycle     // state, supervisor, recovery, Close
+	pub       *publishing    // channels, permits, admission, write, confirm
+	decls     *declared      // what to declare again after a recovery
+	consumers *consumerSet   // the running consumers (consumer_host.go: what they may reach)
 	mismatch  layoutMismatch // library queues the broker holds in another layout, told once (layout.go)
 }
 
