@@ -265,7 +265,7 @@ PARTITION_SEED ?=
 PART_TIMEOUT ?= 60m
 PARTITION_TEST_ENV := ACEMQ_PART_HOLD=3s ACEMQ_PART_FLAP=8s ACEMQ_PART_PAUSE=10ms
 
-drill-partition: PART_ENV := ACEMQ_PART_ROUNDS=$(PARTITION_ROUNDS) ACEMQ_PART_HOLD=20s ACEMQ_PART_FLAP=60s
+drill-partition: PART_ENV := ACEMQ_PART_ROUNDS=$(PARTITION_ROUNDS) ACEMQ_PART_HOLD=20s ACEMQ_PART_FLAP=60s ACEMQ_PART_WAIT=15s
 drill-partition-short: PART_ENV :=
 drill-partition drill-partition-short: services-up
 	@$(MAKE) --no-print-directory pass-partition PART_ENV="$(PART_ENV)"
