@@ -226,7 +226,9 @@ fuzz:
 # The cluster drill (behaviour §1.3, §4.1, §9): three RabbitMQ nodes on
 # loopback, joined, in a state directory of their own so they never clash
 # with the single node `make test` uses; the drill stops the node its Conn is
-# connected to while publishing and consuming. The cluster is stopped
+# connected to while publishing and consuming, then (cmd/acemq's
+# drill_cluster_test.go) the node holding a .dlq, in each layout, and asks a
+# surviving node's acemq dlq list, console and acemq dlq replay for it. The cluster is stopped
 # afterwards whether the drill passed or not.
 CLUSTER_STATE_DIR ?= $(CURDIR)/.tmp-cluster
 DRILL_TIMEOUT ?= 10m
@@ -239,7 +241,8 @@ drill-cluster:
 	trap 'scripts/$(CLUSTER_RABBITMQ).sh stop' EXIT; \
 	scripts/$(CLUSTER_RABBITMQ).sh start --nodes 3; \
 	set -a; . "$(CLUSTER_STATE_DIR)/$(CLUSTER_RABBITMQ)/env"; set +a; \
-	$(GO) test -tags drill $(DRILL_RACE) -count=1 -timeout $(DRILL_TIMEOUT) -run '^TestCluster' -v . | grep -E '^(=== RUN|--- |    drill_cluster_test.go|ok|FAIL|PASS)' || exit 1
+	$(GO) test -tags drill $(DRILL_RACE) -count=1 -timeout $(DRILL_TIMEOUT) -run '^TestCluster' -v . | grep -E '^(=== RUN|--- |    drill_cluster_test.go|ok|FAIL|PASS)' || exit 1; \
+	$(GO) test -tags drill -count=1 -timeout $(DRILL_TIMEOUT) -run '^TestCluster' -v ./cmd/acemq/ | grep -E '^(=== RUN|--- |    drill_cluster_test.go|ok|FAIL|PASS)' || exit 1
 
 # The partition drill (cmd/acemq/internal/drill/partition.go): three RabbitMQ nodes in
 # network namespaces of their own joined by a bridge (scripts/netcluster.sh,

@@ -157,3 +157,37 @@ func TestDLQMigrateSurvivesSIGKILLAtEveryStep(t *testing.T) {
 		t.Fatalf("%d lost, %d duplicated, %d ids in the queue for %d written", lost, dup, len(got), len(written))
 	}
 }
+
+// TestTopologyPlanSaysWhoIsRefusedBeforeTheMove: a topology file with
+// layout: replicated against a broker that holds the classic layout plans
+// "differs" with a warning naming the 406 the other libraries will get
+// and the move; apply keeps the classic queues and says so on stderr;
+// after acemq dlq migrate the plan matches.
+func TestTopologyPlanSaysWhoIsRefusedBeforeTheMove(t *testing.T) {
+	url := testenv.AMQPURL(t)
+	name := testenv.Unique("cli.layout")
+	c := libConn(t, url)
+	deleteQueues(t, c, name+".q", name+".q.dlq", name+".q.parked", name+".q.retry.10s", name+".q.retry.20s")
+	classic := writeFile(t, fmt.Sprintf(topologyYAML, name, "quorum"))
+	run0(t, "", "topology", "apply", "-f", classic, "--url", url)
+
+	replicated := writeFile(t, "layout: replicated\n"+fmt.Sprintf(topologyYAML, name, "quorum"))
+	r := acemqCmd(t, "", "topology", "plan", "-f", replicated, "--url", url)
+	if r.code != 3 {
+		t.Fatalf("plan: exit %d, want 3\n%s\n%s", r.code, r.stdout, r.stderr)
+	}
+	for _, want := range []string{"queue " + name + ".q.dlq (quorum", ": differs", "406 PRECONDITION_FAILED", "acemq dlq migrate"} {
+		if !strings.Contains(r.stdout, want) {
+			t.Errorf("the plan does not say %q:\n%s", want, r.stdout)
+		}
+	}
+	r = run0(t, "", "topology", "apply", "-f", replicated, "--url", url)
+	if !strings.Contains(r.stderr, name+".q.dlq is on the broker, but not as this Conn's replicated layout declares it") {
+		t.Errorf("apply over the classic layout said nothing on stderr:\n%s", r.stderr)
+	}
+	run0(t, "", "dlq", "migrate", name+".q", "--url", url, "--rung", "10s", "--rung", "20s")
+	r = run0(t, "", "topology", "plan", "-f", replicated, "--url", url)
+	if !strings.Contains(r.stdout, " 0 differ,") {
+		t.Errorf("the plan after the move:\n%s", r.stdout)
+	}
+}
