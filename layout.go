@@ -270,7 +270,7 @@ func planLayoutWarning(d Declaration, layout Layout) string {
 		return ""
 	}
 	if layout == ReplicatedLayout {
-		return fmt.Sprintf("the broker holds %s in another form than the replicated layout declares (probably classic, the family's default): a Conn with the replicated layout uses it as it is and warns, so it is not replicated until `acemq dlq migrate` moves it; after the move every AceMQ library that declares it in the classic layout (Java, .NET, Python, Ruby, and Go services left on the classic layout declare it too, though Go uses it anyway) gets 406 PRECONDITION_FAILED", d.Queue.Name)
+		return fmt.Sprintf("the broker holds %s in another form than the replicated layout declares (the classic layout's, probably): a Conn with the replicated layout uses it as it is and warns, and it is not replicated until `acemq dlq migrate` moves it; once moved, every service of another AceMQ library (Java, .NET, Python, Ruby) that declares it gets 406 PRECONDITION_FAILED (Go services on the classic layout use it and warn)", d.Queue.Name)
 	}
 	return fmt.Sprintf("the broker holds %s in another form than the classic layout declares (probably the replicated layout's quorum queue): a service of another AceMQ library (Java, .NET, Python, Ruby) that declares it gets 406 PRECONDITION_FAILED; Go services use it as it is and warn. Give every Go service Config.Layout = acemq.ReplicatedLayout, or move it back with `acemq dlq migrate --to classic`", d.Queue.Name)
 }
