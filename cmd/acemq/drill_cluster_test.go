@@ -200,9 +200,9 @@ func deadLettersAfterNodeLoss(t *testing.T, nodes []clusterNode, names []string,
 	p := acemq.NewPublisher[string](c, "", q, acemq.PublisherConfig{})
 	var ids []string
 	for i := range 30 {
-		id := fmt.Sprintf("dead-%d", i)
+		id := fmt.Sprintf("dead-%02d", i) // no id inside another, for the page check
 		if i >= 20 {
-			id = fmt.Sprintf("park-%d", i)
+			id = fmt.Sprintf("park-%02d", i)
 		}
 		ids = append(ids, id)
 		if _, err := p.SendWith(ctx, id, acemq.SendOptions{Envelope: &acemq.Envelope{ID: id}}); err != nil {
@@ -298,7 +298,7 @@ func deadLettersAfterNodeLoss(t *testing.T, nodes []clusterNode, names []string,
 		body, _ := io.ReadAll(resp.Body)
 		resp.Body.Close()
 		for _, id := range ids[:20] {
-			if strings.Contains(string(body), ">"+id+"<") || strings.Contains(string(body), id) {
+			if strings.Contains(string(body), id) {
 				res.shown++
 			}
 		}
@@ -310,7 +310,9 @@ func deadLettersAfterNodeLoss(t *testing.T, nodes []clusterNode, names []string,
 	// acemq dlq replay, from the surviving node: each back on q.
 	back := map[string]int{}
 	got := make(chan struct{}, 30)
-	k2, err := acemq.Consume(ctx, c, q, func(_ context.Context, m *acemq.Message[string]) acemq.Decision {
+	// On the surviving node's Conn: the first may be recovering from the
+	// stop.
+	k2, err := acemq.Consume(ctx, cc, q, func(_ context.Context, m *acemq.Message[string]) acemq.Decision {
 		mu.Lock()
 		back[m.Payload]++
 		mu.Unlock()
