@@ -5,8 +5,11 @@
 #                      the second pass (`make test-rabbitmq4`), the cluster
 #                      drills and the install check (`make installcheck`)
 #   make test-rabbitmq4  the second pass: the broker-facing packages, the
-#                      demo and the cluster drill on RabbitMQ 4.0 (Debian
-#                      13's, in a chroot, every deprecated feature denied)
+#                      demo and the cluster drill on RabbitMQ $(RABBITMQ4)
+#                      (4.3: Debian forky's, in a chroot, every deprecated
+#                      feature denied)
+#   make test RABBITMQ4=4.0  the same with RabbitMQ 4.0 (Debian 13's) as the
+#                      second pass's broker (and the partition drill's)
 #   make test-short    tests without services (service tests skip)
 #   make lint          gofmt, go vet, staticcheck (every module)
 #   make tidy          go mod tidy in every module (scripts/modules.sh)
@@ -16,7 +19,7 @@
 #   make bench         benchmarks
 #   make fuzz          every fuzz target in the module for FUZZTIME each (default
 #                      60s); `make test` runs their seed corpora
-#   make services-up   start the private RabbitMQ nodes (3.10 and 4.0),
+#   make services-up   start the private RabbitMQ nodes (3.10 and $(RABBITMQ4)),
 #                      PostgreSQL cluster and MariaDB server; install
 #                      chromium for the console's browser tests
 #   make services-down stop them
@@ -38,6 +41,13 @@
 #
 # Services keep their state in $(ACEMQ_STATE_DIR) (default .tmp/); they stay
 # up between runs (start is idempotent) until `make services-down`.
+#
+# RABBITMQ4 picks the RabbitMQ 4 of the second pass: 4.3 (default; Debian
+# forky's, scripts/rabbitmq43.sh, its chroot in .tmp/forky or
+# $ACEMQ_FORKY_ROOT) or 4.0 (Debian 13's, scripts/rabbitmq4.sh, its chroot in
+# .tmp/debian13 or $ACEMQ_DEBIAN13_ROOT).
+RABBITMQ4 ?= 4.3
+RABBITMQ4_SCRIPT := $(if $(filter 4.0 4,$(RABBITMQ4)),rabbitmq4,$(if $(filter 4.3,$(RABBITMQ4)),rabbitmq43,$(error RABBITMQ4 is '$(RABBITMQ4)'; it wants 4.3 or 4.0)))
 
 SHELL := /bin/bash
 .SHELLFLAGS := -euo pipefail -c
@@ -72,7 +82,7 @@ SERVICE_ENV := set -a; . "$(ACEMQ_STATE_DIR)/rabbitmq/env"; . "$(ACEMQ_STATE_DIR
 
 services-up:
 	@scripts/rabbitmq.sh start
-	@scripts/rabbitmq4.sh start
+	@scripts/$(RABBITMQ4_SCRIPT).sh start
 	@scripts/postgres.sh start
 	@scripts/mariadb.sh start
 	@scripts/chromium.sh start
@@ -80,6 +90,7 @@ services-up:
 services-down:
 	@scripts/rabbitmq.sh stop
 	@scripts/rabbitmq4.sh stop
+	@scripts/rabbitmq43.sh stop
 	@scripts/postgres.sh stop
 	@scripts/mariadb.sh stop
 
@@ -98,9 +109,11 @@ services-down:
 # 2. the demo on memory://;
 # 3. three lanes side by side (pass-rabbitmq3: everything on 3.10;
 #    pass-rabbitmq4: the cluster drill, then the broker-facing packages on
-#    4.0; pass-clusters: the partition drill's short run on both versions,
-#    then the cluster drill on 3.10, then the install check). Each prints its output whole when it
-#    ends (make's --output-sync). The 4.0 pass uses
+#    $(RABBITMQ4); pass-clusters: the partition drill's short run on both
+#    versions, then the cluster drill on 3.10, then the install check). Each
+#    prints its output whole when it ends (make's --output-sync) and names
+#    the RabbitMQ version it ran (the env file's ACEMQ_TEST_RABBITMQ_VERSION).
+#    The 4.x pass uses
 #    the second PostgreSQL database (LISTEN/NOTIFY is per database);
 #    MariaDB tests make a database of their own each.
 # -p 1 inside a pass: the engine's RabbitMQ tests force-close every
@@ -137,9 +150,9 @@ warm:
 # -race: the demo with PostgreSQL, every package, the allocation promises
 # (its cluster drill runs in pass-clusters).
 pass-rabbitmq3:
-	@$(SERVICE_ENV); echo "demo on $$ACEMQ_TEST_AMQP_URL with PostgreSQL"; "$(DRILL_BIN)" demo --url "$$ACEMQ_TEST_AMQP_URL" --db "$$ACEMQ_TEST_POSTGRES_URL" | tail -1
+	@$(SERVICE_ENV); echo "demo on RabbitMQ $$ACEMQ_TEST_RABBITMQ_VERSION ($$ACEMQ_TEST_AMQP_URL) with PostgreSQL"; "$(DRILL_BIN)" demo --url "$$ACEMQ_TEST_AMQP_URL" --db "$$ACEMQ_TEST_POSTGRES_URL" | tail -1
 	@$(SERVICE_ENV); export ACEMQ_REQUIRE_SERVICES=1; \
-	$(GO) test $(SQLDRIVERS) -race -count=1 -p 1 -timeout $(TEST_TIMEOUT) -json $(PKGS) | "$(TESTFILTER)"
+	$(GO) test $(SQLDRIVERS) -race -count=1 -p 1 -timeout $(TEST_TIMEOUT) -json $(PKGS) | "$(TESTFILTER)" -label "RabbitMQ $$ACEMQ_TEST_RABBITMQ_VERSION"
 	@# The allocation promises (issue 16) hold without -race only: the race
 	@# detector makes sync.Pool drop items at random.
 	GOFLAGS= $(GO) test -count=1 -run '^TestAllocs' .
@@ -148,7 +161,7 @@ pass-rabbitmq3:
 # drill's short run on both versions (its publishers paced, so that it
 # shares the machine), then the cluster drill on 3.10 (three nodes of their
 # own, the connected node stopped mid-flight, nothing confirmed may go
-# missing; the 4.0 pass runs it on 4.0), then the install check (no broker).
+# missing; the 4.x pass runs it on its version), then the install check (no broker).
 pass-clusters:
 	@$(MAKE) --no-print-directory pass-partition PART_ENV="$(PARTITION_TEST_ENV)" PART_TIMEOUT=6m
 	@$(MAKE) --no-print-directory drill-cluster
@@ -171,14 +184,14 @@ release:
 	@test -n "$(VERSION)" || { echo "make release: set VERSION, e.g. make release VERSION=v0.10.0" >&2; exit 1; }
 	@scripts/release.sh "$(VERSION)"
 
-# The second pass, on RabbitMQ 4.0 (scripts/rabbitmq4.sh: Debian 13's
-# rabbitmq-server in a chroot, every deprecated feature denied), with
-# -race: the demo, the cluster
-# drill on three 4.0 nodes, and every package whose tests reach a broker
+# The second pass, on RabbitMQ $(RABBITMQ4) (scripts/rabbitmq43.sh: Debian
+# forky's rabbitmq-server in a chroot; RABBITMQ4=4.0, scripts/rabbitmq4.sh:
+# Debian 13's; every deprecated feature denied), with -race: the demo, the
+# cluster drill on three nodes of that version, and every package whose tests reach a broker
 # (its _test.go files name the test node through testenv or brokertest),
 # TLS, mutual TLS and the stream port included. docs/support.md lists what
 # differs between the versions. `make test-rabbitmq4` runs it alone.
-RABBITMQ4_ENV := set -a; . "$(ACEMQ_STATE_DIR)/rabbitmq4/env"; . "$(ACEMQ_STATE_DIR)/postgres/env"; . "$(ACEMQ_STATE_DIR)/mariadb/env"; . "$(ACEMQ_STATE_DIR)/chromium/env"; ACEMQ_TEST_POSTGRES_URL="$$ACEMQ_TEST_POSTGRES_URL_2"; set +a
+RABBITMQ4_ENV := set -a; . "$(ACEMQ_STATE_DIR)/$(RABBITMQ4_SCRIPT)/env"; . "$(ACEMQ_STATE_DIR)/postgres/env"; . "$(ACEMQ_STATE_DIR)/mariadb/env"; . "$(ACEMQ_STATE_DIR)/chromium/env"; ACEMQ_TEST_POSTGRES_URL="$$ACEMQ_TEST_POSTGRES_URL_2"; set +a
 BROKER_PKGS = $$(git grep -l -E 'testenv\.(AMQPURL|AMQPSURL|RabbitCtl|ManagementURL)|brokertest\.' -- '*_test.go' | xargs -n1 dirname | sort -u | sed 's|^|./|; s|^\./\.$$|.|')
 
 test-rabbitmq4: services-up
@@ -187,10 +200,10 @@ test-rabbitmq4: services-up
 	@$(MAKE) --no-print-directory pass-rabbitmq4
 
 pass-rabbitmq4:
-	@$(RABBITMQ4_ENV); echo "demo on RabbitMQ 4.0 ($$ACEMQ_TEST_AMQP_URL) with PostgreSQL"; "$(DRILL_BIN)" demo --url "$$ACEMQ_TEST_AMQP_URL" --db "$$ACEMQ_TEST_POSTGRES_URL" | tail -1
-	@$(MAKE) --no-print-directory drill-cluster CLUSTER_RABBITMQ=rabbitmq4
+	@$(RABBITMQ4_ENV); echo "demo on RabbitMQ $$ACEMQ_TEST_RABBITMQ_VERSION ($$ACEMQ_TEST_AMQP_URL) with PostgreSQL"; "$(DRILL_BIN)" demo --url "$$ACEMQ_TEST_AMQP_URL" --db "$$ACEMQ_TEST_POSTGRES_URL" | tail -1
+	@$(MAKE) --no-print-directory drill-cluster CLUSTER_RABBITMQ=$(RABBITMQ4_SCRIPT)
 	@$(RABBITMQ4_ENV); export ACEMQ_REQUIRE_SERVICES=1; \
-	$(GO) test $(SQLDRIVERS) -race -count=1 -p 1 -timeout $(TEST_TIMEOUT) -json $(BROKER_PKGS) | "$(TESTFILTER)"
+	$(GO) test $(SQLDRIVERS) -race -count=1 -p 1 -timeout $(TEST_TIMEOUT) -json $(BROKER_PKGS) | "$(TESTFILTER)" -label "RabbitMQ $$ACEMQ_TEST_RABBITMQ_VERSION"
 
 test-short:
 	$(GO) test $(SQLDRIVERS) $(PKGS)
@@ -232,7 +245,8 @@ fuzz:
 # afterwards whether the drill passed or not.
 CLUSTER_STATE_DIR ?= $(CURDIR)/.tmp-cluster
 DRILL_TIMEOUT ?= 10m
-# rabbitmq4 runs the drill on RabbitMQ 4.0 nodes (scripts/rabbitmq4.sh).
+# rabbitmq43 runs the drill on RabbitMQ 4.3 nodes (scripts/rabbitmq43.sh),
+# rabbitmq4 on RabbitMQ 4.0 nodes (scripts/rabbitmq4.sh).
 CLUSTER_RABBITMQ ?= rabbitmq
 DRILL_RACE ?= -race
 
@@ -241,6 +255,7 @@ drill-cluster:
 	trap 'scripts/$(CLUSTER_RABBITMQ).sh stop' EXIT; \
 	scripts/$(CLUSTER_RABBITMQ).sh start --nodes 3; \
 	set -a; . "$(CLUSTER_STATE_DIR)/$(CLUSTER_RABBITMQ)/env"; set +a; \
+	echo "cluster drill on RabbitMQ $$ACEMQ_TEST_RABBITMQ_VERSION"; \
 	$(GO) test -tags drill $(DRILL_RACE) -count=1 -timeout $(DRILL_TIMEOUT) -run '^TestCluster' -v . | grep -E '^(=== RUN|--- |    drill_cluster_test.go|ok|FAIL|PASS)' || exit 1; \
 	$(GO) test -tags drill -count=1 -timeout $(DRILL_TIMEOUT) -run '^TestCluster' -v ./cmd/acemq/ | grep -E '^(=== RUN|--- |    drill_cluster_test.go|ok|FAIL|PASS)' || exit 1
 
@@ -253,7 +268,7 @@ drill-cluster:
 # version. PARTITION_SEED replays a run's choices; drill-partition is the
 # full run (every fault PARTITION_ROUNDS times, longer holds and a minute of
 # flapping), drill-partition-short every fault once.
-PARTITION_VERSIONS ?= 3 4
+PARTITION_VERSIONS ?= 3 $(RABBITMQ4)
 PARTITION_ROUNDS ?= 3
 PARTITION_SEED ?=
 

@@ -203,16 +203,12 @@ type batch struct {
 	p         *publishing
 }
 
-// batchPool keeps batches for concurrent publishes beside the pipeline's
-// one spare (see publishing.spare).
-var batchPool sync.Pool
-
 // getBatch returns an empty batch of n slots: the spare one, a pooled one
 // or a new one.
 func (p *publishing) getBatch(n int) *batch {
 	b := p.spare.Swap(nil)
 	if b == nil {
-		b, _ = batchPool.Get().(*batch)
+		b, _ = p.batches.Get().(*batch)
 	}
 	if b == nil {
 		b = &batch{allDone: make(chan struct{}, 1), timer: time.NewTimer(time.Hour)}
@@ -241,11 +237,11 @@ func (p *publishing) putBatch(b *batch) {
 	}
 	if cap(b.slots) > 1 {
 		if old := p.spare.Swap(b); old != nil {
-			batchPool.Put(old)
+			p.batches.Put(old)
 		}
 		return
 	}
-	batchPool.Put(b)
+	p.batches.Put(b)
 }
 
 func (b *batch) confirmFunc(i int) transport.ConfirmFunc {

@@ -205,12 +205,20 @@ func (c *Conn) Channel(ctx context.Context) (transport.Channel, error) { return 
 // Apply validates t and declares it on the broker: exchanges, then queues,
 // then bindings, each on a short-lived channel. It stops at the first
 // refusal with an error naming the entity and the broker's text. What it
-// declares is declared again after every recovery. Idempotent.
+// declares is declared again after every recovery. Idempotent. A Retries
+// policy that holds its waits in the queue is resolved against this broker
+// first (Plan.Retries shows the outcome): WaitsInQueue fails on a broker
+// without delayed retry; WaitsInQueueWhereSupported declares the ladder
+// there instead.
 func (c *Conn) Apply(ctx context.Context, t *Topology) error {
 	if err := t.Validate(); err != nil {
 		return err
 	}
-	decls, err := c.rendered(ctx, t.Declarations())
+	resolved, _, err := c.resolveRetryWaits(ctx, t)
+	if err != nil {
+		return err
+	}
+	decls, err := c.rendered(ctx, t.declarationsFor(resolved))
 	if err != nil {
 		return err
 	}
@@ -228,11 +236,16 @@ func (c *Conn) Plan(ctx context.Context, t *Topology) (Plan, error) {
 	if err := t.Validate(); err != nil {
 		return Plan{}, err
 	}
-	decls, err := c.rendered(ctx, t.Declarations())
+	resolved, retries, err := c.resolveRetryWaits(ctx, t)
+	if err != nil {
+		return Plan{}, err
+	}
+	decls, err := c.rendered(ctx, t.declarationsFor(resolved))
 	if err != nil {
 		return Plan{}, err
 	}
 	plan, err := planDeclarations(ctx, c.channel, decls)
+	plan.Retries = retries
 	for i := range plan.Items {
 		if it := &plan.Items[i]; it.Status == Differs {
 			it.Warning = joinWarnings(it.Warning, planLayoutWarning(it.Declaration, c.cfg.layout))

@@ -175,6 +175,16 @@ type ConsumerConfig struct {
 	// this, and a consumer of a queue its Conn declared as a stream
 	// (QueueOptions{Type: Stream}) gets it without asking.
 	OnStream bool
+	// OnSetAsideFailed, when set, is told that a set-aside copy (a
+	// rejected, parked or dead-lettered message's copy to {q}.dlq or
+	// {q}.parked, an unreadable message's included) could not be made:
+	// called with the Fallback (Kind "set_aside_failed") on the worker
+	// that settled the delivery, before that worker takes another, and
+	// before the engine's fallback for it (which, on a stream, is an ack
+	// that only returns credit: the message is neither handled nor set
+	// aside, and whoever keeps the position must not move past it; the
+	// stream package stops its reader there). It must not block for long.
+	OnSetAsideFailed func(Fallback)
 	// ConsumeInterceptors run for this consumer, after the Conn's.
 	ConsumeInterceptors []ConsumeInterceptor
 	// DrainTimeout is the deadline this consumer's Close spends draining
@@ -203,6 +213,7 @@ type consumerConfig struct {
 	argsAt       func() transport.Table  // see ConsumerArgsAt
 	orderKey     func(in Inbound) string // see ConsumerKeyOrder
 	stream       bool                    // see ConsumerOnStream
+	asideFailed  func(Fallback)          // see ConsumerConfig.OnSetAsideFailed
 	skipDecl     bool
 	interceptors []ConsumeInterceptor
 	drain        *time.Duration
@@ -212,7 +223,7 @@ type consumerConfig struct {
 
 // internal lays cfg over the Conn's settings.
 func (cfg ConsumerConfig) internal(c *Conn) consumerConfig {
-	k := consumerConfig{prefetch: c.cfg.prefetch, concurrency: 1, codec: cfg.Codec, tag: cfg.Tag, args: cfg.Args, argsAt: cfg.ArgsAt, orderKey: cfg.KeyOrder, stream: cfg.OnStream, skipDecl: cfg.NoDeadLetterDeclaration, interceptors: cfg.ConsumeInterceptors}
+	k := consumerConfig{prefetch: c.cfg.prefetch, concurrency: 1, codec: cfg.Codec, tag: cfg.Tag, args: cfg.Args, argsAt: cfg.ArgsAt, orderKey: cfg.KeyOrder, stream: cfg.OnStream, asideFailed: cfg.OnSetAsideFailed, skipDecl: cfg.NoDeadLetterDeclaration, interceptors: cfg.ConsumeInterceptors}
 	if cfg.Prefetch != 0 {
 		k.prefetch = cfg.Prefetch
 	}
@@ -272,7 +283,10 @@ func (k *Consumer) Close(ctx context.Context) error {
 // is live. The queue must exist (the consumer never declares it); before
 // subscribing the consumer declares its dead-letter half ({q}.dlq,
 // {q}.parked, acemq.dlx and the bindings) and, when its retry policy waits
-// in the broker, the retry ladder. Every delivery is settled by the engine
+// on broker rungs, the retry ladder. A policy that holds its waits in the
+// queue (RetryWaits) hands a failed delivery back to the queue instead,
+// which holds it; Consume fails for WaitsInQueue on a broker without
+// delayed retry. Every delivery is settled by the engine
 // from h's Decision; see Decision for what each one does.
 func Consume[T any](ctx context.Context, c *Conn, queue string, h Handler[T], config ConsumerConfig) (*Consumer, error) {
 	cfg := config.internal(c)
@@ -315,11 +329,21 @@ func Consume[T any](ctx context.Context, c *Conn, queue string, h Handler[T], co
 		drainTimeout = *cfg.drain
 	}
 	icpt := append(append([]ConsumeInterceptor(nil), c.cfg.consumeIcpt...), cfg.interceptors...)
+	inQueue, err := c.consumerWaitsInQueue(queue, policy)
+	if err != nil {
+		return nil, err
+	}
 	k := newConsumerCore(c, c.consumerEnv(), queue, tag, cfg.prefetch, cfg.concurrency, policy, cfg.args, drainTimeout, cfg.orderKey)
 	// A queue this Conn declared as a stream is read as one even without
 	// ConsumerConfig.OnStream: RabbitMQ answers a nack on a stream (a drain hands
 	// back what it never started) by closing the whole connection (540).
 	k.argsAt, k.stream = cfg.argsAt, cfg.stream || c.decls.asStream(queue)
+	k.waitsInQueue = inQueue
+	if inQueue && k.stream {
+		k.stopWorkers()
+		return nil, configErr("RetryPolicy", "the policy holds the waits of %q in the queue, but it is read as a stream, which holds no waits; use WaitsOnRungs", queue)
+	}
+	k.asideFailed = cfg.asideFailed
 	// The handler's Message comes in the delivery's own allocation.
 	type typedDelivery struct {
 		dv delivery
@@ -362,7 +386,11 @@ func Consume[T any](ctx context.Context, c *Conn, queue string, h Handler[T], co
 		return nil, err
 	}
 	if !cfg.skipDecl {
-		decls, err := c.rendered(ctx, consumerDeclarations(queue, policy))
+		declPolicy := policy
+		if inQueue {
+			declPolicy.waits = WaitsInQueue // the queue holds the waits: no ladder
+		}
+		decls, err := c.rendered(ctx, consumerDeclarations(queue, declPolicy))
 		if err == nil {
 			decls, err = applyDeclarations(ctx, c.channel, decls, c.tolerateLayout)
 		}

@@ -103,6 +103,8 @@ type consumerCore struct {
 	args         transport.Table
 	argsAt       func() transport.Table // when set, replaces args on every attach
 	stream       bool                   // nack and reject become acks (see ConsumerConfig.OnStream)
+	waitsInQueue bool                   // retries go back to the queue, which holds the wait (retry_in_queue.go)
+	asideFailed  func(Fallback)         // told of a set-aside that failed (ConsumerConfig.OnSetAsideFailed)
 	drainTimeout time.Duration
 	process      func(dv *delivery)
 	// newDelivery allocates a delivery, with room for the typed message
@@ -706,6 +708,7 @@ func (k *consumerCore) reject(dv *delivery) {
 // handler (inside run), then settles it.
 func (k *consumerCore) handle(dv *delivery, icpt []ConsumeInterceptor, run func(ctx context.Context, env Envelope) (Decision, bool, time.Duration)) {
 	env := readEnvelope(dv.d.Headers, dv.d.RoutingKey, dv.d.MessageID, dv.d.ReplyTo)
+	env = k.withBrokerAttempts(dv, env)
 	ctx, end := k.env.tel.processStart(dv.att.ctx, k.queue, env, &dv.d)
 	dv.end = end
 	if k.setAsideUnreadable(dv, env) {

@@ -50,3 +50,31 @@ func ExampleTopology_Describe() {
 	//   binding orders.new.parked <- acemq.dlx (key "orders.new.parked")
 	//   binding orders.new <- orders (key "order.*")
 }
+
+// HoldWaits(WaitsInQueue) keeps the waits inside the quorum queue, with
+// RabbitMQ 4.3's delayed retry: Retries writes the queue's delayed retry
+// arguments (min × delivery count, capped at max) instead of a ladder.
+func ExampleRetryPolicy_HoldWaits() {
+	p := acemq.Linear(5, 10*time.Second, time.Minute).HoldWaits(acemq.WaitsInQueue)
+	fmt.Println(p)
+	fmt.Println(p.Schedule())
+	t := acemq.NewTopology().
+		Queue("orders.new", acemq.QueueOptions{}).
+		DeadLetters("orders.new").
+		Retries("orders.new", p)
+	if err := t.Validate(); err != nil {
+		fmt.Println(err)
+		return
+	}
+	fmt.Print(t.Describe())
+	// Output:
+	// linear(5, 10s, 1m0s).holdWaits(in the queue)
+	// [10s 20s 30s 40s]
+	// Topology: 1 exchanges, 3 queues, 2 bindings
+	//   exchange acemq.dlx (direct, durable)
+	//   queue orders.new (quorum, durable, x-dead-letter-exchange=acemq.dlx, x-dead-letter-routing-key=orders.new.dlq, x-delayed-retry-max=60000, x-delayed-retry-min=10000, x-delayed-retry-type=failed, x-queue-type=quorum)
+	//   queue orders.new.dlq (classic, durable)
+	//   queue orders.new.parked (classic, durable)
+	//   binding orders.new.dlq <- acemq.dlx (key "orders.new.dlq")
+	//   binding orders.new.parked <- acemq.dlx (key "orders.new.parked")
+}

@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"github.com/acemq-go/acemq/transport"
-	"github.com/acemq-go/acemq/transport/memory"
 )
 
 // Layout is how the library declares its own queues: {q}.dlq and
@@ -145,16 +144,17 @@ func (r layoutRules) renderAll(decls []Declaration) []Declaration {
 	return out
 }
 
-// noLimitFor is the x-delivery-limit value meaning "no limit" on the broker
-// s describes: -1 on RabbitMQ 4 and later and on the in-process broker;
-// nil on RabbitMQ 3 (no default limit, and -1 would be a limit every
-// return exceeds) and on a broker that does not say what it is.
-func noLimitFor(s transport.Server) any {
+// noLimitFor is the x-delivery-limit value meaning "no limit" on a broker
+// that names itself product and version (connection.start): -1 on
+// RabbitMQ 4 and later and on the in-process broker; nil on RabbitMQ 3 (no
+// default limit, and -1 would be a limit every return exceeds) and on a
+// broker that does not say what it is.
+func noLimitFor(product, version string, inProcess bool) any {
 	switch {
-	case s.Product == memory.Product:
+	case inProcess:
 		return int64(-1)
-	case strings.EqualFold(s.Product, "RabbitMQ"):
-		major, _, _ := strings.Cut(s.Version, ".")
+	case strings.EqualFold(product, "RabbitMQ"):
+		major, _, _ := strings.Cut(version, ".")
 		if n, err := strconv.Atoi(major); err == nil && n >= 4 {
 			return int64(-1)
 		}
@@ -163,21 +163,14 @@ func noLimitFor(s transport.Server) any {
 }
 
 // rules returns the Conn's layout rules for the broker it is connected to
-// now. The classic layout needs nothing from the broker; the replicated
-// one asks a throwaway channel which broker it is open to.
-func (c *Conn) rules(ctx context.Context) (layoutRules, error) {
+// now (as it named itself when the connection opened: a rolling upgrade
+// can move a Conn to another version on recovery).
+func (c *Conn) rules(context.Context) (layoutRules, error) {
 	r := layoutRules{layout: c.cfg.layout}
-	if r.layout != ReplicatedLayout {
-		return r, nil
+	if r.layout == ReplicatedLayout {
+		product, version := c.Broker()
+		r.noLimit = noLimitFor(product, version, c.Transport() == "memory")
 	}
-	ch, err := c.channel(ctx)
-	if err != nil {
-		return r, err
-	}
-	if s, ok := ch.(transport.ServerReporter); ok {
-		r.noLimit = noLimitFor(s.Server())
-	}
-	_ = ch.Close()
 	return r, nil
 }
 

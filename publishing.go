@@ -35,6 +35,13 @@ type publishing struct {
 	// the pipeline owns, so a garbage collection does not empty it as it
 	// would a sync.Pool.
 	spare atomic.Pointer[batch]
+	// batches keeps batches for concurrent publishes beside spare. It is
+	// the Conn's own, not the package's: a batch holds a timer and a
+	// channel, and those belong to the synctest bubble (or its absence)
+	// they were made in, so a batch must never pass from one Conn's tests
+	// to another's (a package-wide pool did: the second bubble's SendAll
+	// died receiving on the first bubble's channel).
+	batches sync.Pool
 	// spareMembers is one finished SendAll's working space, kept for the
 	// next (see members).
 	spareMembers atomic.Pointer[members]

@@ -28,10 +28,12 @@ type RawMessage struct {
 	RoutingKey  string
 	ContentType string
 	MessageID   string
-	ReplyTo     string
-	Headers     map[string]any
-	Body        []byte
-	Priority    uint8
+	// CorrelationID is the AMQP correlation-id property ("" for none).
+	CorrelationID string
+	ReplyTo       string
+	Headers       map[string]any
+	Body          []byte
+	Priority      uint8
 	// Transient sends with delivery mode 1 (default persistent).
 	Transient bool
 	// NotMandatory turns mandatory off (default on, as for every library
@@ -69,6 +71,9 @@ type Pulled struct {
 	// publisher set none (Envelope.ID is then the x-acemq-id header, or a
 	// fresh random id made for this read).
 	MessageID string
+	// CorrelationID is the AMQP correlation-id property as received ("" for
+	// none); AceMQ's own correlation is Envelope.CorrelationID.
+	CorrelationID string
 	// Headers are every header as received, engine headers included.
 	Headers     map[string]any
 	Body        []byte
@@ -104,7 +109,7 @@ func (m *Pulled) Raw(exchange, routingKey string) RawMessage {
 	}
 	return RawMessage{
 		Exchange: exchange, RoutingKey: routingKey, ContentType: m.ContentType,
-		MessageID: m.Envelope.ID, ReplyTo: m.ReplyTo, Headers: h, Body: m.Body, Priority: m.Priority,
+		MessageID: m.Envelope.ID, CorrelationID: m.CorrelationID, ReplyTo: m.ReplyTo, Headers: h, Body: m.Body, Priority: m.Priority,
 	}
 }
 
@@ -144,20 +149,21 @@ func (p *Puller) Pull(ctx context.Context, queue string) (*Pulled, bool, error) 
 	p.pending[d.DeliveryTag] = true
 	p.mu.Unlock()
 	return &Pulled{
-		Envelope:    readEnvelope(d.Headers, d.RoutingKey, d.MessageID, d.ReplyTo),
-		Queue:       queue,
-		Exchange:    d.Exchange,
-		RoutingKey:  d.RoutingKey,
-		ContentType: d.ContentType,
-		ReplyTo:     d.ReplyTo,
-		MessageID:   d.MessageID,
-		Headers:     map[string]any(d.Headers),
-		Body:        d.Body,
-		Redelivered: d.Redelivered,
-		Remaining:   d.MessageCount,
-		Priority:    d.Priority,
-		p:           p,
-		tag:         d.DeliveryTag,
+		Envelope:      readEnvelope(d.Headers, d.RoutingKey, d.MessageID, d.ReplyTo),
+		Queue:         queue,
+		Exchange:      d.Exchange,
+		RoutingKey:    d.RoutingKey,
+		ContentType:   d.ContentType,
+		ReplyTo:       d.ReplyTo,
+		MessageID:     d.MessageID,
+		CorrelationID: d.CorrelationID,
+		Headers:       map[string]any(d.Headers),
+		Body:          d.Body,
+		Redelivered:   d.Redelivered,
+		Remaining:     d.MessageCount,
+		Priority:      d.Priority,
+		p:             p,
+		tag:           d.DeliveryTag,
 	}, true, nil
 }
 

@@ -20,6 +20,8 @@ type RetryPolicy struct {
 	initial      time.Duration
 	max          time.Duration
 	exponential  bool
+	linear       bool       // Linear: min(initial × (i+1), max)
+	waits        RetryWaits // where the waits are held (HoldWaits)
 	maxAge       time.Duration
 	jitter       float64
 	threshold    time.Duration
@@ -120,6 +122,13 @@ func (p RetryPolicy) delayAt(i int) time.Duration {
 	if p.initial <= 0 {
 		return 0
 	}
+	if p.linear {
+		n := time.Duration(i + 1)
+		if p.initial > math.MaxInt64/n {
+			return p.max
+		}
+		return min(p.initial*n, p.max)
+	}
 	if !p.exponential {
 		return p.initial
 	}
@@ -167,8 +176,14 @@ func (p RetryPolicy) distinctDelays() []time.Duration {
 }
 
 // BrokerDelays lists the distinct scheduled delays held on broker rungs,
-// ascending. It is empty when the threshold is 0 or every wait is shorter.
+// ascending. It is empty when the threshold is 0 or every wait is shorter,
+// and when the waits are held in the queue (HoldWaits(WaitsInQueue)); with
+// WaitsInQueueWhereSupported it lists the rungs used where the broker does
+// not hold them.
 func (p RetryPolicy) BrokerDelays() []time.Duration {
+	if p.waits == WaitsInQueue {
+		return nil
+	}
 	var out []time.Duration
 	for _, d := range p.distinctDelays() {
 		if p.waitsInBroker(d) {
@@ -309,12 +324,15 @@ func (p RetryPolicy) consumerWait(d time.Duration, u float64) time.Duration {
 	return time.Duration(w)
 }
 
-// String renders the policy ("exponential(6, 10s, 5m0s)"), followed by
-// any modifier that differs from the factory's default
-// (".giveUpAfter(2m0s)", ".withJitter(0.1)", ".waitInBrokerFrom(1m0s)").
+// String renders the policy ("exponential(6, 10s, 5m0s)",
+// "linear(5, 10s, 1m0s)"), followed by any modifier that differs from the
+// factory's default (".giveUpAfter(2m0s)", ".withJitter(0.1)",
+// ".waitInBrokerFrom(1m0s)", ".holdWaits(in the queue)").
 func (p RetryPolicy) String() string {
 	var b strings.Builder
 	switch {
+	case p.linear:
+		fmt.Fprintf(&b, "linear(%d, %v, %v)", p.maxAttempts, p.initial, p.max)
 	case p.exponential:
 		fmt.Fprintf(&b, "exponential(%d, %v, %v)", p.maxAttempts, p.initial, p.max)
 	case p.maxAttempts > 1 || p.initial != 0:
@@ -334,6 +352,9 @@ func (p RetryPolicy) String() string {
 	}
 	if p.thresholdSet && p.threshold != defaultBrokerWaitThreshold {
 		fmt.Fprintf(&b, ".waitInBrokerFrom(%v)", p.threshold)
+	}
+	if p.waits != WaitsOnRungs {
+		fmt.Fprintf(&b, ".holdWaits(%v)", p.waits)
 	}
 	return b.String()
 }
@@ -365,6 +386,10 @@ func (k *consumerCore) retry(dv *delivery, env Envelope, cause error, handled bo
 			reason = fmt.Sprintf("exceeded the maximum message age of %s: %s", p.ageLimit(), errText(cause))
 		}
 		k.settleAside(dv, env, DeadLetterQueue(q), reason, ConsumeDeadLettered, handled, dur)
+		return
+	}
+	if k.waitsInQueue {
+		k.retryInQueue(dv, env, handled, dur)
 		return
 	}
 	delay, inBroker := p.delayFor(env.Attempt)

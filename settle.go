@@ -144,11 +144,17 @@ func (k *consumerCore) setAside(dv *delivery, env Envelope, target, reason strin
 		k.ack(dv)
 		return
 	}
-	k.fallback(Fallback{Kind: "set_aside_failed", Queue: k.queue, Target: target, Envelope: env, Err: err})
+	f := Fallback{Kind: "set_aside_failed", Queue: k.queue, Target: target, Envelope: env, Err: err}
+	k.fallback(f)
 	k.env.logger.Error("acemq: a message could not be set aside", "queue", k.queue, "id", env.ID, "target", target, "error", err)
+	if k.asideFailed != nil {
+		k.asideFailed(f) // before this worker takes another delivery
+	}
 	switch {
 	case !dv.att.alive():
 		k.release(dv) // the broker redelivers
+	case k.stream:
+		k.ack(dv) // a stream takes nothing back: this returns credit, and the reader keeps its place
 	case k.isDraining():
 		k.nack(dv, true)
 	case k.host.deadLettering(k.queue) && !IsUnroutable(err):

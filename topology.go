@@ -40,6 +40,9 @@ type Topology struct {
 	problems    []string
 	deadLetters []string
 	retries     []string
+	// policies are the Retries calls, in order: where each queue's waits
+	// are held (topology_retry.go).
+	policies []queuePolicy
 }
 
 // ExchangeOptions adjusts an exchange declaration. The zero value
@@ -267,8 +270,18 @@ func (t *Topology) DeadLetters(q string) *Topology {
 // Retries adds the retry ladder for q under policy: acemq.retry, one rung
 // per distinct broker-held delay and the home binding. An invalid policy
 // (including one whose rungs collide by name) is reported by Validate.
+//
+// A policy that holds its waits in the queue (HoldWaits(WaitsInQueue))
+// adds no ladder: q itself is declared with the policy's delayed retry
+// arguments (DelayedRetryArguments), so q must be a quorum queue declared
+// in this topology, and its delivery limit (RabbitMQ 4's default is 20)
+// must allow the policy's attempts; Validate reports otherwise. With
+// WaitsInQueueWhereSupported, Declarations lists the ladder (what every
+// broker takes) and Conn.Apply and Conn.Plan choose the queue's arguments
+// instead where the broker offers delayed retry (Plan.Retries says which).
 func (t *Topology) Retries(q string, policy RetryPolicy) *Topology {
-	if len(policy.BrokerDelays()) > 0 {
+	t.policies = append(t.policies, queuePolicy{queue: q, policy: policy})
+	if len(policy.BrokerDelays()) > 0 || policy.holdsInQueue() {
 		t.retries = append(t.retries, q)
 	}
 	if err := policy.Err(); err != nil {
@@ -390,6 +403,13 @@ func orderAndDedupe(in []Declaration) []Declaration {
 // an entity declared identically twice listed once. Queues passed to
 // DeadLetters carry their dead-letter arguments. The result is a copy.
 func (t *Topology) Declarations() []Declaration {
+	return t.declarationsFor(nil)
+}
+
+// declarationsFor is Declarations with the queues in inQueue (those whose
+// WaitsInQueueWhereSupported policy Conn.Apply resolved to the queue)
+// declared with their delayed retry arguments and without their ladder.
+func (t *Topology) declarationsFor(inQueue map[string]bool) []Declaration {
 	decls := make([]Declaration, len(t.decls))
 	copy(decls, t.decls)
 	for i := range decls {
@@ -405,7 +425,7 @@ func (t *Topology) Declarations() []Declaration {
 			"x-dead-letter-routing-key": DeadLetterQueue(d.Queue.Name),
 		}, d.Queue.Args)
 	}
-	return orderAndDedupe(decls)
+	return orderAndDedupe(t.withRetryWaits(decls, inQueue))
 }
 
 func (t *Topology) deadLettered(q string) bool {
@@ -457,6 +477,10 @@ func (t *Topology) Validate() error {
 		}
 	}
 	problems = append(problems, entityProblems(decls)...)
+	for _, d := range decls {
+		problems = append(problems, versionArgProblems(d)...)
+	}
+	problems = append(problems, t.retryWaitProblems(decls)...)
 	problems = append(problems, streamProblems(decls)...)
 	problems = append(problems, referenceProblems(decls)...)
 	if len(problems) == 0 {

@@ -31,7 +31,8 @@ func brokerText(err error) string {
 }
 
 // String renders the plan, one line per item:
-// "{declaration}: {status}" plus ": {detail}" when there is one.
+// "{declaration}: {status}" plus ": {detail}" when there is one, then one
+// line per Retries entry (PlanRetry.String).
 func (p Plan) String() string {
 	var b strings.Builder
 	for _, it := range p.Items {
@@ -43,6 +44,9 @@ func (p Plan) String() string {
 		if it.Warning != "" {
 			b.WriteString("  warning: " + it.Warning + "\n")
 		}
+	}
+	for _, r := range p.Retries {
+		b.WriteString(r.String() + "\n")
 	}
 	return b.String()
 }
@@ -76,6 +80,10 @@ type PlanItem struct {
 // Plan compares a topology with the broker.
 type Plan struct {
 	Items []PlanItem
+	// Retries says, per Topology.Retries call, where the queue's retry
+	// waits are held on this broker (in the queue, with RabbitMQ 4.3's
+	// delayed retry, or on rungs) and why.
+	Retries []PlanRetry
 }
 
 // planDeclarations compares each declaration with the broker: passive check

@@ -6,7 +6,8 @@ import (
 )
 
 // planWarning returns what a plan line should warn about a declaration,
-// or "". A quorum source queue with neither a delivery limit nor
+// or "": x-queue-mode on a classic queue (classicQueueModeWarning), or a
+// quorum source queue with neither a delivery limit nor
 // dead-letter wiring has no broker-side defence against a message no
 // consumer can take: one the Go AMQP client cannot even read (headers over
 // its limits, published by another client) or one that crashes every
@@ -14,6 +15,9 @@ import (
 // limit and dead-letter wiring the broker moves it to the dead-letter
 // queue on its own after that many deliveries.
 func planWarning(d Declaration) string {
+	if w := classicQueueModeWarning(d); w != "" {
+		return w
+	}
 	if d.Kind != DeclQueue || d.QueueType != Quorum || d.role != roleNone {
 		return ""
 	}

@@ -27,6 +27,12 @@ type preview struct {
 	Read    int
 	Depth   int
 	Message string // why the action is not yet done (a wrong name, say)
+	// Unreadable counts the selected messages whose headers the Go client
+	// could not read: a replay sends them as they were published.
+	Unreadable int
+	// Unsafe: the operator chose to read anyway where a read counts
+	// deliveries; the confirm form carries it on.
+	Unsafe bool
 }
 
 // outcome is the page an action shows after it acted.
@@ -74,17 +80,28 @@ func (c *Console) move(w http.ResponseWriter, r *http.Request, action, queue, ta
 	}
 	ctx, cancel := c.actionContext(r)
 	defer cancel()
+	unsafe := r.PostFormValue("unsafe") == "yes"
 	if r.PostFormValue("confirm") != "yes" {
-		sc, err := c.read(ctx, queue, sel)
+		sc, err := c.read(ctx, queue, sel, unsafe)
+		if c.refusedRead(w, r, queue, action+" preview", err) {
+			return
+		}
 		if err != nil {
 			c.brokerError(w, r, queue, err)
 			return
 		}
+		c.audit.add(r, auditEntry{Action: action + " preview", Queue: queue, Filter: sel.Filter, Group: sel.Group, IDs: sel.IDs, Result: readResult(sc.Read, sc.Depth, unsafe) + fmt.Sprintf(", %d selected", len(sc.Matching))})
+		unreadable := 0
+		for _, m := range sc.Matching {
+			if m.Unreadable {
+				unreadable++
+			}
+		}
 		c.render(w, r, http.StatusOK, "preview", "Preview", preview{Action: action, Queue: queue, Target: target, Sel: sel, Keep: keep,
-			Count: len(sc.Matching), Read: sc.Read, Depth: sc.Depth})
+			Count: len(sc.Matching), Read: sc.Read, Depth: sc.Depth, Unreadable: unreadable, Unsafe: unsafe})
 		return
 	}
-	entry := auditEntry{Action: action, Queue: queue, Filter: sel.Filter, Group: sel.Group, IDs: len(sel.IDs)}
+	entry := auditEntry{Action: action, Queue: queue, Filter: sel.Filter, Group: sel.Group, IDs: sel.IDs}
 	if _, err := c.conn.QueueInfo(ctx, target); err != nil {
 		entry.Result = "failed: the target " + target + " does not exist"
 		c.audit.add(r, entry)
@@ -92,7 +109,7 @@ func (c *Console) move(w http.ResponseWriter, r *http.Request, action, queue, ta
 			Error: fmt.Sprintf("Nothing was moved: %s cannot be read (%s); declare it first (acemq topology apply).", target, strings.TrimPrefix(err.Error(), "acemq: "))})
 		return
 	}
-	opts := []replay.Option{replay.ToQueue(target)}
+	opts := append([]replay.Option{replay.ToQueue(target)}, c.readOptions(unsafe)...)
 	if !sel.empty() {
 		opts = append(opts, replay.Filter(pred))
 	}
@@ -102,6 +119,9 @@ func (c *Console) move(w http.ResponseWriter, r *http.Request, action, queue, ta
 	release := c.hold(queue)
 	rep, err := replay.Queue(ctx, c.conn, queue, opts...)
 	release()
+	if c.refusedRead(w, r, queue, action, err) {
+		return
+	}
 	entry.Moved, entry.Skipped = rep.Moved, rep.Skipped
 	entry.Result = rep.String()
 	out := outcome{Action: action, Queue: queue, Target: target, Summary: rep.String()}
@@ -192,6 +212,7 @@ func (c *Console) downloadAction(w http.ResponseWriter, r *http.Request) {
 	count := 0
 	k := newKeyer()
 	info, err := c.conn.QueueInfo(ctx, queue)
+	unsafe := r.PostFormValue("unsafe") == "yes"
 	if err == nil {
 		_, err = replay.Browse(ctx, c.conn, queue, info.Messages, func(m *acemq.Pulled) bool {
 			cid, _ := k.next(m.Envelope, m.Body)
@@ -200,14 +221,17 @@ func (c *Console) downloadAction(w http.ResponseWriter, r *http.Request) {
 				_ = enc.Encode(toDownloaded(m, shownID(m, cid)))
 			}
 			return true
-		})
+		}, c.readOptions(unsafe)...)
 	}
 	release()
+	if c.refusedRead(w, r, queue, "download", err) {
+		return
+	}
 	if err != nil {
 		c.brokerError(w, r, queue, err)
 		return
 	}
-	c.audit.add(r, auditEntry{Action: "download", Queue: queue, Filter: sel.Filter, Group: sel.Group, IDs: len(sel.IDs), Result: fmt.Sprintf("downloaded %d", count)})
+	c.audit.add(r, auditEntry{Action: "download", Queue: queue, Filter: sel.Filter, Group: sel.Group, IDs: sel.IDs, Result: fmt.Sprintf("downloaded %d", count)})
 	w.Header().Set("Content-Type", "application/x-ndjson")
 	w.Header().Set("Content-Disposition", fmt.Sprintf("attachment; filename=%q", safeFileName(queue)+".jsonl"))
 	_, _ = w.Write(buf.Bytes())

@@ -21,7 +21,7 @@ type auditEntry struct {
 	User    string    `json:"user,omitempty"`
 	Filter  string    `json:"filter,omitempty"`
 	Group   string    `json:"group,omitempty"`
-	IDs     int       `json:"ids,omitempty"`
+	IDs     []string  `json:"ids,omitempty"` // the messages an action selected by id
 	Moved   int       `json:"moved"`
 	Skipped int       `json:"skipped"`
 	Purged  int       `json:"purged"`
@@ -43,6 +43,11 @@ func (a *auditLog) add(r *http.Request, e auditEntry) {
 	e.Time = time.Now().UTC()
 	e.Client, e.User = a.who(r)
 	e.Queue, e.Filter, e.Group, e.ID, e.Result = safetext.Line(e.Queue), safetext.Line(e.Filter), safetext.Line(e.Group), safetext.Line(e.ID), safetext.Line(e.Result)
+	ids := make([]string, len(e.IDs))
+	for i, id := range e.IDs {
+		ids[i] = safetext.Line(id)
+	}
+	e.IDs = ids
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	a.entries = append(a.entries, e)

@@ -21,6 +21,12 @@ import (
 // returns a tab; the browser is stopped when the test ends.
 func browser(t *testing.T) context.Context {
 	t.Helper()
+	return browserIn(t, t.TempDir())
+}
+
+// browserIn is browser with its profile (--user-data-dir) in dir.
+func browserIn(t *testing.T, dir string) context.Context {
+	t.Helper()
 	path := testenv.Chromium(t)
 	actx, cancelAlloc := chromedp.NewExecAllocator(context.Background(),
 		chromedp.ExecPath(path),
@@ -29,7 +35,7 @@ func browser(t *testing.T) context.Context {
 		chromedp.Flag("disable-background-networking", true),
 		chromedp.Flag("disable-component-update", true),
 		chromedp.Flag("disable-sync", true),
-		chromedp.UserDataDir(t.TempDir()),
+		chromedp.UserDataDir(dir),
 		chromedp.WindowSize(1300, 1000),
 	)
 	ctx, cancelTab := chromedp.NewContext(actx)
@@ -41,7 +47,9 @@ func browser(t *testing.T) context.Context {
 		t.Fatalf("cannot start %s: %v", path, err)
 	}
 	t.Cleanup(func() {
-		_ = chromedp.Cancel(ctx)
+		if ctx.Err() == nil { // a test may have closed it already
+			_ = chromedp.Cancel(ctx)
+		}
 		cancelTab()
 		cancelAlloc()
 	})
@@ -166,7 +174,7 @@ func TestBrowserReplayAReasonGroupAndPurgeTheRest(t *testing.T) {
 
 	// The overview.
 	row := fmt.Sprintf(`tr[data-queue=%q]`, dlq)
-	do(t, tab, "open the overview", chromedp.Navigate(f.srv.URL+"/?token="+token))
+	f.signInBrowser(tab)
 	waitFor(t, tab, "the overview to list the queue with its depth", fmt.Sprintf(`(document.querySelector(%q)||{}).textContent === "500"`, row+" td.depth"))
 	if got := text(t, tab, row+" td:nth-child(2)"); got != q {
 		t.Fatalf("source queue shown as %q, want %q", got, q)

@@ -11,10 +11,14 @@
 // written to an audit log that the console shows.
 //
 // Browsing a queue takes its messages (replay.Browse: one subscription
-// with a prefetch of the messages read) and returns them all with one
-// channel close: they come back with the redelivered flag set, in their
-// order. The console serialises its own browsing and actions per queue,
-// so a replay never runs while a page holds some of the queue's messages.
+// with a prefetch of the messages read) and returns them all at once: they
+// come back with the redelivered flag set, in their order. The console
+// reads only where that moves no message toward a delivery limit
+// (replay.Inspect); elsewhere a page says why and reads only when the
+// operator confirms (Read anyway: POST, CSRF, audited, never on a
+// read-only console), and the overview never reads it. The console
+// serialises its own browsing and actions per queue, so a replay never
+// runs while a page holds some of the queue's messages.
 //
 // The manual's page on the acemq command and the console: https://github.com/acemq-go/acemq/blob/main/docs/command.md
 package console
@@ -24,9 +28,11 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"errors"
+	"fmt"
 	"html/template"
 	"io"
 	"log/slog"
+	"math"
 	"net/http"
 	"net/netip"
 	"strings"
@@ -35,6 +41,7 @@ import (
 
 	"github.com/acemq-go/acemq"
 	"github.com/acemq-go/acemq/console/internal/queuelist"
+	"github.com/acemq-go/acemq/replay"
 )
 
 // Config configures a Console. Token is required; the zero value of every
@@ -46,16 +53,24 @@ type Config struct {
 	// credentials never reach a page.
 	URL string
 	// ManagementURL is RabbitMQ's management API (default: URL's host and
-	// credentials on port 15672).
+	// credentials on port 15672). It lists the queues and says, before any
+	// read, a queue's type, arguments and policies (replay.ManagementAPI):
+	// without it the console reads no RabbitMQ queue unless told to.
 	ManagementURL string
 	// ListQueues, when set, lists the broker's queues instead of URL and
 	// ManagementURL (a service that knows its queues can name them).
 	ListQueues func(ctx context.Context) ([]string, error)
-	// Token is the secret that signs a browser in (?token= once, or the
-	// login form; the browser then holds a session cookie, never the
-	// token) or that a script sends as Authorization: Bearer. At least 16
-	// characters; GenerateToken makes one.
+	// Token is the secret that signs a browser in (the sign-in form; the
+	// browser then holds a session cookie, never the token) or that a
+	// script sends as Authorization: Bearer. It never goes in a URL: a
+	// request carrying ?token= is refused, since a browser keeps URLs in
+	// its history. At least 16 characters and about 64 bits of estimated
+	// randomness ("passwordpassword" is refused); GenerateToken makes one.
+	// SignInLink makes one-time links that sign a browser in without it.
 	Token string
+	// SignInCodeTTL is how long a SignInLink's one-time code may wait to
+	// be used (default 1 hour).
+	SignInCodeTTL time.Duration
 	// SessionTTL is how long a browser stays signed in (default 12 hours).
 	// A session also ends on sign-out, and every session ends when the
 	// process stops.
@@ -116,6 +131,12 @@ type Console struct {
 
 	audit auditLog
 
+	signIns *throttle // failed sign-ins
+
+	// manage names the management API for reads (replay.ManagementAPI);
+	// nil when the console has no broker URL to derive it from.
+	manage replay.Option
+
 	// browseHook, when set (tests), runs after each message a browse
 	// reads, while the console holds the queue; holdHook runs just before
 	// the console waits for a queue.
@@ -133,14 +154,53 @@ func GenerateToken() (string, error) {
 	return hex.EncodeToString(b), nil
 }
 
+// minTokenBits is the least estimated randomness a token may have.
+const minTokenBits = 64
+
+// tokenBits estimates a token's randomness from its spread of characters
+// (its length times the Shannon entropy of its characters' frequencies):
+// 32 random hex digits give about 125, "passwordpassword" about 44.
+func tokenBits(t string) float64 {
+	counts := map[rune]float64{}
+	n := 0.0
+	for _, r := range t {
+		counts[r]++
+		n++
+	}
+	h := 0.0
+	for _, c := range counts {
+		p := c / n
+		h -= p * math.Log2(p)
+	}
+	return h * n
+}
+
+// SignInLink returns the path, under BasePath, of a one-time sign-in link
+// ("/sign-in#code=…"), for the operator to open: the code sits in the
+// fragment, which a browser never sends, and the page posts it once to
+// start a session, so neither the token nor a live code is left in the
+// browser's history. A code works once, within SignInCodeTTL. It fails
+// only if the system's random source does.
+func (c *Console) SignInLink() (string, error) {
+	code, err := c.sessions.mint()
+	if err != nil {
+		return "", errors.New("acemq: cannot make a sign-in link: the system's random source failed; sign in with the token")
+	}
+	return c.cfg.BasePath + "/sign-in#code=" + code, nil
+}
+
 // New returns the console for conn. It fails with a ConfigurationError
-// when conn is nil or the token is empty or shorter than 16 characters.
+// when conn is nil or the token is empty, shorter than 16 characters or
+// guessable (minTokenBits).
 func New(conn *acemq.Conn, cfg Config) (*Console, error) {
 	if conn == nil {
 		return nil, &acemq.ConfigurationError{Option: "conn", Reason: "the console needs an open Conn; pass the one acemq.Connect returned"}
 	}
 	if len(cfg.Token) < 16 {
 		return nil, &acemq.ConfigurationError{Option: "console.Config.Token", Reason: "the token is empty or shorter than 16 characters; give at least 16 random characters (openssl rand -hex 16), or leave the acemq console's --token unset to have one generated (console.GenerateToken in Go)"}
+	}
+	if bits := tokenBits(cfg.Token); bits < minTokenBits {
+		return nil, &acemq.ConfigurationError{Option: "console.Config.Token", Reason: fmt.Sprintf("the token looks guessable (about %.0f bits of randomness by its spread of characters, want %d): repeated or few distinct characters; give 32 random hex digits (openssl rand -hex 16), or leave the acemq console's --token unset to have one generated (console.GenerateToken in Go)", bits, minTokenBits)}
 	}
 	trusted, err := parseTrusted(cfg.IdentityHeader, cfg.TrustedProxies)
 	if err != nil {
@@ -161,6 +221,9 @@ func New(conn *acemq.Conn, cfg Config) (*Console, error) {
 	if cfg.SessionTTL <= 0 {
 		cfg.SessionTTL = 12 * time.Hour
 	}
+	if cfg.SignInCodeTTL <= 0 {
+		cfg.SignInCodeTTL = time.Hour
+	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
@@ -169,7 +232,7 @@ func New(conn *acemq.Conn, cfg Config) (*Console, error) {
 	if err != nil {
 		return nil, err
 	}
-	sess, err := newSessions(cfg.SessionTTL)
+	sess, err := newSessions(cfg.SessionTTL, cfg.SignInCodeTTL)
 	if err != nil {
 		return nil, errors.New("acemq: cannot start the console: the system's random source failed")
 	}
@@ -182,8 +245,18 @@ func New(conn *acemq.Conn, cfg Config) (*Console, error) {
 		sessions: sess, cookieName: "acemq_console_" + id, trusted: trusted, broker: brokerLabel(cfg.URL),
 		locks: map[string]*sync.Mutex{},
 		stats: map[string]*queueStats{},
+		// Ten wrong tries at once from one address, then one every 6 s;
+		// a hundred from all addresses, then ten a second.
+		signIns: newThrottle(10, 6*time.Second),
 	}
 	c.audit = auditLog{w: cfg.Audit, log: cfg.Logger, who: c.who}
+	if cfg.URL != "" && !queuelist.IsMemory(cfg.URL) {
+		mgmt := cfg.ManagementURL
+		if mgmt == "" {
+			mgmt, _ = queuelist.ManagementURL(cfg.URL)
+		}
+		c.manage = replay.ManagementAPI(mgmt, queuelist.VhostOf(cfg.URL))
+	}
 	c.routes()
 	return c, nil
 }
@@ -225,6 +298,19 @@ func (c *Console) hold(queue string) (release func()) {
 	}
 	mu.Lock()
 	return mu.Unlock
+}
+
+// readOptions are the options of a read of a queue: the management API,
+// and AllowUnsafeRead when the operator asked for it (readAnyway).
+func (c *Console) readOptions(unsafe bool) []replay.Option {
+	var opts []replay.Option
+	if c.manage != nil {
+		opts = append(opts, c.manage)
+	}
+	if unsafe {
+		opts = append(opts, replay.AllowUnsafeRead())
+	}
+	return opts
 }
 
 // listQueues lists every queue's name.

@@ -12,7 +12,8 @@ import (
 )
 
 // The console is an http.Handler: mount it beside the actuator (here on
-// httptest), give it the Conn and a token, and open /?token=… in a browser.
+// httptest), give it the Conn and a token, and open a one-time SignInLink in a browser
+// (or sign in with the token on the page).
 func ExampleNew() {
 	ctx := context.Background()
 	conn, err := acemq.Connect(ctx, "memory://example-console", acemq.Config{Logger: slog.New(slog.DiscardHandler)})

@@ -20,7 +20,7 @@ func TestEveryPageNeedsTheToken(t *testing.T) {
 	dlq := acemq.DeadLetterQueue(q)
 	ids := deadLetter(t, f.conn, dlq, letter{reason: "boom"})
 	anon := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
-	for _, p := range []string{"/", "/api/overview", "/audit", "/q/" + dlq, "/q/" + dlq + "/m/" + ids[0], "/q/" + dlq + "/m/" + ids[0] + "/raw", "/?token=wrong-token-0123456789"} {
+	for _, p := range []string{"/", "/api/overview", "/audit", "/q/" + dlq, "/q/" + dlq + "/m/" + ids[0], "/q/" + dlq + "/m/" + ids[0] + "/raw"} {
 		resp, err := anon.Get(f.srv.URL + p)
 		if err != nil {
 			t.Fatal(err)
@@ -43,13 +43,25 @@ func TestEveryPageNeedsTheToken(t *testing.T) {
 	if n := depth(t, f.conn, dlq); n != 1 {
 		t.Fatalf("%s holds %d after refused actions, want 1", dlq, n)
 	}
-	// The token in the URL becomes a cookie and leaves the address.
-	resp, err := anon.Get(f.srv.URL + "/q/" + dlq + "?token=" + token + "&page=1")
+	// The token never goes in a URL: a request carrying it, right or
+	// wrong, is refused and signs nobody in.
+	for _, tok := range []string{token, "wrong-token-0123456789"} {
+		resp, err := anon.Get(f.srv.URL + "/q/" + dlq + "?token=" + tok + "&page=1")
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusBadRequest || len(resp.Cookies()) != 0 {
+			t.Fatalf("?token= in the URL: %d, cookies %v; want 400 and none", resp.StatusCode, resp.Cookies())
+		}
+	}
+	// The sign-in form sets the cookie.
+	resp, err := anon.PostForm(f.srv.URL+"/login", url.Values{"token": {token}})
 	if err != nil {
 		t.Fatal(err)
 	}
 	resp.Body.Close()
-	if loc := resp.Header.Get("Location"); resp.StatusCode != http.StatusSeeOther || strings.Contains(loc, "token") || !strings.HasPrefix(loc, "/q/"+dlq) {
+	if loc := resp.Header.Get("Location"); resp.StatusCode != http.StatusSeeOther || strings.Contains(loc, "token") {
 		t.Fatalf("sign-in redirect: %d to %q", resp.StatusCode, loc)
 	}
 	var ck *http.Cookie

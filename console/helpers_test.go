@@ -16,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/chromedp/chromedp"
 	"go.uber.org/goleak"
 
 	"github.com/acemq-go/acemq"
@@ -73,13 +74,43 @@ func newFixture(t *testing.T, u string, edit func(*console.Config)) *fixture {
 	t.Cleanup(srv.Close)
 	jar, _ := cookiejar.New(nil)
 	f := &fixture{t: t, url: u, conn: c, con: con, srv: srv, client: &http.Client{Jar: jar, Timeout: time.Minute}}
-	// Sign in on the audit page: the overview would read every .dlq on
-	// the shared test broker.
-	resp, body := f.get("/audit?token=" + token)
-	if resp.StatusCode != http.StatusOK {
-		t.Fatalf("signing in: %d %s", resp.StatusCode, body)
-	}
+	f.signIn()
 	return f
+}
+
+// signIn signs f's client in with the sign-in form. The console then
+// sends it to the overview; the client stops at the redirect, since the
+// overview would read every .dlq on the shared test broker.
+func (f *fixture) signIn() {
+	f.t.Helper()
+	noFollow := *f.client
+	noFollow.CheckRedirect = func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
+	resp, err := noFollow.PostForm(f.srv.URL+"/login", url.Values{"token": {token}})
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusSeeOther {
+		f.t.Fatalf("signing in: %d", resp.StatusCode)
+	}
+}
+
+// signInBrowser signs tab in to f's console with a one-time link and
+// waits for the overview it lands on.
+func (f *fixture) signInBrowser(tab context.Context) {
+	f.t.Helper()
+	do(f.t, tab, "sign in with a one-time link", chromedp.Navigate(f.signInLink()))
+	waitFor(f.t, tab, "the overview after signing in", `document.querySelector("#overview") !== null`)
+}
+
+// signInLink is a one-time sign-in link to f's console.
+func (f *fixture) signInLink() string {
+	f.t.Helper()
+	l, err := f.con.SignInLink()
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	return f.srv.URL + l
 }
 
 // mgmtURL is the management API of the test RabbitMQ node, for a URL on it.

@@ -9,12 +9,11 @@ import (
 	"strings"
 
 	"github.com/acemq-go/acemq"
-	"github.com/acemq-go/acemq/console/internal/safetext"
 	"github.com/acemq-go/acemq/header"
 )
 
 // contentIDPrefix starts the id the console gives a message that carries
-// none of its own (or one that cannot be shown as it is).
+// none of its own.
 const contentIDPrefix = "content-"
 
 // A message without an x-acemq-id header or an AMQP message-id gets a new
@@ -104,9 +103,10 @@ func ownID(m *acemq.Pulled) bool {
 }
 
 // shownID is the id the console shows and links for m: its own id when it
-// has one that reads safely on a page, else its content id.
+// has one (shown escaped and marked, linked percent-encoded: an id with a
+// zero-width or bidi character is still its own), else its content id.
 func shownID(m *acemq.Pulled, contentID string) string {
-	if ownID(m) && !safetext.NeedsEscape(m.Envelope.ID) {
+	if ownID(m) {
 		return m.Envelope.ID
 	}
 	return contentID

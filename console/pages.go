@@ -36,6 +36,7 @@ func parsePages(cfg Config) (map[string]*template.Template, error) {
 	funcs := template.FuncMap{
 		"q":       func(name string) string { return url.PathEscape(name) },
 		"line":    safetext.Line,
+		"mark":    func(s string) template.HTML { return marked(s, 0) },
 		"clip":    clip,
 		"age":     func(t time.Time) string { return ageSince(t) },
 		"percent": func(f float64) string { return fmt.Sprintf("%.0f%%", f*100) },
@@ -87,6 +88,8 @@ func (c *Console) routes() {
 	static, _ := fs.Sub(assets, "assets/static")
 	m.Handle("GET /static/", http.StripPrefix("/static/", http.FileServerFS(static)))
 	m.HandleFunc("POST /login", c.login)
+	m.HandleFunc("GET /sign-in", c.signInPage)
+	m.HandleFunc("POST /sign-in", c.signInWithCode)
 	m.HandleFunc("POST /logout", c.logout)
 	m.HandleFunc("GET /{$}", c.guard(c.serveOverview))
 	m.HandleFunc("GET /api/overview", c.guard(c.serveOverviewJSON))
@@ -94,6 +97,11 @@ func (c *Console) routes() {
 	m.HandleFunc("GET /q/{queue}", c.guard(c.scoped(c.serveQueue)))
 	m.HandleFunc("GET /q/{queue}/m/{id}", c.guard(c.scoped(c.serveMessage)))
 	m.HandleFunc("GET /q/{queue}/m/{id}/raw", c.guard(c.scoped(c.serveRaw)))
+	// The same reads, asked for with "Read anyway" where a read counts
+	// deliveries (readAnyway: POST, CSRF, audited, never read-only).
+	m.HandleFunc("POST /q/{queue}", c.guard(c.scoped(c.readAnyway(c.serveQueue))))
+	m.HandleFunc("POST /q/{queue}/m/{id}", c.guard(c.scoped(c.readAnyway(c.serveMessage))))
+	m.HandleFunc("POST /q/{queue}/m/{id}/raw", c.guard(c.scoped(c.readAnyway(c.serveRaw))))
 	m.HandleFunc("/q/{queue}/replay", c.action("replay", c.replayAction))
 	m.HandleFunc("/q/{queue}/park", c.action("park", c.parkAction))
 	m.HandleFunc("/q/{queue}/purge", c.action("purge", c.purgeAction))
@@ -147,7 +155,7 @@ func (c *Console) brokerError(w http.ResponseWriter, r *http.Request, queue stri
 }
 
 func (c *Console) serveOverview(w http.ResponseWriter, r *http.Request) {
-	rows, err := c.overview(r.Context())
+	rows, err := c.overview(r.Context(), r)
 	data := struct {
 		Rows   []overviewRow
 		Error  string
@@ -160,7 +168,7 @@ func (c *Console) serveOverview(w http.ResponseWriter, r *http.Request) {
 }
 
 func (c *Console) serveOverviewJSON(w http.ResponseWriter, r *http.Request) {
-	rows, err := c.overview(r.Context())
+	rows, err := c.overview(r.Context(), r)
 	out := struct {
 		Queues []overviewRow `json:"queues"`
 		Error  string        `json:"error,omitempty"`
@@ -220,11 +228,17 @@ func (c *Console) serveQueue(w http.ResponseWriter, r *http.Request) {
 		p.FilterError = safetext.Line(err.Error())
 		sel.Filter = ""
 	}
-	sc, err := c.read(r.Context(), queue, sel)
+	unsafe := readAnywayAsked(r)
+	sc, err := c.read(r.Context(), queue, sel, unsafe)
+	if c.refusedRead(w, r, queue, "read", err) {
+		return
+	}
 	if err != nil {
+		c.audit.add(r, auditEntry{Action: "read", Queue: queue, Filter: sel.Filter, Group: sel.Group, Result: "failed: " + strings.TrimPrefix(err.Error(), "acemq: ")})
 		c.brokerError(w, r, queue, err)
 		return
 	}
+	c.audit.add(r, auditEntry{Action: "read", Queue: queue, Filter: sel.Filter, Group: sel.Group, Result: readResult(sc.Read, sc.Depth, unsafe)})
 	p.Scan = sc
 	for _, g := range sc.Rest {
 		p.OtherSelected = p.OtherSelected || g.Key == sel.Group
@@ -235,7 +249,7 @@ func (c *Console) serveQueue(w http.ResponseWriter, r *http.Request) {
 	p.Page = min(max(p.Page, 1), p.Pages)
 	lo := (p.Page - 1) * size
 	p.Rows = sc.Matching[min(lo, len(sc.Matching)):min(lo+size, len(sc.Matching))]
-	c.render(w, r, http.StatusOK, "queue", queue, p)
+	c.render(w, r, http.StatusOK, "queue", safetext.Line(queue), p)
 }
 
 // messagePage is the message page's data; every text from the message is
@@ -252,21 +266,31 @@ type messagePage struct {
 }
 
 // shownEnvelope is a message's envelope and properties as the page shows
-// them, each escaped with safetext.Line.
+// them: escaped by the one rule with the escapes marked, and each cut at
+// maxField characters (a 100 KB type must not make the page 30,000 px
+// tall; the raw bytes and the download have every value whole).
 type shownEnvelope struct {
-	Type, Error, Origin, Correlation, Causation, Exchange, RoutingKey, ContentType, ReplyTo string
+	Type, Error, Origin, Correlation, Causation, Exchange, RoutingKey, ContentType, ReplyTo, MessageID, AMQPCorrelation template.HTML
 }
 
+// maxField bounds a value the message page shows in its envelope table.
+const maxField = 2000
+
 func showEnvelope(m *message) shownEnvelope {
-	e, l := m.Envelope, safetext.Line
+	e := m.Envelope
+	l := func(s string) template.HTML { return marked(s, maxField) }
 	return shownEnvelope{Type: l(e.Type), Error: l(e.Error), Origin: l(e.Origin), Correlation: l(e.CorrelationID), Causation: l(e.CausationID),
-		Exchange: l(m.Exchange), RoutingKey: l(m.RoutingKey), ContentType: l(m.ContentType), ReplyTo: l(m.ReplyTo)}
+		Exchange: l(m.Exchange), RoutingKey: l(m.RoutingKey), ContentType: l(m.ContentType), ReplyTo: l(m.ReplyTo),
+		MessageID: l(m.MessageID), AMQPCorrelation: l(m.CorrelationID)}
 }
 
 // serveMessage shows one message in full; the read is audited.
 func (c *Console) serveMessage(w http.ResponseWriter, r *http.Request) {
 	queue, id := r.PathValue("queue"), r.PathValue("id")
-	m, n, err := c.find(r.Context(), queue, id)
+	m, n, err := c.find(r.Context(), queue, id, readAnywayAsked(r))
+	if c.refusedRead(w, r, queue, "view", err) {
+		return
+	}
 	if err != nil {
 		c.audit.add(r, auditEntry{Action: "view", Queue: queue, ID: id, Result: "failed: " + strings.TrimPrefix(err.Error(), "acemq: ")})
 		c.brokerError(w, r, queue, err)
@@ -278,7 +302,7 @@ func (c *Console) serveMessage(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	c.audit.add(r, auditEntry{Action: "view", Queue: queue, ID: m.ID, Result: fmt.Sprintf("shown (%d bytes)", len(m.Body))})
-	c.render(w, r, http.StatusOK, "message", "Message "+m.ID, messagePage{
+	c.render(w, r, http.StatusOK, "message", "Message "+safetext.Line(m.ID), messagePage{
 		Queue: queue, IsDLQ: strings.HasSuffix(queue, ".dlq"), Msg: m, Read: n, Fields: showEnvelope(m),
 		History: history(m.Envelope, m.Headers, replay.SourceOf(queue)),
 		Headers: headerLines(m.Headers, c.cfg.TraceURL), Body: decodeBody(m.ContentType, m.Body),
@@ -289,7 +313,10 @@ func (c *Console) serveMessage(w http.ResponseWriter, r *http.Request) {
 // by the browser); the read is audited.
 func (c *Console) serveRaw(w http.ResponseWriter, r *http.Request) {
 	queue, id := r.PathValue("queue"), r.PathValue("id")
-	m, n, err := c.find(r.Context(), queue, id)
+	m, n, err := c.find(r.Context(), queue, id, readAnywayAsked(r))
+	if c.refusedRead(w, r, queue, "raw", err) {
+		return
+	}
 	if err != nil {
 		c.audit.add(r, auditEntry{Action: "raw", Queue: queue, ID: id, Result: "failed: " + strings.TrimPrefix(err.Error(), "acemq: ")})
 		c.brokerError(w, r, queue, err)

@@ -120,8 +120,11 @@ func TestMessageTextIsEscapedAndLongValuesAreCut(t *testing.T) {
 	if !strings.Contains(body, strings.Repeat("VeryLongTypeName", 10)+"…") {
 		t.Error("the queue page does not show the start of the long type")
 	}
-	if _, page := f.get("/q/" + dlq + "/m/" + ids[1]); !strings.Contains(page, long) {
-		t.Error("the message page does not show the long type in full")
+	// The message page shows the first 2,000 characters of a value in its
+	// envelope table (4,096 of a header), so a huge value cannot make the
+	// page tens of thousands of pixels tall; the raw bytes have it all.
+	if _, page := f.get("/q/" + dlq + "/m/" + ids[1]); strings.Contains(page, long) || !strings.Contains(page, strings.Repeat("VeryLongTypeName", 125)+"…") {
+		t.Error("the message page does not show the start of the long type, cut")
 	}
 }
 

@@ -5,6 +5,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"html/template"
 	"sort"
 	"strings"
 	"time"
@@ -79,11 +80,13 @@ func cut(kind, s string) body {
 }
 
 // clipped is a one-line value from a message for a table cell: escaped
-// (safetext.Line) and, when long, cut to its start; Full (itself cut at
-// 4,096 characters) is for the cell's title, the message page shows all.
+// by the one rule with the escapes marked (marked) and, when long, cut to
+// its start; Full (escaped, itself cut at 4,096 characters) is for the
+// cell's title, the message page shows all.
 type clipped struct {
-	Short, Full string
-	Cut         bool
+	Short template.HTML
+	Full  string
+	Cut   bool
 }
 
 const (
@@ -91,17 +94,14 @@ const (
 	clipTitle = 4096
 )
 
-func clip(s string) clipped {
-	s = safetext.Line(s)
+func clip(raw string) clipped {
+	s := safetext.Line(raw)
 	full, cutFull := runePrefix(s, clipTitle)
 	if cutFull {
 		full += "…"
 	}
-	short, cutShort := runePrefix(s, clipCell)
-	if !cutShort {
-		return clipped{Short: s, Full: s}
-	}
-	return clipped{Short: short + "…", Full: full, Cut: true}
+	_, cutShort := runePrefix(s, clipCell)
+	return clipped{Short: marked(raw, clipCell), Full: full, Cut: cutShort}
 }
 
 // runePrefix is s's first n characters, and whether s was longer.
@@ -167,6 +167,9 @@ type headerLine struct {
 	Trace string // a tracing UI link for traceparent, when configured
 }
 
+// maxHeaderShown bounds a header value the message page shows.
+const maxHeaderShown = 4096
+
 // headerLines renders every header, sorted by name, tables and arrays
 // (x-death) spelled out.
 func headerLines(h map[string]any, traceURL string) []headerLine {
@@ -178,7 +181,11 @@ func headerLines(h map[string]any, traceURL string) []headerLine {
 	out := make([]headerLine, 0, len(names))
 	for _, k := range names {
 		v := formatValue(h[k], "")
-		l := headerLine{Name: safetext.Line(k), Value: safetext.Block(v)}
+		shown := v
+		if cut, more := runePrefix(v, maxHeaderShown); more {
+			shown = cut + fmt.Sprintf("\n… (cut here: %d characters in all; the download has it whole)", utf8.RuneCountInString(v))
+		}
+		l := headerLine{Name: safetext.Line(k), Value: safetext.Block(shown)}
 		if k == "traceparent" && traceURL != "" {
 			if id := traceID(v); id != "" {
 				l.Trace = strings.ReplaceAll(traceURL, "{traceId}", id)

@@ -2,7 +2,9 @@ package console
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"net/http"
 	"regexp"
 	"sort"
 	"strings"
@@ -29,6 +31,7 @@ type row struct {
 	Redelivered bool
 	Duplicate   bool
 	Bytes       int
+	Unreadable  bool // headers the Go client could not read (replay.Unreadable)
 }
 
 // group is one reason group: reasons that differ only in ids and numbers.
@@ -57,15 +60,25 @@ var (
 
 // reasonGroup reduces an x-acemq-error reason to its group: ids become
 // {id} and numbers N, so "exhausted 6 attempts: timeout after 30s" and
-// "exhausted 5 attempts: timeout after 12s" fall together.
+// "exhausted 5 attempts: timeout after 12s" fall together. The group is
+// the reason escaped by the one rule (safetext), so it is safe anywhere a
+// page puts it, with the ids and numbers replaced in the text only, never
+// inside an escape (\x1b stays \x1b, not \xNb).
 func reasonGroup(reason string) string {
 	if strings.TrimSpace(reason) == "" {
 		return "(no reason)"
 	}
-	s := safetext.Line(reason)
-	s = uuidRE.ReplaceAllString(s, "{id}")
-	s = hexRE.ReplaceAllString(s, "{id}")
-	return numberRE.ReplaceAllString(s, "N")
+	var b strings.Builder
+	safetext.Segments(reason, func(text string, esc bool) {
+		if esc {
+			b.WriteString(text)
+			return
+		}
+		text = uuidRE.ReplaceAllString(text, "{id}")
+		text = hexRE.ReplaceAllString(text, "{id}")
+		b.WriteString(numberRE.ReplaceAllString(text, "N"))
+	})
+	return b.String()
 }
 
 // selection is what an action or a listing applies to: ids, a filter
@@ -116,8 +129,9 @@ func (s selection) predicate() (replay.Predicate, error) {
 
 // read browses up to ScanLimit messages of queue under the queue's lock,
 // and lists those sel selects. Groups and duplicates are over everything
-// read.
-func (c *Console) read(ctx context.Context, queue string, sel selection) (scan, error) {
+// read. A read that would count deliveries (replay.Inspect) fails with a
+// *replay.UnsafeReadError unless unsafe: the operator asked for it.
+func (c *Console) read(ctx context.Context, queue string, sel selection, unsafe bool) (scan, error) {
 	keep, err := sel.predicate()
 	if err != nil {
 		return scan{}, err
@@ -151,14 +165,14 @@ func (c *Console) read(ctx context.Context, queue string, sel selection) (scan, 
 		if keep(e, m.Body) {
 			sc.Matching = append(sc.Matching, row{
 				Index: pos, ID: id, NoID: id == cid, Type: clip(e.Type), Attempt: e.Attempt, FirstSeen: e.FirstSeen, Error: clip(e.Error), Group: g,
-				Origin: clip(e.Origin), Redelivered: m.Redelivered, Bytes: len(m.Body),
+				Origin: clip(e.Origin), Redelivered: m.Redelivered, Bytes: len(m.Body), Unreadable: replay.Unreadable(m),
 			})
 		}
 		if c.browseHook != nil {
 			c.browseHook(queue, pos)
 		}
 		return true
-	})
+	}, c.readOptions(unsafe)...)
 	if err != nil {
 		return sc, err
 	}
@@ -195,18 +209,20 @@ type message struct {
 	ReplyTo     string
 	Redelivered bool
 	Priority    uint8
-	Headers     map[string]any
-	Body        []byte
-	ID          string // the id the console shows (see ids.go)
-	NoID        bool   // named by its content
-	Copies      int    // messages with this id among those read
-	Identical   int    // messages identical to it among those read (content ids)
+	// MessageID and CorrelationID are the AMQP properties as received.
+	MessageID, CorrelationID string
+	Headers                  map[string]any
+	Body                     []byte
+	ID                       string // the id the console shows (see ids.go)
+	NoID                     bool   // named by its content
+	Copies                   int    // messages with this id among those read
+	Identical                int    // messages identical to it among those read (content ids)
 }
 
 // find browses queue for the first message with id, its own or its
 // content id (under the queue's lock), and counts its copies among the
-// messages read.
-func (c *Console) find(ctx context.Context, queue, id string) (*message, int, error) {
+// messages read. It reads only where that is safe, unless unsafe (read).
+func (c *Console) find(ctx context.Context, queue, id string, unsafe bool) (*message, int, error) {
 	defer c.hold(queue)()
 	var found *message
 	var hash string
@@ -226,11 +242,11 @@ func (c *Console) find(ctx context.Context, queue, id string) (*message, int, er
 		found = &message{
 			Position: pos, Envelope: m.Envelope, RoutingKey: m.RoutingKey, Exchange: m.Exchange,
 			ContentType: m.ContentType, ReplyTo: m.ReplyTo, Redelivered: m.Redelivered, Priority: m.Priority,
-			Headers: m.Headers, Body: m.Body, ID: shown, NoID: shown == cid, Copies: 1,
+			MessageID: m.MessageID, CorrelationID: m.CorrelationID, Headers: m.Headers, Body: m.Body, ID: shown, NoID: shown == cid, Copies: 1,
 		}
 		hash = h
 		return true
-	})
+	}, c.readOptions(unsafe)...)
 	if found != nil && found.NoID {
 		found.Identical = k.seen[hash]
 	}
@@ -244,6 +260,7 @@ type queueStats struct {
 	partial    bool // oldest is of the first oldestOf messages only
 	oldestOf   int
 	oldestRead time.Time // zero: read it at the next refresh
+	unread     string    // why the last look did not read the queue ("" when it did)
 }
 
 type sample struct {
@@ -255,14 +272,22 @@ type sample struct {
 // could not be read (Error says why and what to do): unknown is never
 // shown as zero.
 type overviewRow struct {
-	Name      string  `json:"name"`
-	Source    string  `json:"source"`
-	Kind      string  `json:"kind"` // "dlq" or "parked"
-	Depth     *int    `json:"depth"`
-	Oldest    string  `json:"oldest"`    // age of the oldest message read, "" when empty or unknown
-	PerMinute float64 `json:"perMinute"` // depth change per minute over the last minute or so
-	Growth    string  `json:"growth"`
-	Error     string  `json:"error,omitempty"`
+	// Name and Source are the real names (a link carries Name
+	// percent-encoded); NameParts and SourceParts are how a page shows
+	// them, every escape marked (mark.go).
+	Name        string  `json:"name"`
+	NameParts   []part  `json:"nameParts"`
+	Source      string  `json:"source"`
+	SourceParts []part  `json:"sourceParts"`
+	Kind        string  `json:"kind"` // "dlq" or "parked"
+	Depth       *int    `json:"depth"`
+	Oldest      string  `json:"oldest"`    // age of the oldest message read, "" when empty or unknown
+	PerMinute   float64 `json:"perMinute"` // depth change per minute over the last minute or so
+	Growth      string  `json:"growth"`
+	Error       string  `json:"error,omitempty"`
+	// Unread says why the console does not read the queue by itself: a
+	// read there would count deliveries (replay.Access.Why).
+	Unread string `json:"unread,omitempty"`
 }
 
 // oldestEvery is how often the overview reads a queue again for its
@@ -276,7 +301,7 @@ const oldestEvery = 30 * time.Second
 // at most every 30 s per queue (and by every queue page), skipped while
 // the console is busy with the queue. Rows are sorted by depth, largest
 // first; a queue whose depth cannot be read comes first.
-func (c *Console) overview(ctx context.Context) ([]overviewRow, error) {
+func (c *Console) overview(ctx context.Context, req *http.Request) ([]overviewRow, error) {
 	names, err := c.listQueues(ctx)
 	if err != nil {
 		return nil, err
@@ -287,7 +312,7 @@ func (c *Console) overview(ctx context.Context) ([]overviewRow, error) {
 		if !replay.IsSetAside(n) {
 			continue
 		}
-		r := overviewRow{Name: safetext.Line(n), Source: safetext.Line(replay.SourceOf(n)), Kind: "dlq"}
+		r := overviewRow{Name: n, NameParts: parts(n), Source: replay.SourceOf(n), SourceParts: parts(replay.SourceOf(n)), Kind: "dlq"}
 		if strings.HasSuffix(n, ".parked") {
 			r.Kind = "parked"
 		}
@@ -321,9 +346,10 @@ func (c *Console) overview(ctx context.Context) ([]overviewRow, error) {
 		}
 		r.Growth = growthText(r.PerMinute)
 		if refresh {
-			c.readOldest(ctx, n)
+			c.readOldest(ctx, req, n)
 		}
 		c.statsMu.Lock()
+		r.Unread = st.unread
 		if !st.oldest.IsZero() && depth > 0 {
 			r.Oldest = age(now.Sub(st.oldest))
 			if st.partial {
@@ -383,14 +409,16 @@ func (c *Console) noteOldest(queue string, oldest time.Time, read, depth int) {
 	st := c.statsFor(queue)
 	c.statsMu.Lock()
 	defer c.statsMu.Unlock()
-	st.oldest, st.oldestRead = oldest, time.Now()
+	st.oldest, st.oldestRead, st.unread = oldest, time.Now(), ""
 	st.partial, st.oldestOf = read < depth, read
 }
 
 // readOldest reads the first ScanLimit messages of queue for the earliest
 // first-seen, unless the console is busy with the queue (then the last
-// value stays).
-func (c *Console) readOldest(ctx context.Context, queue string) {
+// value stays), and only where a read is safe: a queue where it would
+// count deliveries is never read unasked; its row says why instead. The
+// read is audited as r's.
+func (c *Console) readOldest(ctx context.Context, r *http.Request, queue string) {
 	mu := c.lock(queue)
 	if !mu.TryLock() {
 		return
@@ -406,9 +434,23 @@ func (c *Console) readOldest(ctx context.Context, queue string) {
 			oldest = f
 		}
 		return true
-	})
+	}, c.readOptions(false)...)
+	var unsafe *replay.UnsafeReadError
+	if errors.As(err, &unsafe) {
+		c.noteUnread(queue, unsafe.Access.Why)
+		return
+	}
 	if err != nil {
 		return
 	}
+	c.audit.add(r, auditEntry{Action: "read", Queue: queue, Result: fmt.Sprintf("read %d of %d for the overview's oldest", n, info.Messages)})
 	c.noteOldest(queue, oldest, n, info.Messages)
+}
+
+// noteUnread records why the overview does not read queue.
+func (c *Console) noteUnread(queue, why string) {
+	st := c.statsFor(queue)
+	c.statsMu.Lock()
+	defer c.statsMu.Unlock()
+	st.unread, st.oldestRead = why, time.Now()
 }

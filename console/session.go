@@ -4,6 +4,7 @@ import (
 	"crypto/hmac"
 	"crypto/rand"
 	"crypto/sha256"
+	"crypto/subtle"
 	"encoding/hex"
 	"sync"
 	"time"
@@ -24,14 +25,67 @@ type sessions struct {
 	key []byte // derives CSRF tokens
 	m   map[string]time.Time
 	now func() time.Time
+
+	// codes are the one-time sign-in codes (SignInLink) not yet used,
+	// with when each expires.
+	codes   map[string]time.Time
+	codeTTL time.Duration
 }
 
-func newSessions(ttl time.Duration) (*sessions, error) {
+func newSessions(ttl, codeTTL time.Duration) (*sessions, error) {
 	key, err := randomHex(32)
 	if err != nil {
 		return nil, err
 	}
-	return &sessions{ttl: ttl, key: []byte(key), m: map[string]time.Time{}, now: time.Now}, nil
+	return &sessions{ttl: ttl, key: []byte(key), m: map[string]time.Time{}, now: time.Now,
+		codes: map[string]time.Time{}, codeTTL: codeTTL}, nil
+}
+
+// maxCodes bounds the sign-in codes waiting to be used; minting beyond it
+// forgets the one that expires first.
+const maxCodes = 100
+
+// mint makes a one-time sign-in code.
+func (s *sessions) mint() (string, error) {
+	code, err := randomHex(16)
+	if err != nil {
+		return "", err
+	}
+	now := s.now()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for k, exp := range s.codes {
+		if !now.Before(exp) {
+			delete(s.codes, k)
+		}
+	}
+	if len(s.codes) >= maxCodes {
+		var first string
+		for k, exp := range s.codes {
+			if first == "" || exp.Before(s.codes[first]) {
+				first = k
+			}
+		}
+		delete(s.codes, first)
+	}
+	s.codes[code] = now.Add(s.codeTTL)
+	return code, nil
+}
+
+// redeem uses up code: true once, if it was minted and has not expired.
+func (s *sessions) redeem(code string) bool {
+	if code == "" {
+		return false
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for k, exp := range s.codes {
+		if subtleEqual(k, code) {
+			delete(s.codes, k)
+			return s.now().Before(exp)
+		}
+	}
+	return false
 }
 
 func randomHex(n int) (string, error) {
@@ -99,3 +153,5 @@ func (s *sessions) csrf(id string) string {
 	m.Write([]byte(id))
 	return hex.EncodeToString(m.Sum(nil))
 }
+
+func subtleEqual(a, b string) bool { return subtle.ConstantTimeCompare([]byte(a), []byte(b)) == 1 }

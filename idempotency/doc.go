@@ -10,6 +10,19 @@
 // outlast the longest handler run; an expired unconfirmed claim (a worker
 // that died) is taken over.
 //
+// # The window
+//
+// A confirmed key answers Duplicate for the store's retention
+// (WithRetention, default 24 h; RetainFor for Transactional) and no
+// longer: after it the key is forgotten, and a redelivery of the same
+// message runs the handler again, whether or not the row was pruned. Set
+// the retention longer than the longest way a message can come back (an
+// outbox or broker outage, a dead-letter replay, a stream re-read from an
+// old checkpoint). Prune removes only keys whose window ended, so it only
+// frees space; run it with PruneEvery in a goroutine of the service's (an
+// hour apart is plenty), or from a job of your own. The SQL store writes
+// and compares these times on the database's clock.
+//
 // Transactional is the stronger form for handlers whose effect is in the
 // same SQL database: the key is inserted as confirmed in the handler's own
 // transaction, so "processed" and "effect" commit or roll back together

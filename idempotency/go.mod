@@ -5,6 +5,7 @@ go 1.26.0
 require (
 	github.com/acemq-go/acemq v0.10.0
 	github.com/acemq-go/acemq/sqlstore v0.10.0
+	github.com/rabbitmq/amqp091-go v1.17.0
 	go.uber.org/goleak v1.3.0
 )
 
@@ -12,7 +13,6 @@ require (
 	github.com/cespare/xxhash/v2 v2.3.0 // indirect
 	github.com/go-logr/logr v1.4.4 // indirect
 	github.com/go-logr/stdr v1.2.2 // indirect
-	github.com/rabbitmq/amqp091-go v1.17.0 // indirect
 	go.opentelemetry.io/auto/sdk v1.2.1 // indirect
 	go.opentelemetry.io/otel v1.47.0 // indirect
 	go.opentelemetry.io/otel/log v1.47.0 // indirect

@@ -16,10 +16,11 @@ import (
 type Option[T any] func(*config[T])
 
 type config[T any] struct {
-	key    func(*acemq.Message[T]) string
-	lease  time.Duration
-	delay  time.Duration
-	logger *slog.Logger
+	key       func(*acemq.Message[T]) string
+	lease     time.Duration
+	delay     time.Duration
+	retention time.Duration
+	logger    *slog.Logger
 }
 
 // WithKey derives the idempotency key from the message (default: the
@@ -38,6 +39,17 @@ func WithInProgressDelay[T any](d time.Duration) Option[T] {
 	return func(c *config[T]) { c.delay = d }
 }
 
+// RetainFor sets how long Transactional's recorded keys answer as
+// duplicates (default DefaultRetention): see WithRetention, its Store
+// counterpart. After it a redelivery runs the handler again.
+func RetainFor[T any](d time.Duration) Option[T] {
+	return func(c *config[T]) {
+		if d > 0 {
+			c.retention = d
+		}
+	}
+}
+
 // WithLogger sets where confirm and release failures are logged (default
 // slog.Default()).
 func WithLogger[T any](l *slog.Logger) Option[T] { return func(c *config[T]) { c.logger = l } }
@@ -45,7 +57,7 @@ func WithLogger[T any](l *slog.Logger) Option[T] { return func(c *config[T]) { c
 func newConfig[T any](opts []Option[T]) config[T] {
 	c := config[T]{
 		key:   func(m *acemq.Message[T]) string { return m.Envelope.ID },
-		lease: DefaultLease, delay: DefaultInProgressDelay, logger: slog.Default(),
+		lease: DefaultLease, delay: DefaultInProgressDelay, retention: DefaultRetention, logger: slog.Default(),
 	}
 	for _, o := range opts {
 		o(&c)
@@ -158,7 +170,7 @@ func Transactional[T any](db *sql.DB, dialect sqlstore.Dialect, h TxHandler[T], 
 		if err := checkKey(dialect, key); err != nil {
 			return acemq.Reject(err)
 		}
-		tx, stop := recordKey(ctx, db, dialect, key)
+		tx, stop := recordKey(ctx, db, dialect, key, cfg.retention)
 		if stop != nil {
 			return *stop
 		}
@@ -186,28 +198,34 @@ func Transactional[T any](db *sql.DB, dialect sqlstore.Dialect, h TxHandler[T], 
 	}
 }
 
-// recordKey begins the transaction and inserts key as confirmed in it.
-// It returns the transaction, or the decision when there is nothing to run:
-// Accept for a key already recorded, Retry when the database failed. A
+// recordKey begins the transaction and inserts key as confirmed in it,
+// kept for retention. It returns the transaction, or the decision when
+// there is nothing to run: Accept for a key already recorded within its
+// window, Retry when the database failed. A
 // deadlock on the insert (InnoDB's, when deliveries of one message waited
 // on a run that rolled back) begins again, up to three times: the handler
 // has not run, and the winner's key then answers as a duplicate.
-func recordKey(ctx context.Context, db *sql.DB, dialect sqlstore.Dialect, key string) (*sql.Tx, *acemq.Decision) {
+func recordKey(ctx context.Context, db *sql.DB, dialect sqlstore.Dialect, key string, retention time.Duration) (*sql.Tx, *acemq.Decision) {
+	now := nowSQL(dialect)
 	for attempt := 1; ; attempt++ {
 		tx, err := db.BeginTx(ctx, nil)
 		if err != nil {
 			d := acemq.Retry(fmt.Errorf("acemq: cannot begin the idempotency transaction: %w", err))
 			return nil, &d
 		}
-		now := time.Now()
-		_, err = tx.ExecContext(ctx, dialect.Rebind(`INSERT INTO acemq_idempotency (message_id, state, claimed_by, recorded_at, expires_at) VALUES (?, 'confirmed', NULL, ?, ?)`),
-			key, now.UnixMilli(), now.Add(DefaultRetention).UnixMilli())
+		_, err = tx.ExecContext(ctx, dialect.Rebind(`INSERT INTO acemq_idempotency (message_id, state, claimed_by, recorded_at, expires_at) VALUES (?, 'confirmed', NULL, `+now+`, `+now+` + ?)`),
+			key, nil, nil, retention.Milliseconds())
 		if err == nil {
 			return tx, nil
 		}
 		_ = tx.Rollback()
 		switch {
 		case sqlstore.IsUniqueViolation(err):
+			// Recorded: a duplicate, unless the key's window ended; then
+			// it is forgotten and the message runs again.
+			if attempt < 3 && forget(ctx, db, dialect, key) {
+				continue
+			}
 			d := acemq.Accept()
 			return nil, &d
 		case sqlstore.IsDeadlock(err) && attempt < 3:
@@ -216,6 +234,17 @@ func recordKey(ctx context.Context, db *sql.DB, dialect sqlstore.Dialect, key st
 		d := acemq.Retry(fmt.Errorf("acemq: cannot record idempotency key %q: %w", key, err))
 		return nil, &d
 	}
+}
+
+// forget deletes key when its window ended (a confirmed key's retention,
+// a claim's lease) and reports whether it did.
+func forget(ctx context.Context, db *sql.DB, dialect sqlstore.Dialect, key string) bool {
+	res, err := db.ExecContext(ctx, dialect.Rebind(`DELETE FROM acemq_idempotency WHERE message_id = ? AND expires_at < `+nowSQL(dialect)), key, nil)
+	if err != nil {
+		return false
+	}
+	n, err := sqlstore.RowsAffected(res)
+	return err == nil && n == 1
 }
 
 // EnsureSchema creates the acemq_idempotency table in db if missing, for

@@ -103,7 +103,7 @@ func TestClaimConfirmReleaseAndTakeOver(t *testing.T) {
 		if x, _ := s.Claim(ctx, "k1", time.Minute); x.Outcome != Duplicate {
 			t.Fatalf("after confirm: %+v", x)
 		}
-		c.advance(2 * time.Hour) // a confirmed key never expires into a claim
+		c.advance(2 * time.Hour) // a confirmed key outlives its claim's lease: it is kept for the retention
 		if x, _ := s.Claim(ctx, "k1", time.Minute); x.Outcome != Duplicate {
 			t.Fatalf("confirmed key after its lease: %+v", x)
 		}
@@ -115,11 +115,19 @@ func TestClaimConfirmReleaseAndTakeOver(t *testing.T) {
 		if x, _ := s.Claim(ctx, "k2", time.Minute); x.Outcome != Claimed {
 			t.Fatalf("after release: %+v", x)
 		}
-		// Prune drops confirmed keys older than the cut-off and expired claims.
+		// Prune drops the keys whose window ended: the expired claim, not
+		// the confirmed key within its retention.
 		c.advance(2 * time.Minute)
 		n, err := s.Prune(ctx, c.now())
-		if err != nil || n != 2 {
-			t.Fatalf("prune removed %d (%v), want 2", n, err)
+		if err != nil || n != 1 {
+			t.Fatalf("prune removed %d (%v), want 1", n, err)
+		}
+		if x, _ := s.Claim(ctx, "k1", time.Minute); x.Outcome != Duplicate {
+			t.Fatalf("a confirmed key within its retention after a prune: %+v", x)
+		}
+		c.advance(DefaultRetention)
+		if n, err := s.Prune(ctx, c.now()); err != nil || n != 1 {
+			t.Fatalf("prune after the retention removed %d (%v), want 1", n, err)
 		}
 		if x, _ := s.Claim(ctx, "k1", time.Minute); x.Outcome != Claimed {
 			t.Fatalf("pruned key: %+v", x)

@@ -17,22 +17,49 @@ import (
 // (PostgreSQL, SQLite, MySQL). Keys are bound as text and rows read by
 // column name; only a real unique violation means "already there". Safe
 // for concurrent use, across processes sharing the database.
+//
+// Times (a claim's lease, a confirmed key's retention) are written and
+// compared on the database's clock, the one clock every process sharing
+// the table agrees on.
 type SQLStore struct {
 	db      *sql.DB
 	dialect sqlstore.Dialect
-	now     func() time.Time
+	// now, when set, is the clock times are written and compared at
+	// (tests); nil: the database's.
+	now       func() time.Time
+	retention time.Duration
 }
 
-// NewSQLStore returns the store over db. It does not touch the database;
-// call EnsureSchema once.
-func NewSQLStore(db *sql.DB, dialect sqlstore.Dialect) (*SQLStore, error) {
+// NewSQLStore returns the store over db (WithRetention sets how long a
+// confirmed key is kept). It does not touch the database; call
+// EnsureSchema once.
+func NewSQLStore(db *sql.DB, dialect sqlstore.Dialect, opts ...StoreOption) (*SQLStore, error) {
 	if db == nil {
 		return nil, errors.New("acemq: idempotency.NewSQLStore needs a *sql.DB")
 	}
 	if err := dialect.Validate(); err != nil {
 		return nil, err
 	}
-	return &SQLStore{db: db, dialect: dialect, now: time.Now}, nil
+	return &SQLStore{db: db, dialect: dialect, retention: newStoreOptions(opts).retention}, nil
+}
+
+// nowSQL is the SQL for the current time in epoch ms: the argument nowArg
+// gives, or the database's clock when that is NULL.
+func nowSQL(d sqlstore.Dialect) string {
+	cast := "BIGINT"
+	if d == sqlstore.MySQL {
+		cast = "SIGNED"
+	}
+	return "COALESCE(CAST(? AS " + cast + "), " + d.NowMillis() + ")"
+}
+
+// nowArg is nowSQL's argument: nil (the database's clock), or the test's
+// clock in epoch ms.
+func (s *SQLStore) nowArg() any {
+	if s.now == nil {
+		return nil
+	}
+	return s.now().UnixMilli()
 }
 
 // mysqlSchema is the table on MySQL. Keys and tokens are VARBINARY,
@@ -114,9 +141,9 @@ func checkKey(d sqlstore.Dialect, key string) error {
 }
 
 // Claim implements Store with the spec's algorithm: insert-if-absent; on a
-// unique violation take over an expired claim (UPDATE … WHERE
-// state='claimed' AND expires_at < now; one row → claimed); else read the
-// row: confirmed → duplicate, claimed → in progress. A driver that cannot
+// unique violation take over an expired claim, or a confirmed key whose
+// retention ended (UPDATE … WHERE expires_at < now; one row → claimed);
+// else read the row: confirmed → duplicate, claimed → in progress. A driver that cannot
 // report rows affected makes Claim fail. On MySQL a key longer than 255
 // characters fails as acemq.Fatal (see checkKey).
 func (s *SQLStore) Claim(ctx context.Context, key string, lease time.Duration) (Claim, error) {
@@ -126,19 +153,21 @@ func (s *SQLStore) Claim(ctx context.Context, key string, lease time.Duration) (
 	if lease <= 0 {
 		lease = DefaultLease
 	}
+	now, at := nowSQL(s.dialect), s.nowArg()
 	for range 3 {
-		now := s.now()
 		tok := newToken()
-		_, err := s.db.ExecContext(ctx, s.q(`INSERT INTO acemq_idempotency (message_id, state, claimed_by, recorded_at, expires_at) VALUES (?, 'claimed', ?, ?, ?)`),
-			key, tok, now.UnixMilli(), now.Add(lease).UnixMilli())
+		_, err := s.db.ExecContext(ctx, s.q(`INSERT INTO acemq_idempotency (message_id, state, claimed_by, recorded_at, expires_at) VALUES (?, 'claimed', ?, `+now+`, `+now+` + ?)`),
+			key, tok, at, at, lease.Milliseconds())
 		if err == nil {
 			return Claim{Outcome: Claimed, Token: tok}, nil
 		}
 		if !sqlstore.IsUniqueViolation(err) {
 			return Claim{}, fmt.Errorf("acemq: cannot claim idempotency key %q: %w", key, err)
 		}
-		res, err := s.db.ExecContext(ctx, s.q(`UPDATE acemq_idempotency SET claimed_by = ?, recorded_at = ?, expires_at = ? WHERE message_id = ? AND state = 'claimed' AND expires_at < ?`),
-			tok, now.UnixMilli(), now.Add(lease).UnixMilli(), key, now.UnixMilli())
+		// An expired claim (its worker died), or a confirmed key whose
+		// retention ended (forgotten: the message runs again).
+		res, err := s.db.ExecContext(ctx, s.q(`UPDATE acemq_idempotency SET state = 'claimed', claimed_by = ?, recorded_at = `+now+`, expires_at = `+now+` + ? WHERE message_id = ? AND expires_at < `+now),
+			tok, at, at, lease.Milliseconds(), key, at)
 		if err != nil {
 			return Claim{}, fmt.Errorf("acemq: cannot take over idempotency key %q: %w", key, err)
 		}
@@ -189,9 +218,9 @@ func readState(rows *sql.Rows) (string, bool, error) {
 
 // Confirm implements Store.
 func (s *SQLStore) Confirm(ctx context.Context, key, token string) error {
-	now := s.now()
-	res, err := s.db.ExecContext(ctx, s.q(`UPDATE acemq_idempotency SET state = 'confirmed', recorded_at = ?, expires_at = ? WHERE message_id = ? AND state = 'claimed' AND claimed_by = ?`),
-		now.UnixMilli(), now.Add(DefaultRetention).UnixMilli(), key, token)
+	now, at := nowSQL(s.dialect), s.nowArg()
+	res, err := s.db.ExecContext(ctx, s.q(`UPDATE acemq_idempotency SET state = 'confirmed', recorded_at = `+now+`, expires_at = `+now+` + ? WHERE message_id = ? AND state = 'claimed' AND claimed_by = ?`),
+		at, at, s.retention.Milliseconds(), key, token)
 	if err != nil {
 		return fmt.Errorf("acemq: cannot confirm idempotency key %q: %w", key, err)
 	}
@@ -213,17 +242,19 @@ func (s *SQLStore) Release(ctx context.Context, key, token string) error {
 	return nil
 }
 
-// Prune implements Store. On MySQL it finds the rows with a plain SELECT
+// Prune implements Store: it removes the keys whose window (a confirmed
+// key's retention, a claim's lease) ended before olderThan and before now.
+// On MySQL it finds the rows with a plain SELECT
 // and deletes them by primary key, 500 at a time: an InnoDB DELETE that
 // scans the table locks every row it reads, so it would wait for each
 // running Transactional handler (until its transaction ends) and hold up
 // every new key's insert meanwhile.
 func (s *SQLStore) Prune(ctx context.Context, olderThan time.Time) (int, error) {
-	const prunable = `((state = 'confirmed' AND recorded_at < ?) OR (state = 'claimed' AND expires_at < ?))`
-	const prune = `DELETE FROM acemq_idempotency WHERE ` + prunable
-	cut, now := olderThan.UnixMilli(), s.now().UnixMilli()
+	prunable := `(expires_at < ` + nowSQL(s.dialect) + ` AND expires_at < ?)`
+	prune := `DELETE FROM acemq_idempotency WHERE ` + prunable
+	at, cut := s.nowArg(), olderThan.UnixMilli()
 	if s.dialect != sqlstore.MySQL {
-		res, err := s.db.ExecContext(ctx, s.q(prune), cut, now)
+		res, err := s.db.ExecContext(ctx, s.q(prune), at, cut)
 		if err != nil {
 			return 0, fmt.Errorf("acemq: cannot prune idempotency keys: %w", err)
 		}
@@ -232,14 +263,14 @@ func (s *SQLStore) Prune(ctx context.Context, olderThan time.Time) (int, error) 
 	}
 	total := 0
 	for {
-		keys, err := sqlstore.Column(ctx, s.db, `SELECT message_id FROM acemq_idempotency WHERE `+prunable+` LIMIT 500`, cut, now)
+		keys, err := sqlstore.Column(ctx, s.db, `SELECT message_id FROM acemq_idempotency WHERE `+prunable+` LIMIT 500`, at, cut)
 		if err != nil {
 			return total, fmt.Errorf("acemq: cannot prune idempotency keys: %w", err)
 		}
 		if len(keys) == 0 {
 			return total, nil
 		}
-		res, err := s.db.ExecContext(ctx, prune+` AND message_id IN (`+sqlstore.List(len(keys))+`)`, append([]any{cut, now}, keys...)...)
+		res, err := s.db.ExecContext(ctx, prune+` AND message_id IN (`+sqlstore.List(len(keys))+`)`, append([]any{at, cut}, keys...)...)
 		if err != nil {
 			return total, fmt.Errorf("acemq: cannot prune idempotency keys: %w", err)
 		}

@@ -62,14 +62,19 @@ type Store interface {
 	// known; the caller should retry later.
 	Claim(ctx context.Context, key string, lease time.Duration) (Claim, error)
 	// Confirm marks the caller's claim done; the key then answers
-	// Duplicate until pruned. ErrClaimLost when the claim is not the
-	// caller's any more.
+	// Duplicate for the store's retention (DefaultRetention unless
+	// WithRetention), and after it is forgotten: a later delivery of the
+	// same key runs again, whether or not Prune removed it yet.
+	// ErrClaimLost when the claim is not the caller's any more.
 	Confirm(ctx context.Context, key, token string) error
 	// Release deletes the caller's unconfirmed claim so the next delivery
 	// runs; it never touches a confirmed key or someone else's claim.
 	Release(ctx context.Context, key, token string) error
-	// Prune removes confirmed keys recorded before olderThan and expired
-	// claims, returning how many rows went.
+	// Prune removes the keys whose window ended before olderThan and
+	// before now (a confirmed key's retention, a claim's lease), returning
+	// how many rows went. It never removes a key still within its window,
+	// so pruning only frees space: what Claim answers does not depend on
+	// it. Pass time.Now(); PruneEvery runs it periodically.
 	Prune(ctx context.Context, olderThan time.Time) (int, error)
 }
 
@@ -83,9 +88,40 @@ func newToken() string {
 // services that accept losing the keys on restart. Safe for concurrent
 // use. The zero value is not ready; use NewMemoryStore.
 type MemoryStore struct {
-	mu   sync.Mutex
-	keys map[string]memEntry
-	now  func() time.Time
+	mu        sync.Mutex
+	keys      map[string]memEntry
+	now       func() time.Time
+	retention time.Duration
+}
+
+// StoreOption configures a MemoryStore or an SQLStore.
+type StoreOption func(*storeOptions)
+
+type storeOptions struct{ retention time.Duration }
+
+// WithRetention sets how long a confirmed key answers Duplicate (default
+// DefaultRetention, 24 h): the window within which a redelivery of a
+// processed message is recognised. Make it longer than the longest way a
+// message can come back: a broker or outbox outage, a dead-letter replay,
+// a stream re-read from an old checkpoint. After it the key is forgotten
+// and a redelivery runs the handler again. Zero or less means the
+// default.
+func WithRetention(d time.Duration) StoreOption {
+	return func(o *storeOptions) {
+		if d > 0 {
+			o.retention = d
+		}
+	}
+}
+
+func newStoreOptions(opts []StoreOption) storeOptions {
+	o := storeOptions{retention: DefaultRetention}
+	for _, f := range opts {
+		if f != nil {
+			f(&o)
+		}
+	}
+	return o
 }
 
 type memEntry struct {
@@ -96,8 +132,8 @@ type memEntry struct {
 }
 
 // NewMemoryStore returns an empty in-memory store.
-func NewMemoryStore() *MemoryStore {
-	return &MemoryStore{keys: map[string]memEntry{}, now: time.Now}
+func NewMemoryStore(opts ...StoreOption) *MemoryStore {
+	return &MemoryStore{keys: map[string]memEntry{}, now: time.Now, retention: newStoreOptions(opts).retention}
 }
 
 // Claim implements Store.
@@ -113,9 +149,9 @@ func (s *MemoryStore) Claim(ctx context.Context, key string, lease time.Duration
 	now := s.now()
 	e, ok := s.keys[key]
 	switch {
-	case ok && e.confirmed:
+	case ok && e.confirmed && now.Before(e.expires):
 		return Claim{Outcome: Duplicate}, nil
-	case ok && now.Before(e.expires):
+	case ok && !e.confirmed && now.Before(e.expires):
 		return Claim{Outcome: InProgress}, nil
 	}
 	tok := newToken()
@@ -132,7 +168,7 @@ func (s *MemoryStore) Confirm(ctx context.Context, key, token string) error {
 		return ErrClaimLost
 	}
 	now := s.now()
-	s.keys[key] = memEntry{confirmed: true, token: token, recorded: now, expires: now.Add(DefaultRetention)}
+	s.keys[key] = memEntry{confirmed: true, token: token, recorded: now, expires: now.Add(s.retention)}
 	return nil
 }
 
@@ -152,10 +188,37 @@ func (s *MemoryStore) Prune(ctx context.Context, olderThan time.Time) (int, erro
 	defer s.mu.Unlock()
 	now, n := s.now(), 0
 	for k, e := range s.keys {
-		if (e.confirmed && e.recorded.Before(olderThan)) || (!e.confirmed && e.expires.Before(now)) {
+		if e.expires.Before(now) && e.expires.Before(olderThan) {
 			delete(s.keys, k)
 			n++
 		}
 	}
 	return n, nil
+}
+
+// PruneEvery runs s.Prune(ctx, now) every interval until ctx ends, and
+// returns ctx's error then; report (may be nil) gets each pass's count and
+// error. Run it in a goroutine the service owns, one per store (any number
+// of processes may prune one database). A failed pass is tried again at
+// the next interval. interval must be positive.
+func PruneEvery(ctx context.Context, s Store, interval time.Duration, report func(pruned int, err error)) error {
+	if interval <= 0 {
+		return errors.New("acemq: idempotency.PruneEvery needs a positive interval (an hour is plenty)")
+	}
+	t := time.NewTicker(interval)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-t.C:
+		}
+		n, err := s.Prune(ctx, time.Now())
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		if report != nil {
+			report(n, err)
+		}
+	}
 }

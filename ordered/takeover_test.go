@@ -103,3 +103,106 @@ func TestSingleActiveConsumerTakesOverAndKeepsEachKeysOrder(t *testing.T) {
 		last[r.it.Key] = r.it.N
 	}
 }
+
+// The active instance is closed gracefully (a deploy, a scale-in) in the
+// middle of a partition: Close lets the message in hand finish and hands
+// back what it had prefetched, and the waiting instance takes over: no
+// message is lost, and nothing is handled by the waiting instance while
+// the active one reads. What it decided about order (issue 43): a graceful
+// handover does not keep each key's order on RabbitMQ 3.10 nor 4.0. The
+// drain cancels the subscription, which makes the waiting consumer active
+// at once, and it gets the messages the closing one never prefetched
+// before those handed back (a key's 24 before its 15); handing back by
+// closing the channel instead kept the order in most runs but not all.
+// The test logs how many messages came out of order; docs/patterns.md
+// says so. RabbitMQ only: memory:// accepts x-single-active-consumer but
+// delivers to every consumer.
+func TestAGracefulCloseOfTheActiveInstanceHandsOverAndLosesNothing(t *testing.T) {
+	url := testenv.AMQPURL(t)
+	a := brokertest.Connect(t, url)
+	b := brokertest.Connect(t, url)
+	const parts, keys, per = 2, 4, 25
+	name := newStream(t, b, parts, SingleActiveConsumer())
+	for i := range per {
+		for k := range keys {
+			send(t, b, name, parts, fmt.Sprintf("key-%d", k), i)
+		}
+	}
+	type rec struct {
+		who string
+		it  item
+	}
+	var mu sync.Mutex
+	var log []rec
+	add := func(who string, it item) {
+		mu.Lock()
+		log = append(log, rec{who, it})
+		mu.Unlock()
+	}
+	count := func(who string) int {
+		mu.Lock()
+		defer mu.Unlock()
+		n := 0
+		for _, r := range log {
+			if r.who == who {
+				n++
+			}
+		}
+		return n
+	}
+	var handledA atomic.Int32
+	reached, proceed := make(chan struct{}), make(chan struct{})
+	ka, err := Consume(context.Background(), a, name, func(ctx context.Context, m *acemq.Message[item]) acemq.Decision {
+		add("a", m.Payload)
+		if handledA.Add(1) == 30 {
+			close(reached)
+			<-proceed // finishes once its Close was called
+		}
+		return acemq.Accept()
+	}, Partitions(parts))
+	if err != nil {
+		t.Fatal(err)
+	}
+	kb, err := Consume(context.Background(), b, name, func(ctx context.Context, m *acemq.Message[item]) acemq.Decision {
+		add("b", m.Payload)
+		return acemq.Accept()
+	}, Partitions(parts))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = kb.Close(context.Background()) })
+
+	<-reached
+	if n := count("b"); n != 0 {
+		t.Fatalf("the waiting instance handled %d messages while the active one read", n)
+	}
+	closed := make(chan error, 1)
+	go func() { closed <- ka.Close(context.Background()) }()
+	close(proceed)
+	if err := <-closed; err != nil {
+		t.Fatalf("A's graceful close: %v", err)
+	}
+	distinct := func() int {
+		mu.Lock()
+		defer mu.Unlock()
+		seen := map[item]bool{}
+		for _, r := range log {
+			seen[r.it] = true
+		}
+		return len(seen)
+	}
+	brokertest.Eventually(t, "the other instance handles the rest", func() bool { return distinct() == keys*per })
+	if count("b") == 0 {
+		t.Fatal("the other instance never took over")
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	late, last := 0, map[string]int{}
+	for _, r := range log {
+		if prev, ok := last[r.it.Key]; ok && r.it.N < prev {
+			late++
+		}
+		last[r.it.Key] = max(last[r.it.Key], r.it.N)
+	}
+	t.Logf("%d of %d handlings came after a later message of their key (the graceful handover's reordering)", late, len(log))
+}

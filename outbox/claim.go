@@ -28,9 +28,14 @@ const mysqlRelayLock = `CONCAT('acemq_relay.', SHA1(CONCAT(COALESCE(DATABASE(), 
 // relay" is "locked_by IS NOT NULL AND locked_by <> relay" in a form the
 // planner reads from the locked_by index: the other form scanned the
 // whole table on every claim.
-const claimSQL = `UPDATE acemq_outbox SET locked_by = ?, locked_until = ?
-WHERE seq IN (SELECT seq FROM acemq_outbox WHERE attempts < ? AND seq NOT IN (%s) ORDER BY seq LIMIT ?)
-AND NOT EXISTS (SELECT 1 FROM acemq_outbox WHERE (locked_by < ? OR locked_by > ?) AND locked_until > ?)`
+//
+// Lease times are the database's: COALESCE(?, now) reads the database's
+// clock when its argument is NULL (Store.leaseAt), so relays whose clocks
+// disagree still agree on whether a lease expired. %[2]s is the dialect's
+// now (sqlstore.Dialect.NowMillis).
+const claimSQL = `UPDATE acemq_outbox SET locked_by = ?, locked_until = COALESCE(?, %[2]s) + ?
+WHERE seq IN (SELECT seq FROM acemq_outbox WHERE attempts < ? AND seq NOT IN (%[1]s) ORDER BY seq LIMIT ?)
+AND NOT EXISTS (SELECT 1 FROM acemq_outbox WHERE (locked_by < ? OR locked_by > ?) AND locked_until > COALESCE(?, %[2]s))`
 
 // errSameID is returned when another live session holds this relay's own
 // lock: two relays were given one id.
@@ -70,6 +75,12 @@ func (o *owner) session(ctx context.Context) (querier, error) {
 	c, err := o.s.db.Conn(ctx)
 	if err != nil {
 		return nil, err
+	}
+	if o.s.dialect == sqlstore.PostgreSQL {
+		if err := o.ownSession(ctx, c); err != nil {
+			discard(c)
+			return nil, err
+		}
 	}
 	var got sql.NullInt64
 	switch o.s.dialect {
@@ -115,6 +126,45 @@ func (o *owner) session(ctx context.Context) (querier, error) {
 	}
 	o.conn = c
 	return c, nil
+}
+
+// errTransactionPooling is why a relay refuses to run behind a pooler
+// that hands its statements to whichever server session is free.
+var errTransactionPooling = errors.New("acemq: the outbox relay's connections reach PostgreSQL through a pooler in transaction or statement mode (PgBouncer's pool_mode = transaction, say): the relay's session-level lock, which tells other relays it is alive, and its session settings would not stay with it, so two relays could publish at once. Give the relay's *sql.DB a direct connection to PostgreSQL, or a pooler in session mode (pool_mode = session)")
+
+// ownSession checks, before the relay takes its lock, that c is a
+// PostgreSQL session of its own: another connection of the pool, asked
+// while c is idle, must be on another server process. Behind a pooler in
+// transaction mode the idle c's server process goes back to the pool, and
+// the pooler hands it to the next client (PgBouncer reuses the server
+// connection freed last first), so both answer the same pid. When no
+// second connection can be had within 2 s (a pool of one), it does not
+// check.
+func (o *owner) ownSession(ctx context.Context, c *sql.Conn) error {
+	var mine, theirs int64
+	if err := c.QueryRowContext(ctx, `SELECT pg_backend_pid()`).Scan(&mine); err != nil {
+		return err
+	}
+	octx, cancel := context.WithTimeout(ctx, 2*time.Second)
+	defer cancel()
+	other, err := o.s.db.Conn(octx)
+	if err != nil {
+		if ctx.Err() != nil {
+			return err
+		}
+		return nil // no second connection to be had: not checked
+	}
+	defer other.Close()
+	if err := other.QueryRowContext(octx, `SELECT pg_backend_pid()`).Scan(&theirs); err != nil {
+		if ctx.Err() != nil {
+			return err
+		}
+		return nil
+	}
+	if theirs == mine {
+		return errTransactionPooling
+	}
+	return nil
 }
 
 // discard closes c's session instead of handing it back to the pool, so
@@ -170,22 +220,22 @@ func (o *owner) claim(ctx context.Context, batch int, skip, done []int64) ([]Rec
 	if len(done) > 0 && o.s.dialect != sqlstore.PostgreSQL {
 		return nil, 0, errors.New("acemq: the outbox claim deletes records in its own transaction on PostgreSQL only")
 	}
-	now := o.s.now()
+	at := o.s.leaseAt()
 	var recs []Record
 	var deleted int64
 	switch o.s.dialect {
 	case sqlstore.PostgreSQL:
-		recs, deleted, err = o.claimPostgres(ctx, batch, skip, done, now)
+		recs, deleted, err = o.claimPostgres(ctx, batch, skip, done, at)
 	case sqlstore.MySQL:
 		var n int64
-		n, err = o.claimMySQL(ctx, batch, skip, now)
+		n, err = o.claimMySQL(ctx, batch, skip, at)
 		if err == nil && n > 0 {
 			recs, err = o.s.query(ctx, q, `SELECT `+recordColumns+` FROM acemq_outbox WHERE locked_by = ? AND attempts < ? AND seq NOT IN (`+sqlstore.List(len(skip))+`) ORDER BY seq LIMIT `+fmt.Sprint(batch),
 				append([]any{o.relay, MaxAttempts}, seqArgs(skip)...)...)
 		}
 	default:
-		args := append([]any{o.relay, now.Add(o.ttl).UnixMilli(), MaxAttempts}, seqArgs(skip)...)
-		recs, err = o.s.query(ctx, q, fmt.Sprintf(claimSQL, sqlstore.List(len(skip)))+` RETURNING `+recordColumns, append(args, batch, o.relay, o.relay, now.UnixMilli())...)
+		args := append([]any{o.relay, at, o.ttl.Milliseconds(), MaxAttempts}, seqArgs(skip)...)
+		recs, err = o.s.query(ctx, q, fmt.Sprintf(claimSQL, sqlstore.List(len(skip)), o.s.dialect.NowMillis())+` RETURNING `+recordColumns, append(args, batch, o.relay, o.relay, at)...)
 	}
 	if err != nil {
 		return nil, 0, fmt.Errorf("acemq: cannot claim outbox records: %w", o.fail(err))
@@ -203,7 +253,10 @@ func (s *Store) exec(ctx context.Context, q querier, query string, args ...any) 
 }
 
 // holdersSQL lists the other relays holding unexpired locks (MySQL).
-const holdersSQL = `SELECT DISTINCT locked_by FROM acemq_outbox WHERE locked_by IS NOT NULL AND locked_by <> ? AND locked_until > ?`
+const holdersSQL = `SELECT DISTINCT locked_by FROM acemq_outbox WHERE locked_by IS NOT NULL AND locked_by <> ? AND locked_until > COALESCE(?, ` + mysqlNow + `)`
+
+// mysqlNow is MySQL's now in epoch ms (sqlstore.MySQL.NowMillis()).
+const mysqlNow = `(TIMESTAMPDIFF(MICROSECOND, '1970-01-01 00:00:00', UTC_TIMESTAMP(6)) DIV 1000)`
 
 // pgClaimSQL is the PostgreSQL claim: one statement, one round trip, run
 // at REPEATABLE READ on the relay's session (owner.session sets it). It
@@ -255,15 +308,18 @@ const holdersSQL = `SELECT DISTINCT locked_by FROM acemq_outbox WHERE locked_by 
 var pgClaimSQL = `WITH done AS (
   DELETE FROM acemq_outbox WHERE seq = ANY($4::bigint[]) AND locked_by IS NOT DISTINCT FROM $1::text RETURNING 1),
 claimed AS (
-  UPDATE acemq_outbox SET locked_by = $1::text, locked_until = $2::bigint
+  UPDATE acemq_outbox SET locked_by = $1::text, locked_until = COALESCE($5::bigint, ` + pgNow + `) + $2::bigint
   WHERE seq = ANY(ARRAY(SELECT seq FROM acemq_outbox WHERE attempts < %[1]d AND seq <> ALL($3::bigint[]) ORDER BY seq LIMIT %[2]d))
   AND CASE WHEN (SELECT max(locked_by) FROM acemq_outbox WHERE locked_by < $1::text) IS NULL
     AND (SELECT min(locked_by) FROM acemq_outbox WHERE locked_by > $1::text) IS NULL THEN true
-    ELSE NOT EXISTS (SELECT 1 FROM acemq_outbox o WHERE (o.locked_by < $1::text OR o.locked_by > $1::text) AND o.locked_until > $5::bigint
-      AND CASE WHEN o.locked_until > $5::bigint THEN NOT pg_try_advisory_xact_lock(` + fmt.Sprintf(pgRelayKey, "o.locked_by") + `) ELSE false END) END
+    ELSE NOT EXISTS (SELECT 1 FROM acemq_outbox o WHERE (o.locked_by < $1::text OR o.locked_by > $1::text) AND o.locked_until > COALESCE($5::bigint, ` + pgNow + `)
+      AND CASE WHEN o.locked_until > COALESCE($5::bigint, ` + pgNow + `) THEN NOT pg_try_advisory_xact_lock(` + fmt.Sprintf(pgRelayKey, "o.locked_by") + `) ELSE false END) END
   AND (SELECT count(*) FROM done) = $6::bigint
   RETURNING ` + recordColumns + `)
 SELECT (SELECT count(*) FROM done) AS deleted, claimed.* FROM (SELECT) AS one LEFT JOIN claimed ON true`
+
+// pgNow is PostgreSQL's now in epoch ms (sqlstore.PostgreSQL.NowMillis()).
+const pgNow = `(EXTRACT(EPOCH FROM clock_timestamp()) * 1000)::BIGINT`
 
 // pgSerializationFailure is PostgreSQL's SQLSTATE for a statement that
 // would change what another transaction changed after its snapshot.
@@ -274,7 +330,7 @@ const pgSerializationFailure = "40001"
 // another relay's (a serialization failure) claimed and deleted nothing:
 // without done that is no batch and no error; with done it is the error,
 // for the relay's records were changed by another relay.
-func (o *owner) claimPostgres(ctx context.Context, batch int, skip, done []int64, now time.Time) ([]Record, int64, error) {
+func (o *owner) claimPostgres(ctx context.Context, batch int, skip, done []int64, at any) ([]Record, int64, error) {
 	if done == nil {
 		done = []int64{} // an empty array, not NULL
 	}
@@ -282,7 +338,7 @@ func (o *owner) claimPostgres(ctx context.Context, batch int, skip, done []int64
 		o.pgClaim, o.pgClaimBatch = fmt.Sprintf(pgClaimSQL, MaxAttempts, batch), batch
 	}
 	rows, err := o.conn.QueryContext(ctx, o.pgClaim,
-		o.relay, now.Add(o.ttl).UnixMilli(), skip, done, now.UnixMilli(), len(done))
+		o.relay, o.ttl.Milliseconds(), skip, done, at, len(done))
 	if err != nil {
 		return nil, 0, lostRace(err, done)
 	}
@@ -342,7 +398,7 @@ const mysqlLockName = `LEFT(CONCAT('acemq_outbox.', COALESCE(DATABASE(), '')), 6
 // meanwhile. The named lock makes the reads and the UPDATE one step for
 // other relays. A holder of unexpired locks is alive while its relay lock
 // is taken (IS_FREE_LOCK); a dead holder's locks are cleared.
-func (o *owner) claimMySQL(ctx context.Context, batch int, skip []int64, now time.Time) (int64, error) {
+func (o *owner) claimMySQL(ctx context.Context, batch int, skip []int64, at any) (int64, error) {
 	ttl := o.ttl
 	c := o.conn
 	// A relay frozen while it holds the claim lock loses its session (and
@@ -363,7 +419,7 @@ func (o *owner) claimMySQL(ctx context.Context, batch int, skip []int64, now tim
 		c.ExecContext(bg, `SELECT RELEASE_LOCK(`+mysqlLockName+`)`) //nolint:errcheck // closing the session releases it too
 		c.ExecContext(bg, `SET SESSION wait_timeout = DEFAULT`)     //nolint:errcheck // a failure here fails the next statement too
 	}()
-	holders, err := sqlstore.Column(ctx, c, holdersSQL, o.relay, now.UnixMilli())
+	holders, err := sqlstore.Column(ctx, c, holdersSQL, o.relay, at)
 	if err != nil {
 		return 0, err
 	}
@@ -384,8 +440,8 @@ func (o *owner) claimMySQL(ctx context.Context, batch int, skip []int64, now tim
 	if err != nil || len(ids) == 0 {
 		return 0, err
 	}
-	args := append([]any{o.relay, now.Add(ttl).UnixMilli(), MaxAttempts}, ids...)
-	return o.s.exec(ctx, c, `UPDATE acemq_outbox SET locked_by = ?, locked_until = ? WHERE attempts < ? AND id IN (`+sqlstore.List(len(ids))+`)`, args...)
+	args := append([]any{o.relay, at, ttl.Milliseconds(), MaxAttempts}, ids...)
+	return o.s.exec(ctx, c, `UPDATE acemq_outbox SET locked_by = ?, locked_until = COALESCE(?, `+mysqlNow+`) + ? WHERE attempts < ? AND id IN (`+sqlstore.List(len(ids))+`)`, args...)
 }
 
 // published deletes the relay's confirmed records in one statement. The
@@ -411,6 +467,18 @@ func (o *owner) failed(ctx context.Context, id string, reason string) (bool, err
 	}
 	n, err := o.s.exec(ctx, q, `UPDATE acemq_outbox SET attempts = attempts + 1, last_error = ? WHERE id = ? AND locked_by = ?`, truncate(reason, 1000), id, o.relay)
 	return n == 1, o.fail(err)
+}
+
+// noted keeps reason as the last error of a record the relay holds,
+// spending no attempt (an outage: the broker refused it for a reason of
+// its own).
+func (o *owner) noted(ctx context.Context, id string, reason string) error {
+	q, err := o.session(ctx)
+	if err != nil {
+		return err
+	}
+	_, err = o.s.exec(ctx, q, `UPDATE acemq_outbox SET last_error = ? WHERE id = ? AND locked_by = ?`, truncate(reason, 1000), id, o.relay)
+	return o.fail(err)
 }
 
 // unlock drops the relay's locks (a relay that stops hands over at once).

@@ -82,6 +82,23 @@
 // transaction that called Add. A running relay therefore holds one pooled
 // connection on PostgreSQL and MySQL.
 //
+// Leases are written and compared on the database's clock (now() in the
+// claim's SQL, sqlstore.Dialect.NowMillis), never a relay's own, so a relay
+// whose clock runs ahead cannot take another's records early; only the
+// relay's own elapsed time (its three-quarter stop, below) is measured
+// locally.
+//
+// Poolers: a relay needs a database session of its own (PostgreSQL: its
+// session-level advisory lock tells other relays it is alive, and its
+// session settings make the claim safe). A direct connection, or a pooler
+// in session mode (PgBouncer's pool_mode = session), gives it one. Behind a
+// pooler in transaction or statement mode its statements land on whichever
+// server session is free, so the relay refuses to claim, with an error
+// saying so: before taking its lock it asks another connection of the pool
+// for its server process, which such a pooler answers with the relay's own
+// (tested against PgBouncer 1.18 in both modes). Store.Add itself runs in
+// the caller's transaction and works through any pooler.
+//
 // Fencing: a relay that lost its claim writes nothing another relay now
 // owns. It writes a batch only while the claim is less than three
 // quarters through its lease, reading the clock before every write, so a
@@ -122,7 +139,7 @@
 //     next relay send those records again: a repeated run, so first copies
 //     and last copies are each in seq order.
 //   - When record k fails (unroutable, nacked, a missing exchange, a
-//     timeout, a lost connection), the records before it arrived in order,
+//     timeout, a lost connection, a size limit), the records before it arrived in order,
 //     and records after it that were already on the wire before the
 //     failure was known may arrive once ahead of k: the rest of k's batch
 //     and, for a running relay (Run), the next batch, never a record
@@ -130,8 +147,8 @@
 //     claimed after the next is written only once k's batch is confirmed;
 //     SweepOnce writes one batch at a time, so only the rest of k's). All of them stay
 //     stored and are sent again after k is published (or retired). Once k
-//     has spent an attempt it goes out alone, so a failure about the
-//     record causes this once; an outage can cause it again. A consumer that keeps the last copy of each id sees seq
+//     has failed it goes out alone (an attempt spent, or the relay held at
+//     it by an outage), so a failing record causes this once per relay. A consumer that keeps the last copy of each id sees seq
 //     order; one that drops duplicates by id (package idempotency) may see
 //     such a record before k.
 //   - A retired record (MaxAttempts failures) is skipped: the records
@@ -139,16 +156,24 @@
 //
 // # Failures
 //
-// A nack, an unroutable return, a missing exchange, a header over the
-// limits Go consumers can read or over frame_max (acemq.ErrHeaderLimit) or
-// a body over the maximum message size (acemq.ErrMessageTooLarge) is about
-// the record:
-// attempts + 1 and last_error (≤ 1,000 characters); at 10 attempts the
-// record is retired: kept, skipped by relays, listed by Store.Retired and
-// put back by Store.Release. A refused publish (blocked broker, recovery), a lost
-// connection or a timeout is not about the record: the sweep stops and no
-// attempt is spent. Either way the sweep stops at the first failure and
-// deletes nothing after it (see the order rule above).
+// Only what is about the record itself spends an attempt: a header over
+// the limits Go consumers can read or over frame_max (acemq.ErrHeaderLimit)
+// or a body over the maximum message size (acemq.ErrMessageTooLarge), which
+// no change on the broker's side lets through: attempts + 1 and last_error
+// (≤ 1,000 characters); at 10 attempts the record is retired: kept,
+// skipped by relays, listed by Store.Retired and put back by
+// Store.Release. Everything else is about the broker's state, an outage:
+// a nack (a full queue with x-overflow reject-publish), an unroutable
+// return (no queue bound yet), a missing exchange (404), a refused publish
+// (blocked broker, recovery), a lost connection, a timeout. No attempt is
+// spent (the reason is kept in last_error); the relay is held at that
+// record (Relay.Held, Relay.Health DEGRADED), tries again with back-off
+// (the interval, doubling, at most 30 s; wake-ups do not cut it short) and
+// publishes the record alone before anything after it, so a later record
+// of the sequence never goes out for good without it. A record that can
+// never go (its exchange is gone for good) holds the relay until an
+// operator retires it (Store.Retire). Either way the sweep stops at the
+// first failure and deletes nothing after it (see the order rule above).
 //
 // The manual's page on the patterns: https://github.com/acemq-go/acemq/blob/main/docs/patterns.md
 package outbox

@@ -51,7 +51,7 @@ func newStore(t *testing.T, b backend) *Store {
 }
 
 // memConn connects to a fresh memory broker with queue declared.
-func memConn(t *testing.T, queues ...string) (*acemq.Conn, string) {
+func memConn(t testing.TB, queues ...string) (*acemq.Conn, string) {
 	t.Helper()
 	ctx := context.Background()
 	name := "outbox-" + dbtest.RandHex(6)

@@ -179,7 +179,7 @@ func TestRelayKilledBetweenPublishAndDeletePublishesAgain(t *testing.T) {
 		ctx := context.Background()
 		s := newStore(t, b)
 		clock := &fakeClock{t: time.Now()}
-		s.now = clock.now
+		s.now, s.leaseNow = clock.now, clock.now
 		c, _ := memConn(t, "orders")
 		sent := add(t, s, c, "", "orders", order{"a", 1}, order{"b", 2})
 
@@ -211,9 +211,12 @@ func TestRelayKilledBetweenPublishAndDeletePublishesAgain(t *testing.T) {
 	})
 }
 
+// A record that can never go out whatever the broker does (here a header
+// over frame_max) is about the record: it spends an attempt a sweep and is
+// retired after MaxAttempts, and the records after it go on.
 func TestPoisonRecordRetiresAfterTenAttemptsWithoutBlockingOthers(t *testing.T) {
 	cases := []struct{ name, exchange, key string }{
-		{"unroutable", "", "no-such-queue"},
+		{"over frame_max", "", "orders"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -221,7 +224,19 @@ func TestPoisonRecordRetiresAfterTenAttemptsWithoutBlockingOthers(t *testing.T) 
 				ctx := context.Background()
 				s := newStore(t, b)
 				c, _ := memConn(t, "orders")
-				poison := add(t, s, c, tc.exchange, tc.key, order{"poison", 0})[0]
+				tx, err := s.DB().BeginTx(ctx, nil)
+				if err != nil {
+					t.Fatal(err)
+				}
+				env, err := s.Add(ctx, tx, c, tc.exchange, tc.key, order{"poison", 0}, WithHeader("x-big", strings.Repeat("b", 140000)))
+				if err != nil {
+					tx.Rollback()
+					t.Fatal(err)
+				}
+				if err := tx.Commit(); err != nil {
+					t.Fatal(err)
+				}
+				poison := env.ID
 				good := add(t, s, c, "", "orders", order{"a", 1}, order{"b", 2})
 				r := newRelay(t, c, s, WithPublishTimeout(5*time.Second))
 				deadline := time.Now().Add(20 * time.Second)
@@ -334,14 +349,11 @@ func TestOutageStopsTheSweepWithoutSpendingAnAttempt(t *testing.T) {
 	})
 }
 
-// A publish to a missing exchange is the record's fault (404 closes the
-// channel): it spends an attempt like an unroutable return.
-//
-// Only one attempt is checked: in the root package a publishing channel
-// closed by a 404 is not reopened while the connection stays up, so after
-// as many 404s as there are publishing channels every publish on the Conn
-// is refused as "waiting to be recovered" (reported upstream).
-func TestMissingExchangeSpendsAnAttempt(t *testing.T) {
+// A publish to a missing exchange (404 closes the channel) is the
+// broker's state (an exchange not declared yet during a deploy), not the
+// record's fault: no attempt is spent, the reason is noted and the relay
+// is held there.
+func TestMissingExchangeHoldsTheRelayWithoutSpendingAnAttempt(t *testing.T) {
 	forEachBackend(t, func(t *testing.T, b backend) {
 		ctx := context.Background()
 		s := newStore(t, b)
@@ -349,12 +361,29 @@ func TestMissingExchangeSpendsAnAttempt(t *testing.T) {
 		poison := add(t, s, c, "no-such-exchange", "orders", order{"poison", 0})[0]
 		r := newRelay(t, c, s)
 		sw := r.SweepOnce(ctx)
-		if sw.Failed != 1 || !isMissingExchange(sw.Err) {
+		if sw.Failed != 0 || !isMissingExchange(sw.Err) {
 			t.Fatalf("sweep %+v", sw)
 		}
 		p, _ := s.Pending(ctx, 0)
-		if len(p) != 1 || p[0].ID != poison || p[0].Attempts != 1 || !strings.Contains(p[0].LastError, "404") {
+		if len(p) != 1 || p[0].ID != poison || p[0].Attempts != 0 || !strings.Contains(p[0].LastError, "404") {
 			t.Fatalf("record %+v", p)
+		}
+		if err := r.Held(); err == nil || !strings.Contains(err.Error(), poison) {
+			t.Fatalf("Held() = %v, want the record named", err)
+		}
+		// The exchange will never come: an operator retires the record,
+		// and the relay goes on.
+		if err := s.Retire(ctx, poison, "exchange removed for good"); err != nil {
+			t.Fatal(err)
+		}
+		if err := s.Retire(ctx, poison, ""); !errors.Is(err, ErrNotPending) {
+			t.Fatalf("second Retire: %v", err)
+		}
+		if ret, _ := s.Retired(ctx); len(ret) != 1 || ret[0].ID != poison || ret[0].LastError != "exchange removed for good" {
+			t.Fatalf("retired %+v", ret)
+		}
+		if sw := r.SweepOnce(ctx); sw.Err != nil || sw.Claimed != 0 || r.Held() != nil {
+			t.Fatalf("sweep after retiring %+v, held %v", sw, r.Held())
 		}
 	})
 }

@@ -20,7 +20,6 @@ import (
 	"github.com/acemq-go/acemq"
 	"github.com/acemq-go/acemq/rawpipe"
 	"github.com/acemq-go/acemq/sqlstore"
-	"github.com/acemq-go/acemq/transport"
 )
 
 // Relay defaults (spec §7.1).
@@ -182,6 +181,11 @@ type Relay struct {
 	stop    chan struct{}
 	done    chan struct{}
 
+	// held is the record the relay is held at by an outage (a refusal
+	// about the broker's state), or nil; guarded by hmu (Health reads it).
+	hmu  sync.Mutex
+	held *heldAt
+
 	// afterConfirm runs between the confirm and the delete (tests: a
 	// crash there, or a failing delete).
 	afterConfirm func(id string) error
@@ -243,6 +247,92 @@ func NewRelay(conn *acemq.Conn, store *Store, opts ...RelayOption) (*Relay, erro
 		own: store.owner(cfg.id, cfg.lockTTL), pipe: conn.RawPipe(), wake: make(chan struct{}, 1),
 		stop: make(chan struct{}), done: make(chan struct{}),
 	}, nil
+}
+
+// heldAt is the first record of the outbox that an outage keeps from
+// going out: the broker refused it for a reason about its own state (a
+// full queue that rejects publishes, no route yet, a missing exchange, a
+// block, a lost connection). No attempt is spent; the relay tries again
+// with back-off, publishing it alone before anything after it.
+type heldAt struct {
+	id    string
+	seq   int64
+	since time.Time
+	tries int
+	err   error
+}
+
+// holding records an outage at rec (err) and returns how many sweeps in a
+// row it has now stopped there.
+func (r *Relay) holding(rec Record, err error) int {
+	r.hmu.Lock()
+	defer r.hmu.Unlock()
+	if r.held == nil || r.held.id != rec.ID {
+		r.held = &heldAt{id: rec.ID, seq: rec.Seq, since: time.Now()}
+	}
+	r.held.tries++
+	r.held.err = err
+	return r.held.tries
+}
+
+// heldID returns the id of the record the relay is held at, or "".
+func (r *Relay) heldID() string {
+	r.hmu.Lock()
+	defer r.hmu.Unlock()
+	if r.held == nil {
+		return ""
+	}
+	return r.held.id
+}
+
+// backoff is how long Run waits before sweeping again after sweeps that
+// stopped at an outage tries times in a row: the interval, doubled each
+// time, at most 32 intervals or 30 s (whichever is less, but never under
+// the interval). Wake-ups do not cut it short.
+func (r *Relay) backoff(tries int) time.Duration {
+	limit := max(min(30*time.Second, 32*r.cfg.interval), r.cfg.interval)
+	d := r.cfg.interval
+	for i := 1; i < tries && d < limit; i++ {
+		d *= 2
+	}
+	return min(d, limit)
+}
+
+// Held says why the relay cannot publish the first record of the outbox,
+// or nil: the broker refused it for a reason about the broker's state, not
+// the record (a full queue that rejects publishes, no queue bound for its
+// routing key yet, a missing exchange, a block, a lost connection). The
+// relay spends no attempt on it, tries again with back-off (the interval,
+// doubling, at most 30 s), and publishes nothing after it until it went
+// out, so no later record of the sequence overtakes it for good. Fix the
+// broker (a consumer to drain the queue, the binding) or, if the record
+// can never go, retire it with Store.Retire.
+func (r *Relay) Held() error {
+	r.hmu.Lock()
+	defer r.hmu.Unlock()
+	h := r.held
+	if h == nil {
+		return nil
+	}
+	return fmt.Errorf("acemq: outbox relay %s is held at record %s (seq %d) since %s, %d tries: %w; no attempt is spent and the records after it wait",
+		r.cfg.id, h.id, h.seq, h.since.UTC().Format(time.RFC3339), h.tries, h.err)
+}
+
+// Health reports UP while the relay publishes, and DEGRADED while an
+// outage holds it at a record (Held says which and why). It answers from
+// the relay's state, ignoring ctx. Safe for concurrent use.
+func (r *Relay) Health(context.Context) acemq.HealthReport {
+	rep := acemq.HealthReport{Status: acemq.StatusUp, CheckedAt: time.Now()}
+	if err := r.Held(); err != nil {
+		rep.Status, rep.Detail = acemq.StatusDegraded, err.Error()
+	}
+	return rep
+}
+
+// Check is the Check named outbox:{relay id} reporting Health, for
+// acemq.CheckAll and the actuator.
+func (r *Relay) Check() acemq.Check {
+	return acemq.CheckFunc("outbox:"+r.cfg.id, r.Health)
 }
 
 func defaultRelayID() string {
@@ -323,14 +413,19 @@ func (r *Relay) Run(ctx context.Context) error {
 
 	timer := time.NewTimer(0)
 	defer timer.Stop()
+	backingOff := false
 	for {
+		wake := r.wake
+		if backingOff {
+			wake = nil // an outage: new records do not cut the back-off short
+		}
 		select {
 		case <-ctx.Done():
 			return ctx.Err()
 		case <-r.stop:
 			return nil
 		case <-timer.C:
-		case <-r.wake:
+		case <-wake:
 		}
 		sw := r.sweep(ctx, true)
 		if r.cfg.observer != nil {
@@ -343,9 +438,15 @@ func (r *Relay) Run(ctx context.Context) error {
 			}
 		}
 		next := r.cfg.interval
+		backingOff = false
 		if sw.Err == nil && (len(r.next.recs) > 0 || sw.Claimed == r.cfg.batch) {
 			next = 0 // a batch claimed ahead, or a full batch: more may be waiting
 		}
+		r.hmu.Lock()
+		if h := r.held; h != nil && sw.Err != nil {
+			next, backingOff = r.backoff(h.tries), true
+		}
+		r.hmu.Unlock()
 		timer.Reset(next)
 	}
 }
@@ -453,6 +554,17 @@ type inFlight struct {
 // (their records stay locked by this relay, which claims them again from
 // the start).
 func (r *Relay) sweep(ctx context.Context, ahead bool) Sweep {
+	sw := r.sweepBatch(ctx, ahead)
+	if sw.Err == nil {
+		r.hmu.Lock()
+		r.held = nil // the record it was held at went out (or was retired)
+		r.hmu.Unlock()
+	}
+	return sw
+}
+
+// sweepBatch is sweep's work (see sweep).
+func (r *Relay) sweepBatch(ctx context.Context, ahead bool) Sweep {
 	var sw Sweep
 	start := time.Now()
 	recs, at, out := r.next.recs, r.next.at, r.next.out
@@ -670,8 +782,9 @@ func (r *Relay) ahead(ctx context.Context, claiming bool, out *inFlight, later c
 // stop at the claim's lease (three quarters of WithLockTTL from at) and
 // at start plus the publish timeout, and the wait for the confirms too.
 func (r *Relay) write(ctx context.Context, recs []Record, at, start time.Time, after rawpipe.Batch) *inFlight {
+	held := r.heldID()
 	for _, rec := range recs {
-		if rec.Attempts > 0 {
+		if rec.Attempts > 0 || rec.ID == held {
 			return nil
 		}
 	}
@@ -745,16 +858,20 @@ var errNotWritten = errors.New("acemq: an earlier record of the batch failed bef
 
 // publishRuns publishes the batch as pipelined runs, one after another,
 // each written on the relay's pipe behind nothing and confirmed before the
-// next (as Conn.PublishRawBatch does), stopping at the first failure. A record that failed before (attempts >
-// 0) is a run of its own, published and confirmed before anything after it
-// is written: a record that keeps failing then puts later records on the
-// wire ahead of it at most once, the first time it fails.
+// next (as Conn.PublishRawBatch does), stopping at the first failure. A
+// record that failed before (attempts > 0, or the record an outage holds
+// the relay at) is a run of its own, published and confirmed before
+// anything after it is written: a record that keeps failing then puts
+// later records on the wire ahead of it at most once, the first time it
+// fails.
 func (r *Relay) publishRuns(ctx context.Context, recs []Record, msgs []rawpipe.Message) []error {
 	errs := make([]error, len(msgs))
+	held := r.heldID()
+	alone := func(rec Record) bool { return rec.Attempts > 0 || rec.ID == held }
 	for from := 0; from < len(msgs); {
 		to := from + 1
-		if recs[from].Attempts == 0 {
-			for to < len(msgs) && recs[to].Attempts == 0 {
+		if !alone(recs[from]) {
+			for to < len(msgs) && !alone(recs[to]) {
 				to++
 			}
 		}
@@ -865,13 +982,20 @@ func (r *Relay) failed(ctx context.Context, rec Record, span publishSpan, err er
 		r.log.Warn("acemq: outbox.publish_failed", "relay", r.cfg.id, "id", rec.ID, "attempt", rec.Attempts+1, "error", err)
 		return err
 	}
-	// Refused, lost, timed out, past the lease: not the record's fault, no
-	// attempt spent.
+	// Nacked, unroutable, a missing exchange, refused, lost, timed out,
+	// past the lease: the broker's state, not the record's fault. No
+	// attempt spent; the relay is held here and tries again with back-off.
 	r.account(ctx, rec, span, err, time.Time{})
 	if cerr := ctx.Err(); cerr != nil {
 		return cerr // the relay is stopping
 	}
-	r.log.Warn("acemq: the outbox relay stopped its sweep; no attempt was spent", "relay", r.cfg.id, "id", rec.ID, "error", err)
+	tries := r.holding(rec, err)
+	fctx, fcancel := finishing(ctx)
+	if nerr := r.own.noted(fctx, rec.ID, describe(err)); nerr != nil {
+		r.log.Debug("acemq: the outbox relay could not note why a record is held", "relay", r.cfg.id, "id", rec.ID, "error", nerr)
+	}
+	fcancel()
+	r.log.Warn("acemq: the outbox relay is held at a record the broker refused for a reason of its own; no attempt was spent, it tries again with back-off and publishes nothing after it meanwhile", "relay", r.cfg.id, "id", rec.ID, "tries", tries, "error", err)
 	return err
 }
 
@@ -918,18 +1042,11 @@ func (r *Relay) listenLoop(ctx context.Context) {
 }
 
 // aboutTheRecord reports whether a publish failed because of the record
-// rather than the connection: unroutable (returned), nacked (the broker
-// refused to take responsibility for it), its exchange missing (the channel
-// closed with 404 NOT_FOUND), a header over the Go client's limits or
-// frame_max, or a body over the maximum message size.
+// itself, which no change on the broker's side would let through: a header
+// over the Go client's limits or frame_max, or a body over the maximum
+// message size. A nack (a full queue that rejects publishes), an
+// unroutable return (no queue bound yet) and a missing exchange (404) are
+// about the broker's state: an outage, which the relay waits out.
 func aboutTheRecord(err error) bool {
-	var pe *acemq.PublishError
-	if errors.As(err, &pe) && (pe.Unroutable || pe.Nacked) {
-		return true
-	}
-	var te *transport.Error
-	if errors.As(err, &te) && te.Code == transport.CodeNotFound && !te.Connection {
-		return true
-	}
 	return errors.Is(err, acemq.ErrHeaderLimit) || errors.Is(err, acemq.ErrMessageTooLarge)
 }

@@ -28,25 +28,64 @@ const MaxAttempts = 10
 // record (unknown, already published, or not yet retired).
 var ErrNotRetired = errors.New("acemq: no retired outbox record has that id")
 
+// ErrNotPending is returned by Retire for an id that is not a pending
+// record (unknown, already published, or retired already).
+var ErrNotPending = errors.New("acemq: no pending outbox record has that id")
+
 // Store is the outbox table in one database. It is safe for concurrent
 // use; every method waits on ctx.
 type Store struct {
 	db      *sql.DB
 	dialect sqlstore.Dialect
-	now     func() time.Time
+	// now is this process's clock: created_at and the lag metric.
+	now func() time.Time
+	// leaseNow, when set, is the time relays' leases are written and
+	// compared at (tests); nil: the database's clock, the one clock all
+	// relays share.
+	leaseNow func() time.Time
+	// notify is how Add notifies on PostgreSQL: notifyInInsert (the
+	// default), or, for BenchmarkAddOnPostgres's comparison, notifyApart
+	// (the insert, then pg_notify(channel, id): how Add did it) or
+	// notifyNone.
+	notify notifyMode
 }
+
+// notifyMode is how Add notifies relays on PostgreSQL.
+type notifyMode int
+
+const (
+	notifyInInsert notifyMode = iota
+	notifyApart
+	notifyNone
+)
+
+// StoreOption configures a Store.
+type StoreOption func(*Store)
+
+// WithoutNotify makes Add on PostgreSQL notify no relay: for a database
+// whose relays poll (no outbox/pgnotify), where the notify costs producers
+// throughput for nothing (docs/performance.md: about a tenth with 32
+// producers adding one record a transaction). Relays then publish at their
+// next poll.
+func WithoutNotify() StoreOption { return func(s *Store) { s.notify = notifyNone } }
 
 // NewStore returns the outbox store over db in the given dialect. It does
 // not touch the database; call EnsureSchema once at start-up (or create
 // the table with the SQL in the package doc).
-func NewStore(db *sql.DB, dialect sqlstore.Dialect) (*Store, error) {
+func NewStore(db *sql.DB, dialect sqlstore.Dialect, opts ...StoreOption) (*Store, error) {
 	if db == nil {
 		return nil, errors.New("acemq: outbox.NewStore needs a *sql.DB")
 	}
 	if err := dialect.Validate(); err != nil {
 		return nil, err
 	}
-	return &Store{db: db, dialect: dialect, now: time.Now}, nil
+	s := &Store{db: db, dialect: dialect, now: time.Now}
+	for _, o := range opts {
+		if o != nil {
+			o(s)
+		}
+	}
+	return s, nil
 }
 
 // DB returns the database the store works on.
@@ -56,6 +95,15 @@ func (s *Store) DB() *sql.DB { return s.db }
 func (s *Store) Dialect() sqlstore.Dialect { return s.dialect }
 
 func (s *Store) q(query string) string { return s.dialect.Rebind(query) }
+
+// leaseAt is the argument of a lease statement's COALESCE(?, now): nil,
+// so the database's clock is read, or the test's lease clock in epoch ms.
+func (s *Store) leaseAt() any {
+	if s.leaseNow == nil {
+		return nil
+	}
+	return s.leaseNow().UnixMilli()
+}
 
 // mysqlSchema is the table on MySQL. Ids and relay names are VARBINARY,
 // compared byte for byte: the default collations compare text without
@@ -206,10 +254,11 @@ func WithCodec(c acemq.Codec) AddOption { return func(o *addOptions) { o.codec =
 // envelope (type = routing key unless WithType, the connection's origin),
 // encodes payload once with the connection's codec and stores the
 // rendered wire headers and the body. Adding an id that is already stored
-// changes nothing and is not an error (idempotent by id). On PostgreSQL it
-// also issues pg_notify on NotifyChannel, delivered at commit, so a relay
-// listening through package pgnotify publishes at once. It returns the
-// envelope stored.
+// changes nothing and is not an error (idempotent by id). On PostgreSQL the
+// insert also notifies NotifyChannel (pg_notify, in the same statement),
+// delivered at commit, so a relay listening through package pgnotify
+// publishes at once; a transaction that adds several records notifies
+// once. It returns the envelope stored.
 //
 // When ctx carries a span, the record stores its trace context
 // (traceparent/tracestate, with the Conn's propagator) unless the caller
@@ -303,6 +352,12 @@ func (s *Store) Add(ctx context.Context, tx *sql.Tx, conn *acemq.Conn, exchange,
 	case sqlstore.PostgreSQL:
 		stmt = `INSERT INTO acemq_outbox (id, exchange_name, routing_key, content_type, headers, body, created_at)
 VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT (id) DO NOTHING`
+		if s.notify == notifyInInsert {
+			// One round trip, and one notification per transaction
+			// however many records it adds: PostgreSQL sends a
+			// transaction's identical notifications once.
+			stmt = `WITH added AS (` + stmt + ` RETURNING 1) SELECT pg_notify('` + NotifyChannel + `', '') FROM added`
+		}
 	case sqlstore.MySQL:
 		stmt = `INSERT INTO acemq_outbox (id, exchange_name, routing_key, content_type, headers, body, created_at)
 VALUES (?, ?, ?, ?, ?, ?, ?) ON DUPLICATE KEY UPDATE id = id`
@@ -313,7 +368,7 @@ SELECT COALESCE(MAX(seq), 0) + 1, ?, ?, ?, ?, ?, ?, ? FROM acemq_outbox WHERE tr
 	if _, err := tx.ExecContext(ctx, s.q(stmt), env.ID, exchange, routingKey, codec.ContentType(), headers, body, created); err != nil {
 		return env, fmt.Errorf("acemq: cannot add message %s to the outbox: %w", env.ID, err)
 	}
-	if s.dialect == sqlstore.PostgreSQL {
+	if s.dialect == sqlstore.PostgreSQL && s.notify == notifyApart {
 		if _, err := tx.ExecContext(ctx, `SELECT pg_notify($1, $2)`, NotifyChannel, env.ID); err != nil {
 			return env, fmt.Errorf("acemq: cannot notify relays of outbox message %s: %w", env.ID, err)
 		}
@@ -436,6 +491,30 @@ func (s *Store) Release(ctx context.Context, id string) error {
 	}
 	if n == 0 {
 		return fmt.Errorf("%w: %s", ErrNotRetired, id)
+	}
+	return nil
+}
+
+// Retire sets a pending record aside by hand, as MaxAttempts failures
+// would: relays skip it, Retired lists it and Release puts it back. It is
+// for a record an outage holds every relay at that can never go out (its
+// exchange is gone for good: see Relay.Held); reason is kept as its last
+// error. A relay publishing it at that moment may still get it through. It
+// returns ErrNotPending when id is not a pending record.
+func (s *Store) Retire(ctx context.Context, id, reason string) error {
+	if strings.TrimSpace(reason) == "" {
+		reason = "retired by hand"
+	}
+	res, err := s.db.ExecContext(ctx, s.q(`UPDATE acemq_outbox SET attempts = ?, last_error = ? WHERE id = ? AND attempts < ?`), MaxAttempts, truncate(reason, 1000), id, MaxAttempts)
+	if err != nil {
+		return fmt.Errorf("acemq: cannot retire outbox record %s: %w", id, err)
+	}
+	n, err := sqlstore.RowsAffected(res)
+	if err != nil {
+		return err
+	}
+	if n == 0 {
+		return fmt.Errorf("%w: %s", ErrNotPending, id)
 	}
 	return nil
 }

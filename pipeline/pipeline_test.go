@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
 	"regexp"
 	"strings"
 	"sync"
@@ -334,7 +335,7 @@ func TestReplayResumesAtTheStep(t *testing.T) {
 		dlq := p.Queue("ship") + ".dlq"
 		brokertest.Eventually(t, "ship sets the message aside", func() bool { return brokertest.Depth(t, c, dlq) == 1 })
 		var seen *acemq.Pulled
-		if _, err := replay.Browse(ctx, c, dlq, 1, func(m *acemq.Pulled) bool { seen = m; return false }); err != nil {
+		if _, err := replay.Browse(ctx, c, dlq, 1, func(m *acemq.Pulled) bool { seen = m; return false }, replay.ManagementAPI(os.Getenv("ACEMQ_TEST_MANAGEMENT_URL"), "/")); err != nil {
 			t.Fatal(err)
 		}
 		if seen == nil || seen.Envelope.RoutePosition != 2 || len(seen.Envelope.Route) != 3 || seen.Envelope.RouteID == "" {
@@ -441,7 +442,7 @@ func TestAnUnroutableHopGoesThroughTheStepsRetryPolicy(t *testing.T) {
 		dlq := p.Queue("a") + ".dlq"
 		brokertest.Eventually(t, "the step sets the message aside", func() bool { return brokertest.Depth(t, c, dlq) == 1 })
 		var reason string
-		if _, err := replay.Browse(ctx, c, dlq, 1, func(m *acemq.Pulled) bool { reason = m.Envelope.Error; return false }); err != nil {
+		if _, err := replay.Browse(ctx, c, dlq, 1, func(m *acemq.Pulled) bool { reason = m.Envelope.Error; return false }, replay.ManagementAPI(os.Getenv("ACEMQ_TEST_MANAGEMENT_URL"), "/")); err != nil {
 			t.Fatal(err)
 		}
 		if !strings.Contains(reason, `could not hand step "a"'s output to step "b"`) {

@@ -3,6 +3,7 @@ package pipeline
 import (
 	"context"
 	"errors"
+	"os"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -69,7 +70,7 @@ func TestThenRetriesWhenTheHopIsUnroutable(t *testing.T) {
 		}
 		brokertest.Eventually(t, "the message is dead-lettered after its retry", func() bool { return brokertest.Depth(t, c, in+".dlq") == 1 })
 		var reason string
-		if _, err := replay.Browse(ctx, c, in+".dlq", 1, func(m *acemq.Pulled) bool { reason = m.Envelope.Error; return false }); err != nil {
+		if _, err := replay.Browse(ctx, c, in+".dlq", 1, func(m *acemq.Pulled) bool { reason = m.Envelope.Error; return false }, replay.ManagementAPI(os.Getenv("ACEMQ_TEST_MANAGEMENT_URL"), "/")); err != nil {
 			t.Fatal(err)
 		}
 		if ran.Load() != 1 || !strings.Contains(reason, "could not be published") {

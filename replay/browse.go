@@ -31,26 +31,39 @@ func SourceOf(queue string) string {
 // of its own with a prefetch of exactly the messages it means to read, so
 // the broker streams them without a round trip each; it hands each to
 // visit in queue order and holds it unacknowledged until the pass ends.
-// Then one channel close returns every message held at once (the broker
-// requeues them in their original order at the head of the queue), and
-// Browse waits until the broker counts them ready again. Holding them
-// until the end is what keeps a returned message from being read twice
-// by the same pass. A prefetch cannot exceed 65,535 (basic.qos's field),
-// so a longer read subscribes again for each further window while the
-// earlier windows stay held.
+// Then it cancels its subscriptions and hands every message it holds back
+// at once: by closing its channel, or, where that would count toward a
+// delivery limit and a nack would not (a quorum queue with a limit on
+// RabbitMQ 4.3 and later), with one basic.nack first (requeue;
+// transport.Releaser). Either way the broker puts them back in their
+// original order at the head of the queue. It waits until the broker
+// counts them ready again. Holding them until the
+// end is what keeps a returned message from being read twice by the same
+// pass. A prefetch cannot exceed 65,535 (basic.qos's field), so a longer
+// read subscribes again for each further window while the earlier windows
+// stay held.
+//
+// Before it takes anything, Browse asks what handing messages back would
+// do there (Inspect): where it would move a message toward a delivery
+// limit (a quorum queue with one, on RabbitMQ before 4.3), hold it back
+// (delayed retry on 4.3), or where that cannot be learned (no
+// ManagementAPI on RabbitMQ), it reads nothing and returns an
+// *UnsafeReadError, unless opts hold AllowUnsafeRead. Other options have
+// no effect on Browse.
 //
 // What a look changes: every message read comes back with the
-// redelivered flag set (on a quorum queue RabbitMQ also counts the return
-// in x-delivery-count); messages that arrive while Browse holds the head
-// stay behind the ones it returns, so order is kept. Nothing is lost or
-// copied: a message is only ever requeued, never republished, and if the
-// channel is lost the broker requeues what it held.
+// redelivered flag set (on a quorum queue before RabbitMQ 4.3 the return
+// also counts in x-delivery-count, which Browse allows only where no
+// delivery limit acts on it); messages that arrive while Browse holds the
+// head stay behind the ones it returns, so order is kept. Nothing is lost
+// or copied: a message is only ever requeued, never republished, and if
+// the channel is lost the broker requeues what it held (a loss counts as
+// a failed delivery on a quorum queue, on every version).
 //
 // visit gets a read-only view (Remaining is 0): it cannot settle the
 // message — Ack and Nack are for messages a Puller took, and on a view
-// they return an error (every message still goes back, as the channel
-// closes on the way out). The view may be kept after the call. visit returns false
-// to stop early.
+// they return an error (every message still goes back at the end). The
+// view may be kept after the call. visit returns false to stop early.
 // Browse examines at most the messages present when it starts, so
 // messages that keep arriving do not make it run forever; if something
 // else takes messages meanwhile, it stops once the queue has had none
@@ -62,9 +75,13 @@ func SourceOf(queue string) string {
 // fewer messages each (a held message is invisible to the other); callers
 // that share a queue serialise them (the console holds one lock per
 // queue). Safe for concurrent use otherwise.
-func Browse(ctx context.Context, conn *acemq.Conn, queue string, limit int, visit func(*acemq.Pulled) bool) (read int, err error) {
+func Browse(ctx context.Context, conn *acemq.Conn, queue string, limit int, visit func(*acemq.Pulled) bool, opts ...Option) (read int, err error) {
 	if limit <= 0 {
 		return 0, nil
+	}
+	var cfg config
+	for _, o := range opts {
+		o(&cfg)
 	}
 	info, err := conn.QueueInfo(ctx, queue)
 	if err != nil {
@@ -73,6 +90,14 @@ func Browse(ctx context.Context, conn *acemq.Conn, queue string, limit int, visi
 	n := min(limit, info.Messages)
 	if n == 0 {
 		return 0, nil
+	}
+	a, err := inspect(ctx, conn, queue, &cfg)
+	switch {
+	case cfg.unsafe:
+	case err != nil:
+		return 0, err
+	case !a.Safe:
+		return 0, &UnsafeReadError{Access: a}
 	}
 	ch, err := conn.Channel(ctx)
 	if err != nil {
@@ -89,8 +114,16 @@ func Browse(ctx context.Context, conn *acemq.Conn, queue string, limit int, visi
 				want = min(want, now.Messages+read)
 			}
 		}
-		// One close returns everything the pass holds. If it fails the
-		// channel is gone, and the broker has returned them already.
+		// Every subscription is cancelled by now. Where the queue keeps
+		// the place of what a closed channel hands back (and counts
+		// nothing, or counts where no limit acts), the close returns
+		// everything; where it counts toward a limit that a nack does not
+		// (RabbitMQ 4.3+), one release hands everything back first and the
+		// close then holds nothing. If either fails the channel is gone,
+		// and the broker has returned them already.
+		if r, ok := ch.(transport.Releaser); ok && a.ReturnByNack {
+			_ = r.ReleaseAll()
+		}
 		if ch.Close() == nil && read > 0 {
 			awaitReturned(ctx, conn, queue, want)
 		}
@@ -193,17 +226,18 @@ func (b *browser) window(ctx context.Context, number, want int) (got int, more b
 // view is a delivery as visit sees it.
 func view(d transport.Delivery, queue string) *acemq.Pulled {
 	return &acemq.Pulled{
-		Envelope:    acemq.ReadEnvelope(d.Headers, d.RoutingKey, d.MessageID, d.ReplyTo),
-		Queue:       queue,
-		Exchange:    d.Exchange,
-		RoutingKey:  d.RoutingKey,
-		ContentType: d.ContentType,
-		ReplyTo:     d.ReplyTo,
-		MessageID:   d.MessageID,
-		Headers:     map[string]any(d.Headers),
-		Body:        d.Body,
-		Redelivered: d.Redelivered,
-		Priority:    d.Priority,
+		Envelope:      acemq.ReadEnvelope(d.Headers, d.RoutingKey, d.MessageID, d.ReplyTo),
+		Queue:         queue,
+		Exchange:      d.Exchange,
+		RoutingKey:    d.RoutingKey,
+		ContentType:   d.ContentType,
+		ReplyTo:       d.ReplyTo,
+		MessageID:     d.MessageID,
+		CorrelationID: d.CorrelationID,
+		Headers:       map[string]any(d.Headers),
+		Body:          d.Body,
+		Redelivered:   d.Redelivered,
+		Priority:      d.Priority,
 	}
 }
 

@@ -55,3 +55,31 @@ func ExampleQueue() {
 	// moved 2, skipped 0 (drained)
 	// back on orders: 2
 }
+
+// Before reading a queue, Inspect says what a read would do there. On
+// RabbitMQ give the management API (ManagementAPI) so it can see the
+// queue's type, arguments and policies; the in-process broker needs none.
+// Browse itself refuses, with an *UnsafeReadError, where a read would move
+// a message toward a delivery limit.
+func ExampleInspect() {
+	ctx := context.Background()
+	c, err := acemq.Connect(ctx, "memory://example-inspect", acemq.Config{Logger: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		panic(err)
+	}
+	defer c.Close(ctx)
+	if err := c.Apply(ctx, acemq.NewTopology().Queue("orders", acemq.QueueOptions{Type: acemq.Classic}).DeadLetters("orders")); err != nil {
+		panic(err)
+	}
+	a, err := replay.Inspect(ctx, c, "orders.dlq", replay.ManagementAPI("http://guest:guest@localhost:15672/", "/"))
+	if err != nil {
+		panic(err)
+	}
+	fmt.Println("safe:", a.Safe)
+	_, err = replay.Browse(ctx, c, "orders.dlq", 10, func(m *acemq.Pulled) bool { return true })
+	var unsafe *replay.UnsafeReadError
+	fmt.Println("refused:", errors.As(err, &unsafe))
+	// Output:
+	// safe: true
+	// refused: false
+}

@@ -21,6 +21,8 @@ import (
 
 	"github.com/acemq-go/acemq"
 	"github.com/acemq-go/acemq/header"
+	"github.com/acemq-go/acemq/internal/wire"
+	"github.com/acemq-go/acemq/transport"
 )
 
 // Reason says why a pass stopped.
@@ -79,6 +81,9 @@ type config struct {
 	keep      bool
 	now       func() time.Time
 	hopBudget time.Duration
+	mgmtURL   string // ManagementAPI
+	vhost     string
+	unsafe    bool // AllowUnsafeRead
 }
 
 // ToQueue moves messages to queue through the default exchange instead of
@@ -121,12 +126,22 @@ func KeepAttempts() Option { return func(c *config) { c.keep = true } }
 // Queue replays messages from source, which is normally {q}.dlq or
 // {q}.parked, to {q} through the default exchange (or the target options
 // say). It examines at most the messages present when it starts, moving
-// each accepted one with its original bytes and these header changes:
+// each accepted one with its original bytes (headers the Go AMQP client
+// could not read included: they go out as the bytes they came in as, see
+// Unreadable) and these header changes:
 // acemq-replayed-from = source, acemq-replayed-at = now (RFC 3339),
 // acemq-replay-count + 1, and, unless KeepAttempts, x-acemq-attempt = 1
 // and x-acemq-error removed; id, first-seen and every other header are
 // kept. The copy is published mandatory, persistent and confirmed, and the
 // source copy is acknowledged only after that.
+//
+// With a Filter, the messages it declines are handed back to source
+// (basic.nack with requeue), so the pass first asks what that does there,
+// as Browse does: where it would move them toward a delivery limit or
+// hold them back, or where that cannot be learned (give ManagementAPI on
+// RabbitMQ), nothing is moved and the error is an *UnsafeReadError,
+// unless AllowUnsafeRead. Without a Filter every message examined is
+// moved, so nothing is handed back but a message whose move failed.
 //
 // Replaying a queue onto itself is refused. When a message cannot be moved
 // (unroutable, refused, not confirmed) it is returned to the source and the
@@ -159,7 +174,21 @@ func Queue(ctx context.Context, conn *acemq.Conn, source string, opts ...Option)
 	if cfg.limit < 0 {
 		return rep, &acemq.ConfigurationError{Option: "replay.Limit", Reason: fmt.Sprintf("limit %d is negative", cfg.limit)}
 	}
-	p := pass{conn: conn, cfg: &cfg, rep: &rep}
+	var a Access
+	if cfg.filter != nil {
+		// Declined messages are handed back: on a queue where that counts
+		// toward a delivery limit (or holds them back), refuse first.
+		var err error
+		a, err = inspect(ctx, conn, source, &cfg)
+		if err == nil && !a.Safe {
+			err = &UnsafeReadError{Access: a}
+		}
+		if err != nil && !cfg.unsafe {
+			rep.Reason, rep.Err = Failed, err
+			return rep, err
+		}
+	}
+	p := pass{conn: conn, cfg: &cfg, rep: &rep, byNack: a.ReturnByNack}
 	p.run(ctx)
 	if rep.Reason == Failed || rep.Reason == Cancelled {
 		return rep, rep.Err
@@ -171,7 +200,10 @@ type pass struct {
 	conn *acemq.Conn
 	cfg  *config
 	rep  *Report
-	held []*acemq.Pulled
+	held []*acemq.Pulled // declined (or failed) messages, in the order taken
+	// byNack hands held messages back with basic.nack rather than with
+	// the puller's close (Access.ReturnByNack).
+	byNack bool
 }
 
 func (p *pass) stop(reason Reason, err error) {
@@ -210,20 +242,27 @@ func (p *pass) run(ctx context.Context) {
 		return
 	}
 	defer func() {
-		// Declined messages go back now, in the order they were taken.
+		// Declined messages go back now, in the order they were taken:
+		// nacked one by one where a nack is what keeps them uncounted,
+		// else with the puller's close, which keeps their place on a
+		// quorum queue without a limit (a nack would put them last).
 		returned := true
-		for _, m := range p.held {
-			if err := m.Nack(true); err != nil {
-				returned = false
-				break // the channel is gone: the broker returns them
+		if p.byNack {
+			for _, m := range p.held {
+				if err := m.Nack(true); err != nil {
+					returned = false
+					break // the channel is gone: the broker returns them
+				}
 			}
+		}
+		if err := puller.Close(); err != nil && !p.byNack {
+			returned = false
 		}
 		// RabbitMQ takes them back asynchronously; wait until it counts
 		// them, so the next reader (another pass, a purge) sees them.
 		if returned && len(p.held) > 0 {
 			awaitReturned(ctx, p.conn, rep.Source, budget-rep.Moved)
 		}
-		_ = puller.Close()
 	}()
 	for examined := 0; ; examined++ {
 		switch {
@@ -269,12 +308,17 @@ func (p *pass) move(ctx context.Context, m *acemq.Pulled) bool {
 	raw := m.Raw(rep.Exchange, rep.RoutingKey)
 	raw.Transient = false
 	raw.NotMandatory = false
+	if err := restoreUnreadable(raw.Headers); err != nil {
+		p.held = append(p.held, m) // handed back at the end of the pass
+		p.stop(Failed, fmt.Errorf("acemq: cannot replay message %s from %s as it was published: %w; it was returned to %s", m.Envelope.ID, rep.Source, err, rep.Source))
+		return false
+	}
 	stamp(raw.Headers, m.Envelope, rep.Source, cfg.now(), cfg.keep)
 	hctx, cancel := context.WithTimeout(ctx, cfg.hopBudget)
 	err := p.conn.PublishRaw(hctx, raw)
 	cancel()
 	if err != nil {
-		_ = m.Nack(true) // if the channel is gone the broker returns it anyway
+		p.held = append(p.held, m) // handed back at the end of the pass
 		if !p.ctxStop(ctx) {
 			p.stop(Failed, fmt.Errorf("acemq: cannot replay message %s from %s to exchange %q with key %q; it was returned to %s: %w", m.Envelope.ID, rep.Source, rep.Exchange, rep.RoutingKey, rep.Source, err))
 		}
@@ -285,6 +329,46 @@ func (p *pass) move(ctx context.Context, m *acemq.Pulled) bool {
 		return false
 	}
 	return true
+}
+
+// restoreUnreadable puts back, into h, the headers the Go AMQP client
+// could not read: the RabbitMQ transport delivered them moved, as their
+// original AMQP bytes, into acemq-unreadable-headers, with
+// x-acemq-unreadable saying why (the reading side's rewrite). A replay
+// sends the message as it was published: those bytes go back as the
+// headers they were (transport.RawField, written byte for byte by the
+// RabbitMQ transport's own publishing connection) and the two headers of
+// the rewrite go. It fails when the bytes were too large to keep.
+func restoreUnreadable(h map[string]any) error {
+	reason, ok := h[wire.UnreadableHeader]
+	if !ok {
+		return nil
+	}
+	kept, ok := h[wire.KeptHeader].([]byte)
+	if !ok {
+		return fmt.Errorf("its headers that the Go AMQP client cannot read (%v) were not kept whole when it was read", reason)
+	}
+	restored := map[string]any{}
+	if err := wire.SplitEntries(kept, func(key string, field []byte) {
+		restored[key] = transport.RawField(append([]byte(nil), field...))
+	}); err != nil {
+		return fmt.Errorf("the kept bytes of its headers that the Go AMQP client cannot read do not read as AMQP fields (%v)", err)
+	}
+	delete(h, wire.UnreadableHeader)
+	delete(h, wire.KeptHeader)
+	for k, v := range restored {
+		h[k] = v
+	}
+	return nil
+}
+
+// Unreadable reports whether m carries headers the Go AMQP client could
+// not read (the RabbitMQ transport delivered them kept as bytes). A replay
+// sends them as they were published: a consumer in another language reads
+// them; a Go consumer sets the message aside again.
+func Unreadable(m *acemq.Pulled) bool {
+	_, ok := m.Headers[wire.UnreadableHeader]
+	return ok
 }
 
 // replayedAtLayout is how acemq-replayed-at is written (contract §1.7):

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"os"
 	"strings"
 	"sync"
 	"testing"
@@ -34,6 +35,12 @@ var brokers = []struct {
 }{
 	{"memory", func(t *testing.T) string { return "memory://" + memName(t) }},
 	{"rabbitmq", func(t *testing.T) string { return testenv.AMQPURL(t) }},
+}
+
+// manage names the test node's management API for c's reads (a memory://
+// Conn needs none), so Browse can tell what a read does to the queue.
+func manage(c *acemq.Conn) replay.Option {
+	return replay.ManagementAPI(os.Getenv("ACEMQ_TEST_MANAGEMENT_URL"), "/")
 }
 
 func forEachBroker(t *testing.T, body func(t *testing.T, url string)) {
@@ -122,7 +129,7 @@ func TestReplayResetsAttemptsClearsTheErrorAndStamps(t *testing.T) {
 		c := connect(t, url)
 		q, ids := setup(t, c, 3)
 		before := time.Now().Add(-time.Second)
-		rep, err := replay.Queue(context.Background(), c, acemq.DeadLetterQueue(q))
+		rep, err := replay.Queue(context.Background(), c, acemq.DeadLetterQueue(q), manage(c))
 		if err != nil || rep.Moved != 3 || rep.Skipped != 0 || rep.Left != 0 || rep.Reason != replay.Drained {
 			t.Fatalf("report %+v, err %v", rep, err)
 		}
@@ -160,7 +167,7 @@ func TestReplayResetsAttemptsClearsTheErrorAndStamps(t *testing.T) {
 		if err := c.PublishRaw(context.Background(), raw); err != nil {
 			t.Fatal(err)
 		}
-		if rep, err := replay.Queue(context.Background(), c, acemq.DeadLetterQueue(q)); err != nil || rep.Moved != 1 {
+		if rep, err := replay.Queue(context.Background(), c, acemq.DeadLetterQueue(q), manage(c)); err != nil || rep.Moved != 1 {
 			t.Fatalf("second replay %+v %v", rep, err)
 		}
 		again := drain(t, c, q)
@@ -173,7 +180,7 @@ func TestReplayResetsAttemptsClearsTheErrorAndStamps(t *testing.T) {
 func TestReplayKeepAttemptsLeavesAttemptAndError(t *testing.T) {
 	c := connect(t, "memory://"+memName(t))
 	q, _ := setup(t, c, 1)
-	if _, err := replay.Queue(context.Background(), c, acemq.DeadLetterQueue(q), replay.KeepAttempts()); err != nil {
+	if _, err := replay.Queue(context.Background(), c, acemq.DeadLetterQueue(q), replay.KeepAttempts(), manage(c)); err != nil {
 		t.Fatal(err)
 	}
 	got := drain(t, c, q)
@@ -188,7 +195,7 @@ func TestReplayFromParkedGoesToTheSourceQueue(t *testing.T) {
 	if _, err := c.Publish(context.Background(), "", acemq.ParkedQueue(q), job{N: 7}, acemq.SendOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	rep, err := replay.Queue(context.Background(), c, acemq.ParkedQueue(q))
+	rep, err := replay.Queue(context.Background(), c, acemq.ParkedQueue(q), manage(c))
 	if err != nil || rep.Moved != 1 || count(t, c, q) != 1 {
 		t.Fatalf("%+v %v", rep, err)
 	}
@@ -198,7 +205,7 @@ func TestReplayStopsAtTheLimit(t *testing.T) {
 	forEachBroker(t, func(t *testing.T, url string) {
 		c := connect(t, url)
 		q, _ := setup(t, c, 5)
-		rep, err := replay.Queue(context.Background(), c, acemq.DeadLetterQueue(q), replay.Limit(2))
+		rep, err := replay.Queue(context.Background(), c, acemq.DeadLetterQueue(q), replay.Limit(2), manage(c))
 		if err != nil || rep.Moved != 2 || rep.Left != 3 || rep.Reason != replay.LimitReached || rep.String() != "moved 2, skipped 0 (limit)" {
 			t.Fatalf("%+v %v", rep, err)
 		}
@@ -215,7 +222,7 @@ func TestReplayFilterSkipsWithoutStopping(t *testing.T) {
 		odd := map[string]bool{ids[1]: true, ids[3]: true, ids[5]: true}
 		rep, err := replay.Queue(context.Background(), c, acemq.DeadLetterQueue(q), replay.Filter(func(e acemq.Envelope, body []byte) bool {
 			return !odd[e.ID]
-		}))
+		}), manage(c))
 		if err != nil || rep.Moved != 3 || rep.Skipped != 3 || rep.Reason != replay.Drained {
 			t.Fatalf("%+v %v", rep, err)
 		}
@@ -244,7 +251,7 @@ func TestReplayOntoItselfIsRefused(t *testing.T) {
 			t.Fatalf("err %v", err)
 		}
 	}
-	if _, err := replay.Queue(context.Background(), c, q); err == nil {
+	if _, err := replay.Queue(context.Background(), c, q, manage(c)); err == nil {
 		t.Fatal("a source with no .dlq/.parked suffix and no target was accepted")
 	}
 	if count(t, c, acemq.DeadLetterQueue(q)) != 1 {
@@ -256,7 +263,7 @@ func TestReplayToAnUnroutableTargetFailsAndKeepsTheMessage(t *testing.T) {
 	forEachBroker(t, func(t *testing.T, url string) {
 		c := connect(t, url)
 		q, _ := setup(t, c, 2)
-		rep, err := replay.Queue(context.Background(), c, acemq.DeadLetterQueue(q), replay.ToQueue(testenv.Unique("replay.nowhere")))
+		rep, err := replay.Queue(context.Background(), c, acemq.DeadLetterQueue(q), replay.ToQueue(testenv.Unique("replay.nowhere")), manage(c))
 		if rep.Reason != replay.Failed || rep.Moved != 0 || !acemq.IsUnroutable(err) || !errors.Is(rep.Err, err) {
 			t.Fatalf("%+v %v", rep, err)
 		}
@@ -269,7 +276,7 @@ func TestReplayToAnUnroutableTargetFailsAndKeepsTheMessage(t *testing.T) {
 func TestReplayStopsAtTheDeadline(t *testing.T) {
 	c := connect(t, "memory://"+memName(t))
 	q, _ := setup(t, c, 2)
-	rep, err := replay.Queue(context.Background(), c, acemq.DeadLetterQueue(q), replay.Deadline(time.Now()))
+	rep, err := replay.Queue(context.Background(), c, acemq.DeadLetterQueue(q), replay.Deadline(time.Now()), manage(c))
 	if err != nil || rep.Reason != replay.DeadlinePassed || rep.Moved != 0 || rep.Left != 2 {
 		t.Fatalf("%+v %v", rep, err)
 	}
@@ -308,7 +315,7 @@ func TestCancelledReplayLosesNothing(t *testing.T) {
 				cancel()
 			}
 			return true
-		}))
+		}), manage(c))
 		if rep.Reason != replay.Cancelled || !errors.Is(err, context.Canceled) || rep.Moved != 4 {
 			t.Fatalf("%+v %v", rep, err)
 		}
@@ -331,7 +338,7 @@ func TestReplayInterruptedByAConnectionDropLosesNothing(t *testing.T) {
 			once.Do(memory.Lookup(name).DropConnections)
 		}
 		return true
-	}))
+	}), manage(c))
 	if rep.Reason != replay.Failed || err == nil || rep.Moved != 4 {
 		t.Fatalf("%+v %v", rep, err)
 	}
@@ -364,7 +371,7 @@ func TestReplayOfAMessageThatWouldBeOverFrameMaxIsRefusedAndKeepsIt(t *testing.T
 		if err := raw(transport.DefaultFrameMax - (le.Size - transport.DefaultFrameMax)); err != nil {
 			t.Fatal(err)
 		}
-		rep, err := replay.Queue(context.Background(), c, dlq)
+		rep, err := replay.Queue(context.Background(), c, dlq, manage(c))
 		if !errors.Is(err, acemq.ErrHeaderLimit) || rep.Reason != replay.Failed || rep.Moved != 0 {
 			t.Fatalf("%+v %v, want the replay refused with ErrHeaderLimit", rep, err)
 		}

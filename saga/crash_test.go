@@ -25,8 +25,10 @@ import (
 const crashRole = "ACEMQ_SAGA_CRASH_ROLE"
 
 // crashLease is the child's lease: short, so the sweep takes over soon
-// after the kill.
-const crashLease = 300 * time.Millisecond
+// after the kill, and long enough that on a loaded machine the child's
+// renewals keep it (a runner stops at three quarters of a lease without
+// one).
+const crashLease = 2 * time.Second
 
 // crashDef is the crash test's saga: three steps whose actions and
 // compensations each record their idempotency key and their effect (a

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"time"
 )
 
 // Call is what an action or a compensation is given: the instance, the
@@ -29,6 +30,14 @@ type Call struct {
 	// run is attempt 2); a second run of the same call means an earlier
 	// one may have had its effect.
 	Attempt int
+	// Uncertain is set on the compensation of the step whose action
+	// failed, when that action may have taken effect all the same: it
+	// timed out (Step.Timeout), or an earlier attempt of it was
+	// interrupted (a crash, a lost lease, an abandoned run) before its end
+	// was recorded. Such a step is compensated as a done one is; its
+	// compensation must cope with finding nothing to undo. Never set for
+	// a TxAction step: an interrupted or timed-out TxAction rolled back.
+	Uncertain bool
 }
 
 // Func is an action or a compensation. A non-nil error (or a panic) from
@@ -54,6 +63,11 @@ type Step struct {
 	Compensate   Func
 	TxAction     TxFunc
 	TxCompensate TxFunc
+	// Timeout bounds one call of the action or of the compensation
+	// (0: the runner's, WithStepTimeout, default DefaultStepTimeout).
+	// When it passes the call's context is cancelled and the call counts
+	// as failed (see WithStepTimeout).
+	Timeout time.Duration
 }
 
 // Definition is a validated saga: a name and ordered steps. It is
@@ -93,6 +107,9 @@ func Define(name string, steps ...Step) (*Definition, error) {
 		}
 		if s.Compensate != nil && s.TxCompensate != nil {
 			return nil, fmt.Errorf("acemq: step %q of saga %q has both Compensate and TxCompensate; set one", s.Name, name)
+		}
+		if s.Timeout < 0 {
+			return nil, fmt.Errorf("acemq: step %q of saga %q has a negative Timeout %v; give a positive one, or 0 for the runner's", s.Name, name, s.Timeout)
 		}
 		if j, dup := d.index[s.Name]; dup {
 			return nil, fmt.Errorf("acemq: saga %q names two steps %q (steps %d and %d); step names must be unique", name, s.Name, j+1, i+1)

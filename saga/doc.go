@@ -24,6 +24,25 @@
 // step done (compensated), so an outbox.Store.Add in it publishes exactly
 // once, with the transition.
 //
+// # Leases, timeouts and the caller
+//
+// A runner holds each instance it carries on with a lease (WithLease),
+// written and compared on the database's clock, never a runner's own. It
+// renews the lease every quarter of it, and when no renewal went through
+// for three quarters of it (a paused process, a database out of reach) or
+// a renewal finds the instance taken over, it cancels the context of the
+// call under way at once and writes nothing more (ErrLeaseLost): it has
+// stopped before another runner can take the instance. A step whose action
+// may have taken effect without its end being recorded (an earlier
+// attempt interrupted, or the action timed out) and then fails is
+// compensated like a done step, its compensation's Call marked Uncertain.
+// Each call of an action or compensation has a timeout (WithStepTimeout,
+// Step.Timeout; default DefaultStepTimeout). A caller whose context ends
+// while its instance moves forward abandons it (ErrAbandoned): nothing of
+// the interrupted call is recorded, the lease is released, the next sweep
+// re-runs the call, and the saga is never failed nor compensated for it;
+// compensations, once started, run to their end whatever the caller does.
+//
 // Tables (created by EnsureSchema): acemq_saga, one row per instance, and
 // acemq_saga_step, one row per step of an instance.
 //

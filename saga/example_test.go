@@ -67,8 +67,9 @@ func Example() {
 }
 
 // A runner that sweeps in the background finishes an instance another
-// runner left behind (here: its run stopped right after the charge, as a
-// crashed process would, and its lease expired).
+// runner left behind (here: its caller went away in the middle of the
+// charge, so the run was abandoned and its lease released; a crashed
+// process leaves one the same way, taken once its lease expired).
 func ExampleWithSweepEvery() {
 	ctx := context.Background()
 	db, err := sql.Open("sqlite", "file:sweepexample?mode=memory&cache=shared")
@@ -84,13 +85,14 @@ func ExampleWithSweepEvery() {
 		saga.Step{Name: "charge", Action: func(ctx context.Context, c saga.Call) error {
 			fmt.Println("charge, attempt", c.Attempt) // record c.IdempotencyKey with the charge
 			if c.Attempt == 1 {
-				stop() // the first process "dies" before the step is recorded done
+				stop() // the caller goes away before the step is recorded done
+				return ctx.Err()
 			}
 			return nil
 		}},
 		saga.Step{Name: "ship", Action: func(ctx context.Context, c saga.Call) error { fmt.Println("ship"); return nil }},
 	)
-	first, _ := saga.NewRunner(db, sqlstore.SQLite, saga.WithLease(100*time.Millisecond))
+	first, _ := saga.NewRunner(db, sqlstore.SQLite, saga.WithLease(time.Second))
 	if err := first.EnsureSchema(ctx); err != nil {
 		fmt.Println(err)
 		return

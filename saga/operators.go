@@ -48,9 +48,8 @@ type StepRecord struct {
 // anything: List, Show, Resolve and Compensate. A Runner is one too (it
 // embeds these methods). Safe for concurrent use.
 type Store struct {
-	db  *sql.DB
-	d   sqlstore.Dialect
-	now func() time.Time
+	db *sql.DB
+	timing
 }
 
 // NewStore returns the operators' view of the saga tables in db.
@@ -61,10 +60,10 @@ func NewStore(db *sql.DB, d sqlstore.Dialect) (*Store, error) {
 	if err := d.Validate(); err != nil {
 		return nil, err
 	}
-	return &Store{db: db, d: d, now: time.Now}, nil
+	return &Store{db: db, timing: timing{d: d, clock: systemClock{}, dbClock: true}}, nil
 }
 
-func (r *Runner) store() *Store { return &Store{db: r.db, d: r.d, now: r.now} }
+func (r *Runner) store() *Store { return &Store{db: r.db, timing: r.timing} }
 
 // List returns up to 1000 instances (newest first) with one of statuses,
 // or of any status when none is given; without steps.
@@ -194,9 +193,9 @@ func (s *Store) Resolve(ctx context.Context, id, note string) error {
 	if strings.TrimSpace(note) == "" {
 		note = "no note"
 	}
-	now := s.now().UnixMilli()
-	res, err := s.db.ExecContext(ctx, s.d.Rebind(`UPDATE acemq_saga SET status = 'compensated', failure = ?, updated_at = ?, version = version + 1 WHERE instance_id = ? AND status = 'unresolved'`),
-		"resolved by an operator ("+note+")", now, id)
+	q, args := s.bind(`UPDATE acemq_saga SET status = 'compensated', failure = ?, updated_at = {now}, version = version + 1 WHERE instance_id = ? AND status = 'unresolved'`,
+		"resolved by an operator ("+note+")", id)
+	res, err := s.db.ExecContext(ctx, q, args...)
 	if err != nil {
 		return fmt.Errorf("acemq: cannot resolve saga instance %s: %w", id, err)
 	}
@@ -220,13 +219,13 @@ func (s *Store) one(res sql.Result, id string) error {
 // has the saga registered runs those compensations again (in reverse). It
 // fails for an instance that is not unresolved.
 func (s *Store) Compensate(ctx context.Context, id string) error {
-	now := s.now().UnixMilli()
 	tx, err := s.db.BeginTx(ctx, nil)
 	if err != nil {
 		return fmt.Errorf("acemq: cannot request compensation of saga instance %s: %w", id, err)
 	}
 	defer func() { _ = tx.Rollback() }()
-	res, err := tx.ExecContext(ctx, s.d.Rebind(`UPDATE acemq_saga SET status = 'compensating', locked_by = NULL, locked_until = 0, updated_at = ?, version = version + 1 WHERE instance_id = ? AND status = 'unresolved'`), now, id)
+	q, args := s.bind(`UPDATE acemq_saga SET status = 'compensating', locked_by = NULL, locked_until = 0, updated_at = {now}, version = version + 1 WHERE instance_id = ? AND status = 'unresolved'`, id)
+	res, err := tx.ExecContext(ctx, q, args...)
 	if err != nil {
 		return fmt.Errorf("acemq: cannot request compensation of saga instance %s: %w", id, err)
 	}

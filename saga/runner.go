@@ -19,9 +19,14 @@ import (
 )
 
 // DefaultLease is how long a runner owns an instance it is running
-// without renewing: 5 minutes (renewed every third of it while running).
-// A sweep takes over an instance whose lease expired.
+// without renewing: 5 minutes (renewed every quarter of it while
+// running). A sweep takes over an instance whose lease expired.
 const DefaultLease = 5 * time.Minute
+
+// DefaultStepTimeout is how long one call of an action or a compensation
+// may run before its context is cancelled and the call counts as failed
+// (see WithStepTimeout and Step.Timeout).
+const DefaultStepTimeout = time.Minute
 
 // Outcome is how a run ended.
 type Outcome string
@@ -44,10 +49,14 @@ const (
 	StatusCompensating = "compensating"
 )
 
-// ErrLeaseLost is returned when another runner took the instance over
-// (its lease had expired): this runner stops writing and leaves the
-// instance to the new owner.
-var ErrLeaseLost = errors.New("acemq: the saga instance's lease was taken over by another runner (this one was too slow to renew it); that runner carries on, nothing to do")
+// ErrLeaseLost is returned when this runner lost an instance's lease: a
+// renewal found it taken over by another runner, or no renewal went
+// through for three quarters of the lease (a paused process, a database
+// out of reach), when the runner stops so that it is done before the
+// lease can expire. The call under way had its context cancelled and
+// nothing more of the instance is written by this runner; once the lease
+// expired a sweep (of any runner) carries it on.
+var ErrLeaseLost = errors.New("acemq: the saga instance's lease was lost (taken over by another runner, or not renewed for three quarters of it); this runner stopped and wrote nothing more, and a sweep carries the instance on once the lease expired")
 
 // Result is the end of a run.
 type Result struct {
@@ -66,18 +75,23 @@ type Result struct {
 // expired (Sweep) and serves operators. Safe for concurrent use; any
 // number of runners, in any number of processes, may share a database.
 type Runner struct {
-	db    *sql.DB
-	d     sqlstore.Dialect
-	owner string
-	lease time.Duration
-	now   func() time.Time
-	runs  metric.Int64Counter
+	db *sql.DB
+	timing
+	owner       string
+	lease       time.Duration
+	stepTimeout time.Duration
+	runs        metric.Int64Counter
 
 	mu   sync.Mutex
 	defs map[string]*Definition
 
 	loop      *sweepLoop // nil without WithSweepEvery
 	closeOnce sync.Once
+
+	// beforeRenew and afterRenew run around each renewal of a lease
+	// (tests: a runner paused while its step runs; waiting for a
+	// renewal).
+	beforeRenew, afterRenew func()
 }
 
 // Option configures a Runner.
@@ -93,6 +107,24 @@ func WithLease(d time.Duration) Option {
 			return fmt.Errorf("acemq: saga lease %v is too short; give at least 30ms (seconds or more in production)", d)
 		}
 		r.lease = d
+		return nil
+	}
+}
+
+// WithStepTimeout sets how long one call of an action or a compensation
+// may run (default DefaultStepTimeout; Step.Timeout overrides it for one
+// step). When it passes, the call's context is cancelled and the call
+// counts as failed: an action so failing starts compensation, in which
+// the step itself is compensated too, its Call marked Uncertain (it may
+// have taken effect); a compensation so failing leaves the instance
+// unresolved. A call that ignores its context still holds its instance
+// until it returns. Zero or less is refused.
+func WithStepTimeout(d time.Duration) Option {
+	return func(r *Runner) error {
+		if d <= 0 {
+			return fmt.Errorf("acemq: saga step timeout %v must be positive", d)
+		}
+		r.stepTimeout = d
 		return nil
 	}
 }
@@ -134,7 +166,8 @@ func NewRunner(db *sql.DB, d sqlstore.Dialect, opts ...Option) (*Runner, error) 
 	if err := d.Validate(); err != nil {
 		return nil, err
 	}
-	r := &Runner{db: db, d: d, owner: "runner-" + randHex(6), lease: DefaultLease, now: time.Now, defs: map[string]*Definition{}}
+	r := &Runner{db: db, timing: timing{d: d, clock: systemClock{}, dbClock: true}, owner: "runner-" + randHex(6),
+		lease: DefaultLease, stepTimeout: DefaultStepTimeout, defs: map[string]*Definition{}}
 	r.runs, _ = noop.NewMeterProvider().Meter("").Int64Counter("acemq.saga.run.total")
 	for _, o := range opts {
 		if o == nil {
@@ -170,14 +203,19 @@ func (r *Runner) Register(defs ...*Definition) error {
 	return nil
 }
 
-func (r *Runner) q(s string) string { return r.d.Rebind(s) }
-
 // Run starts a new instance of def with subject (stored, and given to every
 // action) and runs it to its end: Completed, Compensated or Unresolved.
-// Every transition is written before the next action runs. The error is
-// non-nil only when the database could not be written (or the lease was
-// lost): the instance is then left to a Sweep, after its lease expires.
-// Run never panics; a panicking action is a failed action.
+// Every transition is written before the next action runs. Run never
+// panics; a panicking action is a failed action.
+//
+// The error is non-nil when the run stopped short of an end, the instance
+// left for a Sweep (of any runner): ErrAbandoned when ctx ended while the
+// instance was moving forward (the action under way had its context
+// cancelled, nothing of that call was recorded, and the lease was
+// released, so the next sweep re-runs it: a caller that goes away never
+// fails or compensates the saga); ErrLeaseLost; or a failed write of a
+// transition (the instance resumes after its lease expires). Once an
+// action failed, the compensations run to their end whatever ctx does.
 func (r *Runner) Run(ctx context.Context, def *Definition, subject []byte, contentType string) (Result, error) {
 	if def == nil {
 		return Result{}, errors.New("acemq: saga.Run needs a Definition; build one with saga.Define")
@@ -187,14 +225,15 @@ func (r *Runner) Run(ctx context.Context, def *Definition, subject []byte, conte
 	}
 	id := randHex(16)
 	x := &execution{r: r, def: def, id: id, token: r.token(), subject: subject, contentType: contentType}
-	now := r.now().UnixMilli()
+	start := r.clock.Now()
 	err := r.inTx(ctx, func(tx *sql.Tx) error {
-		if _, err := tx.ExecContext(ctx, r.q(`INSERT INTO acemq_saga (instance_id, saga_name, subject, subject_content_type, status, created_at, updated_at, locked_by, locked_until, version) VALUES (?, ?, ?, ?, 'running', ?, ?, ?, ?, 1)`),
-			id, def.name, subject, contentType, now, now, x.token, now+r.lease.Milliseconds()); err != nil {
+		q, args := r.bind(`INSERT INTO acemq_saga (instance_id, saga_name, subject, subject_content_type, status, created_at, updated_at, locked_by, locked_until, version) VALUES (?, ?, ?, ?, 'running', {now}, {now}, ?, {now} + ?, 1)`,
+			id, def.name, subject, contentType, x.token, r.lease.Milliseconds())
+		if _, err := tx.ExecContext(ctx, q, args...); err != nil {
 			return err
 		}
 		for i, s := range def.steps {
-			if _, err := tx.ExecContext(ctx, r.q(`INSERT INTO acemq_saga_step (instance_id, step_index, step_name, status, attempts) VALUES (?, ?, ?, 'pending', 0)`), id, i, s.Name); err != nil {
+			if _, err := tx.ExecContext(ctx, r.d.Rebind(`INSERT INTO acemq_saga_step (instance_id, step_index, step_name, status, attempts) VALUES (?, ?, ?, 'pending', 0)`), id, i, s.Name); err != nil {
 				return err
 			}
 		}
@@ -207,7 +246,7 @@ func (r *Runner) Run(ctx context.Context, def *Definition, subject []byte, conte
 	for i := range x.steps {
 		x.steps[i].status = "pending"
 	}
-	return x.run(ctx, StatusRunning)
+	return x.run(ctx, StatusRunning, start)
 }
 
 // Sweep claims the instances, of sagas registered on this runner, whose
@@ -235,9 +274,8 @@ func (r *Runner) sweep(ctx context.Context, stop <-chan struct{}, abandon contex
 	if len(names) == 0 {
 		return nil, nil
 	}
-	now := r.now().UnixMilli()
-	ids, err := sqlstore.Column(ctx, r.db, r.q(`SELECT instance_id FROM acemq_saga WHERE status IN ('running', 'compensating') AND locked_until < ? AND saga_name IN (`+sqlstore.List(len(names))+`) ORDER BY updated_at LIMIT 100`),
-		append([]any{now}, names...)...)
+	q, args := r.bind(`SELECT instance_id FROM acemq_saga WHERE status IN ('running', 'compensating') AND locked_until < {now} AND saga_name IN (`+sqlstore.List(len(names))+`) ORDER BY updated_at LIMIT 100`, names...)
+	ids, err := sqlstore.Column(ctx, r.db, q, args...)
 	if err != nil {
 		return nil, fmt.Errorf("acemq: cannot look for saga instances to resume: %w", err)
 	}
@@ -265,9 +303,10 @@ func (r *Runner) sweep(ctx context.Context, stop <-chan struct{}, abandon contex
 
 func (r *Runner) resume(ctx context.Context, id string, abandon context.Context) (Result, bool, error) {
 	token := r.token()
-	now := r.now().UnixMilli()
-	res, err := r.db.ExecContext(ctx, r.q(`UPDATE acemq_saga SET locked_by = ?, locked_until = ?, updated_at = ?, version = version + 1 WHERE instance_id = ? AND status IN ('running', 'compensating') AND locked_until < ?`),
-		token, now+r.lease.Milliseconds(), now, id, now)
+	start := r.clock.Now()
+	q, args := r.bind(`UPDATE acemq_saga SET locked_by = ?, locked_until = {now} + ?, updated_at = {now}, version = version + 1 WHERE instance_id = ? AND status IN ('running', 'compensating') AND locked_until < {now}`,
+		token, r.lease.Milliseconds(), id)
+	res, err := r.db.ExecContext(ctx, q, args...)
 	if err != nil {
 		return Result{}, false, fmt.Errorf("acemq: cannot claim saga instance %s: %w", id, err)
 	}
@@ -294,7 +333,7 @@ func (r *Runner) resume(ctx context.Context, id string, abandon context.Context)
 		}
 		x.steps[i] = stepState{status: s.Status, attempts: s.Attempts}
 	}
-	out, err := x.run(ctx, inst.Status)
+	out, err := x.run(ctx, inst.Status, start)
 	return out, err == nil, err
 }
 

@@ -8,11 +8,6 @@ import (
 	"time"
 )
 
-// errAbandoned is what an execution returns when its runner's Close gave
-// up waiting for it: nothing of the interrupted call was recorded, and the
-// lease was released so the next sweep re-runs the call.
-var errAbandoned = errors.New("acemq: the saga runner was closed in the middle of this instance; nothing of the interrupted call was recorded and its lease was released, so the next sweep (of any runner) re-runs that call")
-
 // sweepLoop is the periodic sweep WithSweepEvery asks for, owned by the
 // runner: started by NewRunner, stopped and waited for by Close.
 type sweepLoop struct {

@@ -145,7 +145,7 @@ func TestCloseAbandonsTheResumedInstanceWithoutCompensatingIt(t *testing.T) {
 		for len(sweeps) > 0 {
 			last = <-sweeps
 		}
-		if !errors.Is(last, errAbandoned) {
+		if !errors.Is(last, ErrAbandoned) {
 			t.Fatalf("the abandoned sweep reported %v", last)
 		}
 		inst, err := r.Show(context.Background(), id)

@@ -15,8 +15,16 @@
 // after that, and the delivery carries the original content type. Every
 // hop and the delivery are mandatory, persistent and confirmed; a crash
 // between a hop's confirm and the control message's ack repeats the hop,
-// so a message may be delivered more than once (each delivery is a new
-// message with a fresh id).
+// so a message may be delivered more than once. Every delivery of one
+// scheduled message carries the same id (derived from the scheduled
+// message's own, so an idempotent consumer such as idempotency.Guard
+// drops the repeats) and its correlation id.
+//
+// The wait is measured by the broker, never by comparing clocks: each hop
+// carries the wait left once its rung has expired
+// (x-schedule-remaining-ms), so a producer or scheduler whose clock is off
+// makes no message early. A hop written without it (another library's)
+// is timed by x-schedule-due-at against the scheduler's clock.
 //
 // The names and arguments are the AceMQ family's, so a Go scheduler and a
 // Java or Python one can share the same queues.
@@ -25,7 +33,9 @@
 package schedule
 
 import (
+	"cmp"
 	"context"
+	"crypto/sha1"
 	"errors"
 	"fmt"
 	"strconv"
@@ -48,6 +58,11 @@ const (
 	HeaderRoutingKey  = "x-schedule-routing-key"
 	HeaderDueAt       = "x-schedule-due-at"
 	HeaderContentType = "x-schedule-content-type"
+	// HeaderRemaining is the wait left, in ms, once the hop's rung has
+	// expired (a 64-bit integer): the Go scheduler writes it on every hop
+	// and, when a hop carries it, times the next step by it rather than
+	// by x-schedule-due-at and its own clock. Other libraries ignore it.
+	HeaderRemaining = "x-schedule-remaining-ms"
 )
 
 // hopContentType is what a hop's bytes are labelled on the ladder.
@@ -104,16 +119,48 @@ type Option func(*options)
 
 type options struct {
 	codec acemq.Codec
-	now   func() time.Time
+	clock Clock
+	corr  string
 }
+
+// Clock is the time the scheduler reads: At and After to turn a due time
+// into a wait, and Start for a hop that carries no wait of its own
+// (another library's). Time never elapses on it here: every wait is a
+// broker's queue TTL.
+type Clock interface{ Now() time.Time }
+
+type systemClock struct{}
+
+func (systemClock) Now() time.Time { return time.Now() }
+
+// WithClock reads the time from clock instead of the system's (tests).
+func WithClock(clock Clock) Option { return func(o *options) { o.clock = clock } }
 
 // WithCodec encodes the payload with codec instead of the Conn's.
 func WithCodec(codec acemq.Codec) Option { return func(o *options) { o.codec = codec } }
 
+// WithCorrelationID sets the correlation id the scheduled message carries
+// to its target (default: its own id).
+func WithCorrelationID(id string) Option { return func(o *options) { o.corr = id } }
+
+func newOptions(c *acemq.Conn, opts []Option) options {
+	o := options{codec: c.Config().Codec, clock: systemClock{}}
+	for _, opt := range opts {
+		if opt != nil {
+			opt(&o)
+		}
+	}
+	if o.clock == nil {
+		o.clock = systemClock{}
+	}
+	return o
+}
+
 // After schedules payload for delivery to exchange with routingKey in d.
 // See At.
 func After(ctx context.Context, c *acemq.Conn, exchange, routingKey string, payload any, d time.Duration, opts ...Option) error {
-	return At(ctx, c, exchange, routingKey, payload, time.Now().Add(d), opts...)
+	o := newOptions(c, opts)
+	return at(ctx, c, exchange, routingKey, payload, o.clock.Now().Add(d), o)
 }
 
 // At schedules payload for delivery to exchange with routingKey at due.
@@ -128,16 +175,22 @@ func After(ctx context.Context, c *acemq.Conn, exchange, routingKey string, payl
 // encode error; nothing was scheduled unless the error says the message
 // may have arrived.
 func At(ctx context.Context, c *acemq.Conn, exchange, routingKey string, payload any, due time.Time, opts ...Option) error {
-	o := options{codec: c.Config().Codec, now: time.Now}
-	for _, opt := range opts {
-		opt(&o)
-	}
+	return at(ctx, c, exchange, routingKey, payload, due, newOptions(c, opts))
+}
+
+func at(ctx context.Context, c *acemq.Conn, exchange, routingKey string, payload any, due time.Time, o options) error {
 	body, err := o.codec.Encode(payload)
 	if err != nil {
 		return err
 	}
-	item := item{exchange: exchange, routingKey: routingKey, dueAt: due.UnixMilli(), contentType: o.codec.ContentType(), body: body}
-	hopped, err := item.forward(ctx, c, acemq.NewEnvelope(), o.now())
+	now := o.clock.Now()
+	item := item{exchange: exchange, routingKey: routingKey, dueAt: due.UnixMilli(), contentType: o.codec.ContentType(), body: body,
+		remaining: due.Sub(now), carried: true}
+	env := acemq.NewEnvelope()
+	if o.corr != "" {
+		env.CorrelationID = o.corr
+	}
+	hopped, err := item.forward(ctx, c, env, now)
 	if err != nil {
 		return err
 	}
@@ -155,16 +208,25 @@ func At(ctx context.Context, c *acemq.Conn, exchange, routingKey string, payload
 type item struct {
 	exchange, routingKey string
 	dueAt                int64 // epoch ms
-	contentType          string
-	body                 []byte
+	// remaining is the wait left, when carried (by At, or by a hop's
+	// HeaderRemaining): measured by the broker's TTLs, not by a clock.
+	remaining   time.Duration
+	carried     bool
+	contentType string
+	body        []byte
 }
 
-// forward delivers it (false) or sends it to its next rung (true).
+// forward delivers it (false) or sends it to its next rung (true); env
+// is the scheduled message's identity (id, correlation, causation, first
+// seen), kept by every hop.
 func (it item) forward(ctx context.Context, c *acemq.Conn, env acemq.Envelope, now time.Time) (bool, error) {
-	remaining := time.Duration(it.dueAt-now.UnixMilli()) * time.Millisecond
+	remaining := it.remaining
+	if !it.carried {
+		remaining = time.Duration(it.dueAt-now.UnixMilli()) * time.Millisecond
+	}
 	r, hop := rungFor(remaining)
 	if !hop {
-		return false, c.PublishRaw(ctx, it.delivery(c))
+		return false, c.PublishRaw(ctx, it.delivery(c, env))
 	}
 	env.Type = MessageType
 	env.Origin = c.Config().Origin
@@ -173,17 +235,25 @@ func (it item) forward(ctx context.Context, c *acemq.Conn, env acemq.Envelope, n
 	h[HeaderRoutingKey] = it.routingKey
 	h[HeaderDueAt] = it.dueAt
 	h[HeaderContentType] = it.contentType
+	h[HeaderRemaining] = (remaining - r.TTL).Milliseconds()
 	return true, c.PublishRaw(ctx, acemq.RawMessage{
 		Exchange: Exchange, RoutingKey: r.Queue, ContentType: hopContentType,
 		MessageID: env.ID, Headers: h, Body: it.body,
 	})
 }
 
-// delivery is the message the target receives: a fresh envelope of type
+// delivery is the message the target receives: an envelope of type
 // ScheduledMessage with the original content type and no scheduler
-// headers.
-func (it item) delivery(c *acemq.Conn) acemq.RawMessage {
+// headers, whose id is derived from the scheduled message's (the same on
+// every delivery of it, so repeats are recognisable) and which keeps its
+// correlation id, its causation the scheduled message.
+func (it item) delivery(c *acemq.Conn, scheduled acemq.Envelope) acemq.RawMessage {
 	env := acemq.NewEnvelope()
+	if scheduled.ID != "" {
+		env.ID = DeliveryID(scheduled.ID)
+		env.CausationID = scheduled.ID
+	}
+	env.CorrelationID = cmp.Or(scheduled.CorrelationID, scheduled.ID, env.ID)
 	env.Type = MessageType
 	env.Origin = c.Config().Origin
 	ct := it.contentType
@@ -194,6 +264,18 @@ func (it item) delivery(c *acemq.Conn) acemq.RawMessage {
 		Exchange: it.exchange, RoutingKey: it.routingKey, ContentType: ct,
 		MessageID: env.ID, Headers: env.WireHeaders(), Body: it.body,
 	}
+}
+
+// DeliveryID is the id of the delivery of the scheduled message whose id
+// (the control message's, kept by every hop) is scheduled: a UUID
+// (version 5 form) of SHA-1 over "acemq.schedule/" and that id, so every
+// delivery of one scheduled message, and a repeat after a crash, has the
+// same id, and another message's never.
+func DeliveryID(scheduled string) string {
+	sum := sha1.Sum([]byte("acemq.schedule/" + scheduled))
+	sum[6] = sum[6]&0x0f | 0x50 // version 5
+	sum[8] = sum[8]&0x3f | 0x80 // RFC 4122 variant
+	return fmt.Sprintf("%x-%x-%x-%x-%x", sum[0:4], sum[4:6], sum[6:8], sum[8:10], sum[10:16])
 }
 
 // readItem reads a control message; an error names what is missing.
@@ -227,6 +309,11 @@ func readItem(env acemq.Envelope, body []byte) (item, error) {
 			it.contentType = s
 		}
 	}
+	if v, ok := env.Header(HeaderRemaining); ok {
+		if ms, ok := epochMillis(v); ok {
+			it.remaining, it.carried = time.Duration(ms)*time.Millisecond, true
+		}
+	}
 	if len(missing) > 0 {
 		return item{}, fmt.Errorf("acemq: the scheduler's control message lacks %v; it cannot be delivered (schedule messages with schedule.At)", missing)
 	}
@@ -254,14 +341,16 @@ type Scheduler struct {
 	consumer *acemq.Consumer
 }
 
-// Start applies Topology and starts the control consumer on c: the bytes
+// Start applies Topology and starts the control consumer on c (WithClock
+// applies; the other options do not): the bytes
 // codec, prefetch 50, its own dead-letter half (acemq.schedule.due.dlq
 // and .parked). A control message without its three routing headers is
 // dead-lettered at once with the reason; a delivery or hop that comes
 // back unroutable is dead-lettered too (its target is gone: replay it
 // once the target exists); other publish failures retry under the
 // Conn's retry policy.
-func Start(ctx context.Context, c *acemq.Conn) (*Scheduler, error) {
+func Start(ctx context.Context, c *acemq.Conn, opts ...Option) (*Scheduler, error) {
+	o := newOptions(c, opts)
 	if err := c.Apply(ctx, Topology()); err != nil {
 		return nil, fmt.Errorf("acemq: cannot start the scheduler: %w", err)
 	}
@@ -276,7 +365,7 @@ func Start(ctx context.Context, c *acemq.Conn) (*Scheduler, error) {
 		base := acemq.NewEnvelope()
 		base.ID, base.CorrelationID, base.CausationID = msg.Envelope.ID, msg.Envelope.CorrelationID, msg.Envelope.CausationID
 		base.FirstSeen = msg.Envelope.FirstSeen
-		hopped, err := it.forward(ctx, c, base, time.Now())
+		hopped, err := it.forward(ctx, c, base, o.clock.Now())
 		switch {
 		case acemq.IsUnroutable(err):
 			return acemq.Reject(acemq.Fatal(fmt.Errorf("acemq: the scheduled message to exchange %q, routing key %q came back unroutable: %w", it.exchange, it.routingKey, err)))

@@ -1,6 +1,6 @@
 #!/bin/sh
 # in-chroot.sh ROOT DIR COMMAND [ARG...]: run COMMAND inside the chroot ROOT
-# (scripts/debian13.sh's Debian 13 tree) with a proc filesystem on its /proc
+# (one of scripts/debian.sh's Debian trees) with a proc filesystem on its /proc
 # and the host directory DIR bind-mounted at the same path inside ("-": no
 # directory), all in a mount namespace of the command's own.
 #

@@ -4,7 +4,7 @@
 # between them (nftables rules inside each namespace) while clients in the
 # root namespace reach every node through the bridge.
 #
-#   scripts/netcluster.sh up [--version 3|4]   make the namespaces, the bridge
+#   scripts/netcluster.sh up [--version 3|4.0|4.3]  make the namespaces, the bridge
 #                                      and the nodes; join them; print
 #                                      ACEMQ_PART_* lines (AMQP and
 #                                      management URLs, rabbitmqctl and
@@ -31,21 +31,23 @@
 # (for a node in a chroot, the chroot's own /etc/hosts).
 #
 # Version 3 runs Debian 12's RabbitMQ 3.10 (scripts/rabbitmq.sh install);
-# version 4 runs RabbitMQ 4.0 from the Debian 13 chroot scripts/debian13.sh
-# makes (the one scripts/rabbitmq4.sh uses), with every deprecated feature
-# denied; each program runs in the chroot through scripts/in-chroot.sh (the
-# cluster's directory bind-mounted at its own path and /proc mounted, in a
-# mount namespace of its own that the host never sees). Partition
-# handling is pause_minority on 3.10 and RabbitMQ's default on 4.0, as
-# users run them; net_ticktime is 10 s on both so a cut is noticed within
-# the drill's time (RabbitMQ's default is 60 s).
+# version 4.3 runs RabbitMQ 4.3 from the Debian forky chroot and 4.0 (or 4)
+# RabbitMQ 4.0 from the Debian 13 chroot scripts/debian.sh makes (the ones
+# scripts/rabbitmq43.sh and scripts/rabbitmq4.sh use), with every deprecated
+# feature denied; each program runs in the chroot through
+# scripts/in-chroot.sh (the cluster's directory bind-mounted at its own path
+# and /proc mounted, in a mount namespace of its own that the host never
+# sees). Partition handling is pause_minority on 3.10 and RabbitMQ's default
+# on 4.x, as users run them; net_ticktime is 10 s on each so a cut is
+# noticed within the drill's time (RabbitMQ's default is 60 s). The env
+# file's ACEMQ_PART_VERSION names the version the nodes run (4.3.6).
 set -euo pipefail
 umask 022
 
 # shellcheck source=scripts/lib.sh
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
-# shellcheck source=scripts/debian13.sh
-source "$(dirname "${BASH_SOURCE[0]}")/debian13.sh"
+# shellcheck source=scripts/debian.sh
+source "$(dirname "${BASH_SOURCE[0]}")/debian.sh"
 
 NODES=3
 SUBNET=10.213.7
@@ -60,10 +62,14 @@ node_ip() { echo "$SUBNET.$1"; }
 
 version() { cat "$NDIR/version" 2>/dev/null || echo 3; }
 
-# runroot: "" for the host's RabbitMQ, the chroot's directory for 4.0.
+# is4: true when the nodes run RabbitMQ 4 (in a chroot).
+is4() { [[ "$(version)" != 3 ]]; }
+
+# runroot: "" for the host's RabbitMQ, the chroot's directory for 4.x.
 runroot() {
-	if [[ "$(version)" == 4 ]]; then
-		echo "$DEBIAN13_ROOT"
+	if is4; then
+		debian_chroot "$(version)"
+		echo "$CHROOT_ROOT"
 	fi
 }
 
@@ -102,8 +108,9 @@ ctl() {
 
 need_tools() {
 	command -v nft >/dev/null || apt_install nftables
-	if [[ "$(version)" == 4 ]]; then
-		debian13_install
+	if is4; then
+		debian_chroot "$(version)"
+		debian_install
 		mkdir -p "$(base)"
 	else
 		"$ACEMQ_REPO_ROOT/scripts/rabbitmq.sh" install
@@ -169,10 +176,10 @@ launch_node() {
 		if [[ "$(version)" == 3 ]]; then
 			echo "cluster_partition_handling = pause_minority"
 		fi
-		if [[ "$(version)" == 4 ]]; then
-			# Every deprecated feature denied, as on the single 4.0 node.
+		if is4; then
+			# Every deprecated feature denied, as on the single 4.x node.
 			local f
-			for f in $(cat "$DEBIAN13_ROOT/.acemq-deprecated-features" 2>/dev/null); do
+			for f in $(cat "$(runroot)/.acemq-deprecated-features" 2>/dev/null); do
 				echo "deprecated_features.permit.$f = false"
 			done
 		fi
@@ -257,12 +264,13 @@ cmd_up() {
 	local v=3
 	while (($#)); do
 		case "$1" in
-		--version) v="${2:?--version needs 3 or 4}"; shift 2 ;;
+		--version) v="${2:?--version needs 3, 4.0 or 4.3}"; shift 2 ;;
 		--version=*) v="${1#--version=}"; shift ;;
-		*) die "up: unknown argument '$1' (usage: up [--version 3|4])" ;;
+		*) die "up: unknown argument '$1' (usage: up [--version 3|4.0|4.3])" ;;
 		esac
 	done
-	[[ "$v" == 3 || "$v" == 4 ]] || die "up: --version wants 3 or 4, got '$v'"
+	[[ "$v" == 4 ]] && v=4.0
+	[[ "$v" == 3 || "$v" == 4.0 || "$v" == 4.3 ]] || die "up: --version wants 3, 4.0 or 4.3, got '$v'"
 	lock_state netcluster
 	[[ "$(id -u)" == 0 ]] || die "the partition cluster makes network namespaces and needs root"
 	# Whatever ran before goes first: a fresh cluster every time.
@@ -270,8 +278,10 @@ cmd_up() {
 	mkdir -p "$NDIR"
 	echo "$v" >"$NDIR/version"
 	need_tools
-	if [[ "$v" == 4 && ! -s "$DEBIAN13_ROOT/.acemq-deprecated-features" ]]; then
-		die "the list of RabbitMQ 4's deprecated features is not there yet; run scripts/rabbitmq4.sh start once (it writes $DEBIAN13_ROOT/.acemq-deprecated-features)"
+	local script=rabbitmq43
+	[[ "$v" == 4.0 ]] && script=rabbitmq4
+	if is4 && [[ ! -s "$(runroot)/.acemq-deprecated-features" ]]; then
+		die "the list of RabbitMQ $v's deprecated features is not there yet; run scripts/$script.sh start once (it writes $(runroot)/.acemq-deprecated-features)"
 	fi
 	make_net
 	local i home
@@ -298,9 +308,24 @@ cmd_up() {
 		write_ctl_wrapper "$i" "$NDIR/rabbitmqctl$i"
 		lines+=("ACEMQ_PART_CTL_$i=$NDIR/rabbitmqctl$i")
 	done
-	lines=("ACEMQ_PART_URLS=$(IFS=,; echo "${urls[*]}")" "ACEMQ_PART_MGMT_URLS=$(IFS=,; echo "${mgmt[*]}")" "ACEMQ_PART_NET=$ACEMQ_REPO_ROOT/scripts/netcluster.sh" "ACEMQ_PART_VERSION=$v" "${lines[@]}")
+	lines=("ACEMQ_PART_URLS=$(IFS=,; echo "${urls[*]}")" "ACEMQ_PART_MGMT_URLS=$(IFS=,; echo "${mgmt[*]}")" "ACEMQ_PART_NET=$ACEMQ_REPO_ROOT/scripts/netcluster.sh" "ACEMQ_PART_VERSION=$(full_version)" "${lines[@]}")
 	write_env "$NDIR/env" "${lines[@]}"
-	log "partition cluster up: RabbitMQ $v, nodes $(node_name 1) $(node_name 2) $(node_name 3) at $SUBNET.1-3"
+	log "partition cluster up: RabbitMQ $(full_version), nodes $(node_name 1) $(node_name 2) $(node_name 3) at $SUBNET.1-3"
+}
+
+# full_version: the version of the rabbitmq-server package the nodes run
+# (3.10.8, 4.3.6).
+full_version() {
+	local v
+	if is4; then
+		debian_chroot "$(version)"
+		v="$(chroot_rabbitmq_version)" || v="$(version)"
+	else
+		v="$(dpkg-query -W -f '${Version}' rabbitmq-server 2>/dev/null)" || v=3
+		v="${v#*:}"
+		v="${v%%-*}"
+	fi
+	echo "$v"
 }
 
 # teardown: stop whatever a previous up started, whichever version.
@@ -391,5 +416,5 @@ down) cmd_down ;;
 fault) shift; cmd_fault "$@" ;;
 heal) cmd_heal ;;
 status) cmd_status ;;
-*) die "usage: scripts/netcluster.sh up [--version 3|4] | down | fault KIND ARGS... | heal | status" ;;
+*) die "usage: scripts/netcluster.sh up [--version 3|4.0|4.3] | down | fault KIND ARGS... | heal | status" ;;
 esac

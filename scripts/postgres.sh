@@ -82,13 +82,21 @@ running() {
 	"$bin/pg_isready" -q -h 127.0.0.1 -p "$port" -t 5 2>/dev/null
 }
 
+# pgbouncer_bin prints PgBouncer's path (in /usr/sbin, which a user's PATH
+# may lack).
+pgbouncer_bin() {
+	command -v pgbouncer 2>/dev/null || { [[ -x /usr/sbin/pgbouncer ]] && echo /usr/sbin/pgbouncer; }
+}
+
 cmd_install() {
-	if pg_bindir >/dev/null && command -v psql >/dev/null; then
+	if pg_bindir >/dev/null && command -v psql >/dev/null && pgbouncer_bin >/dev/null; then
 		return 0
 	fi
 	# Debian's package does not start anything here (policy-rc.d), and if it
-	# did, its cluster on 5432 would not be ours to use or touch.
-	apt_install postgresql postgresql-client
+	# did, its cluster on 5432 would not be ours to use or touch. PgBouncer:
+	# the outbox's test of a relay behind transaction pooling starts one of
+	# its own (Debian's service is not started).
+	apt_install postgresql postgresql-client pgbouncer
 	pg_bindir >/dev/null ||
 		die "postgresql installed but no server found under /usr/lib/postgresql/*/bin; this script expects Debian's package layout"
 	id "$PG_USER" >/dev/null 2>&1 || die "the package did not create the '$PG_USER' user"

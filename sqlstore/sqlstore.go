@@ -151,6 +151,25 @@ func (d Dialect) BlobType() string {
 	return "BLOB"
 }
 
+// NowMillis returns a SQL expression for the database server's current
+// time in epoch milliseconds (a BIGINT), for leases that several
+// processes compare: written and compared on the one clock they share,
+// never on each process's own. PostgreSQL reads clock_timestamp() (the
+// time as the statement runs, not the transaction's start), MySQL
+// UTC_TIMESTAMP(6) (no time-zone conversion, so a daylight-saving change
+// cannot shift it), SQLite julianday('now') (SQLite runs in the process,
+// so its clock is the process's: one host shares it). It takes no
+// argument.
+func (d Dialect) NowMillis() string {
+	switch d {
+	case PostgreSQL:
+		return `(EXTRACT(EPOCH FROM clock_timestamp()) * 1000)::BIGINT`
+	case MySQL:
+		return `(TIMESTAMPDIFF(MICROSECOND, '1970-01-01 00:00:00', UTC_TIMESTAMP(6)) DIV 1000)`
+	}
+	return `CAST(ROUND((julianday('now') - 2440587.5) * 86400000.0) AS INTEGER)`
+}
+
 // IsUniqueViolation reports whether err is a unique-key (or primary-key)
 // violation, and nothing else: PostgreSQL SQLSTATE 23505, MySQL error
 // 1062, SQLite extended codes 2067/1555 or "UNIQUE constraint failed". A

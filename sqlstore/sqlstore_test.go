@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"testing"
+	"time"
 
 	"github.com/acemq-go/acemq/sqlstore"
 	"github.com/acemq-go/acemq/sqlstore/internal/dbtest"
@@ -153,5 +154,40 @@ func TestDetectNamesTheDriversDialect(t *testing.T) {
 		if err != nil || got != tc.want {
 			t.Fatalf("%s: %v %v, want %v", tc.driver, got, err, tc.want)
 		}
+	}
+}
+
+func TestNowMillisIsTheDatabasesEpochClockInEveryDialect(t *testing.T) {
+	for _, b := range dbtest.Dialects {
+		t.Run(b.Name, func(t *testing.T) {
+			db, d := b.Open(t)
+			ctx := context.Background()
+			conn, err := db.Conn(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer conn.Close()
+			// A session time zone far from UTC must not move the reading.
+			switch d {
+			case sqlstore.PostgreSQL:
+				_, err = conn.ExecContext(ctx, `SET TIME ZONE '+05:00'`)
+			case sqlstore.MySQL:
+				_, err = conn.ExecContext(ctx, `SET time_zone = '-07:00'`)
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			before := time.Now().UnixMilli()
+			var got int64
+			if err := conn.QueryRowContext(ctx, `SELECT `+d.NowMillis()).Scan(&got); err != nil {
+				t.Fatalf("%s: %v", d.NowMillis(), err)
+			}
+			after := time.Now().UnixMilli()
+			// The server runs on this host: its clock is this one's, to
+			// the millisecond it rounds to.
+			if got < before-1 || got > after+1 {
+				t.Fatalf("%s read %d, want between %d and %d", d, got, before, after)
+			}
+		})
 	}
 }

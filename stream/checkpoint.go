@@ -2,6 +2,7 @@ package stream
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sync"
 	"time"
@@ -16,17 +17,41 @@ type CheckpointStore interface {
 	// Load returns the saved offset for the reader; ok is false when none
 	// was saved. An error stops the reader from starting.
 	Load(ctx context.Context, stream, reader string) (offset int64, ok bool, err error)
-	// Save records offset as the reader's newest handled offset,
-	// replacing what was there.
+	// Save records offset as the reader's newest handled offset. The
+	// shipped stores never move a checkpoint backwards: a Save below the
+	// saved offset changes nothing.
 	Save(ctx context.Context, stream, reader string, offset int64) error
 }
+
+// FencedCheckpointStore is a CheckpointStore that keeps one reader per
+// name: each reader started with Checkpoint claims its name with a token
+// of its own, which takes the name from any reader that held it (the
+// newest reader started wins: a restarted or redeployed reader takes over
+// at once, and a reader that never stopped cannot hold the name for
+// ever). A save fails with ErrCheckpointTaken once another reader
+// claimed the name, and the reader that was overtaken stops. Both shipped
+// stores implement it.
+type FencedCheckpointStore interface {
+	CheckpointStore
+	// Claim makes holder the name's reader and returns its saved offset
+	// (ok false when none was saved).
+	Claim(ctx context.Context, stream, reader, holder string) (offset int64, ok bool, err error)
+	// SaveAs records offset, as Save does, while holder still holds the
+	// name; ErrCheckpointTaken when another reader claimed it since.
+	SaveAs(ctx context.Context, stream, reader, holder string, offset int64) error
+}
+
+// ErrCheckpointTaken is returned by FencedCheckpointStore.SaveAs when
+// another reader of the same name claimed the checkpoint since.
+var ErrCheckpointTaken = errors.New("acemq: another stream reader with this name took the checkpoint over (the newest reader started holds it); give each reader that must see every message a name of its own, or run one reader per name")
 
 // MemoryCheckpoints is a CheckpointStore in process memory: checkpoints
 // survive a reader's restart but not the process. The zero value is ready
 // to use; it is safe for concurrent use.
 type MemoryCheckpoints struct {
-	mu sync.Mutex
-	m  map[[2]string]int64
+	mu      sync.Mutex
+	m       map[[2]string]int64
+	holders map[[2]string]string
 }
 
 // Load returns the offset saved for stream and reader. It never fails.
@@ -37,14 +62,46 @@ func (s *MemoryCheckpoints) Load(_ context.Context, stream, reader string) (int6
 	return off, ok, nil
 }
 
-// Save records offset for stream and reader. It never fails.
+// Save records offset for stream and reader unless a newer one is saved.
+// It never fails.
 func (s *MemoryCheckpoints) Save(_ context.Context, stream, reader string, offset int64) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	s.save([2]string{stream, reader}, offset)
+	return nil
+}
+
+func (s *MemoryCheckpoints) save(k [2]string, offset int64) {
 	if s.m == nil {
 		s.m = map[[2]string]int64{}
 	}
-	s.m[[2]string{stream, reader}] = offset
+	if old, ok := s.m[k]; !ok || offset > old {
+		s.m[k] = offset
+	}
+}
+
+// Claim implements FencedCheckpointStore. It never fails.
+func (s *MemoryCheckpoints) Claim(_ context.Context, stream, reader, holder string) (int64, bool, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.holders == nil {
+		s.holders = map[[2]string]string{}
+	}
+	k := [2]string{stream, reader}
+	s.holders[k] = holder
+	off, ok := s.m[k]
+	return off, ok, nil
+}
+
+// SaveAs implements FencedCheckpointStore.
+func (s *MemoryCheckpoints) SaveAs(_ context.Context, stream, reader, holder string, offset int64) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	k := [2]string{stream, reader}
+	if h, ok := s.holders[k]; ok && h != holder {
+		return ErrCheckpointTaken
+	}
+	s.save(k, offset)
 	return nil
 }
 
@@ -61,6 +118,13 @@ type checkpointing struct {
 // every `interval`, and on Close. every ≤ 0 saves by time only; interval
 // ≤ 0 by count only; both ≤ 0 only on Close.
 //
+// One reader per name: with a FencedCheckpointStore (both shipped stores)
+// the reader claims its name as it starts, taking it from a reader of the
+// same name still running elsewhere; that reader's next save fails, and it
+// stops as the Stop policy stops a reader (Err, Health DEGRADED, Close
+// return it), having handled at most what it handled since its last save
+// twice with the new one. The checkpoint never moves backwards.
+//
 // A reader killed between saves reads again, after its restart, what it
 // handled since the last save: at most `every` messages, or `interval`'s
 // worth, plus the message in hand. A failed save is retried at the next
@@ -74,20 +138,21 @@ func Checkpoint(store CheckpointStore, every int, interval time.Duration) Option
 // saver is the reader's checkpoint goroutine: it saves when the handler
 // asks (every N messages) and on a ticker, and stops on Close.
 type saver struct {
-	r     *Reader
-	cp    checkpointing
-	kick  chan struct{}
-	stop  chan struct{}
-	done  chan struct{}
-	mu    sync.Mutex
-	saved int64 // newest offset saved; -1 none
-	since int   // messages handled since the last kick
-	fails int
-	err   error
+	r      *Reader
+	cp     checkpointing
+	kick   chan struct{}
+	stop   chan struct{}
+	done   chan struct{}
+	mu     sync.Mutex
+	saved  int64  // newest offset saved; -1 none
+	holder string // the reader's claim on its name (FencedCheckpointStore), or ""
+	since  int    // messages handled since the last kick
+	fails  int
+	err    error
 }
 
-func newSaver(r *Reader, cp checkpointing, saved int64) *saver {
-	return &saver{r: r, cp: cp, kick: make(chan struct{}, 1), stop: make(chan struct{}), done: make(chan struct{}), saved: saved}
+func newSaver(r *Reader, cp checkpointing, saved int64, holder string) *saver {
+	return &saver{r: r, cp: cp, kick: make(chan struct{}, 1), stop: make(chan struct{}), done: make(chan struct{}), saved: saved, holder: holder}
 }
 
 func (s *saver) run() {
@@ -142,7 +207,15 @@ func (s *saver) save(ctx context.Context) error {
 	if !moved {
 		return nil
 	}
-	err := s.cp.store.Save(ctx, s.r.stream, s.r.name, off)
+	var err error
+	if f, ok := s.cp.store.(FencedCheckpointStore); ok && s.holder != "" {
+		err = f.SaveAs(ctx, s.r.stream, s.r.name, s.holder, off)
+	} else {
+		err = s.cp.store.Save(ctx, s.r.stream, s.r.name, off)
+	}
+	if errors.Is(err, ErrCheckpointTaken) {
+		s.r.overtaken(err)
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if err != nil {

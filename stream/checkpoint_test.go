@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/acemq-go/acemq"
+	"github.com/acemq-go/acemq/sqlstore"
 	"github.com/acemq-go/acemq/stream/internal/brokertest"
 	"github.com/acemq-go/acemq/stream/internal/dbtest"
 )
@@ -93,17 +94,23 @@ func TestCheckpointSavesOnATimer(t *testing.T) {
 	})
 }
 
-// failingStore fails every save until ok is set.
+// failingStore fails every save until ok is set (a plain
+// CheckpointStore: it does not embed MemoryCheckpoints, whose fenced
+// SaveAs would be promoted past this Save).
 type failingStore struct {
-	MemoryCheckpoints
-	ok atomic.Bool
+	mem MemoryCheckpoints
+	ok  atomic.Bool
+}
+
+func (f *failingStore) Load(ctx context.Context, s, r string) (int64, bool, error) {
+	return f.mem.Load(ctx, s, r)
 }
 
 func (f *failingStore) Save(ctx context.Context, s, r string, off int64) error {
 	if !f.ok.Load() {
 		return errors.New("disk full")
 	}
-	return f.MemoryCheckpoints.Save(ctx, s, r, off)
+	return f.mem.Save(ctx, s, r, off)
 }
 
 // TestCheckpointFailureIsCountedAndRetried: a failed save never stops the
@@ -198,5 +205,127 @@ func TestNewSQLCheckpointsRefusesBadInput(t *testing.T) {
 	db, _ := dbtest.SQLite(t)
 	if _, err := NewSQLCheckpoints(db, 0); err == nil || !strings.Contains(err.Error(), "dialect") {
 		t.Fatalf("zero dialect: %v", err)
+	}
+}
+
+// Both shipped stores never move a checkpoint backwards and let one
+// reader hold a name: the newest claim wins, and the overtaken reader's
+// saves fail with ErrCheckpointTaken.
+func TestCheckpointsNeverMoveBackwardsAndAreFencedByTheNewestClaim(t *testing.T) {
+	stores := map[string]func(t *testing.T) FencedCheckpointStore{
+		"memory": func(*testing.T) FencedCheckpointStore { return &MemoryCheckpoints{} },
+	}
+	for _, b := range dbtest.Dialects {
+		stores[b.Name] = func(t *testing.T) FencedCheckpointStore {
+			db, d := b.Open(t)
+			// A table made before the holder column: EnsureSchema adds it.
+			old := `CREATE TABLE acemq_stream_checkpoint (stream_name VARCHAR(255) NOT NULL, reader_name VARCHAR(255) NOT NULL, last_offset BIGINT NOT NULL, saved_at BIGINT NOT NULL, PRIMARY KEY (stream_name, reader_name))`
+			if d == sqlstore.MySQL {
+				old = `CREATE TABLE acemq_stream_checkpoint (stream_name VARBINARY(255) NOT NULL, reader_name VARBINARY(255) NOT NULL, last_offset BIGINT NOT NULL, saved_at BIGINT NOT NULL, PRIMARY KEY (stream_name, reader_name)) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4`
+			}
+			if _, err := db.Exec(old); err != nil {
+				t.Fatal(err)
+			}
+			s, err := NewSQLCheckpoints(db, d)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for range 2 {
+				if err := s.EnsureSchema(context.Background()); err != nil {
+					t.Fatal(err)
+				}
+			}
+			return s
+		}
+	}
+	for name, open := range stores {
+		t.Run(name, func(t *testing.T) {
+			ctx := context.Background()
+			s := open(t)
+			load := func() int64 {
+				t.Helper()
+				off, ok, err := s.Load(ctx, "orders", "model")
+				if err != nil || !ok {
+					t.Fatalf("Load = %d %v %v", off, ok, err)
+				}
+				return off
+			}
+			if err := s.Save(ctx, "orders", "model", 10); err != nil {
+				t.Fatal(err)
+			}
+			if err := s.Save(ctx, "orders", "model", 5); err != nil || load() != 10 {
+				t.Fatalf("a Save behind moved the checkpoint back: %d %v", load(), err)
+			}
+			if off, ok, err := s.Claim(ctx, "orders", "model", "a"); err != nil || !ok || off != 10 {
+				t.Fatalf("Claim a = %d %v %v", off, ok, err)
+			}
+			if err := s.SaveAs(ctx, "orders", "model", "a", 12); err != nil || load() != 12 {
+				t.Fatalf("SaveAs a 12: %d %v", load(), err)
+			}
+			if off, _, err := s.Claim(ctx, "orders", "model", "b"); err != nil || off != 12 {
+				t.Fatalf("Claim b = %d %v", off, err)
+			}
+			if err := s.SaveAs(ctx, "orders", "model", "a", 20); !errors.Is(err, ErrCheckpointTaken) || load() != 12 {
+				t.Fatalf("the overtaken holder's save: %v, checkpoint %d", err, load())
+			}
+			if err := s.SaveAs(ctx, "orders", "model", "b", 11); err != nil || load() != 12 {
+				t.Fatalf("a SaveAs behind: %d %v", load(), err)
+			}
+			if err := s.SaveAs(ctx, "orders", "model", "b", 13); err != nil || load() != 13 {
+				t.Fatalf("SaveAs b 13: %d %v", load(), err)
+			}
+			if off, ok, err := s.Claim(ctx, "orders", "fresh", "c"); ok || err != nil {
+				t.Fatalf("Claim of a new name = %d %v %v, want nothing saved", off, ok, err)
+			}
+			if _, ok, err := s.Load(ctx, "orders", "fresh"); ok || err != nil {
+				t.Fatalf("Load of a claimed name never saved: %v %v", ok, err)
+			}
+		})
+	}
+}
+
+// Two readers with one checkpoint name: the second started takes the name
+// over, the first stops at its next save (Err, Close say why), and the
+// second reads on from the checkpoint. Before, both handled every message
+// and the checkpoint could move backwards.
+func TestASecondReaderWithTheSameNameTakesItOverAndTheFirstStops(t *testing.T) {
+	c := brokertest.Connect(t, "memory://"+t.Name())
+	s := newStream(t, c)
+	publish(t, c, s, 0, 5)
+	store := &MemoryCheckpoints{}
+	var a, b log
+	ra := read(t, c, s, "projector", recorder(&a), From(First()), Checkpoint(store, 1, 0), LagProbe(0))
+	brokertest.Eventually(t, "the first reader read five", func() bool { return a.count() == 5 })
+	offs, _ := a.snapshot()
+	brokertest.Eventually(t, "the first reader saved", func() bool {
+		off, ok, _ := store.Load(context.Background(), s, "projector")
+		return ok && off == offs[4]
+	})
+	rb := read(t, c, s, "projector", recorder(&b), From(First()), Checkpoint(store, 1, 0), LagProbe(0))
+	publish(t, c, s, 5, 10)
+	brokertest.Eventually(t, "the second reader read the five new ones", func() bool { return b.count() == 5 })
+	ascending(t, "the second reader", &b, []int{5, 6, 7, 8, 9})
+	brokertest.Eventually(t, "the first reader stopped", func() bool { return ra.Err() != nil })
+	if err := ra.Err(); !errors.Is(err, ErrCheckpointTaken) {
+		t.Fatalf("the first reader's Err = %v, want ErrCheckpointTaken", err)
+	}
+	if h := ra.Health(context.Background()); h.Status != acemq.StatusDegraded {
+		t.Fatalf("the overtaken reader's health %+v", h)
+	}
+	if err := rb.Err(); err != nil {
+		t.Fatal(err)
+	}
+	if err := rb.Close(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	bo, _ := b.snapshot()
+	if off, _, _ := store.Load(context.Background(), s, "projector"); off != bo[4] {
+		t.Fatalf("checkpoint %d, want the second reader's %d", off, bo[4])
+	}
+	if err := ra.Close(context.Background()); !errors.Is(err, ErrCheckpointTaken) {
+		t.Fatalf("the first reader's Close = %v", err)
+	}
+	if off, _, _ := store.Load(context.Background(), s, "projector"); off != bo[4] {
+		t.Fatalf("the first reader's Close moved the checkpoint to %d", off)
 	}
 }

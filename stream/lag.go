@@ -1,6 +1,7 @@
 package stream
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"sync"
@@ -142,11 +143,12 @@ func (r *Reader) lagMetrics(c *acemq.Conn) func() {
 }
 
 // Health reports UP while the reader reads, and DEGRADED once the Stop
-// policy halted it (Detail says where, why and what to do). It answers
-// from local state, ignoring ctx. Safe for concurrent use.
+// policy halted it or while it is held at a message it could not set
+// aside (Held); Detail says where, why and what to do. It answers from
+// local state, ignoring ctx. Safe for concurrent use.
 func (r *Reader) Health(context.Context) acemq.HealthReport {
 	rep := acemq.HealthReport{Status: acemq.StatusUp, CheckedAt: time.Now()}
-	if err := r.Err(); err != nil {
+	if err := cmp.Or(r.Err(), r.Held()); err != nil {
 		rep.Status = acemq.StatusDegraded
 		rep.Detail = err.Error()
 	}

@@ -11,13 +11,16 @@
 // are failures handled by the reader's FailurePolicy: Park (default), Stop
 // or Skip. The Conn's retry policy never applies.
 //
-// After a recovery the reader resumes at the offset after the newest one it
-// accepted or skipped, so nothing is skipped; a message set aside after that
-// is read (and copied) again, the only duplicate.
+// A message set aside counts as handled once its copy is made; when the
+// copy cannot be made the reader holds at it (Held, Health DEGRADED),
+// reading nothing after it, and tries again until it can. After a recovery
+// the reader resumes at the offset after the newest one it handled, so
+// nothing is skipped.
 //
 // Checkpoint saves the reader's place in a CheckpointStore (MemoryCheckpoints,
 // or SQLCheckpoints on SQLite, PostgreSQL or MySQL) so a reader started again
-// resumes after it. Lag, ProbeLag and the acemq.stream.lag gauges say how far
+// resumes after it; a checkpoint never moves backwards, and a reader started
+// with the name of one still running takes the name over (the other stops). Lag, ProbeLag and the acemq.stream.lag gauges say how far
 // behind the stream's end a reader is; Health and Check report a reader the
 // Stop policy halted as degraded. Probe reads a stream's oldest and newest
 // offsets.
@@ -27,6 +30,8 @@ package stream
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"strconv"
@@ -112,7 +117,12 @@ type config struct {
 	codec      acemq.Codec
 	checkpoint *checkpointing
 	lagEvery   time.Duration
+	heldEvery  time.Duration // how often a held reader tries again (tests lengthen it)
 }
+
+// defaultHeldEvery is how often a reader held at a message it could not
+// set aside subscribes again to try.
+const defaultHeldEvery = 5 * time.Second
 
 // From sets where the reader starts (Next when not given).
 func From(p Position) Option { return func(c *config) { c.from = p } }
@@ -135,18 +145,48 @@ type Reader struct {
 
 	mu       sync.Mutex
 	start    any   // the x-stream-offset of the first subscribe
-	handled  int64 // newest offset accepted or skipped (or before one); -1 none
+	handled  int64 // newest offset accepted, skipped or set aside (or before one); -1 none
 	skipped  int
 	stopErr  error
 	consumer *acemq.Consumer
 	closing  bool
 	closed   bool           // Close ran (the checkpoint goroutines are stopped)
-	wg       sync.WaitGroup // the goroutine that closes the consumer on Stop
+	wg       sync.WaitGroup // the goroutines that close the consumer on Stop and hold the reader
 	lag      lagState
+
+	// aside is the message handed to the engine to set aside, not yet
+	// counted as handled: its copy is made once the engine takes the next
+	// delivery without reporting a failure (OnSetAsideFailed).
+	aside     asideAt
+	held      *heldAt // the message the reader waits at, or nil
+	heldKick  chan struct{}
+	quit      chan struct{} // closed by Close
+	subscribe func(ctx context.Context) (*acemq.Consumer, error)
+	heldEvery time.Duration
 
 	saver      *saver  // nil without Checkpoint
 	prober     *prober // nil when LagProbe(0)
 	unregister func()  // the lag gauges
+}
+
+// asideAt is a message being set aside: its offset (-1: none), the
+// decision that sets it aside, and when it was first published.
+type asideAt struct {
+	offset    int64
+	dec       acemq.Decision
+	firstSeen time.Time
+}
+
+// heldAt is a message the reader could neither handle nor set aside: it
+// stays there, reading nothing after it, until the copy can be made.
+type heldAt struct {
+	offset   int64
+	target   string
+	err      error
+	dec      *acemq.Decision // the decision that sets it aside, given again (nil: the engine's own, say for an unreadable message)
+	since    time.Time
+	tries    int
+	retrying bool // subscribed again: the message comes back to be set aside
 }
 
 // Read starts a reader named name on stream, handling every message with
@@ -156,7 +196,7 @@ type Reader struct {
 // at the offset after it instead of From. It fails when the options are
 // invalid, the checkpoint cannot be loaded or the subscribe is refused.
 func Read[T any](ctx context.Context, c *acemq.Conn, stream, name string, h Handler[T], opts ...Option) (*Reader, error) {
-	cfg := config{prefetch: 10, lagEvery: 10 * time.Second}
+	cfg := config{prefetch: 10, lagEvery: 10 * time.Second, heldEvery: defaultHeldEvery}
 	for _, o := range opts {
 		if o != nil {
 			o(&cfg)
@@ -178,7 +218,8 @@ func Read[T any](ctx context.Context, c *acemq.Conn, stream, name string, h Hand
 	case cfg.lagEvery < 0:
 		return nil, fmt.Errorf("acemq: stream reader %q: LagProbe(%v) is negative; pass 0 to never probe", name, cfg.lagEvery)
 	}
-	r := &Reader{stream: stream, name: name, conn: c, handled: -1, start: cfg.from.value, lag: lagState{end: -1}}
+	r := &Reader{stream: stream, name: name, conn: c, handled: -1, start: cfg.from.value, lag: lagState{end: -1},
+		aside: asideAt{offset: -1}, heldKick: make(chan struct{}, 1), quit: make(chan struct{}), heldEvery: cfg.heldEvery}
 	if cfg.from.since > 0 {
 		r.start = time.Now().Add(-cfg.from.since).UTC().Truncate(time.Second)
 	}
@@ -186,7 +227,18 @@ func Read[T any](ctx context.Context, c *acemq.Conn, stream, name string, h Hand
 		r.start = "next"
 	}
 	if cp := cfg.checkpoint; cp != nil {
-		saved, ok, err := cp.store.Load(ctx, stream, name)
+		var (
+			saved  int64
+			ok     bool
+			err    error
+			holder string
+		)
+		if f, fenced := cp.store.(FencedCheckpointStore); fenced {
+			holder = name + "/" + randomHex(8)
+			saved, ok, err = f.Claim(ctx, stream, name, holder)
+		} else {
+			saved, ok, err = cp.store.Load(ctx, stream, name)
+		}
 		if err != nil {
 			return nil, fmt.Errorf("acemq: cannot start stream reader %q on %q: its checkpoint could not be loaded: %w", name, stream, err)
 		}
@@ -195,18 +247,24 @@ func Read[T any](ctx context.Context, c *acemq.Conn, stream, name string, h Hand
 		} else {
 			r.start = saved + 1
 		}
-		r.saver = newSaver(r, *cp, saved)
+		r.saver = newSaver(r, *cp, saved, holder)
 	}
-	copts := acemq.ConsumerConfig{Tag: name, Prefetch: cfg.prefetch, Concurrency: 1, Retry: acemq.NoRetry(), ArgsAt: r.args, OnStream: true}
+	copts := acemq.ConsumerConfig{Tag: name, Prefetch: cfg.prefetch, Concurrency: 1, Retry: acemq.NoRetry(), ArgsAt: r.args, OnStream: true,
+		OnSetAsideFailed: r.asideFailed}
 	if cfg.codec != nil {
 		copts.Codec = cfg.codec
 	}
-	k, err := acemq.Consume(ctx, c, stream, func(ctx context.Context, m *acemq.Message[T]) acemq.Decision {
-		return handle(r, ctx, m, h, cfg.policy)
-	}, copts)
+	r.subscribe = func(ctx context.Context) (*acemq.Consumer, error) {
+		return acemq.Consume(ctx, c, stream, func(ctx context.Context, m *acemq.Message[T]) acemq.Decision {
+			return handle(r, ctx, m, h, cfg.policy)
+		}, copts)
+	}
+	k, err := r.subscribe(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("acemq: cannot start stream reader %q on %q from %s: %w", name, stream, cfg.from, err)
 	}
+	r.wg.Add(1)
+	go r.holding()
 	r.unregister = r.lagMetrics(c)
 	if r.saver != nil {
 		go r.saver.run()
@@ -261,11 +319,24 @@ func handle[T any](r *Reader, ctx context.Context, m *acemq.Message[T], h Handle
 	}
 	r.seen(off)
 	r.mu.Lock()
+	r.passAside(off)
 	stopped, seen := r.stopErr != nil, off <= r.handled
-	r.mu.Unlock()
-	if stopped || seen {
+	hd := r.held
+	var again *acemq.Decision
+	if hd != nil && hd.retrying && off == hd.offset {
+		again = hd.dec
+	}
+	if stopped || seen || (hd != nil && (!hd.retrying || off > hd.offset)) {
 		// An ack on a stream only returns credit; the position stays.
+		r.mu.Unlock()
 		return acemq.Accept()
+	}
+	r.mu.Unlock()
+	if again != nil {
+		// The handler decided already: set it aside again without
+		// running it twice.
+		r.setAside(off, *again, m.Envelope.FirstSeen)
+		return *again
 	}
 	dec, failure := run(ctx, h, &Message[T]{Message: m, Offset: off})
 	if failure == nil {
@@ -274,9 +345,9 @@ func handle[T any](r *Reader, ctx context.Context, m *acemq.Message[T], h Handle
 			r.advance(off, false, m.Envelope.FirstSeen)
 			return dec
 		case "reject", "park":
-			// Not advanced here: the copy is made after the handler, and
-			// is lost if the channel ends first. The next message handled
-			// advances past it; a recovery before that reads it again.
+			// Counted as handled once the engine has made the copy (see
+			// passAside); if it cannot, the reader waits here.
+			r.setAside(off, dec, m.Envelope.FirstSeen)
 			return dec
 		default:
 			failure = fmt.Errorf("acemq: stream reader %q asked for %s at offset %d, which a stream does not allow (contract §3.11: a retry would append a copy): %v", r.name, dec, off, dec.Err())
@@ -293,8 +364,156 @@ func handle[T any](r *Reader, ctx context.Context, m *acemq.Message[T], h Handle
 		r.stopConsumer()
 		return acemq.Accept()
 	default:
-		return acemq.Park(failure) // advanced by the next message, as for Park
+		d := acemq.Park(failure)
+		r.setAside(off, d, m.Envelope.FirstSeen)
+		return d
 	}
+}
+
+// setAside notes the message at off handed to the engine to be copied
+// aside by dec.
+func (r *Reader) setAside(off int64, dec acemq.Decision, firstSeen time.Time) {
+	r.mu.Lock()
+	r.aside = asideAt{offset: off, dec: dec, firstSeen: firstSeen}
+	r.mu.Unlock()
+}
+
+// passAside counts the message set aside before off as handled: the
+// engine settles one delivery at a time and reports a failed copy
+// (asideFailed) before it takes the next, so its copy was made unless the
+// reader is held at it. It also lets go of a held message that was set
+// aside at last. r.mu is held.
+func (r *Reader) passAside(off int64) {
+	a := r.aside
+	if a.offset < 0 || a.offset >= off || (r.held != nil && !r.held.retrying) {
+		return
+	}
+	if r.held != nil && r.held.offset == a.offset {
+		r.held = nil // the copy was made this time
+	}
+	r.aside = asideAt{offset: -1}
+	if a.offset > r.handled {
+		r.handled = a.offset
+		r.lag.firstSeen = a.firstSeen
+		if r.saver != nil {
+			r.saver.handled() // takes only the saver's lock, never r.mu
+		}
+	}
+}
+
+// asideFailed is the engine's report (ConsumerConfig.OnSetAsideFailed)
+// that a message's copy to {stream}.dlq or {stream}.parked could not be
+// made: the reader holds at it, reading nothing after it, and subscribes
+// again every while to set it aside once more (see holding).
+func (r *Reader) asideFailed(f acemq.Fallback) {
+	off, ok := offsetOf(f.Envelope)
+	if !ok {
+		return
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	hd := r.held
+	if hd == nil || hd.offset != off {
+		hd = &heldAt{offset: off, since: time.Now()}
+	}
+	hd.target, hd.err, hd.retrying = f.Target, f.Err, false
+	hd.tries++
+	if r.aside.offset == off {
+		dec := r.aside.dec
+		hd.dec = &dec
+	}
+	r.held, r.aside = hd, asideAt{offset: -1}
+	select {
+	case r.heldKick <- struct{}{}:
+	default:
+	}
+}
+
+// holding is the reader's goroutine for a held message, until Close: it
+// closes the consumer (which would read on past the message), and every
+// heldEvery subscribes again from the offset after the newest handled,
+// so the message comes back and is set aside again; a failure holds it
+// again.
+func (r *Reader) holding() {
+	defer r.wg.Done()
+	for {
+		select {
+		case <-r.quit:
+			return
+		case <-r.heldKick:
+		}
+		r.mu.Lock()
+		k := r.consumer
+		r.consumer = nil
+		r.mu.Unlock()
+		if k != nil {
+			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+			_ = k.Close(ctx)
+			cancel()
+		}
+		for {
+			t := time.NewTimer(r.heldEvery)
+			select {
+			case <-r.quit:
+				t.Stop()
+				return
+			case <-r.heldKick: // tests: try now
+				t.Stop()
+			case <-t.C:
+			}
+			r.mu.Lock()
+			if r.closing || r.stopErr != nil {
+				r.mu.Unlock()
+				return
+			}
+			if r.held != nil {
+				r.held.retrying = true
+			}
+			r.mu.Unlock()
+			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+			k, err := r.subscribe(ctx)
+			cancel()
+			r.mu.Lock()
+			if err == nil && !r.closing {
+				r.consumer = k
+				r.mu.Unlock()
+				break
+			}
+			closing := r.closing
+			if err != nil && r.held != nil {
+				r.held.retrying = false
+				r.held.err = fmt.Errorf("cannot subscribe again to try: %w (the copy failed with: %v)", err, r.held.err)
+			}
+			r.mu.Unlock()
+			if closing {
+				if k != nil {
+					ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+					_ = k.Close(ctx)
+					cancel()
+				}
+				return
+			}
+		}
+	}
+}
+
+// Held says why the reader waits at a message it could neither handle
+// nor set aside (its copy to {stream}.dlq or {stream}.parked failed: the
+// queue is gone, a resource alarm outlasted the copy's bound), and nil
+// while it is not. The reader reads nothing after that message, and
+// neither Handled nor the checkpoint moves past it, until the copy is
+// made: it subscribes again every 5 s to try, declaring the queues it sets
+// aside to as any consumer does at start. Health reports DEGRADED
+// meanwhile.
+func (r *Reader) Held() error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	hd := r.held
+	if hd == nil {
+		return nil
+	}
+	return fmt.Errorf("acemq: stream reader %q on %q is held at offset %d since %s (%d tries): its copy to %s could not be made: %w; it reads nothing after it until the copy is made, subscribing again every %v to try (check that %s exists and the broker takes publishes)",
+		r.name, r.stream, hd.offset, hd.since.UTC().Format(time.RFC3339), hd.tries, hd.target, hd.err, r.heldEvery, hd.target)
 }
 
 // run calls h, turning a panic into a failure.
@@ -309,6 +528,9 @@ func run[T any](ctx context.Context, h Handler[T], m *Message[T]) (dec acemq.Dec
 
 func (r *Reader) advance(off int64, skipped bool, firstSeen time.Time) {
 	r.mu.Lock()
+	if r.aside.offset >= 0 && r.aside.offset <= off {
+		r.aside = asideAt{offset: -1}
+	}
 	if off > r.handled {
 		r.handled = off
 		r.lag.firstSeen = firstSeen
@@ -320,6 +542,23 @@ func (r *Reader) advance(off int64, skipped bool, firstSeen time.Time) {
 	if r.saver != nil {
 		r.saver.handled()
 	}
+}
+
+// overtaken stops the reader: another reader of the same name claimed
+// the checkpoint (err is ErrCheckpointTaken).
+func (r *Reader) overtaken(err error) {
+	r.mu.Lock()
+	if r.stopErr == nil {
+		r.stopErr = fmt.Errorf("acemq: stream reader %q on %q stopped after offset %d: %w", r.name, r.stream, r.handled, err)
+	}
+	r.mu.Unlock()
+	r.stopConsumer()
+}
+
+func randomHex(n int) string {
+	b := make([]byte, n)
+	_, _ = rand.Read(b)
+	return hex.EncodeToString(b)
 }
 
 // stopConsumer closes the consumer from a goroutine the reader owns (a
@@ -345,9 +584,9 @@ func (r *Reader) stopConsumer() {
 // Name is the reader's name, also its consumer tag.
 func (r *Reader) Name() string { return r.name }
 
-// Handled returns the newest offset the reader has accepted or skipped; a
-// message set aside (rejected or parked) counts once the next one is
-// handled. ok is false before the first.
+// Handled returns the newest offset the reader has accepted or skipped,
+// or set aside (rejected or parked: counted once the next message comes,
+// when its copy is known to be made). ok is false before the first.
 func (r *Reader) Handled() (offset int64, ok bool) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -380,6 +619,9 @@ func (r *Reader) Close(ctx context.Context) error {
 	r.closing = true
 	first := !r.closed
 	r.closed = true
+	if first {
+		close(r.quit)
+	}
 	r.mu.Unlock()
 	var err error
 	if !already && k != nil {

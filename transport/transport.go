@@ -29,14 +29,27 @@ import (
 // []byte, time.Time, nested Table or []any, as AMQP 0-9-1 allows.
 type Table map[string]any
 
+// RawField is one AMQP field value as it travels, its type tag first, for a
+// header that must go out byte for byte as it came in: a replay of a
+// message whose headers the Go client could not read puts their original
+// bytes back this way. The RabbitMQ transport's own publishing connection
+// writes it as it is; with frames=amqp091 it is decoded and written again
+// (same values, possibly other integer widths); the in-process broker
+// holds the values it decodes to.
+type RawField []byte
+
 // Properties are the AMQP basic properties AceMQ reads and writes.
 type Properties struct {
-	ContentType  string
-	MessageID    string
-	ReplyTo      string
-	DeliveryMode uint8 // 1 transient, 2 persistent; 0 means transient
-	Priority     uint8
-	Headers      Table
+	ContentType string
+	MessageID   string
+	// CorrelationID is the AMQP correlation-id property (AceMQ's own
+	// correlation travels in a header; this is the property another
+	// client may set).
+	CorrelationID string
+	ReplyTo       string
+	DeliveryMode  uint8 // 1 transient, 2 persistent; 0 means transient
+	Priority      uint8
+	Headers       Table
 }
 
 // Message is one publish: where it goes, its flags, properties and body.
@@ -269,6 +282,19 @@ type Connection interface {
 	Err() error
 	// Close closes the connection and every channel on it.
 	Close() error
+}
+
+// BrokerIdentity is implemented by connections that know what the broker
+// said about itself when the connection opened (connection.start's
+// server-properties). The engine reads it to use what a version offers
+// (RabbitMQ 4.3's delayed retry inside a quorum queue) and to name the
+// version where a version matters; a connection without it counts as a
+// broker that offers none of that.
+type BrokerIdentity interface {
+	// Broker returns the broker's product and version ("RabbitMQ",
+	// "4.3.6"); empty strings when it did not say (or the part of the
+	// connection that heard it has not been dialled).
+	Broker() (product, version string)
 }
 
 // Purpose says what a caller will open on a connection, so a transport may

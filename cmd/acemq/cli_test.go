@@ -69,6 +69,12 @@ func acemqCmd(t *testing.T, stdin string, args ...string) result {
 			cmd.Env = append(cmd.Env, e)
 		}
 	}
+	// The test node's management API, which the commands that read a
+	// queue ask what a read does there (a test may still pass its own
+	// --management-url).
+	if m := os.Getenv("ACEMQ_TEST_MANAGEMENT_URL"); m != "" {
+		cmd.Env = append(cmd.Env, "ACEMQ_MANAGEMENT_URL="+m)
+	}
 	cmd.Dir = t.TempDir()
 	cmd.Stdin = strings.NewReader(stdin)
 	var out, errb bytes.Buffer
@@ -295,14 +301,36 @@ func TestTopologyOnMemoryPlansThenApplies(t *testing.T) {
 	}
 }
 
+// The plan says where each queue's retry waits are held: in the quorum
+// queue on RabbitMQ 4.3 and later (its delayed retry), on rungs before.
+func TestTopologyPlanSaysWhereRetryWaitsAreHeld(t *testing.T) {
+	url := testenv.AMQPURL(t)
+	name := testenv.Unique("cli.waits")
+	c := libConn(t, url)
+	_, version := c.Broker()
+	f := writeFile(t, fmt.Sprintf("queues:\n  - name: %s\n    deadLetters: true\n    retry: {attempts: 4, step: 10s, max: 30s, waits: where-supported}\n", name))
+	r := run0(t, "", "topology", "plan", "-f", f, "--url", url)
+	want := "retries of queue " + name + " (linear(4, 10s, 30s).holdWaits(in the queue where supported)): waits on rungs: RabbitMQ " + version + " has no delayed retry"
+	var major, minor int
+	if _, err := fmt.Sscanf(version, "%d.%d", &major, &minor); err == nil && (major > 4 || major == 4 && minor >= 3) {
+		want = "retries of queue " + name + " (linear(4, 10s, 30s).holdWaits(in the queue where supported)): waits in the queue: RabbitMQ " + version + " holds them in the queue (x-delayed-retry-type failed, min 10s, max 30s"
+	}
+	if !strings.Contains(r.stdout, want) {
+		t.Fatalf("plan on RabbitMQ %s lacks %q:\n%s", version, want, r.stdout)
+	}
+}
+
 func TestTopologyBadFilesFailWithOneSentence(t *testing.T) {
 	for name, c := range map[string]struct{ content, want string }{
-		"not yaml":      {"exchanges: [", "not valid YAML"},
-		"unknown field": {"queues:\n  - name: a\n    typo: 1\n", "not valid YAML"},
-		"bad type":      {"exchanges:\n  - name: a\n    type: fancy\n", "use direct, topic, fanout or headers"},
-		"empty":         {"", "declares nothing"},
-		"bad duration":  {"queues:\n  - name: a\n    retry: {attempts: 2, initial: soon}\n", "not a duration"},
-		"bad binding":   {"queues:\n  - name: a\nbindings:\n  - {queue: a, exchange: nowhere, key: k}\n", "cannot be declared"},
+		"not yaml":                         {"exchanges: [", "not valid YAML"},
+		"unknown field":                    {"queues:\n  - name: a\n    typo: 1\n", "not valid YAML"},
+		"bad type":                         {"exchanges:\n  - name: a\n    type: fancy\n", "use direct, topic, fanout or headers"},
+		"empty":                            {"", "declares nothing"},
+		"bad duration":                     {"queues:\n  - name: a\n    retry: {attempts: 2, initial: soon}\n", "not a duration"},
+		"bad binding":                      {"queues:\n  - name: a\nbindings:\n  - {queue: a, exchange: nowhere, key: k}\n", "cannot be declared"},
+		"bad waits":                        {"queues:\n  - name: a\n    retry: {attempts: 2, delay: 1s, waits: sideways}\n", "use rungs, queue or where-supported"},
+		"two schedules":                    {"queues:\n  - name: a\n    retry: {attempts: 2, delay: 1s, step: 1s, max: 2s}\n", "give one of delay (fixed)"},
+		"waits in a queue memory:// lacks": {"queues:\n  - name: a\n    retry: {attempts: 3, step: 1s, max: 2s, waits: queue}\n", "memory:// holds no waits inside a queue"},
 	} {
 		t.Run(name, func(t *testing.T) {
 			r := acemqCmd(t, "", "topology", "plan", "-f", writeFile(t, c.content), "--url", "memory://t")
@@ -447,7 +475,9 @@ func TestPublishAndTailOnRabbitMQ(t *testing.T) {
 	url := testenv.AMQPURL(t)
 	c := libConn(t, url)
 	q := testenv.Unique("cli.tail")
-	if err := c.Apply(context.Background(), acemq.NewTopology().Queue(q, acemq.QueueOptions{})); err != nil {
+	// Classic: tail reads a quorum queue with a delivery limit only with
+	// --unsafe-read (TestReadsNeverCountTowardADeliveryLimit).
+	if err := c.Apply(context.Background(), acemq.NewTopology().Queue(q, acemq.QueueOptions{Type: acemq.Classic})); err != nil {
 		t.Fatal(err)
 	}
 	deleteQueues(t, c, q, q+".dlq", q+".parked")
@@ -800,7 +830,7 @@ func TestDemoConsoleServesTheDeadLettersUntilInterrupted(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer func() { _ = cmd.Process.Kill(); _ = cmd.Wait() }()
-	consoleLine := regexp.MustCompile(`console: (http://127\.0\.0\.1:\d+)/\?token=([0-9a-f]{32})`)
+	consoleLine := regexp.MustCompile(`console: (http://127\.0\.0\.1:\d+)/sign-in#code=[0-9a-f]{32}\ntoken: ([0-9a-f]{32})\n`)
 	buf := make([]byte, 4096)
 	var got strings.Builder
 	var m []string

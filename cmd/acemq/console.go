@@ -27,7 +27,7 @@ type consoleFlags struct {
 
 func (f *consoleFlags) register(cmd *cobra.Command) {
 	cmd.Flags().StringVar(&f.listen, "listen", "127.0.0.1:8080", "address to serve the console on (loopback by default; port 0 picks one)")
-	cmd.Flags().StringVar(&f.token, "token", os.Getenv("ACEMQ_CONSOLE_TOKEN"), "the token that signs a browser or script in (default $ACEMQ_CONSOLE_TOKEN, else one is generated and printed; a given token is never printed)")
+	cmd.Flags().StringVar(&f.token, "token", os.Getenv("ACEMQ_CONSOLE_TOKEN"), "the token that signs a browser or script in (default $ACEMQ_CONSOLE_TOKEN, else one is generated and printed; a given token is never printed, and one that looks guessable, such as passwordpassword, is refused)")
 	cmd.Flags().BoolVar(&f.readOnly, "read-only", false, "show messages but hide and refuse every action")
 	cmd.Flags().StringVar(&f.traceURL, "trace-url", os.Getenv("ACEMQ_TRACE_URL"), "link trace ids to a tracing UI; {traceId} is replaced (e.g. http://localhost:16686/trace/{traceId})")
 	cmd.Flags().StringVar(&f.auditPath, "audit-log", "", "append the audit log to this file as JSON lines (default: stderr)")
@@ -43,9 +43,11 @@ func newConsole() *cobra.Command {
 		Short: "Serve the dead-letter console: see, replay, park, purge and download dead letters in a browser",
 		Long: "Serve the dead-letter console on --listen (loopback by default). It lists every .dlq and .parked queue live, " +
 			"groups a queue's messages by reason, shows one message in full, and replays, parks, purges or downloads them " +
-			"with the same rules as `acemq dlq replay`. Open the URL it prints; it carries the token only when the console " +
-			"generated it (a token given with --token or $ACEMQ_CONSOLE_TOKEN is never printed: sign in with it on the page). Browsing a queue takes its " +
-			"messages and returns them (the redelivered flag is set; order is kept). A memory:// broker lives inside one process: " +
+			"with the same rules as `acemq dlq replay`. When it generates the token it prints it and a one-time sign-in link " +
+			"(a code that works once, within an hour; the token itself never goes in a URL); a token given with --token or " +
+			"$ACEMQ_CONSOLE_TOKEN is never printed: sign in with it on the page. Browsing a queue takes its messages and returns " +
+			"them (the redelivered flag is set; order is kept), and only where that moves none toward a delivery limit: elsewhere " +
+			"the page says why and reads only when asked. A memory:// broker lives inside one process: " +
 			"use `acemq demo --console` to see it.",
 		Example: `  acemq console --url amqp://guest:guest@localhost:5672/
   ACEMQ_CONSOLE_TOKEN=... acemq console --url amqp://... --listen 127.0.0.1:9090 --read-only`,
@@ -115,8 +117,15 @@ func serveConsole(ctx context.Context, out, errOut io.Writer, c *acemq.Conn, bro
 	// printed: stdout often ends up in journald or a pod's log. Only a
 	// generated one is, since nobody else knows it.
 	if generated {
-		fmt.Fprintf(out, "console%s: http://%s/?token=%s\n", mode, host, token)
-		fmt.Fprintln(out, "(the token is needed once per browser; Ctrl-C stops the console)")
+		// The link carries a one-time code in its fragment, not the token:
+		// a browser keeps every URL it opens in its history.
+		link, err := h.SignInLink()
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(out, "console%s: http://%s%s\n", mode, host, link)
+		fmt.Fprintf(out, "token: %s\n", token)
+		fmt.Fprintln(out, "(the link signs one browser in, once, within an hour; sign other browsers in with the token, and scripts send it as Authorization: Bearer; it never goes in a URL. Ctrl-C stops the console)")
 	} else {
 		fmt.Fprintf(out, "console%s: http://%s/ (sign in with the token you gave; it is not printed)\n", mode, host)
 		fmt.Fprintln(out, "(Ctrl-C stops the console)")

@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"os"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -383,7 +384,12 @@ func runDemo(ctx context.Context, out io.Writer, url, dbURL string, then func(*a
 			say("dlq list:  %s", strings.Join(parts, ", "))
 		}
 	}
-	shown, err := peek(ctx, services, dlq, 1)
+	// The demo declared this queue itself, as the library declares a
+	// dead-letter queue (no delivery limit a read could move a message
+	// toward), so it reads it without asking the management API, which a
+	// broker's demo may not reach.
+	read := &readFlags{mgmt: os.Getenv("ACEMQ_MANAGEMENT_URL"), unsafe: true}
+	shown, err := peek(ctx, services, dlq, 1, read.options(url)...)
 	if err != nil || len(shown) != 1 {
 		return fmt.Errorf("cannot read the dead-lettered order from %s (%v)", dlq, err)
 	}

@@ -215,11 +215,12 @@ func printShown(out io.Writer, s shownMessage) {
 // liveQueueHelp is what --live-queue does to the queue, said in its help
 // and again on stderr when it is used.
 const liveQueueHelp = "each message read is taken and returned, so the broker redelivers it (marked redelivered) " +
-	"and a quorum queue adds one to its x-delivery-count, which counts toward the queue's delivery limit " +
-	"(RabbitMQ 4 dead-letters or drops a message after 20 deliveries by default)"
+	"and a quorum queue adds one to its x-delivery-count; where that counts toward the queue's delivery limit " +
+	"(RabbitMQ 4 dead-letters or drops a message after 20 deliveries by default) the read is refused unless --unsafe-read"
 
 func newDLQShow() *cobra.Command {
 	var u, keyringPath string
+	var rf readFlags
 	var n int
 	var asJSON, live bool
 	var raw rawOutput
@@ -265,7 +266,7 @@ func newDLQShow() *cobra.Command {
 				return err
 			}
 			defer closeConn(c)
-			ms, err := peekWithProgress(ctx, c, q, n, nil, ring)
+			ms, err := peekWithProgress(ctx, c, q, n, nil, ring, rf.options(u)...)
 			if err != nil {
 				return err
 			}
@@ -300,19 +301,21 @@ func newDLQShow() *cobra.Command {
 	cmd.Flags().BoolVar(&live, "live-queue", false, "read a queue that is not a .dlq or .parked queue: "+liveQueueHelp)
 	rawFlag(cmd, &raw, "write only the bodies, as they are in the queue (not decoded or decrypted),")
 	keyringFlag(cmd, &keyringPath)
+	rf.register(cmd)
 	return cmd
 }
 
 // peek takes up to n messages and returns them all to the queue.
-func peek(ctx context.Context, c *acemq.Conn, queue string, n int) ([]shownMessage, error) {
-	return peekWithProgress(ctx, c, queue, n, nil, nil)
+func peek(ctx context.Context, c *acemq.Conn, queue string, n int, opts ...replay.Option) ([]shownMessage, error) {
+	return peekWithProgress(ctx, c, queue, n, nil, nil, opts...)
 }
 
 // peekWithProgress is peek with a progress bar on progressOut (nil: none)
 // when more than 100 messages are to be read; ring (nil: none) shows
 // encrypted bodies decrypted. It reads with replay.Browse, which returns
-// every message it took to the queue, in order.
-func peekWithProgress(ctx context.Context, c *acemq.Conn, queue string, n int, progressOut io.Writer, ring *crypto.Keyring) ([]shownMessage, error) {
+// every message it took to the queue, in order, and reads nothing where
+// that would count deliveries (opts: the management API, --unsafe-read).
+func peekWithProgress(ctx context.Context, c *acemq.Conn, queue string, n int, progressOut io.Writer, ring *crypto.Keyring, opts ...replay.Option) ([]shownMessage, error) {
 	depth, err := requireQueue(ctx, c, queue)
 	if err != nil {
 		return nil, err
@@ -331,7 +334,11 @@ func peekWithProgress(ctx context.Context, c *acemq.Conn, queue string, n int, p
 		out = append(out, show(m, seen[m.Envelope.ID], ring))
 		seen[m.Envelope.ID] = true
 		return true
-	})
+	}, opts...)
+	var unsafe *replay.UnsafeReadError
+	if errors.As(err, &unsafe) {
+		return nil, unsafeReadError(err)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("cannot read %q (%s); check the connection and retry", queue, sentence(err))
 	}
@@ -347,13 +354,14 @@ func exactQueueArg(cmd *cobra.Command, args []string) error {
 
 func newDLQReplay() *cobra.Command {
 	var u, expr string
+	var rf readFlags
 	var limit int
 	var keep bool
 	cmd := &cobra.Command{
 		Use:   "replay QUEUE",
 		Short: "Move messages from QUEUE (a .dlq or .parked queue) back to its source queue",
 		Long: "Move messages from a .dlq or .parked queue back to its source queue through the default exchange. " +
-			"Each accepted message is republished with its original bytes and id, stamped acemq-replayed-from/-at/-count, " +
+			"Each accepted message is republished with its original bytes and id (headers the Go AMQP client could not read go out as the bytes they were published as), stamped acemq-replayed-from/-at/-count, " +
 			"attempt reset to 1 and error cleared (unless --keep-attempts), confirmed, and only then removed from the dead-letter queue. " +
 			"Messages the filter declines stay where they are. Replayed messages keep their ids: a consumer without an " +
 			"idempotency guard may process one twice if it had already handled it.\n\n" + replay.FilterHelp,
@@ -380,12 +388,16 @@ func newDLQReplay() *cobra.Command {
 			}
 			defer closeConn(c)
 			errOut := cmd.ErrOrStderr()
-			if dups := duplicateIDs(ctx, c, args[0], errOut); len(dups) > 0 {
+			if dups := duplicateIDs(ctx, c, args[0], errOut, rf.options(u)...); len(dups) > 0 {
 				fmt.Fprintf(errOut, "warning: %d message id(s) appear more than once in %s (e.g. %s); replaying delivers each copy, so their consumer sees them twice unless it is idempotent\n", len(dups), safetext.Line(args[0]), safetext.Line(dups[0]))
 			}
-			rep, err := replayQueue(ctx, c, args[0], replayOptions{Limit: limit, Filter: f, KeepAttempts: keep, Progress: errOut})
+			rep, err := replayQueue(ctx, c, args[0], replayOptions{Limit: limit, Filter: f, KeepAttempts: keep, Progress: errOut, Read: rf.options(u)})
 			if err != nil {
-				return err
+				return unsafeReadError(err)
+			}
+			var unsafe *replay.UnsafeReadError
+			if errors.As(rep.Err, &unsafe) {
+				return unsafeReadError(rep.Err)
 			}
 			fmt.Fprintf(cmd.OutOrStdout(), "%s\n", rep)
 			if rep.Moved > 0 {
@@ -401,6 +413,7 @@ func newDLQReplay() *cobra.Command {
 	cmd.Flags().IntVar(&limit, "limit", 0, "move at most N messages (0 = all present at the start)")
 	cmd.Flags().StringVar(&expr, "filter", "", "only replay messages matching FILTER (see above)")
 	cmd.Flags().BoolVar(&keep, "keep-attempts", false, "keep the attempt count and error instead of resetting them")
+	rf.register(cmd)
 	return cmd
 }
 
@@ -445,10 +458,12 @@ func newDLQPurge() *cobra.Command {
 }
 
 // duplicateIDs peeks at up to 1,000 messages of queue (returning them all)
-// and lists ids that occur more than once; nil when it cannot tell.
-func duplicateIDs(ctx context.Context, c *acemq.Conn, queue string, progressOut io.Writer) []string {
-	ms, err := peekWithProgress(ctx, c, queue, 1000, progressOut, nil)
+// and lists ids that occur more than once; nil when it cannot tell (it
+// says why on progressOut: a read that would count deliveries, a failure).
+func duplicateIDs(ctx context.Context, c *acemq.Conn, queue string, progressOut io.Writer, opts ...replay.Option) []string {
+	ms, err := peekWithProgress(ctx, c, queue, 1000, progressOut, nil, opts...)
 	if err != nil {
+		fmt.Fprintf(progressOut, "note: duplicate ids not checked: %s\n", safetext.Line(err.Error()))
 		return nil
 	}
 	var dups []string

@@ -8,6 +8,7 @@ import (
 	"errors"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
@@ -63,7 +64,12 @@ func onATerminal(t *testing.T, args ...string) (string, int) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	out, err := exec.CommandContext(ctx, script, "-qec", strings.Join(quoted, " "), "/dev/null").CombinedOutput()
+	cmd := exec.CommandContext(ctx, script, "-qec", strings.Join(quoted, " "), "/dev/null")
+	cmd.Env = os.Environ()
+	if m := os.Getenv("ACEMQ_TEST_MANAGEMENT_URL"); m != "" {
+		cmd.Env = append(cmd.Env, "ACEMQ_MANAGEMENT_URL="+m) // as acemqCmd
+	}
+	out, err := cmd.CombinedOutput()
 	code := 0
 	var ee *exec.ExitError
 	if errors.As(err, &ee) {
@@ -179,7 +185,9 @@ func TestTailEscapesWhatAPublisherChoseAndRawIsExact(t *testing.T) {
 	url := testenv.AMQPURL(t)
 	c := libConn(t, url)
 	q := testenv.Unique("cli.tailhostile")
-	if err := c.Apply(context.Background(), acemq.NewTopology().Queue(q, acemq.QueueOptions{})); err != nil {
+	// Classic: tail reads a quorum queue with a delivery limit only with
+	// --unsafe-read (TestReadsNeverCountTowardADeliveryLimit).
+	if err := c.Apply(context.Background(), acemq.NewTopology().Queue(q, acemq.QueueOptions{Type: acemq.Classic})); err != nil {
 		t.Fatal(err)
 	}
 	deleteQueues(t, c, q)

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"strconv"
@@ -19,6 +20,9 @@ type replayOptions struct {
 	KeepAttempts bool
 	// Progress, when set, shows how far the pass has got.
 	Progress io.Writer
+	// Read are the options a filtered pass reads with (the management API,
+	// --unsafe-read): declined messages are handed back.
+	Read []replay.Option
 }
 
 // replayQueue checks the names, then moves messages from a {q}.dlq or
@@ -46,11 +50,16 @@ func replayQueue(ctx context.Context, c *acemq.Conn, source string, o replayOpti
 	if o.KeepAttempts {
 		opts = append(opts, replay.KeepAttempts())
 	}
+	opts = append(opts, o.Read...)
 	if o.Progress != nil && present > 0 {
 		stop := watchDepth(ctx, c, source, present, newProgress(o.Progress, "replaying "+source, int64(present)))
 		defer stop()
 	}
 	rep, err := replay.Queue(ctx, c, source, opts...)
+	var unsafe *replay.UnsafeReadError
+	if errors.As(err, &unsafe) {
+		return rep, err
+	}
 	if err != nil && rep.Reason != replay.Failed {
 		return rep, fmt.Errorf("the replay of %s stopped after moving %d (%s); run it again to continue", source, rep.Moved, sentence(err))
 	}

@@ -215,6 +215,13 @@ func newStreamInfo() *cobra.Command {
 				return fmt.Errorf("cannot read the offsets of %q (%s)", name, sentence(err))
 			}
 			info := streamInfo{Name: name, FirstOffset: b.First, LastOffset: b.Last, Messages: b.Messages()}
+			// The consumer count over AMQP (a passive declaration): the
+			// management API's count is one of its statistics, which a
+			// RabbitMQ 4 that denies management_metrics_collection omits.
+			if qi, err := c.QueueInfo(ctx, name); err == nil {
+				n := qi.Consumers
+				info.Consumers = &n
+			}
 			if isMemory(u) {
 				info.Retention = "not readable on memory:// (the in-process broker has no management API)"
 			} else if err := managementRetention(ctx, u, mgmt, &info); err != nil {
@@ -233,7 +240,9 @@ func newStreamInfo() *cobra.Command {
 }
 
 // managementRetention fills info's retention from the management API's
-// record of the queue.
+// record of the queue: its declared arguments, which the API lists on
+// every version (the statistics beside them are missing on a RabbitMQ 4
+// that denies management_metrics_collection).
 func managementRetention(ctx context.Context, brokerURL, mgmtURL string, info *streamInfo) error {
 	if mgmtURL == "" {
 		var err error
@@ -266,7 +275,6 @@ func managementRetention(ctx context.Context, brokerURL, mgmtURL string, info *s
 	}
 	var q struct {
 		Type      string         `json:"type"`
-		Consumers *int           `json:"consumers"`
 		Arguments map[string]any `json:"arguments"`
 	}
 	if err := json.NewDecoder(resp.Body).Decode(&q); err != nil {
@@ -282,7 +290,6 @@ func managementRetention(ctx context.Context, brokerURL, mgmtURL string, info *s
 	if v, ok := q.Arguments["x-stream-max-segment-size-bytes"].(float64); ok {
 		info.MaxSegmentBytes = int64(v)
 	}
-	info.Consumers = q.Consumers
 	info.Retention = "declared arguments, from the management API"
 	return nil
 }

@@ -8,6 +8,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/acemq-go/acemq"
+	"github.com/acemq-go/acemq/replay"
 	"github.com/acemq-go/acemq/transport"
 )
 
@@ -30,13 +31,15 @@ func newTail() *cobra.Command {
 	var n int
 	var raw rawOutput
 	var dur time.Duration
+	var rf readFlags
 	cmd := &cobra.Command{
 		Use:   "tail QUEUE",
 		Short: "Consume from QUEUE and print each envelope as one JSON line",
 		Long: "Consume from QUEUE and print each envelope as one JSON line. With --requeue (the default) nothing is removed: " +
 			"messages are held unacknowledged until tail exits and then returned to the queue (so at most 1000, or -n, are shown). " +
-			"With --ack each printed message is removed. Returning a message redelivers it: on a quorum queue that raises its " +
-			"x-delivery-count, which counts toward the queue's delivery limit (RabbitMQ 4's default is 20). " +
+			"With --ack each printed message is removed. Returning a message redelivers it: where that would count toward the queue's " +
+			"delivery limit (a quorum queue with one before RabbitMQ 4.3; RabbitMQ 4's default is 20) or hold it back, or where that " +
+			"cannot be learned (the management API, --management-url), tail reads nothing without --ack or --unsafe-read. " +
 			"The JSON lines keep every value exact, with control characters as JSON \\u escapes, so they are safe on a terminal; " +
 			"--raw writes the bodies' bytes instead.",
 		Example: `  acemq tail orders.new -n 10
@@ -68,6 +71,15 @@ func newTail() *cobra.Command {
 			if _, err := requireQueue(ctx, c, q); err != nil {
 				return err
 			}
+			// How held messages go back (Access.ReturnByNack), and whether
+			// holding them is allowed at all without --ack.
+			access, err := replay.Inspect(ctx, c, q, rf.options(u)...)
+			if err != nil && !ack {
+				return fmt.Errorf("cannot tell what reading %q would do (%s); check the connection and retry", q, sentence(err))
+			}
+			if !ack && !access.Safe && !rf.unsafe {
+				return unsafeReadError(&replay.UnsafeReadError{Access: access})
+			}
 			ch, err := c.Channel(ctx)
 			if err != nil {
 				return fmt.Errorf("cannot open a channel to read %q (%s); check the connection and retry", q, sentence(err))
@@ -82,16 +94,24 @@ func newTail() *cobra.Command {
 				_ = ch.Close()
 				return fmt.Errorf("cannot set the prefetch on %q (%s); check the connection and retry", q, sentence(err))
 			}
-			deliveries, err := ch.Consume(ctx, transport.ConsumeSpec{Queue: q, Tag: "acemq-tail-" + acemq.NewEnvelope().ID})
+			tag := "acemq-tail-" + acemq.NewEnvelope().ID
+			deliveries, err := ch.Consume(ctx, transport.ConsumeSpec{Queue: q, Tag: tag})
 			if err != nil {
 				_ = ch.Close()
 				return fmt.Errorf("cannot consume from %q (%s); check the name and the connection", q, sentence(err))
 			}
-			var held []uint64
 			defer func() {
-				// Held messages go back to the queue, in order, on exit.
-				for _, tag := range held {
-					_ = ch.Nack(tag, true)
+				// Held messages (and any the broker sent past the last
+				// printed) go back to the queue, in order, on exit. The
+				// subscription ends first, so none comes back to tail;
+				// then, where a nack is what keeps them uncounted (a quorum
+				// queue with a limit on RabbitMQ 4.3+), one nack hands them
+				// all back; elsewhere the close does, which keeps their
+				// place (on a quorum queue without a limit a nack would put
+				// them last).
+				_ = ch.Cancel(context.WithoutCancel(ctx), tag)
+				if r, ok := ch.(transport.Releaser); ok && access.ReturnByNack {
+					_ = r.ReleaseAll()
 				}
 				_ = ch.Close()
 			}()
@@ -119,8 +139,6 @@ func newTail() *cobra.Command {
 						return fmt.Errorf("cannot remove message %s from %q (%s); it stays in the queue", env.ID, q, sentence(err))
 					}
 					line.Settled = "acked"
-				} else {
-					held = append(held, d.DeliveryTag)
 				}
 				if raw != rawOff {
 					err = rw.body(d.Body)
@@ -140,5 +158,6 @@ func newTail() *cobra.Command {
 	cmd.Flags().IntVarP(&n, "n", "n", 0, "stop after N messages (0 = no limit)")
 	cmd.Flags().DurationVar(&dur, "for", 0, "stop after this long (0 = until interrupted or -n is reached)")
 	rawFlag(cmd, &raw, "write only the bodies")
+	rf.register(cmd)
 	return cmd
 }

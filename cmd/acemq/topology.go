@@ -42,14 +42,18 @@ type topologyFile struct {
 	} `yaml:"bindings"`
 }
 
-// retryYAML is a retry policy: exponential (attempts, initial, max) or
-// fixed (attempts, delay), held in the broker from brokerFrom on.
+// retryYAML is a retry policy: exponential (attempts, initial, max),
+// linear (attempts, step, max) or fixed (attempts, delay), held on broker
+// rungs from brokerFrom on, or in the queue itself (waits: queue or
+// where-supported: RabbitMQ 4.3's delayed retry).
 type retryYAML struct {
 	Attempts   int    `yaml:"attempts"`
 	Initial    string `yaml:"initial"`
+	Step       string `yaml:"step"`
 	Max        string `yaml:"max"`
 	Delay      string `yaml:"delay"`
 	BrokerFrom string `yaml:"brokerFrom"`
+	Waits      string `yaml:"waits"`
 }
 
 const topologyExample = `# topology.yaml
@@ -61,10 +65,13 @@ queues:
   - name: orders.new
     type: quorum           # quorum (default) | classic | stream
     deadLetters: true      # acemq.dlx, orders.new.dlq, orders.new.parked
-    retry:                 # exponential; or {attempts: 3, delay: 10s} for fixed
-      attempts: 5
+    retry:                 # exponential; {attempts: 3, delay: 10s} for fixed,
+      attempts: 5          # {attempts: 5, step: 10s, max: 1m} for linear
       initial: 10s
       max: 5m
+      # waits: rungs         # rungs (default) | queue | where-supported: held
+      #                      # in the quorum queue itself by RabbitMQ 4.3's
+      #                      # delayed retry (linear or fixed only)
 bindings:
   - queue: orders.new
     exchange: orders
@@ -98,21 +105,42 @@ func (r *retryYAML) policy(queue string) (acemq.RetryPolicy, error) {
 	if err != nil {
 		return acemq.RetryPolicy{}, err
 	}
+	step, err := parseDuration(where+" step", r.Step)
+	if err != nil {
+		return acemq.RetryPolicy{}, err
+	}
 	from, err := parseDuration(where+" brokerFrom", r.BrokerFrom)
 	if err != nil {
 		return acemq.RetryPolicy{}, err
 	}
 	var p acemq.RetryPolicy
+	set := 0
+	for _, s := range []string{r.Delay, r.Initial, r.Step} {
+		if s != "" {
+			set++
+		}
+	}
 	switch {
-	case r.Delay != "" && r.Initial == "":
+	case set != 1:
+		return acemq.RetryPolicy{}, fmt.Errorf("%s sets more or fewer than one schedule; give one of delay (fixed), initial and max (exponential) or step and max (linear)", where)
+	case r.Delay != "":
 		p = acemq.Fixed(r.Attempts, delay)
-	case r.Initial != "" && r.Delay == "":
+	case r.Initial != "":
 		p = acemq.Exponential(r.Attempts, initial, maxd)
 	default:
-		return acemq.RetryPolicy{}, fmt.Errorf("%s needs either delay (fixed) or initial and max (exponential), not both or neither", where)
+		p = acemq.Linear(r.Attempts, step, maxd)
 	}
 	if r.BrokerFrom != "" {
 		p = p.WaitInBrokerFrom(from)
+	}
+	switch strings.ToLower(r.Waits) {
+	case "", "rungs":
+	case "queue":
+		p = p.HoldWaits(acemq.WaitsInQueue)
+	case "where-supported":
+		p = p.HoldWaits(acemq.WaitsInQueueWhereSupported)
+	default:
+		return acemq.RetryPolicy{}, fmt.Errorf("%s has waits %q; use rungs, queue or where-supported", where, r.Waits)
 	}
 	if err := p.Err(); err != nil {
 		return acemq.RetryPolicy{}, fmt.Errorf("%s cannot be used: %s", where, sentence(err))
@@ -223,6 +251,8 @@ func newTopologyPlan() *cobra.Command {
 		Long: "Plan changes nothing. Each exchange and queue is checked passively: missing ones would be created, " +
 			"identical ones match, and ones the broker holds with other settings differ (with the broker's text). " +
 			"AMQP cannot report bindings, so they show as unknown; apply declares them (idempotent). " +
+			"Then one line per queue with a retry policy says where its waits are held on this broker: in the queue " +
+			"(RabbitMQ 4.3's delayed retry, waits: queue or where-supported) or on rungs. " +
 			"Exits 0 when nothing differs, 3 when something differs.",
 		Example: `  acemq topology plan -f topology.yaml --url amqp://guest:guest@localhost:5672/`,
 		Args:    cobra.NoArgs,

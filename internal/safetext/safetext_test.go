@@ -72,3 +72,43 @@ func FuzzLineLeavesNoControlCharacter(f *testing.F) {
 		}
 	})
 }
+
+// Zero-width and other format characters show nothing and change how
+// text reads, so they are escaped like the bidi controls: an id
+// "weird-1<U+200B>" must not look like "weird-1". Segments tells an
+// escape from the same characters typed.
+func TestFormatCharactersAreEscapedAndSegmentsMarkThem(t *testing.T) {
+	for in, want := range map[string]string{
+		"weird-1\u200b":   `weird-1\u200b`,
+		"a\u200db\u2060c": `a\u200db\u2060c`,
+		"\ufeffbom\u00ad": `\ufeffbom\u00ad`,
+		"tag\U000E0041":   `tag\U000e0041`,
+		"shop.\u202egpj":  `shop.\u202egpj`,
+		`shop.\u202egpj`:  `shop.\u202egpj`,
+		"plain é 日本 ok 👍": "plain é 日本 ok 👍",
+	} {
+		if got := Line(in); got != want {
+			t.Errorf("Line(%q) = %q, want %q", in, got, want)
+		}
+	}
+	type seg struct {
+		text string
+		esc  bool
+	}
+	var got []seg
+	Segments("shop.\u202egpj\xff.dlq", func(text string, esc bool) { got = append(got, seg{text, esc}) })
+	want := []seg{{"shop.", false}, {`\u202e`, true}, {"gpj", false}, {`\xff`, true}, {".dlq", false}}
+	if len(got) != len(want) {
+		t.Fatalf("Segments: %v", got)
+	}
+	for i := range want {
+		if got[i] != want[i] {
+			t.Fatalf("Segments: %v, want %v", got, want)
+		}
+	}
+	got = nil
+	Segments(`shop.\u202egpj`, func(text string, esc bool) { got = append(got, seg{text, esc}) })
+	if len(got) != 1 || got[0].esc {
+		t.Fatalf("a name spelled with a backslash is marked as an escape: %v", got)
+	}
+}

@@ -117,3 +117,69 @@ func TestListenRefusesAnotherDriver(t *testing.T) {
 		t.Fatalf("Listen on SQLite: %v, want ErrNotPgx", err)
 	}
 }
+
+// A transaction that adds three records notifies once (the notify is in
+// the insert, and PostgreSQL sends a transaction's identical
+// notifications once), and a store made WithoutNotify notifies nobody.
+// The default store's later single Add marks where the count is whole:
+// notifications arrive in commit order.
+func TestATransactionNotifiesOnceAndWithoutNotifyNever(t *testing.T) {
+	ctx := context.Background()
+	db, d := dbtest.Postgres(t)
+	s, err := outbox.NewStore(db, d)
+	if err != nil {
+		t.Fatal(err)
+	}
+	quiet, err := outbox.NewStore(db, d, outbox.WithoutNotify())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.EnsureSchema(ctx); err != nil {
+		t.Fatal(err)
+	}
+	c, err := acemq.Connect(ctx, "memory://pgnotify-"+dbtest.RandHex(6), acemq.Config{Logger: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close(ctx)
+	wakes := make(chan struct{}, 64)
+	lctx, cancel := context.WithCancel(ctx)
+	done := make(chan error, 1)
+	go func() { done <- pgnotify.New(db).Listen(lctx, func() { wakes <- struct{}{} }) }()
+	defer func() { cancel(); <-done }()
+	next := func(what string) {
+		t.Helper()
+		select {
+		case <-wakes:
+		case <-time.After(10 * time.Second):
+			t.Fatalf("no notification: %s", what)
+		}
+	}
+	next("the subscription")
+	add := func(st *outbox.Store, n int) {
+		t.Helper()
+		tx, err := db.BeginTx(ctx, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for range n {
+			if _, err := st.Add(ctx, tx, c, "", "orders", map[string]int{"n": n}); err != nil {
+				tx.Rollback()
+				t.Fatal(err)
+			}
+		}
+		if err := tx.Commit(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	add(s, 3)
+	add(quiet, 2)
+	add(s, 1)
+	next("the transaction of three")
+	next("the single add after it")
+	select {
+	case <-wakes:
+		t.Fatal("more than one notification per notifying transaction, or one from WithoutNotify")
+	default:
+	}
+}

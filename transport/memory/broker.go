@@ -33,6 +33,10 @@ type Broker struct {
 	blockReason string // guarded by alarmMu
 	nackNext    atomic.Int64
 	withhold    atomic.Bool
+	dropAt      atomic.Int64 // see DropConnectionsAtPublish; 0: none armed
+	dropRouted  atomic.Bool  // the armed drop routes its publish first
+
+	watch watchers // see Watch
 
 	// dlxRetry is how long a retained at-least-once dead letter waits
 	// before it is routed again, in nanoseconds; 0 is the default.
@@ -97,6 +101,8 @@ func (b *Broker) snapshotConns() []*conn {
 type publishResult struct {
 	routed   bool // reached at least one queue
 	rejected bool // a full reject-publish queue refused it
+	// queues names the queues reached, only when the broker is watched.
+	queues []string
 }
 
 // publish routes m through its exchange. It returns a channel error when
@@ -133,6 +139,9 @@ func (b *Broker) publish(m *message, scratch []*queue) (publishResult, []*queue,
 		if !ok {
 			res.rejected = true
 		}
+	}
+	if b.watched() {
+		res.queues = queueNames(dst)
 	}
 	b.mu.RUnlock()
 	if len(dead) > 0 {

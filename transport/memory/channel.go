@@ -83,6 +83,7 @@ func requeueAll(us []unacked) {
 			if us[k].c != nil {
 				us[k].c.inflight--
 			}
+			q.unacked--
 			if !q.deleted && q.stream == nil {
 				e := us[k].e
 				e.redelivered = true
@@ -93,6 +94,12 @@ func requeueAll(us []unacked) {
 		dead := q.takeDeadLocked()
 		q.mu.Unlock()
 		q.b.deadLetter(dead)
+		if q.b.watched() {
+			for k := i; k > j; k-- {
+				m := us[k].e.m
+				q.b.emit(Event{Kind: EventSettled, Queue: q.name, Exchange: m.exchange, RoutingKey: m.routingKey, Properties: m.props, Body: m.body, Reason: "returned"})
+			}
+		}
 		i = j
 	}
 }
@@ -385,6 +392,7 @@ func (ch *channel) Get(ctx context.Context, queue string) (transport.Delivery, b
 	tag, tracked := ch.track(unacked{e: ent, q: q})
 	if !tracked {
 		q.mu.Lock()
+		q.unacked--
 		q.requeueLocked([]entry{ent}, false)
 		q.dispatchLocked()
 		q.mu.Unlock()
@@ -443,5 +451,15 @@ func (ch *channel) settle(tag uint64, ack, requeue bool) error {
 		return ch.fail(errStreamNack(u.q.name))
 	}
 	u.q.settle(u, ack, requeue)
+	if b := ch.c.b; b.watched() {
+		reason := "ack"
+		switch {
+		case !ack && requeue:
+			reason = "requeue"
+		case !ack:
+			reason = "reject"
+		}
+		b.emit(Event{Kind: EventSettled, Queue: u.q.name, Exchange: u.e.m.exchange, RoutingKey: u.e.m.routingKey, Properties: u.e.m.props, Body: u.e.m.body, Reason: reason})
+	}
 	return nil
 }

@@ -192,6 +192,7 @@ func (c *consumer) giveBack(es []entry) {
 	}
 	c.q.mu.Lock()
 	c.inflight -= len(es)
+	c.q.unacked -= len(es)
 	for i := range es {
 		es[i].deliveries--
 	}

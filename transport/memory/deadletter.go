@@ -25,6 +25,7 @@ func (b *Broker) deadLetter(work []deadLetter) {
 		work = work[1:]
 		q := d.from
 		if !q.hasDLX {
+			b.emit(Event{Kind: EventDeadLettered, Properties: d.m.props, Body: d.m.body, Queue: q.name, Reason: d.reason})
 			continue
 		}
 		if q.atLeastOnce {
@@ -47,15 +48,22 @@ func (b *Broker) deadLetter(work []deadLetter) {
 		} else if x != nil {
 			dst = x.route(m, scratch[:0])
 		}
+		var reached []*queue
 		for _, t := range dst {
 			if d.reason != "rejected" && deathCycle(m.props.Headers, t.name) {
 				continue // RabbitMQ drops messages that would cycle without a rejection
 			}
 			_, more := t.enqueue(m)
 			work = append(work, more...)
+			if b.watched() {
+				reached = append(reached, t)
+			}
 		}
 		b.mu.RUnlock()
 		scratch = dst
+		if b.watched() {
+			b.emit(Event{Kind: EventDeadLettered, Exchange: m.exchange, RoutingKey: m.routingKey, Properties: m.props, Body: m.body, Queues: queueNames(reached), Queue: q.name, Reason: d.reason})
+		}
 	}
 }
 

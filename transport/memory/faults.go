@@ -84,6 +84,41 @@ func (b *Broker) takeNack() bool {
 	}
 }
 
+// DropConnectionsAtPublish arms a connection loss at the nth publish from
+// now (n = 1: the next), counted on every connection, confirmed or not.
+// That publish is taken but never routed, and every connection is then
+// dropped as DropConnections drops them: its confirm, and every other
+// pending one, ends Lost, so its publisher cannot know whether it
+// arrived. DropConnectionsAfterPublish is the same loss after the publish
+// was routed (it did arrive; only its confirm is lost). n <= 0 disarms
+// either.
+func (b *Broker) DropConnectionsAtPublish(n int) { b.armDrop(n, false) }
+
+// DropConnectionsAfterPublish arms a connection loss just after the nth
+// publish from now is routed, before its confirm is sent: the message is
+// in its queues and its publisher hears Lost, the ambiguity a real
+// connection loss leaves. See DropConnectionsAtPublish.
+func (b *Broker) DropConnectionsAfterPublish(n int) { b.armDrop(n, true) }
+
+func (b *Broker) armDrop(n int, routed bool) {
+	b.dropRouted.Store(routed)
+	b.dropAt.Store(int64(max(n, 0)))
+}
+
+// takeDrop reports whether this publish is the one an armed drop waits
+// for, disarming it.
+func (b *Broker) takeDrop() bool {
+	for {
+		n := b.dropAt.Load()
+		if n <= 0 {
+			return false
+		}
+		if b.dropAt.CompareAndSwap(n, n-1) {
+			return n == 1
+		}
+	}
+}
+
 // StopConfirming makes the broker route publishes but withhold their
 // confirms (and returns and nacks) until ResumeConfirming, as a busy
 // broker would. A channel that ends meanwhile answers them Lost.

@@ -3,6 +3,7 @@ package memory
 import (
 	"time"
 
+	"github.com/acemq-go/acemq/internal/wire"
 	"github.com/acemq-go/acemq/transport"
 )
 
@@ -75,6 +76,13 @@ func copyTable(t transport.Table) transport.Table {
 
 func copyValue(v any) any {
 	switch x := v.(type) {
+	case transport.RawField:
+		// The broker holds values: the field's bytes are read as RabbitMQ
+		// would read them off the wire.
+		if d, err := wire.DecodeField(x); err == nil {
+			return copyValue(d)
+		}
+		return append([]byte(nil), x...)
 	case transport.Table:
 		return copyTable(x)
 	case map[string]any:

@@ -121,13 +121,17 @@ func (p *publisher) Publish(ctx context.Context, msg *transport.Message, done tr
 		p.mu.Unlock()
 		return fmt.Errorf("%w: %w", transport.ErrNotWritten, closedErr(p.life.reason()))
 	}
+	if p.c.b.dropAt.Load() > 0 && p.c.b.takeDrop() {
+		p.dropAt(m, done, msg.Mandatory)
+		return nil
+	}
 	if p.c.b.blocked.Load() || len(p.held) > 0 {
 		p.held = append(p.held, heldPublish{m: m, done: done, mandatory: msg.Mandatory})
 		p.mu.Unlock()
 		p.c.heldPublish(p)
 		return nil
 	}
-	e := p.routeLocked(m, done, msg.Mandatory)
+	e := p.routeLocked(m, done, msg.Mandatory, false)
 	p.mu.Unlock()
 	if e != nil {
 		p.end(e)
@@ -137,6 +141,25 @@ func (p *publisher) Publish(ctx context.Context, msg *transport.Message, done tr
 		runtime.Gosched() // let consumers catch up, as RabbitMQ's flow control would
 	}
 	return nil
+}
+
+// dropAt carries out an armed connection loss on m's publish (see
+// Broker.DropConnectionsAtPublish); p.mu is held and released here. The
+// publish is kept unanswered (routed first when the drop says so), then
+// every connection ends, which answers it Lost.
+func (p *publisher) dropAt(m *message, done transport.ConfirmFunc, mandatory bool) {
+	b := p.c.b
+	if b.dropRouted.Load() {
+		if e := p.routeLocked(m, done, mandatory, true); e != nil {
+			p.mu.Unlock()
+			p.end(e)
+			return
+		}
+	} else {
+		p.held = append(p.held, heldPublish{m: m, done: done, mandatory: mandatory})
+	}
+	p.mu.Unlock()
+	b.DropConnections()
 }
 
 // checkFrameMax refuses a publish whose content header frame would be over
@@ -173,14 +196,26 @@ func (p *publisher) tooLarge(size int, done transport.ConfirmFunc) error {
 }
 
 // routeLocked routes one message and records its answer; p.mu is held.
-func (p *publisher) routeLocked(m *message, done transport.ConfirmFunc, mandatory bool) *transport.Error {
+// keep withholds the answer as StopConfirming would.
+func (p *publisher) routeLocked(m *message, done transport.ConfirmFunc, mandatory, keep bool) *transport.Error {
 	b := p.c.b
 	var conf transport.Confirmation
+	var seq uint64
+	if b.watched() {
+		seq = b.watch.seq.Add(1)
+		b.emit(Event{Kind: EventPublished, Seq: seq, Exchange: m.exchange, RoutingKey: m.routingKey, Properties: m.props, Body: m.body})
+	}
 	if p.confirm && b.takeNack() {
 		conf.Outcome = transport.Nacked
+		if seq != 0 {
+			b.emit(Event{Kind: EventRouted, Seq: seq, Exchange: m.exchange, RoutingKey: m.routingKey, Nacked: true})
+		}
 	} else {
 		res, scratch, e := b.publish(m, p.scratch)
 		p.scratch = scratch
+		if seq != 0 {
+			b.emit(Event{Kind: EventRouted, Seq: seq, Exchange: m.exchange, RoutingKey: m.routingKey, Queues: res.queues, Nacked: res.rejected})
+		}
 		switch {
 		case e != nil:
 			if done != nil {
@@ -198,7 +233,7 @@ func (p *publisher) routeLocked(m *message, done transport.ConfirmFunc, mandator
 	if !p.confirm || done == nil {
 		return nil
 	}
-	if b.withhold.Load() || len(p.withheld) > 0 {
+	if keep || b.withhold.Load() || len(p.withheld) > 0 {
 		p.withheld = append(p.withheld, pendingConfirm{done, conf})
 		return nil
 	}
@@ -272,7 +307,7 @@ func (p *publisher) flushHeld() {
 			}
 			continue
 		}
-		failed = p.routeLocked(h.m, h.done, h.mandatory)
+		failed = p.routeLocked(h.m, h.done, h.mandatory, false)
 	}
 	p.mu.Unlock()
 	if failed != nil {

@@ -45,6 +45,9 @@ type queue struct {
 	dead        []deadLetter
 	retained    []retained  // at-least-once dead letters not yet taken by all targets
 	retryTimer  *time.Timer // routes retained again; nil when none is due
+	// unacked counts messages handed to a consumer (or in its outbox) or
+	// taken with basic.get, and not yet settled or given back.
+	unacked int
 }
 
 func newQueue(b *Broker, spec transport.QueueSpec, owner *conn) *queue {
@@ -88,7 +91,7 @@ func (q *queue) takeDeadLocked() []deadLetter {
 }
 
 func (q *queue) kill(e entry, reason string) {
-	if !q.hasDLX {
+	if !q.hasDLX && !q.b.watched() {
 		return // dropped: deadLetter would skip it anyway, so keep nothing
 	}
 	q.dead = append(q.dead, deadLetter{from: q, m: e.m, reason: reason})
@@ -188,6 +191,7 @@ func (q *queue) dispatchAt(now int64) {
 		}
 		e.deliveries++
 		c.inflight++
+		q.unacked++
 		if len(c.outbox) == 0 {
 			select {
 			case c.wake <- struct{}{}:
@@ -251,6 +255,7 @@ func (q *queue) settle(u unacked, ack, requeue bool) {
 	if u.c != nil {
 		u.c.inflight--
 	}
+	q.unacked--
 	if !ack && !q.deleted && q.stream == nil {
 		if requeue {
 			u.e.redelivered = true
@@ -274,6 +279,7 @@ func (q *queue) get() (e entry, left int, ok bool) {
 	if q.ready.len() > 0 {
 		e, ok = q.ready.popFront(), true
 		e.deliveries++
+		q.unacked++
 	}
 	left = q.ready.len()
 	q.armLocked()

@@ -245,6 +245,7 @@ func (q *queue) dispatchStreamLocked() {
 			c.outbox = append(c.outbox, entry{m: se.m, offset: c.cursor})
 			c.cursor++
 			c.inflight++
+			q.unacked++
 		}
 		if !woke && len(c.outbox) > 0 {
 			select {

@@ -296,6 +296,24 @@ func (c *connection) Release(deadline time.Time) error {
 	return nil
 }
 
+var _ transport.BrokerIdentity = (*connection)(nil)
+
+// Broker returns the product and version the broker sent in
+// connection.start on the amqp091-go part (the one channels run on); empty
+// strings while that part has not been dialled. It implements
+// transport.BrokerIdentity.
+func (c *connection) Broker() (product, version string) {
+	c.mu.Lock()
+	ac := c.ac
+	c.mu.Unlock()
+	if ac == nil {
+		return "", ""
+	}
+	product, _ = ac.Properties["product"].(string)
+	version, _ = ac.Properties["version"].(string)
+	return product, version
+}
+
 // Done is closed as soon as the connection has ended, lost or closed.
 func (c *connection) Done() <-chan struct{} { return c.done }
 

@@ -81,12 +81,13 @@ func (c *channel) Get(ctx context.Context, queue string) (transport.Delivery, bo
 func toDelivery(d *amqp.Delivery, count int) transport.Delivery {
 	return transport.Delivery{
 		Properties: transport.Properties{
-			ContentType:  d.ContentType,
-			MessageID:    d.MessageId,
-			ReplyTo:      d.ReplyTo,
-			DeliveryMode: d.DeliveryMode,
-			Priority:     d.Priority,
-			Headers:      fromAMQPTable(d.Headers),
+			ContentType:   d.ContentType,
+			MessageID:     d.MessageId,
+			CorrelationID: d.CorrelationId,
+			ReplyTo:       d.ReplyTo,
+			DeliveryMode:  d.DeliveryMode,
+			Priority:      d.Priority,
+			Headers:       fromAMQPTable(d.Headers),
 		},
 		Body:         d.Body,
 		Exchange:     d.Exchange,

@@ -42,7 +42,7 @@ const (
 
 	propDeliveryMode  = 0x1000
 	propPriority      = 0x0800
-	propCorrelationID = 0x0400 // read past, never written
+	propCorrelationID = 0x0400
 	propReplyTo       = 0x0200
 	propExpiration    = 0x0100 // read past, never written
 	propMessageID     = 0x0080
@@ -72,7 +72,7 @@ func appendPublish(dst []byte, ch uint16, frameMax int, msg *transport.Message) 
 	if len(msg.RoutingKey) > 255 {
 		return fail(fmt.Errorf("the routing key is %d bytes; AMQP allows at most 255: %w", len(msg.RoutingKey), errUnencodable))
 	}
-	for _, s := range [...]struct{ name, v string }{{"content type", msg.ContentType}, {"message id", msg.MessageID}, {"reply-to", msg.ReplyTo}} {
+	for _, s := range [...]struct{ name, v string }{{"content type", msg.ContentType}, {"message id", msg.MessageID}, {"correlation id", msg.CorrelationID}, {"reply-to", msg.ReplyTo}} {
 		if len(s.v) > 255 {
 			return fail(fmt.Errorf("the %s is %d bytes; AMQP allows at most 255: %w", s.name, len(s.v), errUnencodable))
 		}
@@ -109,6 +109,9 @@ func appendPublish(dst []byte, ch uint16, frameMax int, msg *transport.Message) 
 	if msg.Priority > 0 {
 		flags |= propPriority
 	}
+	if msg.CorrelationID != "" {
+		flags |= propCorrelationID
+	}
 	if msg.ReplyTo != "" {
 		flags |= propReplyTo
 	}
@@ -130,6 +133,9 @@ func appendPublish(dst []byte, ch uint16, frameMax int, msg *transport.Message) 
 	}
 	if flags&propPriority != 0 {
 		dst = append(dst, msg.Priority)
+	}
+	if flags&propCorrelationID != 0 {
+		dst = appendShortstr(dst, msg.CorrelationID)
 	}
 	if flags&propReplyTo != 0 {
 		dst = appendShortstr(dst, msg.ReplyTo)
@@ -286,6 +292,11 @@ func appendField(dst []byte, v any, depth int) ([]byte, error) {
 		}
 		be.PutUint32(dst[at:at+4], uint32(len(dst)-at-4))
 		return dst, nil
+	case transport.RawField:
+		if len(v) == 0 {
+			return dst, fmt.Errorf("an empty raw field: %w", errUnencodable)
+		}
+		return append(dst, v...), nil
 	case transport.Table:
 		return appendTable(append(dst, 'F'), v, depth+1)
 	case amqp.Table:

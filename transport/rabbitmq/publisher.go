@@ -189,13 +189,14 @@ func (p *publisher) Publish(ctx context.Context, msg *transport.Message, done tr
 		return err
 	}
 	pub := amqp.Publishing{
-		Headers:      headers,
-		ContentType:  msg.ContentType,
-		MessageId:    msg.MessageID,
-		ReplyTo:      msg.ReplyTo,
-		DeliveryMode: msg.DeliveryMode,
-		Priority:     msg.Priority,
-		Body:         msg.Body,
+		Headers:       headers,
+		ContentType:   msg.ContentType,
+		MessageId:     msg.MessageID,
+		CorrelationId: msg.CorrelationID,
+		ReplyTo:       msg.ReplyTo,
+		DeliveryMode:  msg.DeliveryMode,
+		Priority:      msg.Priority,
+		Body:          msg.Body,
 	}
 
 	p.wmu.Lock()

@@ -42,7 +42,7 @@ func needsOutbound(v any) bool {
 	switch v := v.(type) {
 	case int:
 		return v < math.MinInt32 || v > math.MaxInt32
-	case uint8, uint16, uint32, uint, uint64:
+	case uint8, uint16, uint32, uint, uint64, transport.RawField:
 		return true
 	case transport.Table, map[string]any:
 		// amqp091-go writes only its own Table type as a field table; a
@@ -67,6 +67,14 @@ func needsOutbound(v any) bool {
 
 func outboundValue(v any) any {
 	switch v := v.(type) {
+	case transport.RawField:
+		// amqp091-go writes values, not bytes: the field is decoded and
+		// written again (same values; integer widths as amqp091-go picks).
+		d, err := wire.DecodeField(v)
+		if err != nil {
+			return []byte(v)
+		}
+		return outboundValue(d)
 	case int:
 		if v < math.MinInt32 || v > math.MaxInt32 {
 			return int64(v)

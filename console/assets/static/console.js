@@ -41,6 +41,25 @@
 
   function clock() { return new Date().toLocaleTimeString(); }
 
+  // shown fills el with a value as the server split it (nameParts): text
+  // as it is, each escaped character marked, so an escape never reads like
+  // the same letters typed into a name.
+  function shown(el, parts, fallback) {
+    if (!parts) { el.textContent = fallback || ""; return el; }
+    parts.forEach(function (p) {
+      if (p.e) {
+        var s = document.createElement("span");
+        s.className = "esc";
+        s.title = "an escaped character: the name holds this character, not these letters";
+        s.textContent = p.t;
+        el.appendChild(s);
+      } else {
+        el.appendChild(document.createTextNode(p.t));
+      }
+    });
+    return el;
+  }
+
   // The overview: rebuild the rows from /api/overview every 2 s. When the
   // queues cannot be listed, or the console does not answer, the rows stay
   // as they were, marked stale, under a sentence saying what failed.
@@ -70,7 +89,7 @@
         td.className = "name";
         var a = document.createElement("a");
         a.href = base + "/q/" + encodeURIComponent(q.name);
-        a.textContent = q.name;
+        shown(a, q.nameParts, q.name);
         var badge = document.createElement("span");
         badge.className = "badge " + q.kind;
         badge.textContent = q.kind;
@@ -78,9 +97,10 @@
         td.appendChild(document.createTextNode(" "));
         td.appendChild(badge);
         tr.appendChild(td);
-        cell(tr, "name", q.source);
+        shown(cell(tr, "name", ""), q.sourceParts, q.source);
         cell(tr, "num depth", q.depth === null || q.depth === undefined ? "unknown" : String(q.depth));
-        cell(tr, "oldest", q.oldest || "");
+        var oldest = cell(tr, "oldest", q.unread ? "not read (a read would change it; open the queue for why)" : (q.oldest || ""));
+        if (q.unread) oldest.title = "not read: " + q.unread;
         cell(tr, "growth", q.growth || "");
         rows.appendChild(tr);
         if (q.error) {
@@ -123,6 +143,18 @@
     purgeName.addEventListener("input", function () {
       purgeButton.disabled = purgeName.value !== want;
     });
+  }
+
+  // A one-time sign-in link: the code is in the fragment, which the
+  // browser never sent. Drop it from the address, then post it once.
+  var codeForm = document.getElementById("sign-in-code");
+  if (codeForm) {
+    var m = /^#code=([0-9a-f]+)$/.exec(location.hash);
+    if (m) {
+      history.replaceState(null, "", location.pathname);
+      document.getElementById("code").value = m[1];
+      codeForm.submit();
+    }
   }
 
   // Select every row on the page.

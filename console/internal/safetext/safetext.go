@@ -13,9 +13,13 @@
 //     (U+0080-U+009F) are shown escaped: \x1b, \x7f, \u009b. Line keeps
 //     none of them; Block keeps newline and tab, so a multi-line body still
 //     reads as lines.
-//   - Unicode's bidirectional formatting characters (U+061C, U+200E,
-//     U+200F, U+202A-U+202E, U+2066-U+2069) and the line and paragraph
-//     separators (U+2028, U+2029) are shown escaped as \u202e and so on.
+//   - Unicode's format characters (category Cf), which change how text
+//     reads without showing anything: the bidirectional controls (U+061C,
+//     U+200E, U+200F, U+202A-U+202E, U+2066-U+2069), the zero-width space,
+//     joiners and word joiner (U+200B-U+200D, U+2060), the byte order mark
+//     (U+FEFF), the soft hyphen (U+00AD), the tag characters and the rest;
+//     and the line and paragraph separators (U+2028, U+2029): shown
+//     escaped as \u202e, \u200b and so on (\U000e0041 beyond U+FFFF).
 //   - A byte that is not part of valid UTF-8 is shown as \xNN.
 //
 // Every other character, a backslash included, is shown as it is: the
@@ -26,6 +30,7 @@ package safetext
 
 import (
 	"strings"
+	"unicode"
 	"unicode/utf8"
 )
 
@@ -100,13 +105,42 @@ func unsafeRune(r rune, keepLines bool) bool {
 		return true
 	case r >= 0x80 && r <= 0x9f:
 		return true
-	case r == 0x061c, r == 0x200e, r == 0x200f,
-		r >= 0x202a && r <= 0x202e,
-		r >= 0x2066 && r <= 0x2069,
-		r == 0x2028, r == 0x2029:
+	case r == 0x2028, r == 0x2029:
 		return true
 	}
-	return false
+	return unicode.Is(unicode.Cf, r)
+}
+
+// Segments calls fn for each piece of s in order, as Line shows it: a run
+// of characters shown as they are (escaped false), or one character or
+// invalid byte that Line escapes (escaped true, text its escape). A page
+// that marks escapes (so that an escaped U+202E does not read like the six
+// characters \u202e typed into a name) renders the pieces apart.
+func Segments(s string, fn func(text string, escaped bool)) {
+	start := 0
+	for i := 0; i < len(s); {
+		r, size := utf8.DecodeRuneInString(s[i:])
+		bad := r == utf8.RuneError && size <= 1
+		if !bad && !unsafeRune(r, false) {
+			i += size
+			continue
+		}
+		if start < i {
+			fn(s[start:i], false)
+		}
+		var b strings.Builder
+		if bad {
+			writeByteEscape(&b, s[i])
+		} else {
+			writeRuneEscape(&b, r)
+		}
+		fn(b.String(), true)
+		i += size
+		start = i
+	}
+	if start < len(s) {
+		fn(s[start:], false)
+	}
 }
 
 func writeByteEscape(b *strings.Builder, c byte) {
@@ -120,8 +154,14 @@ func writeRuneEscape(b *strings.Builder, r rune) {
 		writeByteEscape(b, byte(r))
 		return
 	}
-	b.WriteString(`\u`)
-	for shift := 12; shift >= 0; shift -= 4 {
+	top := 12
+	if r > 0xffff {
+		b.WriteString(`\U`)
+		top = 28
+	} else {
+		b.WriteString(`\u`)
+	}
+	for shift := top; shift >= 0; shift -= 4 {
 		b.WriteByte(hexDigits[(r>>uint(shift))&0xf])
 	}
 }

@@ -11,6 +11,7 @@ func TestRun(t *testing.T) {
 	cases := []struct {
 		name     string
 		in       string
+		label    string // -label
 		wantCode int
 		want     []string // substrings of the output
 		notWant  []string
@@ -52,6 +53,13 @@ func TestRun(t *testing.T) {
 			want:     []string{"ACEMQ_TEST_AMQP_URL is not set", "example.com/p TestD"},
 		},
 		{
+			name:  "the closing line names what the tests ran on",
+			label: "RabbitMQ 4.3.6",
+			in: ev(`"Action":"pass","Test":"TestE"`) +
+				ev(`"Action":"output","Output":"ok  \texample.com/p\t0.01s\n"`),
+			want: []string{"tests: 1 passed, 0 failed, 0 skipped on RabbitMQ 4.3.6\n"},
+		},
+		{
 			name:    "non-JSON lines and build output pass through",
 			in:      "go: downloading x\n" + `{"ImportPath":"example.com/p","Action":"build-output","Output":"p.go:1: syntax error\n"}` + "\n",
 			want:    []string{"go: downloading x", "syntax error"},
@@ -61,7 +69,7 @@ func TestRun(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			var out strings.Builder
-			code := run(strings.NewReader(tc.in), &out)
+			code := runOn(strings.NewReader(tc.in), &out, tc.label)
 			if code != tc.wantCode {
 				t.Errorf("exit code %d, want %d; output:\n%s", code, tc.wantCode, out.String())
 			}

@@ -37,9 +37,15 @@ func (e Env) forceReconnect(ctx context.Context, m *mgmtCloser, from func() []ne
 // closed one for a while after: it waits for want connections it has not
 // closed before. Given the addresses the drill's connections come from, it
 // finds them at once in the broker's connection tracking instead (close).
+// With the deprecated management_metrics_collection denied, RabbitMQ 4.3
+// lists no connection in /api/connections at all, statistics or not; the
+// tracking is then read per user, which every version answers.
 type mgmtCloser struct {
 	base   *url.URL
 	prefix string
+	// user is the broker user the client's connections log in as: the
+	// tracking is listed per user (/api/connections/username/{user}).
+	user   string
 	want   int
 	closed map[string]bool
 	client *http.Client
@@ -55,12 +61,18 @@ type mgmtCloser struct {
 // stop closes the closer's idle HTTP connections (and their goroutines).
 func (m *mgmtCloser) stop() { m.client.CloseIdleConnections() }
 
-func newMgmtCloser(base, prefix string, want int) (*mgmtCloser, error) {
+// newMgmtCloser closes connections of the client whose client-provided
+// names start with prefix and that log in as user (guest when empty, as an
+// AMQP URL without a user does).
+func newMgmtCloser(base, prefix, user string, want int) (*mgmtCloser, error) {
 	u, err := url.Parse(strings.TrimSuffix(base, "/"))
 	if err != nil {
 		return nil, fmt.Errorf("acemq: the management URL %q does not parse: %v", base, err)
 	}
-	return &mgmtCloser{base: u, prefix: prefix, want: want, closed: map[string]bool{},
+	if user == "" {
+		user = "guest"
+	}
+	return &mgmtCloser{base: u, prefix: prefix, user: user, want: want, closed: map[string]bool{},
 		byNameAfter: 2 * time.Second, client: &http.Client{Transport: &http.Transport{}}}, nil
 }
 
@@ -93,7 +105,7 @@ func (m *mgmtCloser) do(ctx context.Context, method, path, reason string) ([]byt
 // close closes one of the drill's connections through the management API.
 // With from (the addresses the broker sees the drill's connections come
 // from, the soak's proxy's), it looks first in the broker's own connection
-// tracking (disable_stats=true), which lists a connection the moment the
+// tracking (the user's connections), which lists a connection the moment the
 // broker accepts it; the statistics-based list, which names connections by
 // their client-provided name, lists a new one only with the next statistics
 // (about 5 s after it opened on RabbitMQ 3.10, whatever
@@ -162,20 +174,23 @@ func (m *mgmtCloser) close(parent context.Context, reason string, from func() []
 			if last != nil {
 				return fmt.Errorf("acemq: cannot close the drill's connections through the management API within 30s: %w", last)
 			}
-			return fmt.Errorf("acemq: the management API listed %d of the drill's %d connections within 30s", len(names), m.want)
+			return fmt.Errorf("acemq: the management API listed %d of the drill's %d connections within 30s (a RabbitMQ 4.3 that denies management_metrics_collection lists none there: give the drill its connections' addresses, which it finds in the broker's tracking)", len(names), m.want)
 		}
 	}
 }
 
 // closeTracked looks in the broker's connection tracking for a connection
-// from one of addrs and closes the first it can. It reports whether it
-// closed one, the last refused DELETE, and an error when the API cannot be
-// asked at all.
+// of m.user from one of addrs and closes the first it can. It reports
+// whether it closed one, the last refused DELETE, and an error when the API
+// cannot be asked at all. /api/connections/username/{user} reads the
+// tracking on RabbitMQ 3.10, 4.0 and 4.3 alike; /api/connections with
+// disable_stats does on 3.10 and 4.0, but lists nothing on a 4.3 that
+// denies management_metrics_collection.
 func (m *mgmtCloser) closeTracked(ctx context.Context, addrs []net.Addr, reason string) (bool, error, error) {
 	if len(addrs) == 0 {
 		return false, nil, nil
 	}
-	b, err := m.do(ctx, http.MethodGet, "/api/connections?disable_stats=true", "")
+	b, err := m.do(ctx, http.MethodGet, "/api/connections/username/"+url.PathEscape(m.user), "")
 	if err != nil {
 		return false, nil, fmt.Errorf("acemq: cannot list the broker's tracked connections through the management API: %w", err)
 	}
@@ -200,4 +215,14 @@ func (m *mgmtCloser) closeTracked(ctx context.Context, addrs []net.Addr, reason 
 		return true, nil, nil
 	}
 	return false, refused, nil
+}
+
+// urlUser returns the user an AMQP URL logs in as, "" when it names none
+// (or does not parse: the Conn reports that).
+func urlUser(raw string) string {
+	u, err := url.Parse(raw)
+	if err != nil || u.User == nil {
+		return ""
+	}
+	return u.User.Username()
 }

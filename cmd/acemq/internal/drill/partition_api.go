@@ -148,11 +148,11 @@ func (c Cluster) apiQueue(ctx context.Context, q string) (leader, online int, er
 }
 
 // apiConnectedNode finds the node user's connections are attached to, in
-// each node's connection tracking (disable_stats: the list the broker keeps
-// for itself, which RabbitMQ 4 keeps also with the deprecated
-// management_metrics_collection denied, when the statistics list nothing).
-// The drill gives each client a user of its own, so the user names the
-// client.
+// each node's connection tracking, listed per user (the list the broker
+// keeps for itself, also with the deprecated management_metrics_collection
+// denied, when the statistics list nothing; /api/connections with
+// disable_stats reads it on 4.0 but lists nothing on 4.3). The drill gives
+// each client a user of its own, so the user names the client.
 func (c Cluster) apiConnectedNode(ctx context.Context, user string) (int, error) {
 	var err error
 	for via := range c.Management {
@@ -160,7 +160,7 @@ func (c Cluster) apiConnectedNode(ctx context.Context, user string) (int, error)
 			Node string `json:"node"`
 			User string `json:"user"`
 		}
-		if e := c.api(ctx, via, "/api/connections?disable_stats=true&enable_queue_totals=false", &rows); e != nil {
+		if e := c.api(ctx, via, "/api/connections/username/"+url.PathEscape(user), &rows); e != nil {
 			err = e
 			continue
 		}

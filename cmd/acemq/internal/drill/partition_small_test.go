@@ -50,9 +50,12 @@ func TestPartitionAPIFindsTheLeaderAndTheClientsNode(t *testing.T) {
 			return 503, "node 1 is cut off"
 		case strings.HasPrefix(path, "/api/queues/%2F/drill.q"):
 			return 200, `{"leader":"acemq@pn3","online":["acemq@pn2","acemq@pn3"],"members":["acemq@pn1","acemq@pn2","acemq@pn3"]}`
-		case path == "/api/connections?disable_stats=true&enable_queue_totals=false":
-			return 200, `[{"name":"10.0.0.9:1 -> 10.0.0.1:5672","node":"acemq@pn1","user":"someone-else"},
-				{"name":"10.0.0.9:2 -> 10.0.0.2:5672","node":"acemq@pn2","user":"acemq-partition-a-42"}]`
+		case path == "/api/connections/username/acemq-partition-a-42":
+			return 200, `[{"name":"10.0.0.9:2 -> 10.0.0.2:5672","node":"acemq@pn2","user":"acemq-partition-a-42"}]`
+		case strings.HasPrefix(path, "/api/connections/username/"):
+			return 200, `[]`
+		case strings.HasPrefix(path, "/api/connections"):
+			return 200, `[]` // RabbitMQ 4.3 with management_metrics_collection denied
 		}
 		return 404, "not found"
 	})

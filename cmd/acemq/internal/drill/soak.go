@@ -262,7 +262,7 @@ func soak(ctx context.Context, env Env, o SoakOptions, res *Result) error {
 	if env.Management != "" {
 		// Closing either of the Conn's two connections makes it recover
 		// both (it drops the other itself), so one listed is enough.
-		if closer, err = newMgmtCloser(env.Management, clientName+" (", 1); err != nil {
+		if closer, err = newMgmtCloser(env.Management, clientName+" (", urlUser(env.URL), 1); err != nil {
 			return err
 		}
 		defer closer.stop()

@@ -157,7 +157,7 @@ func DecodeTable(b []byte) (map[string]any, error) {
 		}
 		key := string(b[off+1 : off+1+kl])
 		off += 1 + kl
-		v, n, err := decodeField(b[off:], 0)
+		v, n, err := decodeField(b[off:], 0, maxWalk)
 		if err != nil {
 			return out, err
 		}
@@ -167,7 +167,18 @@ func DecodeTable(b []byte) (map[string]any, error) {
 	return out, nil
 }
 
-func decodeField(b []byte, level int) (any, int, error) {
+// DecodeField reads one field (type tag first, as SplitEntries gives it)
+// into the Go values DecodeTable uses, however deep it nests: for writing
+// it again through a client that cannot take the bytes as they are.
+func DecodeField(b []byte) (any, error) {
+	if len(b) == 0 {
+		return nil, errTable
+	}
+	v, _, err := decodeField(b, 0, math.MaxInt)
+	return v, err
+}
+
+func decodeField(b []byte, level, limit int) (any, int, error) {
 	n, _, _, err := skipField(b, maxWalk) // length only, no recursion
 	if err != nil {
 		return nil, 0, err
@@ -205,7 +216,7 @@ func decodeField(b []byte, level int) (any, int, error) {
 	case 'x':
 		return append([]byte(nil), v[4:]...), n, nil
 	}
-	if level >= maxWalk {
+	if level >= limit {
 		return "(nested too deep to show)", n, nil
 	}
 	inner := v[4:]
@@ -218,7 +229,7 @@ func decodeField(b []byte, level int) (any, int, error) {
 			}
 			key := string(inner[off+1 : off+1+kl])
 			off += 1 + kl
-			e, m, err := decodeField(inner[off:], level+1)
+			e, m, err := decodeField(inner[off:], level+1, limit)
 			if err != nil {
 				return nil, 0, err
 			}
@@ -229,7 +240,7 @@ func decodeField(b []byte, level int) (any, int, error) {
 	}
 	arr := []any{}
 	for off := 0; off < len(inner); {
-		e, m, err := decodeField(inner[off:], level+1)
+		e, m, err := decodeField(inner[off:], level+1, limit)
 		if err != nil {
 			return nil, 0, err
 		}
@@ -255,4 +266,26 @@ func AppendBytes(b []byte, key string, value []byte) []byte {
 	b = append(b, 'x')
 	b = binary.BigEndian.AppendUint32(b, uint32(len(value)))
 	return append(b, value...)
+}
+
+// SplitEntries calls fn for each entry of an encoded field table's
+// content (as kept in KeptHeader): its key and its field, the type tag and
+// the value's bytes exactly as they were sent. It fails on bytes that do
+// not read as entries.
+func SplitEntries(b []byte, fn func(key string, field []byte)) error {
+	for off := 0; off < len(b); {
+		kl := int(b[off])
+		if off+1+kl >= len(b) {
+			return errTable
+		}
+		key := string(b[off+1 : off+1+kl])
+		off += 1 + kl
+		n, _, _, err := skipField(b[off:], maxWalk)
+		if err != nil {
+			return err
+		}
+		fn(key, b[off:off+n])
+		off += n
+	}
+	return nil
 }
