@@ -42,7 +42,14 @@
 // that moment is dropped, as RabbitMQ drops a dead letter with no route.
 // A reader that takes messages with basic.get (not a subscription) while
 // the old queue is deleted would lose the ones it holds: run nothing else
-// on the queue during a move.
+// on the queue during a move. And RabbitMQ confirms a message that was on
+// its way to a queue when the queue was deleted (the queue ended normally,
+// so the channel counts it as handled): a dead letter set aside in the very
+// moment of the delete can be confirmed and gone. Measured with a writer
+// publishing by name every 3 ms: 1 of 60 such messages on 3.10.8; none
+// when nothing is set aside during the delete. Move a queue when its
+// source is quiet, or stop its consumers for the moment the progress line
+// "deleting the old …" takes.
 //
 // The old queue must be classic: RabbitMQ cannot delete a quorum queue
 // only if it is empty, so moving one (the replicated layout back to
@@ -482,6 +489,7 @@ func (m *mover) stepOne(ctx context.Context, classic bool) error {
 			return err
 		}
 		if info.Messages == 0 && info.Consumers <= 1 {
+			m.logf("deleting the old %s if it is still empty", name)
 			err = m.deleteOld(ctx, classic)
 			if err == nil {
 				break
@@ -675,12 +683,39 @@ func newRun() string {
 // it, which hands them all back in place (a classic queue, and a quorum
 // queue without a delivery limit, keep their order; the replicated
 // layout's queues have none). It stops once the queue's count is read.
+// The broker takes them back asynchronously, so it waits (up to ten
+// seconds) until the queue counts them again and its subscription is gone,
+// as replay.Browse does.
 func readAll(ctx context.Context, c *acemq.Conn, queue string) ([]transport.Delivery, error) {
 	ch, err := c.Channel(ctx)
 	if err != nil {
 		return nil, err
 	}
-	defer ch.Close()
+	out, err := take(ctx, ch, queue)
+	_ = ch.Close()
+	if err != nil || len(out) == 0 {
+		return out, err
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for time.Now().Before(deadline) {
+		pc, err := c.Channel(ctx)
+		if err != nil {
+			return out, nil
+		}
+		info, err := pc.DeclareQueue(ctx, transport.QueueSpec{Name: queue, Passive: true})
+		_ = pc.Close()
+		if err != nil || (info.Messages >= len(out) && info.Consumers == 0) {
+			return out, nil
+		}
+		if err := sleep(ctx, 20*time.Millisecond); err != nil {
+			return out, err
+		}
+	}
+	return out, nil
+}
+
+// take subscribes to queue on ch and takes as many messages as it counted.
+func take(ctx context.Context, ch transport.Channel, queue string) ([]transport.Delivery, error) {
 	info, err := ch.DeclareQueue(ctx, transport.QueueSpec{Name: queue, Passive: true})
 	if err != nil {
 		if transport.Code(err) == transport.CodeNotFound {
