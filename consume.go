@@ -94,8 +94,15 @@ type Message[T any] struct {
 	// It is never a reason to skip work: only the envelope id identifies a
 	// duplicate.
 	Redelivered bool
-	// DeliveryCount is the quorum queue's x-delivery-count, 0 when absent.
-	// Informational only.
+	// DeliveryCount is how many times a quorum queue delivered the message
+	// before and got it back, however it came back (a reject or nack with
+	// requeue, a channel or connection lost with it unacked); 0 on a first
+	// delivery and on other queue types. It is the broker's
+	// x-delivery-count on RabbitMQ 3.10 to 4.2 and x-acquired-count on 4.3,
+	// whose x-delivery-count counts only the returns that count toward the
+	// delivery limit (rejects and lost channels, not nacks); that one stays
+	// readable as Envelope.Header("x-delivery-count"). Informational only:
+	// the engine decides nothing on it.
 	DeliveryCount int
 }
 
@@ -169,21 +176,30 @@ type ConsumerConfig struct {
 	ArgsAt func() transport.Table
 	// OnStream marks the consumer as reading a stream, where RabbitMQ has
 	// no nack or reject (it closes the connection with 540): wherever the
-	// engine would hand a delivery back (a drain, a set-aside that failed)
-	// it acks instead, which on a stream only returns credit. The reader
-	// keeps its own position, so nothing is lost; the stream package sets
-	// this, and a consumer of a queue its Conn declared as a stream
-	// (QueueOptions{Type: Stream}) gets it without asking.
+	// engine would hand a delivery back (a drain) it acks instead, which
+	// on a stream only returns credit. The reader keeps its own position,
+	// so nothing is lost; the stream package sets this, and a consumer of
+	// a queue its Conn declared as a stream (QueueOptions{Type: Stream})
+	// gets it without asking. A delivery that could not be set aside at
+	// all (its copy and the minimal copy in {q}.parked both refused) is
+	// not settled as handled: with OnSetAsideFailed set, the engine tells
+	// it and then acks, which only returns credit (the hook's owner keeps
+	// the position there); without it, the engine closes the consumer's
+	// channel, so no message after it is handled, and subscribes again
+	// with back-off, with ArgsAt deciding where.
 	OnStream bool
-	// OnSetAsideFailed, when set, is told that a set-aside copy (a
-	// rejected, parked or dead-lettered message's copy to {q}.dlq or
-	// {q}.parked, an unreadable message's included) could not be made:
-	// called with the Fallback (Kind "set_aside_failed") on the worker
-	// that settled the delivery, before that worker takes another, and
-	// before the engine's fallback for it (which, on a stream, is an ack
-	// that only returns credit: the message is neither handled nor set
-	// aside, and whoever keeps the position must not move past it; the
-	// stream package stops its reader there). It must not block for long.
+	// OnSetAsideFailed, when set, is told that a message could not be set
+	// aside (a rejected, parked or dead-lettered message's copy to
+	// {q}.dlq or {q}.parked, an unreadable message's included, and the
+	// minimal copy in {q}.parked after it were both refused): called with
+	// the Fallback of the last copy refused (Kind "set_aside_failed") on
+	// the worker that settled the delivery, before that worker takes
+	// another, and before the engine's last resort for it (which, on a
+	// stream, is an ack that only returns credit: the message is neither
+	// handled nor set aside, and whoever keeps the position must not move
+	// past it; the stream package holds its reader there). A copy refused
+	// and then made as a minimal copy is set aside, so not reported here
+	// (Config.OnFallback sees each refusal). It must not block for long.
 	OnSetAsideFailed func(Fallback)
 	// ConsumeInterceptors run for this consumer, after the Conn's.
 	ConsumeInterceptors []ConsumeInterceptor
@@ -419,11 +435,24 @@ func runHandler[T any](ctx context.Context, c *Conn, h Handler[T], m *Message[T]
 	return h(ctx, m)
 }
 
+// deliveryCount is Message.DeliveryCount from a delivery's headers: the
+// larger of x-delivery-count and x-acquired-count (RabbitMQ 4.3 writes
+// both, and only the second counts nacks).
 func deliveryCount(h transport.Table) int {
-	v, ok := h["x-delivery-count"]
-	if !ok {
-		return 0
-	}
+	return max(countHeader(h["x-delivery-count"]), countHeader(h["x-acquired-count"]))
+}
+
+// failedDeliveries is a quorum queue's count of the deliveries that came
+// back as failures, the one its delivery limit and delayed retry go by:
+// x-delivery-count (on RabbitMQ 4.3 it skips returns by basic.nack, which
+// x-acquired-count counts).
+func failedDeliveries(h transport.Table) int {
+	return countHeader(h["x-delivery-count"])
+}
+
+// countHeader reads a broker count header tolerantly: 0 when absent or
+// unreadable.
+func countHeader(v any) int {
 	switch n := v.(type) {
 	case int64:
 		return int(n)

@@ -102,9 +102,9 @@ type consumerCore struct {
 	policy       RetryPolicy
 	args         transport.Table
 	argsAt       func() transport.Table // when set, replaces args on every attach
-	stream       bool                   // nack and reject become acks (see ConsumerConfig.OnStream)
+	stream       bool                   // hand-backs and rejects become acks (see ConsumerConfig.OnStream)
 	waitsInQueue bool                   // retries go back to the queue, which holds the wait (retry_in_queue.go)
-	asideFailed  func(Fallback)         // told of a set-aside that failed (ConsumerConfig.OnSetAsideFailed)
+	asideFailed  func(Fallback)         // told of a message that could not be set aside (ConsumerConfig.OnSetAsideFailed)
 	drainTimeout time.Duration
 	process      func(dv *delivery)
 	// newDelivery allocates a delivery, with room for the typed message
@@ -134,14 +134,18 @@ type consumerCore struct {
 	// about to start a delivery); set with draining, under mu.
 	drainingNow atomic.Bool
 	drainCh     chan struct{}
-	stalled     error
-	resub       bool
-	stallGen    uint64 // the connection generation the stall was seen on
-	closed      chan struct{}
-	stranded    int // what the first drain left unsettled
-	drainOnce   sync.Once
-	bg          sync.WaitGroup // later hops and the re-subscriber; see goBackground
-	bgDone      bool           // the drain waited for bg; no more may start
+	// cancelled is set once the drain's basic.cancel is done; until then
+	// the deliveries it returns unrun wait in unrun (handBackUnrun).
+	cancelled bool
+	unrun     []*delivery
+	stalled   error
+	resub     bool
+	stallGen  uint64 // the connection generation the stall was seen on
+	closed    chan struct{}
+	stranded  int // what the first drain left unsettled
+	drainOnce sync.Once
+	bg        sync.WaitGroup // later hops and the re-subscriber; see goBackground
+	bgDone    bool           // the drain waited for bg; no more may start
 
 	// outstanding counts the deliveries received and not yet released.
 	// held lists them for releaseAll, with released ones dropped lazily
@@ -512,7 +516,7 @@ func (k *consumerCore) read(att *attachment, next func() (transport.Delivery, bo
 		k.mu.Lock()
 		if k.draining {
 			k.mu.Unlock()
-			k.nack(dv, true)
+			k.handBackUnrun(dv)
 			continue
 		}
 		select {
@@ -525,7 +529,7 @@ func (k *consumerCore) read(att *attachment, next func() (transport.Delivery, bo
 		select {
 		case to <- dv:
 		case <-k.drainCh:
-			k.nack(dv, true)
+			k.handBackUnrun(dv)
 		}
 	}
 	// The subscription ended: drain, channel loss (recovery re-attaches),
@@ -572,7 +576,7 @@ func (k *consumerCore) run(dv *delivery) {
 		return
 	}
 	if k.drainingNow.Load() {
-		k.nack(dv, true) // prefetched, never started: back unrun
+		k.handBackUnrun(dv) // prefetched, never started: back unrun
 		return
 	}
 	k.process(dv)
@@ -678,14 +682,23 @@ func (k *consumerCore) ack(dv *delivery) {
 	k.release(dv)
 }
 
-func (k *consumerCore) nack(dv *delivery, requeue bool) {
+// handBack returns dv to the broker to be delivered again: every hand-back
+// the engine makes (Release, a drain returning what it never started, a
+// retry copy that could not be republished, a message that could not be
+// set aside). It is a basic.reject with requeue, never a basic.nack: every
+// RabbitMQ version counts a reject toward a quorum queue's x-delivery-count
+// and delivery limit, while 4.3 does not count a nack, so a message handed
+// back by nack for ever was never ended there. On a stream it acks (see
+// ConsumerConfig.OnStream). The one exception is a drain's return of what
+// never started on a consumer whose waits the queue holds (returnUnrun).
+func (k *consumerCore) handBack(dv *delivery) {
 	if k.stream {
 		k.ack(dv)
 		return
 	}
 	if dv.att.alive() {
-		if err := dv.att.ch.Nack(dv.d.DeliveryTag, requeue); err != nil {
-			k.env.logger.Debug("acemq: a nack did not reach the broker; it will redeliver", "queue", k.queue, "error", err)
+		if err := dv.att.ch.Reject(dv.d.DeliveryTag, true); err != nil {
+			k.env.logger.Debug("acemq: a hand-back did not reach the broker; it will redeliver", "queue", k.queue, "error", err)
 		}
 	}
 	k.release(dv)

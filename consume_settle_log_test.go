@@ -23,10 +23,10 @@ func (c refusingChannel) Nack(uint64, bool) error   { return errors.New("nack re
 func (c refusingChannel) Reject(uint64, bool) error { return errors.New("reject refused") }
 func (c refusingChannel) Close() error              { return nil }
 
-// A Nack or Reject that does not reach the broker is logged as an Ack
-// that does not is, with the queue and the error: they were dropped
+// A hand-back or Reject that does not reach the broker is logged as an
+// Ack that does not is, with the queue and the error: they were dropped
 // silently.
-func TestNackAndRejectErrorsAreLoggedAsAckErrorsAre(t *testing.T) {
+func TestHandBackAndRejectErrorsAreLoggedAsAckErrorsAre(t *testing.T) {
 	var buf bytes.Buffer
 	cfg := defaultConfig()
 	env := consumerEnv{
@@ -41,7 +41,7 @@ func TestNackAndRejectErrorsAreLoggedAsAckErrorsAre(t *testing.T) {
 		fn   func(dv *delivery)
 	}{
 		{"ack refused", k.ack},
-		{"nack refused", func(dv *delivery) { k.nack(dv, true) }},
+		{"reject refused", k.handBack}, // a basic.reject with requeue
 		{"reject refused", k.reject},
 	} {
 		buf.Reset()

@@ -16,6 +16,9 @@ import (
 // an in-process broker connection, hops and reports are recorded.
 type fakeHost struct {
 	conn transport.Connection
+	// refuse, when set, answers each hop first: a non-nil error refuses
+	// it (and it is not recorded).
+	refuse func(msg *transport.Message) error
 
 	mu       sync.Mutex
 	hops     []transport.Message
@@ -30,6 +33,11 @@ func (h *fakeHost) channel(ctx context.Context) (transport.Channel, error) {
 func (h *fakeHost) hop(_ context.Context, msg *transport.Message) error {
 	h.mu.Lock()
 	defer h.mu.Unlock()
+	if h.refuse != nil {
+		if err := h.refuse(msg); err != nil {
+			return err
+		}
+	}
 	h.hops = append(h.hops, *msg)
 	return nil
 }

@@ -50,7 +50,7 @@ func (k *consumerCore) drain(ctx context.Context, deadline time.Time) int {
 	k.drainingNow.Store(true)
 	att := k.att
 	k.mu.Unlock()
-	// Prefetched deliveries no worker has started go back unrun now, not
+	// Prefetched deliveries no worker has started are taken out now, not
 	// when a worker frees up: a stuck handler must not strand them.
 	k.requeueUnstarted()
 	k.host.left(k)
@@ -62,12 +62,20 @@ func (k *consumerCore) drain(ctx context.Context, deadline time.Time) int {
 		_ = att.ch.Cancel(cctx, k.tag)
 		cancel()
 	}
-	// Only then cut the in-consumer retry waits short: the copies they put
-	// back must not be delivered to this consumer, which would hand them
-	// back to the broker marked redelivered.
+	// Only then hand back what was taken out unrun, and cut the
+	// in-consumer retry waits short: a message handed back while the
+	// subscription still stood would be delivered to this consumer again
+	// and handed back again, each time counted toward the delivery limit,
+	// and the copies the waits put back would be too.
 	k.mu.Lock()
+	k.cancelled = true
+	unrun := k.unrun
+	k.unrun = nil
 	close(k.drainCh)
 	k.mu.Unlock()
+	for _, dv := range unrun {
+		k.returnUnrun(dv)
+	}
 	// Prefetched deliveries no worker has started go back now, unrun: a
 	// worker busy in a slow handler would reach them only after it returns,
 	// and they would be counted stranded.
@@ -125,14 +133,50 @@ func (k *consumerCore) drain(ctx context.Context, deadline time.Time) int {
 	return stranded
 }
 
-// requeueUnstarted nacks with requeue every delivery waiting in k.work
-// (or a lane). The caller has set draining, so the readers add no more.
+// requeueUnstarted hands back every delivery waiting in k.work (or a
+// lane), unrun (handBackUnrun). The caller has set draining, so the
+// readers add no more.
 func (k *consumerCore) requeueUnstarted() {
 	for {
 		dv, ok := k.takeQueued()
 		if !ok {
 			return
 		}
-		k.nack(dv, true)
+		k.handBackUnrun(dv)
 	}
+}
+
+// handBackUnrun hands back a delivery the drain returns unrun: at once
+// once the drain's basic.cancel is done, else kept until it is (the drain
+// then hands it back), so the broker cannot deliver it to this consumer
+// again in between.
+func (k *consumerCore) handBackUnrun(dv *delivery) {
+	k.mu.Lock()
+	if !k.cancelled {
+		k.unrun = append(k.unrun, dv)
+		k.mu.Unlock()
+		return
+	}
+	k.mu.Unlock()
+	k.returnUnrun(dv)
+}
+
+// returnUnrun hands back a delivery the drain returns unrun: a basic.reject
+// with requeue (handBack), counted like every hand-back, except on a
+// consumer whose waits the queue holds (RabbitMQ 4.3's delayed retry,
+// type failed), where it is a basic.nack with requeue. 4.3 neither counts
+// a nack as a failed delivery (the attempt the handler sees comes from
+// that count) nor holds it back, so a shutdown costs no attempt and delays
+// nothing; each drain returns it at most once, after its basic.cancel.
+func (k *consumerCore) returnUnrun(dv *delivery) {
+	if !k.waitsInQueue || k.stream {
+		k.handBack(dv)
+		return
+	}
+	if dv.att.alive() {
+		if err := dv.att.ch.Nack(dv.d.DeliveryTag, true); err != nil {
+			k.env.logger.Debug("acemq: a hand-back did not reach the broker; it will redeliver", "queue", k.queue, "error", err)
+		}
+	}
+	k.release(dv)
 }

@@ -13,22 +13,24 @@ import (
 	"github.com/acemq-go/acemq/internal/alarmtest"
 )
 
-// Memory only: the set-aside copy must be nacked while the broker's own
-// dead-lettering into the same dlq still works, and RabbitMQ cannot be
-// told to nack one chosen publish (a bounded reject-publish dlq would
-// refuse the broker's dead-lettered copy too).
+// Memory only: the set-aside copy and the minimal copy after it must be
+// nacked while the broker's own dead-lettering into the same dlq still
+// works, and RabbitMQ cannot be told to nack chosen publishes (a bounded
+// reject-publish dlq would refuse the broker's dead-lettered copy too).
 func TestSetAsideFailureRejectsToBrokerDeadLettering(t *testing.T) {
 	r := newRig(t)
 	r.queue("q", func(tp *acemq.Topology) { tp.DeadLetters("q") })
 	consume(r, "q", func(context.Context, *acemq.Message[order]) acemq.Decision {
-		r.broker.NackNext(1) // the set-aside copy is the next confirmed publish
+		r.broker.NackNext(2) // the set-aside copy and the minimal copy are the next confirmed publishes
 		return acemq.Reject(errors.New("bad"))
 	})
 	sent := r.send("q", order{ID: "s"})
 	assertOne(t, r, sent.Envelope.ID, acemq.ConsumeRejected, "q.dlq", "the handler rejected it: bad")
-	f := r.nextFallback()
-	if f.Kind != "set_aside_failed" || f.Target != "q.dlq" || f.Envelope.ID != sent.Envelope.ID {
-		t.Fatalf("fallback %+v, want set_aside_failed for q.dlq", f)
+	for _, target := range []string{"q.dlq", "q.parked"} {
+		f := r.nextFallback()
+		if f.Kind != "set_aside_failed" || f.Target != target || f.Envelope.ID != sent.Envelope.ID {
+			t.Fatalf("fallback %+v, want set_aside_failed for %s", f, target)
+		}
 	}
 	// The broker's own dead-lettering carried it: x-death, no reason.
 	m := r.pull("q.dlq")
@@ -39,6 +41,29 @@ func TestSetAsideFailureRejectsToBrokerDeadLettering(t *testing.T) {
 		t.Fatal("the message in q.dlq did not come through the broker's dead-lettering")
 	}
 	r.waitReady("q", 0)
+}
+
+// Memory only (a nack of one chosen publish): on a queue with broker
+// dead-lettering too, a refused copy is followed by a minimal copy in
+// {q}.parked, before the broker's dead-lettering is the last resort.
+func TestARefusedCopyOnAWiredQueueEndsAsAMinimalCopyInParked(t *testing.T) {
+	r := newRig(t)
+	r.queue("q", func(tp *acemq.Topology) { tp.DeadLetters("q") })
+	consume(r, "q", func(context.Context, *acemq.Message[order]) acemq.Decision {
+		r.broker.NackNext(1) // the set-aside copy is the next confirmed publish
+		return acemq.Reject(errors.New("bad"))
+	})
+	sent := r.send("q", order{ID: "s"})
+	assertOne(t, r, sent.Envelope.ID, acemq.ConsumeRejected, "q.dlq", "the handler rejected it: bad")
+	m := r.pull("q.parked")
+	if m.Envelope.ID != sent.Envelope.ID || !strings.Contains(m.Envelope.Error, "the handler rejected it: bad; this is a minimal copy: the copy to q.dlq was refused") {
+		t.Fatalf("q.parked holds %s with reason %q, want the minimal copy of %s", m.Envelope.ID, m.Envelope.Error, sent.Envelope.ID)
+	}
+	if _, ok := m.Headers["x-death"]; ok {
+		t.Fatal("the message went through the broker's dead-lettering, not the minimal copy")
+	}
+	r.waitReady("q", 0)
+	r.waitReady("q.dlq", 0)
 }
 
 func TestSetAsideFailureKeepsTheMessageAndDrainRequeuesIt(t *testing.T) {
@@ -59,7 +84,7 @@ func TestSetAsideFailureKeepsTheMessageAndDrainRequeuesIt(t *testing.T) {
 		if k.InFlight() != 1 {
 			t.Fatalf("in flight %d during the 5s hold, want 1", k.InFlight())
 		}
-		// Draining cuts the hold short: nack-requeue at once.
+		// Draining cuts the hold short: handed back at once.
 		start := time.Now()
 		if err := k.Close(context.Background()); err != nil {
 			t.Fatal(err)

@@ -116,6 +116,9 @@ func unencodable(msg *transport.Message, err error) error {
 	if !errors.Is(err, transport.ErrUnencodable) {
 		return nil
 	}
+	if errors.Is(err, transport.ErrShortString) {
+		return newPubErr(msg, OutcomeRefused, fmt.Sprintf("a value AMQP 0-9-1 writes as a short string is too long (%v); nothing was sent. Shorten it: the exchange, the routing key, the content type, the message id, the correlation id and reply-to each hold at most 255 bytes", err), false, err)
+	}
 	return newPubErr(msg, OutcomeRefused, fmt.Sprintf("a header cannot be written (%v); nothing was sent. Change the header's value to a string, number, bool, []byte, time.Time, table or list", err), false, err)
 }
 

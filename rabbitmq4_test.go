@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -49,33 +50,56 @@ func getOne(t *testing.T, ch *amqp.Channel, queue string) (amqp.Delivery, bool) 
 	}
 }
 
-// returnUntilGone takes the one message on queue and hands it back
-// (basic.nack with requeue, as a consumer that crashes or loses its channel
-// does) until it is no longer offered or max deliveries have been made; it
-// returns how many deliveries there were.
-func returnUntilGone(t *testing.T, ch *amqp.Channel, queue string, max int) int {
+// releaseUntilGone consumes queue with the library, the handler handing the
+// one message on it back (Release, a basic.reject with requeue) each time,
+// until the broker stops offering it (it dead-lettered it into {q}.dlq) or
+// max deliveries have been made; the max-th is held until the consumer is
+// closed. It returns how many deliveries there were.
+func releaseUntilGone(t *testing.T, c *acemq.Conn, queue string, max int) int {
 	t.Helper()
-	n := 0
-	for n < max {
-		d, ok := getOne(t, ch, queue)
-		if !ok {
-			return n
+	ctx := context.Background()
+	var n atomic.Int32
+	enough := make(chan struct{})
+	k, err := acemq.Consume(ctx, c, queue, func(ctx context.Context, m *acemq.Message[item]) acemq.Decision {
+		if n.Add(1) == int32(max) {
+			close(enough)
+			<-ctx.Done() // held: the close returns it
 		}
-		n++
-		if err := d.Nack(false, true); err != nil {
-			t.Fatal(err)
+		return acemq.Release()
+	}, acemq.ConsumerConfig{DrainTimeout: 100 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(30 * time.Second)
+	for gone := false; !gone; {
+		select {
+		case <-enough:
+			gone = true
+		default:
+			info, err := c.QueueInfo(ctx, acemq.DeadLetterQueue(queue))
+			if err != nil {
+				t.Fatal(err)
+			}
+			gone = info.Messages > 0
+			if time.Now().After(deadline) {
+				t.Fatalf("after %d deliveries the message was neither dead-lettered nor offered %d times within 30s", n.Load(), max)
+			}
+			time.Sleep(5 * time.Millisecond) // polling the dlq's depth: no event exists
 		}
 	}
-	return n
+	_ = k.Close(ctx)
+	return int(n.Load())
 }
 
 // TestRabbitQuorumDefaultDeliveryLimitDeadLettersIntoTheLibrarysQueue: the
 // library writes no x-delivery-limit unless asked (arguments are contract,
 // and an existing queue cannot change them), so RabbitMQ 4's default of 20
 // applies to a quorum queue declared without QueueOptions.DeliveryLimit: the
-// message handed back a 20th time goes, with the library's dead-letter
-// wiring, into {q}.dlq (x-death reason delivery_limit) rather than
-// vanishing. RabbitMQ 3 has no default limit: the message stays on q.
+// message the library hands back a 21st time (Release, a basic.reject,
+// which every version counts; RabbitMQ 4.3 does not count a basic.nack)
+// goes, with the library's dead-letter wiring, into {q}.dlq (x-death
+// reason delivery_limit) rather than vanishing. RabbitMQ 3 has no default
+// limit: the message stays on q.
 func TestRabbitQuorumDefaultDeliveryLimitDeadLettersIntoTheLibrarysQueue(t *testing.T) {
 	c, _ := rabbit(t)
 	ctx := context.Background()
@@ -84,9 +108,9 @@ func TestRabbitQuorumDefaultDeliveryLimitDeadLettersIntoTheLibrarysQueue(t *test
 	if err != nil {
 		t.Fatal(err)
 	}
-	ch := testenv.RawChannel(t, testenv.AMQPURL(t))
 	const tries = 30
-	deliveries := returnUntilGone(t, ch, q, tries)
+	deliveries := releaseUntilGone(t, c, q, tries)
+	ch := testenv.RawChannel(t, testenv.AMQPURL(t))
 	if testenv.RabbitMajor(t) < 4 {
 		if deliveries != tries {
 			t.Fatalf("RabbitMQ 3 stopped offering the message after %d deliveries; it has no default delivery limit", deliveries)
@@ -113,8 +137,8 @@ func TestRabbitQuorumDefaultDeliveryLimitDeadLettersIntoTheLibrarysQueue(t *test
 
 // TestRabbitQuorumDeliveryLimitSetByTheLibraryHoldsOnBothVersions: an
 // explicit QueueOptions.DeliveryLimit is the count of returns the broker
-// allows on RabbitMQ 3 and 4 alike: with 2, the third return sends the
-// message to {q}.dlq.
+// allows on every version: with 2, the third time the library hands the
+// message back sends it to {q}.dlq.
 func TestRabbitQuorumDeliveryLimitSetByTheLibraryHoldsOnBothVersions(t *testing.T) {
 	c, _ := rabbit(t)
 	ctx := context.Background()
@@ -122,21 +146,23 @@ func TestRabbitQuorumDeliveryLimitSetByTheLibraryHoldsOnBothVersions(t *testing.
 	if _, err := acemq.NewPublisher[item](c, "", q, acemq.PublisherConfig{}).Send(ctx, item{N: 1}); err != nil {
 		t.Fatal(err)
 	}
-	ch := testenv.RawChannel(t, testenv.AMQPURL(t))
-	if n := returnUntilGone(t, ch, q, 10); n != 3 {
+	if n := releaseUntilGone(t, c, q, 10); n != 3 {
 		t.Fatalf("with delivery limit 2 the message was offered %d times, want 3", n)
 	}
+	ch := testenv.RawChannel(t, testenv.AMQPURL(t))
 	if d, ok := getOne(t, ch, acemq.DeadLetterQueue(q)); !ok || d.Headers["x-first-death-reason"] != "delivery_limit" {
 		t.Fatalf("the message over its delivery limit is not in %s with reason delivery_limit (found %v, %v)", acemq.DeadLetterQueue(q), ok, d.Headers["x-first-death-reason"])
 	}
 }
 
 // TestRabbitDeliveryCountReachesTheHandlerAsTheBrokerCountsIt: a quorum
-// queue's x-delivery-count reaches the handler as Message.DeliveryCount,
-// read as the broker wrote it (3.10 writes 0 on a first delivery, 4.0
-// nothing). RabbitMQ 3.10 and 4.0 both count every return, whether a nack with requeue, a reject with requeue or a channel
-// closed with the message unacked (4.3 stops counting nacks; the library
-// never relies on the count, behaviour §3.13).
+// queue's count of returns reaches the handler as Message.DeliveryCount,
+// read as the broker wrote it (3.10 writes x-delivery-count 0 on a first
+// basic.get, 4.x nothing). RabbitMQ 3.10 to 4.2 count every return in
+// x-delivery-count, whether a nack with requeue, a reject with requeue or
+// a channel closed with the message unacked; 4.3 stops counting nacks
+// there and counts every return in x-acquired-count, which the library
+// reads instead (the engine decides nothing on either).
 func TestRabbitDeliveryCountReachesTheHandlerAsTheBrokerCountsIt(t *testing.T) {
 	c, _ := rabbit(t)
 	ctx := context.Background()
@@ -205,7 +231,8 @@ func TestApplyRefusesATransientNonExclusiveQueueBeforeTheBroker(t *testing.T) {
 }
 
 // TestRabbitDeliveryLimitMinusOneMeansNoneOnlyOnRabbitMQ4: RabbitMQ 4 reads
-// x-delivery-limit -1 as no limit; RabbitMQ 3.10 reads it as a limit nothing
+// x-delivery-limit -1 as no limit (the library's hand-backs, counted on
+// every 4.x, never end it); RabbitMQ 3.10 reads it as a limit nothing
 // meets, so the first return dead-letters the message (with the library's
 // wiring it lands in {q}.dlq; without, it is dropped). 3.x has no default
 // limit: leave QueueOptions.DeliveryLimit at 0 there (docs/support.md).
@@ -218,7 +245,7 @@ func TestRabbitDeliveryLimitMinusOneMeansNoneOnlyOnRabbitMQ4(t *testing.T) {
 	}
 	ch := testenv.RawChannel(t, testenv.AMQPURL(t))
 	const tries = 25
-	n := returnUntilGone(t, ch, q, tries)
+	n := releaseUntilGone(t, c, q, tries)
 	if testenv.RabbitMajor(t) >= 4 {
 		if n != tries {
 			t.Fatalf("with delivery limit -1 RabbitMQ 4 stopped offering the message after %d deliveries, want no limit", n)

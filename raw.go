@@ -27,7 +27,12 @@ type RawMessage struct {
 	Exchange    string
 	RoutingKey  string
 	ContentType string
-	MessageID   string
+	// MessageID is the AMQP message_id property; at most 255 bytes, else
+	// the publish is refused (transport.ErrShortString). One that is the
+	// id in Headers' x-acemq-id and longer than that is left out instead:
+	// the header carries it whole (a message forwarded from another
+	// client can have such an id).
+	MessageID string
 	// CorrelationID is the AMQP correlation-id property ("" for none).
 	CorrelationID string
 	ReplyTo       string
@@ -99,7 +104,8 @@ func (m *Pulled) Nack(requeue bool) error {
 
 // Raw returns the message as a RawMessage addressed to exchange and key,
 // with its bytes, content type, id, reply-to and headers unchanged (the
-// broker's own x-death family dropped).
+// broker's own x-death family dropped). An id longer than the 255 bytes of
+// an AMQP message_id property travels in the x-acemq-id header only.
 func (m *Pulled) Raw(exchange, routingKey string) RawMessage {
 	h := make(map[string]any, len(m.Headers))
 	for k, v := range m.Headers {
@@ -109,7 +115,7 @@ func (m *Pulled) Raw(exchange, routingKey string) RawMessage {
 	}
 	return RawMessage{
 		Exchange: exchange, RoutingKey: routingKey, ContentType: m.ContentType,
-		MessageID: m.Envelope.ID, CorrelationID: m.CorrelationID, ReplyTo: m.ReplyTo, Headers: h, Body: m.Body, Priority: m.Priority,
+		MessageID: messageIDProperty(m.Envelope.ID), CorrelationID: m.CorrelationID, ReplyTo: m.ReplyTo, Headers: h, Body: m.Body, Priority: m.Priority,
 	}
 }
 

@@ -6,6 +6,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/acemq-go/acemq/header"
 	"github.com/acemq-go/acemq/transport"
 )
 
@@ -134,13 +135,17 @@ func (m RawMessage) message() *transport.Message {
 	if m.Transient {
 		mode = 1
 	}
+	id := m.MessageID
+	if len(id) > transport.MaxShortString && m.Headers[header.ID] == id {
+		id = "" // the header carries it (messageIDProperty)
+	}
 	return &transport.Message{
 		Exchange:   m.Exchange,
 		RoutingKey: m.RoutingKey,
 		Mandatory:  !m.NotMandatory,
 		Properties: transport.Properties{
 			ContentType:   m.ContentType,
-			MessageID:     m.MessageID,
+			MessageID:     id,
 			CorrelationID: m.CorrelationID,
 			ReplyTo:       m.ReplyTo,
 			DeliveryMode:  mode,

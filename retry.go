@@ -410,7 +410,7 @@ func (k *consumerCore) retry(dv *delivery, env Envelope, cause error, handled bo
 			k.ack(dv)
 			return
 		}
-		if k.hopOverFrameMax(dv, env, "retry copy", err, cause) {
+		if k.hopNeverWritable(dv, env, "retry copy", err, cause) {
 			return
 		}
 		if IsUnroutable(err) {
@@ -424,7 +424,7 @@ func (k *consumerCore) retry(dv *delivery, env Envelope, cause error, handled bo
 	wait := p.consumerWait(delay, rand.Float64())
 	k.later(dv, wait, func(ctx context.Context) {
 		if err := k.host.hop(ctx, k.hopMessage(dv, next, q)); err != nil {
-			if !k.hopOverFrameMax(dv, env, "retry copy", err, cause) {
+			if !k.hopNeverWritable(dv, env, "retry copy", err, cause) {
 				k.putBackFailed(dv, env, q, err)
 			}
 			return
@@ -435,14 +435,14 @@ func (k *consumerCore) retry(dv *delivery, env Envelope, cause error, handled bo
 
 // putBackFailed: the retry was counted; the delivery goes back to the broker.
 func (k *consumerCore) putBackFailed(dv *delivery, env Envelope, target string, err error) {
-	k.env.logger.Warn("acemq: a retry could not be republished; handing the message back to the broker", "queue", k.queue, "id", env.ID, "target", target, "error", err)
-	k.nack(dv, true)
+	k.env.logger.Warn("acemq: a retry could not be republished; handing the message back to the broker", "queue", k.queue, "id", shownID(env.ID), "target", target, "error", err)
+	k.handBack(dv)
 }
 
 func (k *consumerCore) putBackLater(dv *delivery, env Envelope, delay time.Duration) {
 	k.later(dv, delay, func(ctx context.Context) {
 		if err := k.host.hop(ctx, k.hopMessage(dv, env, k.queue)); err != nil {
-			if !k.hopOverFrameMax(dv, env, "put-back copy", err, nil) {
+			if !k.hopNeverWritable(dv, env, "put-back copy", err, nil) {
 				k.putBackFailed(dv, env, k.queue, err)
 			}
 			return

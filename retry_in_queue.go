@@ -18,7 +18,7 @@ func (k *consumerCore) withBrokerAttempts(dv *delivery, env Envelope) Envelope {
 	if !k.waitsInQueue {
 		return env
 	}
-	if n := deliveryCount(dv.d.Headers); n > 0 {
+	if n := failedDeliveries(dv.d.Headers); n > 0 {
 		env.Attempt += n
 	}
 	return env
@@ -27,7 +27,7 @@ func (k *consumerCore) withBrokerAttempts(dv *delivery, env Envelope) Envelope {
 // retryInQueue reports the retry and hands the delivery back to the queue
 // for the broker to hold.
 func (k *consumerCore) retryInQueue(dv *delivery, env Envelope, handled bool, dur time.Duration) {
-	wait := k.policy.inQueueWait(deliveryCount(dv.d.Headers) + 1)
+	wait := k.policy.inQueueWait(failedDeliveries(dv.d.Headers) + 1)
 	k.report(dv, Settlement{Queue: k.queue, Envelope: env, Outcome: ConsumeRetried, Target: k.queue, RetryDelay: wait, InBroker: true, Handled: handled, HandlerDuration: dur})
 	if dv.att.alive() {
 		if err := dv.att.ch.Reject(dv.d.DeliveryTag, true); err != nil {

@@ -91,20 +91,38 @@ func fitCopy(msg *transport.Message, le *transport.LimitError) bool {
 	return size+len(note()) <= le.Max
 }
 
-// hopOverFrameMax handles a retry or put-back copy refused for frame_max:
-// a copy that could never be written, so the delivery is set aside to
-// {q}.dlq (made to fit there) instead of being handed back to the broker
-// to come round again. It reports whether err was that refusal.
-func (k *consumerCore) hopOverFrameMax(dv *delivery, env Envelope, what string, err, cause error) bool {
-	le := frameLimit(err)
-	if le == nil {
+// neverWritable returns what says that a hop can never be written as it
+// stands, or nil: a frame_max or size refusal (*transport.LimitError, said
+// as the limit), or a message AMQP cannot carry (transport.ErrUnencodable,
+// a short string over 255 bytes included; ErrHeaderLimit; a body the
+// broker refuses as over its max_message_size), said as the
+// refusal. Sending it again unchanged cannot help.
+func neverWritable(err error) error {
+	var le *transport.LimitError
+	if errors.As(err, &le) {
+		return le
+	}
+	if errors.Is(err, transport.ErrUnencodable) || errors.Is(err, ErrHeaderLimit) || errors.Is(err, ErrMessageTooLarge) {
+		return err
+	}
+	return nil
+}
+
+// hopNeverWritable handles a retry or put-back copy that can never be
+// written (neverWritable): instead of being handed back to the broker to
+// come round again, the delivery is set aside to {q}.dlq (made to fit
+// there, or as a minimal copy in {q}.parked). It reports whether err was
+// such a refusal.
+func (k *consumerCore) hopNeverWritable(dv *delivery, env Envelope, what string, err, cause error) bool {
+	why := neverWritable(err)
+	if why == nil {
 		return false
 	}
-	reason := fmt.Sprintf("its %s could not be written (%v), so it was set aside instead", what, le)
+	reason := fmt.Sprintf("its %s could not be written (%s), so it was set aside instead", what, cutText(why.Error(), maxMinimalCause))
 	if cause != nil {
 		reason += ": " + cause.Error()
 	}
-	k.env.logger.Warn("acemq: a message's "+what+" is over frame_max; setting it aside", "queue", k.queue, "id", env.ID, "error", le)
+	k.env.logger.Warn("acemq: a message's "+what+" can never be written; setting it aside", "queue", k.queue, "id", shownID(env.ID), "error", why)
 	k.setAside(dv, env, DeadLetterQueue(k.queue), reason)
 	return true
 }

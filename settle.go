@@ -1,7 +1,6 @@
 package acemq
 
 import (
-	"context"
 	"strings"
 	"time"
 
@@ -49,7 +48,7 @@ type Fallback struct {
 func (k *consumerCore) report(dv *delivery, s Settlement) {
 	dv.end(s)
 	if s.Outcome != ConsumeAcked {
-		k.env.logger.Info("acemq: settled a message", "queue", s.Queue, "id", s.Envelope.ID, "outcome", s.Outcome, "target", s.Target, "reason", s.Reason)
+		k.env.logger.Info("acemq: settled a message", "queue", s.Queue, "id", shownID(s.Envelope.ID), "outcome", s.Outcome, "target", s.Target, "reason", s.Reason)
 	}
 	k.host.settled(s)
 }
@@ -94,7 +93,9 @@ func brokerOwned(name string) bool {
 
 // hopMessage builds a library hop of the original bytes to queue target on
 // the default exchange: same body, content type, id, reply-to and
-// application headers (less the broker's), persistent and mandatory.
+// application headers (less the broker's), persistent and mandatory. The
+// id is always whole in the x-acemq-id header; the message_id property
+// carries it only when it fits (messageIDProperty).
 func (k *consumerCore) hopMessage(dv *delivery, env Envelope, target string) *transport.Message {
 	for name := range env.headers {
 		if brokerOwned(name) {
@@ -108,7 +109,7 @@ func (k *consumerCore) hopMessage(dv *delivery, env Envelope, target string) *tr
 		Mandatory:  true,
 		Properties: transport.Properties{
 			ContentType:  dv.d.ContentType,
-			MessageID:    env.ID,
+			MessageID:    messageIDProperty(env.ID),
 			ReplyTo:      dv.d.ReplyTo,
 			DeliveryMode: 2,
 			Priority:     dv.d.Priority,
@@ -118,48 +119,9 @@ func (k *consumerCore) hopMessage(dv *delivery, env Envelope, target string) *tr
 	}
 }
 
-// settleAside reports the outcome, then copies the message into target
-// with the reason and acks the original. If the copy cannot be made, the
-// documented fallback keeps the message: never unsettled, never dropped.
+// settleAside reports the outcome, then sets the message aside into
+// target (setAside).
 func (k *consumerCore) settleAside(dv *delivery, env Envelope, target, reason string, outcome Outcome, handled bool, dur time.Duration) {
 	k.report(dv, Settlement{Queue: k.queue, Envelope: env, Outcome: outcome, Target: target, Reason: reason, Handled: handled, HandlerDuration: dur})
 	k.setAside(dv, env, target, reason)
-}
-
-// setAside copies the message into target with the reason and acks the
-// original; settleAside without the report. A copy over frame_max is made
-// to fit (fitCopy) and written once more.
-func (k *consumerCore) setAside(dv *delivery, env Envelope, target, reason string) {
-	cp := env
-	cp.Error = reason
-	ctx, cancel := hopContext()
-	msg := k.hopMessage(dv, cp, target)
-	err := k.host.hop(ctx, msg)
-	if le := frameLimit(err); le != nil && fitCopy(msg, le) {
-		k.env.logger.Warn("acemq: a set-aside copy was over frame_max; it leaves out headers, and its x-acemq-error says which", "queue", k.queue, "id", env.ID, "target", target, "error", le)
-		err = k.host.hop(ctx, msg)
-	}
-	cancel()
-	if err == nil {
-		k.ack(dv)
-		return
-	}
-	f := Fallback{Kind: "set_aside_failed", Queue: k.queue, Target: target, Envelope: env, Err: err}
-	k.fallback(f)
-	k.env.logger.Error("acemq: a message could not be set aside", "queue", k.queue, "id", env.ID, "target", target, "error", err)
-	if k.asideFailed != nil {
-		k.asideFailed(f) // before this worker takes another delivery
-	}
-	switch {
-	case !dv.att.alive():
-		k.release(dv) // the broker redelivers
-	case k.stream:
-		k.ack(dv) // a stream takes nothing back: this returns credit, and the reader keeps its place
-	case k.isDraining():
-		k.nack(dv, true)
-	case k.host.deadLettering(k.queue) && !IsUnroutable(err):
-		k.reject(dv) // the broker's own dead-lettering is the last resort
-	default:
-		k.later(dv, inProgressDelay, func(context.Context) { k.nack(dv, true) })
-	}
 }

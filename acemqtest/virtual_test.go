@@ -49,8 +49,10 @@ var waits = []struct {
 	}},
 	{"the last-resort hold when a set-aside cannot be made", 5 * time.Second, func(t *testing.T, h *acemqtest.Harness) {
 		var runs atomic.Int64
-		// No dead-letter half is declared, so the reject's copy is
-		// unroutable; the delivery is held 5 s and handed back.
+		// No dead-letter half is declared, so the reject's copy to
+		// orders.new.dlq and the minimal copy to orders.new.parked after it
+		// are both unroutable (a fallback each); the delivery is held 5 s
+		// and handed back.
 		consume(t, h, "orders.new", acemq.ConsumerConfig{NoDeadLetterDeclaration: true}, func(ctx context.Context, m *acemq.Message[order]) acemq.Decision {
 			if runs.Add(1) == 1 {
 				return acemq.Reject(errors.New("no"))
@@ -59,7 +61,7 @@ var waits = []struct {
 		})
 		send(t, h, "orders", "order.placed", order{ID: "o"})
 		settleWithin(t, h, 10*time.Second)
-		h.Expect(t, acemqtest.FellBack, 1)
+		h.Expect(t, acemqtest.FellBack, 2)
 		h.Expect(t, acemqtest.Acked, 1)
 	}},
 	{"a request's timeout", rpc.DefaultTimeout, func(t *testing.T, h *acemqtest.Harness) {

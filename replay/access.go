@@ -173,8 +173,10 @@ func (b broker) nackUncounted() bool {
 func judge(queue string, b broker, q *queueFacts, why error) Access {
 	a := Access{Queue: queue, Broker: b.name}
 	if b.memory {
-		a.Type, a.Safe = "classic", true
-		a.Why = "the in-process broker keeps no delivery limit: a read hands every message back where it was (marked redelivered)"
+		// memory:// counts as RabbitMQ 4.3 does: a return by basic.nack
+		// moves no message toward a quorum queue's delivery limit.
+		a.Type, a.Safe, a.ReturnByNack = "classic", true, true
+		a.Why = "the in-process broker counts as RabbitMQ 4.3 does, and a read hands every message back with basic.nack, which moves none toward a delivery limit (each is marked redelivered)"
 		return a
 	}
 	if q == nil {

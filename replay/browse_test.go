@@ -366,3 +366,31 @@ func TestBrowseReturnsEverythingWhenVisitPanics(t *testing.T) {
 		}
 	})
 }
+
+// memory:// counts as RabbitMQ 4.3 does: a closed channel counts toward a
+// quorum queue's delivery limit, a basic.nack does not. So a read hands
+// messages back there by nack: browsing a quorum queue with a delivery
+// limit of 1 three times leaves its message where it was, uncounted
+// (closing the channel, the second read dead-lettered it).
+func TestBrowsingTheInProcessBrokerMovesNothingTowardADeliveryLimit(t *testing.T) {
+	c := connect(t, "memory://"+memName(t))
+	ctx := context.Background()
+	q := "limited.dlq"
+	if err := c.Apply(ctx, acemq.NewTopology().Queue(q, acemq.QueueOptions{Type: acemq.Quorum, DeliveryLimit: 1})); err != nil {
+		t.Fatal(err)
+	}
+	ids := fill(t, c, q, "m", 1)
+	for pass := range 3 {
+		got, _ := browseIDs(t, c, q)
+		if !slices.Equal(got, ids) {
+			t.Fatalf("pass %d read %v, want %v: the read moved the message toward its delivery limit", pass+1, got, ids)
+		}
+	}
+	var counted any
+	if _, err := replay.Browse(ctx, c, q, 1, func(m *acemq.Pulled) bool { counted = m.Headers["x-delivery-count"]; return true }); err != nil {
+		t.Fatal(err)
+	}
+	if counted != nil {
+		t.Fatalf("after three reads the message carries x-delivery-count %v, want none", counted)
+	}
+}

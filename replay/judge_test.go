@@ -73,11 +73,12 @@ func TestJudgeDecidesEachBrokerVersionAndQueue(t *testing.T) {
 	}
 }
 
-// The in-process broker keeps no delivery limit: a read there is safe
-// with no management API at all.
+// The in-process broker counts as RabbitMQ 4.3 does, and a read there
+// hands messages back by basic.nack, which it does not count: safe with
+// no management API at all.
 func TestJudgeTrustsTheInProcessBroker(t *testing.T) {
 	a := judge("q.dlq", brokerOf(transport.Server{Product: "AceMQ memory"}), nil, nil)
-	if !a.Safe || a.ReturnByNack {
+	if !a.Safe || !a.ReturnByNack {
 		t.Fatalf("%+v", a)
 	}
 }

@@ -138,14 +138,18 @@ func intValue(v any) (int, bool) {
 	return 0, false
 }
 
-// quorumUnsupported are the policy keys that make a policy not apply to a
-// quorum queue at all (RabbitMQ's unsupported_policies for quorum queues,
-// 3.10 to 4.3).
-var quorumUnsupported = map[string]bool{
-	"max-priority": true, "queue-mode": true, "single-active-consumer": true,
-	"ha-mode": true, "ha-params": true, "ha-sync-mode": true, "ha-promote-on-shutdown": true,
-	"ha-promote-on-failure": true, "queue-master-locator": true,
-	"max-age": true, "stream-max-segment-size-bytes": true, "initial-cluster-size": true,
+// quorumUnsupported reports whether a policy key makes a policy not apply
+// to a quorum queue at all (RabbitMQ's unsupported_policies for quorum
+// queues, 3.10 to 4.3).
+func quorumUnsupported(key string) bool {
+	switch key {
+	case "max-priority", "queue-mode", "single-active-consumer",
+		"ha-mode", "ha-params", "ha-sync-mode", "ha-promote-on-shutdown",
+		"ha-promote-on-failure", "queue-master-locator",
+		"max-age", "stream-max-segment-size-bytes", "initial-cluster-size":
+		return true
+	}
+	return false
 }
 
 // candidates are the policies of ps that may be the one in force on the
@@ -200,7 +204,7 @@ func appliesTo(applyTo, queueType string) bool {
 
 func applicable(def map[string]any) bool {
 	for k := range def {
-		if quorumUnsupported[k] {
+		if quorumUnsupported(k) {
 			return false
 		}
 	}

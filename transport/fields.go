@@ -10,10 +10,40 @@ import (
 
 // ErrUnencodable marks a publish refused before anything was written
 // because the message cannot be put on the wire as it stands: a header
-// value of a type AMQP 0-9-1 has no field for. Sending it again will not
-// help; the caller has to change the message. It is always wrapped
-// together with ErrNotWritten.
+// value of a type AMQP 0-9-1 has no field for, or a short string over 255
+// bytes (ErrShortString). Sending it again will not help; the caller has
+// to change the message. It is always wrapped together with
+// ErrNotWritten.
 var ErrUnencodable = errors.New("transport: the message cannot be encoded")
+
+// ErrShortString marks a publish refused before anything was written
+// because a value AMQP 0-9-1 writes as a short string is over 255 bytes:
+// the exchange name, the routing key, or the content type, message id,
+// correlation id or reply-to property. It is always wrapped together with ErrUnencodable
+// and ErrNotWritten; CheckShortStrings makes the error.
+var ErrShortString = errors.New("transport: a short string is over 255 bytes")
+
+// MaxShortString is the longest short string AMQP 0-9-1 can carry, in
+// bytes.
+const MaxShortString = 255
+
+// CheckShortStrings returns an error wrapping ErrShortString that names
+// the first of msg's exchange, routing key, content type, message id,
+// correlation id and reply-to over MaxShortString bytes ("the message id is 60000 bytes;
+// AMQP 0-9-1 allows at most 255"), or nil. Every transport calls it before
+// writing, so a long value is refused the same way on each.
+func CheckShortStrings(msg *Message) error {
+	for _, s := range [...]struct{ name, v string }{
+		{"exchange", msg.Exchange}, {"routing key", msg.RoutingKey},
+		{"content type", msg.ContentType}, {"message id", msg.MessageID},
+		{"correlation id", msg.CorrelationID}, {"reply-to", msg.ReplyTo},
+	} {
+		if len(s.v) > MaxShortString {
+			return fmt.Errorf("the %s is %d bytes; AMQP 0-9-1 allows at most %d: %w", s.name, len(s.v), MaxShortString, ErrShortString)
+		}
+	}
+	return nil
+}
 
 // CheckHeaders reports the first header value that AMQP 0-9-1 cannot carry,
 // naming where it sits ("header \"x-meta\" [0] field \"k\": ..."), or nil.

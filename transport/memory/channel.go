@@ -64,14 +64,15 @@ func (ch *channel) end(err error) {
 	ch.mu.Lock()
 	pending := ch.unacked.drain()
 	ch.mu.Unlock()
-	requeueAll(pending)
+	requeueAll(pending, true) // a lost channel counts
 	ch.c.forget(ch)
 	ch.life.finish()
 }
 
 // requeueAll returns unacked deliveries to their queues' heads in order,
-// marked redelivered.
-func requeueAll(us []unacked) {
+// marked redelivered, each counted as a failed delivery when counted says
+// so (returnLocked).
+func requeueAll(us []unacked, counted bool) {
 	for i := len(us) - 1; i >= 0; {
 		q := us[i].q
 		j := i
@@ -84,11 +85,7 @@ func requeueAll(us []unacked) {
 				us[k].c.inflight--
 			}
 			q.unacked--
-			if !q.deleted && q.stream == nil {
-				e := us[k].e
-				e.redelivered = true
-				q.ready.pushFront(e)
-			}
+			q.returnLocked(us[k].e, counted)
 		}
 		q.dispatchLocked()
 		dead := q.takeDeadLocked()
@@ -393,6 +390,7 @@ func (ch *channel) Get(ctx context.Context, queue string) (transport.Delivery, b
 	if !tracked {
 		q.mu.Lock()
 		q.unacked--
+		ent.deliveries-- // never handed out
 		q.requeueLocked([]entry{ent}, false)
 		q.dispatchLocked()
 		q.mu.Unlock()
@@ -406,14 +404,20 @@ func (ch *channel) Get(ctx context.Context, queue string) (transport.Delivery, b
 
 // Ack acknowledges one delivery. An unknown tag closes the channel with
 // 406 PRECONDITION_FAILED, as RabbitMQ does.
-func (ch *channel) Ack(tag uint64) error { return ch.settle(tag, true, false) }
+func (ch *channel) Ack(tag uint64) error { return ch.settle(tag, true, false, false) }
 
 // Nack negatively acknowledges one delivery: requeued at the head with
-// Redelivered, or dead-lettered (dropped without a DLX).
-func (ch *channel) Nack(tag uint64, requeue bool) error { return ch.settle(tag, false, requeue) }
+// Redelivered, or dead-lettered (dropped without a DLX). As on RabbitMQ
+// 4.3, a requeue by nack is not counted toward a quorum queue's
+// x-delivery-count and delivery limit.
+func (ch *channel) Nack(tag uint64, requeue bool) error {
+	return ch.settle(tag, false, requeue, false)
+}
 
 // ReleaseAll returns every unacked delivery on the channel to the head of
-// its queue, in delivery order, marked redelivered (transport.Releaser).
+// its queue, in delivery order, marked redelivered (transport.Releaser):
+// one basic.nack with multiple set, which, as on RabbitMQ 4.3, is not
+// counted toward a quorum queue's x-delivery-count and delivery limit.
 func (ch *channel) ReleaseAll() error {
 	if ch.c.maybeStalled.Load() && ch.c.deferIfStalled(func() { _ = ch.ReleaseAll() }) {
 		return nil
@@ -425,15 +429,18 @@ func (ch *channel) ReleaseAll() error {
 	}
 	pending := ch.unacked.drain()
 	ch.mu.Unlock()
-	requeueAll(pending)
+	requeueAll(pending, false)
 	return nil
 }
 
-// Reject is Nack for a single message.
-func (ch *channel) Reject(tag uint64, requeue bool) error { return ch.settle(tag, false, requeue) }
+// Reject is Nack for a single message, except that a requeue by reject is
+// counted toward a quorum queue's x-delivery-count and delivery limit.
+func (ch *channel) Reject(tag uint64, requeue bool) error {
+	return ch.settle(tag, false, requeue, true)
+}
 
-func (ch *channel) settle(tag uint64, ack, requeue bool) error {
-	if ch.c.maybeStalled.Load() && ch.c.deferIfStalled(func() { _ = ch.settle(tag, ack, requeue) }) {
+func (ch *channel) settle(tag uint64, ack, requeue, counted bool) error {
+	if ch.c.maybeStalled.Load() && ch.c.deferIfStalled(func() { _ = ch.settle(tag, ack, requeue, counted) }) {
 		return nil
 	}
 	ch.mu.Lock()
@@ -447,10 +454,10 @@ func (ch *channel) settle(tag uint64, ack, requeue bool) error {
 		return ch.fail(errUnknownTag(tag))
 	}
 	if !ack && u.q.stream != nil {
-		u.q.settle(u, true, false) // the credit returns as the connection ends
+		u.q.settle(u, true, false, false) // the credit returns as the connection ends
 		return ch.fail(errStreamNack(u.q.name))
 	}
-	u.q.settle(u, ack, requeue)
+	u.q.settle(u, ack, requeue, counted)
 	if b := ch.c.b; b.watched() {
 		reason := "ack"
 		switch {

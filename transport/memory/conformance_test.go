@@ -37,6 +37,8 @@ func runConformance(t *testing.T, name string, wrap func(transport.Connection) t
 		Block:             func(_ *testing.T, reason string) { Lookup(name).Block(reason) },
 		Unblock:           func(*testing.T) { Lookup(name).Unblock() },
 		DropConnections:   func(*testing.T) { Lookup(name).DropConnections() },
+		// memory:// counts as RabbitMQ 4.3 does.
+		AcquiredCount: true,
 	})
 }
 

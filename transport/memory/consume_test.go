@@ -167,23 +167,64 @@ func TestConsumerTagReuseClosesConnection(t *testing.T) {
 	waitDone(t, c.Done())
 }
 
-func TestQuorumRedeliveryCountsDeliveries(t *testing.T) {
+// A quorum queue counts as RabbitMQ 4.3 does: x-acquired-count every
+// earlier delivery, x-delivery-count only the returns that count as
+// failures (basic.reject with requeue, not basic.nack).
+func TestQuorumRedeliveryCountsAsRabbitMQ43Does(t *testing.T) {
 	_, name := newTestBroker(t)
 	c := dialT(t, name, nil)
 	declareT(t, chanT(t, c), transport.QueueSpec{Name: "qq", Durable: true, Args: transport.Table{"x-queue-type": "quorum"}})
 	fill(t, c, "qq", 1)
 	ch := chanT(t, c)
-	for want := int64(0); want < 3; want++ {
+	for i, want := range []struct {
+		acquired, delivery any
+		nack               bool
+	}{{nil, nil, true}, {int64(1), nil, false}, {int64(2), int64(1), true}, {int64(3), int64(1), false}} {
 		d, ok, err := ch.Get(bg, "qq")
 		if !ok || err != nil {
 			t.Fatal(ok, err)
 		}
-		got, present := d.Headers["x-delivery-count"]
-		if (want == 0 && present) || (want > 0 && got != want) {
-			t.Fatalf("delivery %d: x-delivery-count %v", want, got)
+		if d.Headers["x-acquired-count"] != want.acquired || d.Headers["x-delivery-count"] != want.delivery {
+			t.Fatalf("delivery %d: x-acquired-count %v, x-delivery-count %v; want %v, %v", i+1, d.Headers["x-acquired-count"], d.Headers["x-delivery-count"], want.acquired, want.delivery)
 		}
-		if err := ch.Nack(d.DeliveryTag, true); err != nil {
+		settle := ch.Reject
+		if want.nack {
+			settle = ch.Nack
+		}
+		if err := settle(d.DeliveryTag, true); err != nil {
 			t.Fatal(err)
+		}
+	}
+}
+
+// A quorum queue declared without x-delivery-limit has RabbitMQ 4's
+// default of 20: the 21st counted return dead-letters the message (here
+// dropped: no dead-letter exchange). x-delivery-limit -1 means none.
+func TestQuorumDefaultDeliveryLimitIsTwentyCountedReturns(t *testing.T) {
+	_, name := newTestBroker(t)
+	c := dialT(t, name, nil)
+	setup := chanT(t, c)
+	declareT(t, setup, transport.QueueSpec{Name: "qq", Durable: true, Args: transport.Table{"x-queue-type": "quorum"}})
+	declareT(t, setup, transport.QueueSpec{Name: "unlimited", Durable: true, Args: transport.Table{"x-queue-type": "quorum", "x-delivery-limit": int64(-1)}})
+	fill(t, c, "qq", 1)
+	fill(t, c, "unlimited", 1)
+	ch := chanT(t, c)
+	for _, q := range []string{"qq", "unlimited"} {
+		n := 0
+		for ; n < 30; n++ {
+			d, ok, err := ch.Get(bg, q)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !ok {
+				break
+			}
+			if err := ch.Reject(d.DeliveryTag, true); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if want := map[string]int{"qq": 21, "unlimited": 30}[q]; n != want {
+			t.Fatalf("%s offered the message %d times, want %d", q, n, want)
 		}
 	}
 }

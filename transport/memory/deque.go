@@ -6,7 +6,8 @@ type entry struct {
 	m           *message
 	expireAt    int64 // unix nanoseconds; 0 means never
 	redelivered bool
-	deliveries  int32 // times delivered from this queue (x-delivery-count)
+	deliveries  int32 // times delivered from this queue (x-acquired-count is one less)
+	failures    int32 // counted returns (x-delivery-count; see queue.returnLocked)
 	offset      int64 // position in a stream; unused on other queues
 }
 

@@ -11,6 +11,16 @@
 // queue until its targets took it; SetDeadLetterRetry); and answers with RabbitMQ's reply codes and
 // texts (404, 405, 406, 403, 541).
 //
+// A quorum queue (x-queue-type=quorum) counts deliveries as RabbitMQ 4.3
+// does, the newest rules and the strictest for a client: x-acquired-count
+// counts every earlier delivery; x-delivery-count counts only the returns
+// that are failures, a basic.reject with requeue and a channel or
+// connection lost with the message unacked, never a basic.nack (RabbitMQ
+// 3.10 to 4.2 count that too). A counted return over the queue's
+// x-delivery-limit (20 when absent, as on RabbitMQ 4; -1 for none)
+// dead-letters the message with reason delivery_limit, or drops it
+// without a dead-letter exchange.
+//
 // Like RabbitMQ 4.x, it refuses transient (non-durable) queues that are not
 // exclusive: the declaration fails with 541 INTERNAL_ERROR and closes the
 // whole connection. Priorities are not supported.

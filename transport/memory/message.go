@@ -114,13 +114,18 @@ func (e *entry) delivery(quorum, shared bool) transport.Delivery {
 		RoutingKey:  e.m.routingKey,
 		Redelivered: e.redelivered,
 	}
+	// A quorum queue's counts, as RabbitMQ 4.3 writes them: each only once
+	// it is above 0.
 	if quorum && e.deliveries > 1 || (d.Headers != nil && !shared) {
 		d.Headers = copyTable(d.Headers)
 		if quorum && e.deliveries > 1 {
 			if d.Headers == nil {
 				d.Headers = transport.Table{}
 			}
-			d.Headers["x-delivery-count"] = int64(e.deliveries - 1)
+			d.Headers["x-acquired-count"] = int64(e.deliveries - 1)
+			if e.failures > 0 {
+				d.Headers["x-delivery-count"] = int64(e.failures)
+			}
 		}
 	}
 	return d

@@ -89,7 +89,9 @@ func (p *publisher) Close() error {
 // is refused before anything is done, with a *transport.LimitError.
 // Publishing on an ended channel returns an error wrapping ErrNotWritten;
 // a header value AMQP 0-9-1 cannot carry, one wrapping ErrNotWritten and
-// ErrUnencodable.
+// ErrUnencodable; a short string over 255 bytes (the exchange, the routing
+// key, the content type, message id or reply-to), one wrapping those and
+// ErrShortString.
 // While the broker is blocked the publish is accepted but held, neither
 // routed nor confirmed, until Unblock; the first such publish on a
 // connection calls its OnBlocked(true, reason) before Publish returns.
@@ -103,6 +105,9 @@ func (p *publisher) Publish(ctx context.Context, msg *transport.Message, done tr
 	// RabbitMQ's client refuses what AMQP 0-9-1 cannot carry before
 	// writing; so does the in-process broker (in the pass that takes the
 	// table over, which also measures it).
+	if err := transport.CheckShortStrings(msg); err != nil {
+		return fmt.Errorf("memory: cannot encode the message: %w: %w: %w", transport.ErrNotWritten, transport.ErrUnencodable, err)
+	}
 	headers, tsize, err := takeHeaders(msg)
 	if err != nil {
 		return fmt.Errorf("memory: cannot encode the message headers: %w: %w: %w", transport.ErrNotWritten, transport.ErrUnencodable, err)

@@ -7,6 +7,10 @@ import (
 	"github.com/acemq-go/acemq/transport"
 )
 
+// defaultDeliveryLimit is the delivery limit of a quorum queue declared
+// without x-delivery-limit, as on RabbitMQ 4.
+const defaultDeliveryLimit = 20
+
 // flowThreshold is the backlog, on a queue with consumers, above which
 // publishers yield after each publish: a light form of RabbitMQ's credit
 // flow, which slows publishers that outrun their consumers.
@@ -32,6 +36,7 @@ type queue struct {
 	hasDLRK       bool
 	quorum        bool
 	atLeastOnce   bool       // dead-letters at least once (atleastonce.go)
+	deliveryLimit int64      // quorum only: counted returns allowed; -1 means none
 	stream        *streamLog // non-nil for x-queue-type=stream; guarded by mu
 
 	mu          sync.Mutex
@@ -70,6 +75,13 @@ func newQueue(b *Broker, spec transport.QueueSpec, owner *conn) *queue {
 		q.maxLen = int(v)
 	}
 	q.rejectPublish = spec.Args["x-overflow"] == "reject-publish"
+	q.deliveryLimit = -1
+	if q.quorum {
+		q.deliveryLimit = defaultDeliveryLimit
+		if v, ok := toInt64(spec.Args["x-delivery-limit"]); ok {
+			q.deliveryLimit = max(v, -1)
+		}
+	}
 	q.dlx, q.hasDLX = spec.Args["x-dead-letter-exchange"].(string)
 	q.dlrk, q.hasDLRK = spec.Args["x-dead-letter-routing-key"].(string)
 	q.atLeastOnce = atLeastOnce(spec.Args)
@@ -248,9 +260,32 @@ func (q *queue) onTimer() {
 	q.b.deadLetter(dead)
 }
 
-// settle finishes one delivery from this queue: ack, requeue at the head
-// with Redelivered, or dead-letter (dropped without a DLX).
-func (q *queue) settle(u unacked, ack, requeue bool) {
+// returnLocked puts a delivered entry back at the head, marked
+// redelivered. A quorum queue counts the return when counted says it is a
+// failure (RabbitMQ 4.3's rule: basic.reject with requeue and a channel or
+// connection lost with the message unacked count, basic.nack does not):
+// the entry's x-delivery-count rises, and a return over the queue's
+// delivery limit dead-letters it (reason delivery_limit; dropped without
+// a dead-letter exchange) instead.
+func (q *queue) returnLocked(e entry, counted bool) {
+	if q.deleted || q.stream != nil {
+		return
+	}
+	if counted && q.quorum {
+		e.failures++
+		if q.deliveryLimit >= 0 && int64(e.failures) > q.deliveryLimit {
+			q.kill(e, "delivery_limit")
+			return
+		}
+	}
+	e.redelivered = true
+	q.ready.pushFront(e)
+}
+
+// settle finishes one delivery from this queue: ack, return at the head
+// with Redelivered (counted as returnLocked says), or dead-letter (dropped
+// without a DLX).
+func (q *queue) settle(u unacked, ack, requeue, counted bool) {
 	q.mu.Lock()
 	if u.c != nil {
 		u.c.inflight--
@@ -258,8 +293,7 @@ func (q *queue) settle(u unacked, ack, requeue bool) {
 	q.unacked--
 	if !ack && !q.deleted && q.stream == nil {
 		if requeue {
-			u.e.redelivered = true
-			q.ready.pushFront(u.e)
+			q.returnLocked(u.e, counted)
 		} else {
 			q.kill(u.e, "rejected")
 		}

@@ -67,7 +67,9 @@ func runConformance(t *testing.T, url string) {
 		DropConnections: func(t *testing.T) {
 			testenv.RabbitCtl(t, "close_all_connections", "conformance suite")
 		},
-		RabbitMQ4: testenv.RabbitMajor(t) >= 4,
+		RabbitMQ4:     testenv.RabbitMajor(t) >= 4,
+		CountsNacks:   testenv.RabbitCountsNacks(t),
+		AcquiredCount: !testenv.RabbitCountsNacks(t),
 	})
 }
 

@@ -66,16 +66,8 @@ var errUnencodable = errors.New("value cannot be encoded")
 func appendPublish(dst []byte, ch uint16, frameMax int, msg *transport.Message) ([]byte, error) {
 	start := len(dst)
 	fail := func(err error) ([]byte, error) { return dst[:start], err }
-	if len(msg.Exchange) > 255 {
-		return fail(fmt.Errorf("the exchange name is %d bytes; AMQP allows at most 255: %w", len(msg.Exchange), errUnencodable))
-	}
-	if len(msg.RoutingKey) > 255 {
-		return fail(fmt.Errorf("the routing key is %d bytes; AMQP allows at most 255: %w", len(msg.RoutingKey), errUnencodable))
-	}
-	for _, s := range [...]struct{ name, v string }{{"content type", msg.ContentType}, {"message id", msg.MessageID}, {"correlation id", msg.CorrelationID}, {"reply-to", msg.ReplyTo}} {
-		if len(s.v) > 255 {
-			return fail(fmt.Errorf("the %s is %d bytes; AMQP allows at most 255: %w", s.name, len(s.v), errUnencodable))
-		}
+	if err := transport.CheckShortStrings(msg); err != nil {
+		return fail(fmt.Errorf("%w: %w", err, errUnencodable))
 	}
 
 	// basic.publish: reserved short, exchange, routing key, bits.

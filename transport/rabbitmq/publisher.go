@@ -162,7 +162,8 @@ func (p *publisher) finish(e *amqp.Error) {
 // unroutable) or Lost (the channel ended first). An error wrapping
 // transport.ErrNotWritten means nothing was written and done will not be
 // called (with transport.ErrUnencodable too when a header value has no AMQP
-// field type, a *transport.LimitError when the content header frame is over
+// field type, and with ErrShortString as well when a short string is over
+// 255 bytes; a *transport.LimitError when the content header frame is over
 // the negotiated frame_max: sending it again will not help); any other error means
 // bytes may have gone, done will be called (Lost) and the channel is
 // closed. On a non-confirming publisher done must be nil. Publish is safe for concurrent use and never waits for the broker.
@@ -177,6 +178,11 @@ func (p *publisher) Publish(ctx context.Context, msg *transport.Message, done tr
 	// the content header is measured before amqp091-go sends it (as
 	// converted, below); the owned connection's writer measures the frame
 	// it encoded (appendPublish).
+	// amqp091-go finds a short string over 255 bytes only while it writes
+	// the frames, after the method frame went: refused here first.
+	if err := transport.CheckShortStrings(msg); err != nil {
+		return fmt.Errorf("rabbitmq: cannot encode the message: %w: %w: %w", transport.ErrNotWritten, transport.ErrUnencodable, err)
+	}
 	headers := toAMQPTable(msg.Headers)
 	if headers != nil {
 		if err := headers.Validate(); err != nil {

@@ -43,6 +43,16 @@ type Harness struct {
 	// ack (RabbitMQ 3 closes the connection with 540 NOT_IMPLEMENTED), and a
 	// passive declare of a stream reports a message count (RabbitMQ 3: 0).
 	RabbitMQ4 bool
+
+	// CountsNacks says a quorum queue counts a basic.nack with requeue
+	// toward x-delivery-count (and so its delivery limit), as RabbitMQ
+	// 3.10 to 4.2 do. RabbitMQ 4.3 counts only basic.reject and a channel
+	// or connection lost with the message unacked, and so does memory://.
+	CountsNacks bool
+	// AcquiredCount says a quorum queue writes x-acquired-count, the count
+	// of every earlier delivery however it ended (RabbitMQ 4.3 and
+	// memory://).
+	AcquiredCount bool
 }
 
 // Run runs every conformance subtest against the broker h reaches. Each
@@ -63,12 +73,15 @@ func Run(t *testing.T, h Harness) {
 		{"RejectPublishFullQueueIsNacked", s.rejectPublishFullQueueIsNacked},
 		{"PublishToMissingExchangeClosesChannelWith404", s.publishToMissingExchange},
 		{"PublishOverFrameMaxIsRefusedBeforeWriting", s.publishOverFrameMaxIsRefused},
+		{"PublishOfAShortStringOver255BytesIsRefusedBeforeWriting", s.publishOfALongShortStringIsRefused},
 		{"PassiveDeclareOfMissingQueueIs404AndClosesChannel", s.passiveDeclareMissingQueue},
 		{"InequivalentRedeclareIs406", s.inequivalentRedeclare},
 		{"IntegerArgumentsCompareAcrossWidths", s.integerArgsCompareAcrossWidths},
 		{"TTLExpiryDeadLettersWithConfiguredRoutingKey", s.ttlExpiryDeadLetters},
 		{"RejectWithoutRequeueDeadLettersWithXDeath", s.rejectDeadLetters},
 		{"NackRequeueRedeliversAtHead", s.nackRequeueRedelivers},
+		{"ReturnsAreCountedAsTheVersionCounts", s.returnsAreCountedAsTheVersionCounts},
+		{"DeliveryLimitDeadLettersTheThirdCountedReturn", s.deliveryLimitDeadLettersTheThirdCountedReturn},
 		{"PrefetchIsEnforcedAndChannelCloseRequeues", s.prefetchEnforced},
 		{"GetReportsMessageCount", s.getReportsMessageCount},
 		{"TopicWildcards", s.topicWildcards},

@@ -98,3 +98,38 @@ func (s *suite) publishOverFrameMaxIsRefused(t *testing.T) {
 	publishAcked(t, p, toQueue(q, "after"))
 	readyEventually(t, c, q, 2)
 }
+
+// AMQP 0-9-1 writes the exchange name, the routing key and the content
+// type, message id and reply-to properties as short strings (at most 255
+// bytes). A transport refuses a longer one before writing, saying which,
+// and the publisher goes on: RabbitMQ's own client refuses it too, and
+// the in-process broker is no kinder.
+func (s *suite) publishOfALongShortStringIsRefused(t *testing.T) {
+	c := s.dial(t)
+	ch := openChannel(t, c)
+	q := exclusiveQueue(t, ch, "shortstr", nil)
+	p := openPublisher(t, c)
+	long := strings.Repeat("i", 256)
+	for _, tc := range []struct {
+		name string
+		msg  *transport.Message
+	}{
+		{"exchange", &transport.Message{Exchange: long, RoutingKey: q}},
+		{"routing key", &transport.Message{RoutingKey: long}},
+		{"content type", &transport.Message{RoutingKey: q, Properties: transport.Properties{ContentType: long}}},
+		{"message id", &transport.Message{RoutingKey: q, Properties: transport.Properties{MessageID: long}}},
+		{"correlation id", &transport.Message{RoutingKey: q, Properties: transport.Properties{CorrelationID: long}}},
+		{"reply-to", &transport.Message{RoutingKey: q, Properties: transport.Properties{ReplyTo: long}}},
+	} {
+		tc.msg.Body = []byte(tc.name)
+		err := p.Publish(ctx(t), tc.msg, func(transport.Confirmation) { t.Errorf("the refused publish with a long %s was answered", tc.name) })
+		if !errors.Is(err, transport.ErrNotWritten) || !errors.Is(err, transport.ErrUnencodable) || !errors.Is(err, transport.ErrShortString) ||
+			!strings.Contains(err.Error(), "the "+tc.name+" is 256 bytes") {
+			t.Fatalf("publish with a 256-byte %s returned %v; want a not-written refusal matching ErrShortString that names it", tc.name, err)
+		}
+	}
+	max := toQueue(q, "255 bytes fit")
+	max.MessageID = long[:255]
+	publishAcked(t, p, max)
+	readyEventually(t, c, q, 1)
+}

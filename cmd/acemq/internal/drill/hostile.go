@@ -139,6 +139,11 @@ func hostileCases() []hostileCase {
 		{name: "handler-parks", body: []byte(`{"id":"park"}`), want: landParked, reason: "the drill's handler parks this order"},
 		{name: "handler-panics", body: []byte(`{"id":"panic"}`), want: landDLQ, reason: "panic"},
 		{name: "handler-fatal-retry", body: []byte(`{"id":"fatal"}`), want: landDLQ, reason: "the drill's handler cannot ever handle this order"},
+		// An id longer than the 255-byte message_id property: its copies keep
+		// it whole in x-acemq-id (it looped for ever before, issue 37).
+		{name: "id-256-bytes-rejected", body: []byte(`{"id":"reject"}`), headers: map[string]any{header.ID: strings.Repeat("i", 256)}, want: landDLQ, reason: "the message id is 256 bytes"},
+		{name: "id-60000-bytes-rejected", body: []byte(`{"id":"reject"}`), headers: map[string]any{header.ID: strings.Repeat("i", 60000)}, want: landDLQ, reason: "the message id is 60000 bytes"},
+		{name: "id-60000-bytes-undecodable", contentType: "application/json", body: []byte("not json"), headers: map[string]any{header.ID: strings.Repeat("j", 60000)}, want: landParked, reason: "the message id is 60000 bytes"},
 	}
 }
 
