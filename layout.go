@@ -169,7 +169,7 @@ func (c *Conn) rules(context.Context) (layoutRules, error) {
 	r := layoutRules{layout: c.cfg.layout}
 	if r.layout == ReplicatedLayout {
 		product, version := c.Broker()
-		r.noLimit = noLimitFor(product, version, c.Transport() == "memory")
+		r.noLimit = noLimitFor(product, version, c.links.driver.Name() == "memory")
 	}
 	return r, nil
 }
@@ -186,10 +186,6 @@ func (c *Conn) rendered(ctx context.Context, decls []Declaration) ([]Declaration
 	}
 	return r.renderAll(decls), nil
 }
-
-// Layout is the layout the Conn declares the library's own queues in
-// (Config.Layout; ClassicLayout unless set).
-func (c *Conn) Layout() Layout { return c.cfg.layout }
 
 // LayoutDeclarations returns, for source queue q, the library's queues a
 // consumer of q declares in this Conn's Layout on the broker it is

@@ -99,8 +99,8 @@ func TestClassicLayoutStaysTheDefault(t *testing.T) {
 		src := e.unique("layout.classic")
 		rung := acemq.RetryQueue(src, 2*time.Second)
 		deleteAfter(t, e.c, src, src+".dlq", src+".parked", rung)
-		if e.c.Layout() != acemq.ClassicLayout {
-			t.Fatalf("Layout() = %q, want classic", e.c.Layout())
+		if e.c.Config().Layout != acemq.ClassicLayout {
+			t.Fatalf("Config().Layout = %q, want classic", e.c.Config().Layout)
 		}
 		if err := e.c.Apply(ctx, acemq.NewTopology().Queue(src, acemq.QueueOptions{})); err != nil {
 			t.Fatal(err)

@@ -80,7 +80,7 @@ func (p PathCounts) String() string {
 }
 
 func newPathWorkload(c *acemq.Conn, queue string, wait time.Duration) *pathWorkload {
-	return &pathWorkload{layout: c.Layout(), conn: c, queue: queue, wait: wait, rungWaits: new(atomic.Int64),
+	return &pathWorkload{layout: c.Config().Layout, conn: c, queue: queue, wait: wait, rungWaits: new(atomic.Int64),
 		confirmed: map[string]bool{}, waited: map[string]int{}, after: map[string]int{}, ended: map[string]int{},
 		setAside: map[string]int{}, held: map[string]int{}, progress: make(chan struct{}, 1)}
 }
