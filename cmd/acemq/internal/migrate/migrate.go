@@ -12,8 +12,10 @@
 //     holds at most one message, which it reads before anything else), puts
 //     a sentinel for its run at the old queue's tail, and takes every
 //     message with basic.get, holding each delivered and unacknowledged,
-//     so nothing is ever on its way to it unseen. Each is copied to
-//     {name}.migrating (confirmed), stamped with the run and its position
+//     so nothing is ever on its way to it unseen. Each batch read is
+//     copied to {name}.migrating (confirmed) before the next is read, so
+//     the mover holds one batch's bodies whatever the queue holds (the
+//     broker holds the originals), stamped with the run and its position
 //     (acemq-migration: "{run}/{seq}"). Once the old queue has no ready
 //     message left it is deleted only if it still has none, in one step by
 //     the broker (queue.delete if-empty: a dead letter that arrived
@@ -315,17 +317,12 @@ func sortRuns(content []copyRecord) runs {
 }
 
 // holdingContent reads the holding queue without taking anything (its
-// messages go back, in place, when the reading channel closes).
+// messages go back, in place, when the reading channel closes), keeping
+// each message's record, not its body.
 func (m *mover) holdingContent(ctx context.Context) ([]copyRecord, error) {
-	ds, err := readAll(ctx, m.c, m.hold.Name)
-	if err != nil {
-		return nil, err
-	}
-	out := make([]copyRecord, 0, len(ds))
-	for _, d := range ds {
-		out = append(out, record(d))
-	}
-	return out, nil
+	var out []copyRecord
+	_, err := browse(ctx, m.c, m.hold.Name, func(d transport.Delivery) { out = append(out, record(d)) })
+	return out, err
 }
 
 // waitUnheld waits until queue has no subscriber: a mover that was
@@ -404,22 +401,49 @@ func (m *mover) stepOne(ctx context.Context, classic bool) error {
 		return ctx.Err()
 	}
 
-	// Everything else, with basic.get, held.
+	// Everything else, with basic.get, held on the broker: each message is
+	// copied as soon as a batch of them is read, and only its delivery tag
+	// stays here, so the mover's memory is one batch whatever the queue
+	// holds.
 	ch, err := m.c.Channel(ctx)
 	if err != nil {
 		return err
 	}
 	defer ch.Close()
 	sentinels := map[string]bool{}
-	var taken []transport.Delivery
-	keep := func(d transport.Delivery) {
+	seq := 0
+	pending := make([]transport.Delivery, 0, m.o.Batch)
+	copyOut := func() error {
+		if len(pending) == 0 {
+			return nil
+		}
+		msgs := make([]acemq.RawMessage, len(pending))
+		for i, d := range pending {
+			seq++
+			msgs[i] = rawCopy(d, m.hold.Name, run+"/"+strconv.Itoa(seq))
+		}
+		for i, err := range m.c.PublishRawBatch(ctx, msgs) {
+			if err != nil {
+				return fmt.Errorf("acemq: copying message %d of the batch to %s failed, so nothing of %s is deleted (run the move again): %w", i+1, m.hold.Name, name, err)
+			}
+		}
+		m.rep.Copied += len(pending)
+		clear(pending) // the bodies go; the originals stay held by the broker
+		pending = pending[:0]
+		m.logf("copied %d of %s to %s", m.rep.Copied, name, m.hold.Name)
+		return nil
+	}
+	keep := func(d transport.Delivery) error {
 		if r := record(d); r.marker == "sentinel" {
 			sentinels[r.run] = true
-			return
+			return nil
 		}
-		taken = append(taken, d)
+		pending = append(pending, d)
+		if len(pending) >= m.o.Batch {
+			return copyOut()
+		}
+		return nil
 	}
-	keep(first)
 	drain := func() error {
 		for {
 			d, ok, err := ch.Get(ctx, name)
@@ -427,10 +451,15 @@ func (m *mover) stepOne(ctx context.Context, classic bool) error {
 				return fmt.Errorf("acemq: cannot read %s: %w", name, err)
 			}
 			if !ok {
-				return nil
+				return copyOut()
 			}
-			keep(d)
+			if err := keep(d); err != nil {
+				return err
+			}
 		}
+	}
+	if err := keep(first); err != nil {
+		return err
 	}
 	if err := drain(); err != nil {
 		return err
@@ -438,7 +467,10 @@ func (m *mover) stepOne(ctx context.Context, classic bool) error {
 
 	// A run neither committed nor void is one a kill interrupted: if its
 	// sentinel is in the old queue, its delete never happened and its
-	// copies are of what the old queue still holds.
+	// copies are of what the old queue still holds. (This run's copies are
+	// in the holding queue already: a kill from here on leaves them open
+	// with this run's sentinel in the old queue, and the next run voids
+	// them too.)
 	for _, r := range rs.order {
 		if rs.committed[r] || rs.void[r] {
 			continue
@@ -457,31 +489,7 @@ func (m *mover) stepOne(ctx context.Context, classic bool) error {
 		m.logf("%d copies of an earlier run (%s) are the only ones left (%s was deleted and declared again since): kept", rs.copies[r], r, name)
 	}
 
-	seq := 0
-	copyOut := func() error {
-		for len(taken) > 0 {
-			n := min(len(taken), m.o.Batch)
-			batch := taken[:n]
-			msgs := make([]acemq.RawMessage, n)
-			for i, d := range batch {
-				seq++
-				msgs[i] = rawCopy(d, m.hold.Name, run+"/"+strconv.Itoa(seq))
-			}
-			for i, err := range m.c.PublishRawBatch(ctx, msgs) {
-				if err != nil {
-					return fmt.Errorf("acemq: copying message %d of the batch to %s failed, so nothing of %s is deleted (run the move again): %w", i+1, m.hold.Name, name, err)
-				}
-			}
-			taken = taken[n:]
-			m.rep.Copied += n
-			m.logf("copied %d of %s to %s", m.rep.Copied, name, m.hold.Name)
-		}
-		return nil
-	}
 	for {
-		if err := copyOut(); err != nil {
-			return err
-		}
 		// Every message is copied and held here: delete the old queue,
 		// only if nothing arrived since and nobody else holds one.
 		info, err := m.declare(ctx, transport.QueueSpec{Name: name, Passive: true})
@@ -579,14 +587,13 @@ func (m *mover) stepTwo(ctx context.Context) error {
 	rs := sortRuns(content)
 	there := map[string]bool{}
 	if len(content) > 0 {
-		ds, err := readAll(ctx, m.c, name)
-		if err != nil {
-			return fmt.Errorf("acemq: cannot read %s for the copies it holds already: %w", name, err)
-		}
-		for _, d := range ds {
+		_, err := browse(ctx, m.c, name, func(d transport.Delivery) {
 			if s, ok := d.Headers[StampHeader].(string); ok {
 				there[s] = true
 			}
+		})
+		if err != nil {
+			return fmt.Errorf("acemq: cannot read %s for the copies it holds already: %w", name, err)
 		}
 	}
 	ch, err := m.c.Channel(ctx)
@@ -679,71 +686,75 @@ func newRun() string {
 	return hex.EncodeToString(b[:])
 }
 
-// readAll takes every message of queue on a channel of its own and closes
-// it, which hands them all back in place (a classic queue, and a quorum
-// queue without a delivery limit, keep their order; the replicated
-// layout's queues have none). It stops once the queue's count is read.
-// The broker takes them back asynchronously, so it waits (up to ten
-// seconds) until the queue counts them again and its subscription is gone,
-// as replay.Browse does.
-func readAll(ctx context.Context, c *acemq.Conn, queue string) ([]transport.Delivery, error) {
+// browse hands every message of queue to fn, on a channel of its own
+// that it then closes, which hands them all back in place (a classic
+// queue, and a quorum queue without a delivery limit, keep their order;
+// the replicated layout's queues have none). It stops once the queue's
+// count is read, and returns that count. fn must not keep a delivery's
+// body: only what fn keeps stays in memory, so a reader that keeps a
+// header costs that header per message. The broker takes the messages
+// back asynchronously, so it waits (up to ten seconds) until the queue
+// counts them again and its subscription is gone, as replay.Browse does.
+func browse(ctx context.Context, c *acemq.Conn, queue string, fn func(transport.Delivery)) (int, error) {
 	ch, err := c.Channel(ctx)
 	if err != nil {
-		return nil, err
+		return 0, err
 	}
-	out, err := take(ctx, ch, queue)
+	n, err := take(ctx, ch, queue, fn)
 	_ = ch.Close()
-	if err != nil || len(out) == 0 {
-		return out, err
+	if err != nil || n == 0 {
+		return n, err
 	}
 	deadline := time.Now().Add(10 * time.Second)
 	for time.Now().Before(deadline) {
 		pc, err := c.Channel(ctx)
 		if err != nil {
-			return out, nil
+			return n, nil
 		}
 		info, err := pc.DeclareQueue(ctx, transport.QueueSpec{Name: queue, Passive: true})
 		_ = pc.Close()
-		if err != nil || (info.Messages >= len(out) && info.Consumers == 0) {
-			return out, nil
+		if err != nil || (info.Messages >= n && info.Consumers == 0) {
+			return n, nil
 		}
 		if err := sleep(ctx, 20*time.Millisecond); err != nil {
-			return out, err
+			return n, err
 		}
 	}
-	return out, nil
+	return n, nil
 }
 
-// take subscribes to queue on ch and takes as many messages as it counted.
-func take(ctx context.Context, ch transport.Channel, queue string) ([]transport.Delivery, error) {
+// take subscribes to queue on ch and hands fn as many messages as it
+// counted. Every one stays unacknowledged until ch closes, so the
+// subscription cannot have a prefetch limit; the deliveries are handed on
+// as they come and none is kept here.
+func take(ctx context.Context, ch transport.Channel, queue string, fn func(transport.Delivery)) (int, error) {
 	info, err := ch.DeclareQueue(ctx, transport.QueueSpec{Name: queue, Passive: true})
 	if err != nil {
 		if transport.Code(err) == transport.CodeNotFound {
-			return nil, nil
+			return 0, nil
 		}
-		return nil, err
+		return 0, err
 	}
 	if info.Messages == 0 {
-		return nil, nil
+		return 0, nil
 	}
 	if err := ch.Qos(0); err != nil {
-		return nil, err
+		return 0, err
 	}
 	ds, err := ch.Consume(ctx, transport.ConsumeSpec{Queue: queue, Tag: "acemq-migrate-read-" + newRun(), ReadOnlyHeaders: true})
 	if err != nil {
-		return nil, err
+		return 0, err
 	}
-	out := make([]transport.Delivery, 0, info.Messages)
-	for len(out) < info.Messages {
+	for n := 0; n < info.Messages; n++ {
 		select {
 		case d, ok := <-ds:
 			if !ok {
-				return nil, fmt.Errorf("the read of %s ended after %d of %d messages", queue, len(out), info.Messages)
+				return n, fmt.Errorf("the read of %s ended after %d of %d messages", queue, n, info.Messages)
 			}
-			out = append(out, d)
+			fn(d)
 		case <-ctx.Done():
-			return nil, ctx.Err()
+			return n, ctx.Err()
 		}
 	}
-	return out, nil
+	return info.Messages, nil
 }

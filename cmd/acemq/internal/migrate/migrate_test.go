@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"runtime"
 	"slices"
 	"strings"
 	"sync"
@@ -75,16 +76,15 @@ func fillDLQ(t *testing.T, c *acemq.Conn, q string, n int) []string {
 // drain takes every message of queue and returns their ids in order.
 func drain(t *testing.T, c *acemq.Conn, queue string) []string {
 	t.Helper()
-	ds, err := readAll(context.Background(), c, queue)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ids := make([]string, len(ds))
-	for i, d := range ds {
-		ids[i] = d.MessageID
+	var ids []string
+	_, err := browse(context.Background(), c, queue, func(d transport.Delivery) {
+		ids = append(ids, d.MessageID)
 		if d.Headers["x-death"] == nil || d.Headers["x-acemq-error"] == nil {
 			t.Errorf("%s lost headers in the move: %v", d.MessageID, d.Headers)
 		}
+	})
+	if err != nil {
+		t.Fatal(err)
 	}
 	return ids
 }
@@ -322,4 +322,77 @@ func (w *lateWriter) run() []string {
 		time.Sleep(3 * time.Millisecond) // a writer's pace, not a synchronisation
 	}
 	return ids
+}
+
+// TestAMoveHoldsOneBatchInMemory moves a .dlq of 400 dead letters of
+// 128 KiB (50 MiB) in batches of 10 and measures the mover's live heap
+// (after a collection) at every progress line: it must stay far below the
+// queue's size, one batch's bodies and the bookkeeping. RabbitMQ only
+// (memory:// keeps the queue's bodies in the same heap). An earlier mover
+// read the whole old queue before copying any of it: 64.6 MiB live
+// moving 1,000 of 64 KiB.
+func TestAMoveHoldsOneBatchInMemory(t *testing.T) {
+	url := testenv.AMQPURL(t)
+	const n, size = 400, 128 << 10
+	q := testenv.Unique("migrate.memory")
+	classic := conn(t, url, acemq.ClassicLayout)
+	ctx := context.Background()
+	if err := classic.Apply(ctx, acemq.NewTopology().Queue(q, acemq.QueueOptions{}).DeadLetters(q)); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		for _, name := range []string{q + ".dlq", q + ".dlq" + Suffix, q} {
+			_, _ = classic.DeleteQueue(context.Background(), name)
+		}
+	})
+	body := make([]byte, size)
+	for start := 0; start < n; start += 50 {
+		msgs := make([]acemq.RawMessage, 50)
+		for i := range msgs {
+			id := fmt.Sprintf("big-%d", start+i)
+			msgs[i] = acemq.RawMessage{RoutingKey: q + ".dlq", MessageID: id, ContentType: "application/octet-stream",
+				Headers: map[string]any{"x-acemq-id": id, "x-acemq-error": "too big to keep", "x-death": []any{}}, Body: body}
+		}
+		for _, err := range classic.PublishRawBatch(ctx, msgs) {
+			if err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	body = nil
+	c := conn(t, url, acemq.ReplicatedLayout)
+	decls, err := c.LayoutDeclarations(ctx, q)
+	if err != nil {
+		t.Fatal(err)
+	}
+	heap := &heapWriter{}
+	rep, err := Queue(ctx, c, decls[0], decls[0], Options{Batch: 10, Progress: heap,
+		Binding: &transport.BindingSpec{Queue: q + ".dlq", Exchange: acemq.DeadLetterExchange, RoutingKey: q + ".dlq"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep.Copied != n || rep.Moved != n {
+		t.Fatalf("report %+v, want %d copied and moved", rep, n)
+	}
+	t.Logf("%d MiB moved; the mover's live heap peaked at %.1f MiB over %d progress lines", n*size>>20, float64(heap.peak)/(1<<20), heap.lines)
+	if limit := uint64(n * size / 4); heap.peak > limit {
+		t.Fatalf("the mover's live heap reached %.1f MiB moving %d MiB (limit %.1f MiB): it holds more than a batch", float64(heap.peak)/(1<<20), n*size>>20, float64(limit)/(1<<20))
+	}
+	isQuorumLayout(t, c, q)
+}
+
+// heapWriter is a progress writer that collects garbage and records the
+// live heap at every line.
+type heapWriter struct {
+	peak  uint64
+	lines int
+}
+
+func (w *heapWriter) Write(p []byte) (int, error) {
+	runtime.GC()
+	var ms runtime.MemStats
+	runtime.ReadMemStats(&ms)
+	w.peak = max(w.peak, ms.HeapAlloc)
+	w.lines++
+	return len(p), nil
 }
