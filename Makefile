@@ -142,7 +142,7 @@ warm:
 	@flock -w 900 "$(CURDIR)/.tmp/cli.lock" $(GO) build -race -o "$(DRILL_BIN)" ./cmd/acemq || true
 	@$(GO) build -race -o "$(TESTFILTER)" ./internal/tools/testfilter || true
 	@$(GO) test $(SQLDRIVERS) -race -count=1 -run '^$$' -exec /bin/true $(PKGS) >/dev/null 2>&1 || true
-	@$(GO) test -tags drill -race -count=1 -run '^$$' -exec /bin/true . ./cmd/acemq/internal/drill >/dev/null 2>&1 || true
+	@$(GO) test -tags drill -race -count=1 -run '^$$' -exec /bin/true . ./cmd/acemq ./cmd/acemq/internal/drill >/dev/null 2>&1 || true
 	@GOFLAGS= $(GO) test -count=1 -run '^$$' -exec /bin/true . >/dev/null 2>&1 || true
 	@echo "build cache warm"
 
