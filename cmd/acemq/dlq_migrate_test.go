@@ -90,7 +90,9 @@ func TestDLQMigrateSurvivesSIGKILLAtEveryStep(t *testing.T) {
 				deleting = false
 			}
 		}
-		for l := range lines {
+		// Every line read is looked at for the kill, those read while the
+		// run is frozen too (a run writes several lines between two reads).
+		see := func(l string) {
 			track(l)
 			if !killed && strings.Contains(l, kill) {
 				if err := cmd.Process.Signal(syscall.SIGKILL); err != nil {
@@ -98,6 +100,9 @@ func TestDLQMigrateSurvivesSIGKILLAtEveryStep(t *testing.T) {
 				}
 				killed = true
 			}
+		}
+		for l := range lines {
+			see(l)
 			// Now and then a dead letter arrives while the move runs. The
 			// run is frozen (SIGSTOP) for it, and the lines it had written
 			// are read first: a run frozen before it says "deleting the old"
@@ -117,12 +122,12 @@ func TestDLQMigrateSurvivesSIGKILLAtEveryStep(t *testing.T) {
 						drained = true
 						break
 					}
-					track(more)
+					see(more)
 				case <-time.After(50 * time.Millisecond): // the frozen run writes nothing more
 					drained = true
 				}
 			}
-			if !deleting {
+			if !deleting && !killed {
 				write(fmt.Sprintf("late-%d", late))
 				late++
 			}
