@@ -147,7 +147,7 @@ warm:
 	@flock -w 900 "$(CURDIR)/.tmp/cli.lock" $(GO) build -race -o "$(DRILL_BIN)" ./cmd/acemq || true
 	@$(GO) build -race -o "$(TESTFILTER)" ./internal/tools/testfilter || true
 	@$(GO) test $(SQLDRIVERS) -race -count=1 -run '^$$' -exec /bin/true $(PKGS) >/dev/null 2>&1 || true
-	@$(GO) test -tags drill -race -count=1 -run '^$$' -exec /bin/true . ./cmd/acemq/internal/drill >/dev/null 2>&1 || true
+	@$(GO) test -tags drill -race -count=1 -run '^$$' -exec /bin/true . ./cmd/acemq ./cmd/acemq/internal/drill >/dev/null 2>&1 || true
 	@GOFLAGS= $(GO) test -count=1 -run '^$$' -exec /bin/true . >/dev/null 2>&1 || true
 	@echo "build cache warm"
 
@@ -263,7 +263,9 @@ fuzz:
 # The cluster drill (behaviour §1.3, §4.1, §9): three RabbitMQ nodes on
 # loopback, joined, in a state directory of their own so they never clash
 # with the single node `make test` uses; the drill stops the node its Conn is
-# connected to while publishing and consuming. The cluster is stopped
+# connected to while publishing and consuming, then (cmd/acemq's
+# drill_cluster_test.go) the node holding a .dlq, in each layout, and asks a
+# surviving node's acemq dlq list, console and acemq dlq replay for it. The cluster is stopped
 # afterwards whether the drill passed or not.
 CLUSTER_STATE_DIR ?= $(CURDIR)/.tmp-cluster
 DRILL_TIMEOUT ?= 10m
@@ -278,7 +280,8 @@ drill-cluster:
 	scripts/$(CLUSTER_RABBITMQ).sh start --nodes 3; \
 	set -a; . "$(CLUSTER_STATE_DIR)/$(CLUSTER_RABBITMQ)/env"; set +a; \
 	echo "cluster drill on RabbitMQ $$ACEMQ_TEST_RABBITMQ_VERSION"; \
-	$(GO) test -tags drill $(DRILL_RACE) -count=1 -timeout $(DRILL_TIMEOUT) -run '^TestCluster' -v . | grep -E '^(=== RUN|--- |    drill_cluster_test.go|ok|FAIL|PASS)' || exit 1
+	$(GO) test -tags drill $(DRILL_RACE) -count=1 -timeout $(DRILL_TIMEOUT) -run '^TestCluster' -v . | grep -E '^(=== RUN|--- |    drill_cluster_test.go|ok|FAIL|PASS)' || exit 1; \
+	$(GO) test -tags drill -count=1 -timeout $(DRILL_TIMEOUT) -run '^TestCluster' -v ./cmd/acemq/ | grep -E '^(=== RUN|--- |    drill_cluster_test.go|ok|FAIL|PASS)' || exit 1
 
 # The partition drill (cmd/acemq/internal/drill/partition.go): three RabbitMQ nodes in
 # network namespaces of their own joined by a bridge (scripts/netcluster.sh,
@@ -304,7 +307,7 @@ PARTITION_SEED ?=
 PART_TIMEOUT ?= 60m
 PARTITION_TEST_ENV := ACEMQ_PART_HOLD=3s ACEMQ_PART_FLAP=8s ACEMQ_PART_PAUSE=10ms
 
-drill-partition: PART_ENV := ACEMQ_PART_ROUNDS=$(PARTITION_ROUNDS) ACEMQ_PART_HOLD=20s ACEMQ_PART_FLAP=60s
+drill-partition: PART_ENV := ACEMQ_PART_ROUNDS=$(PARTITION_ROUNDS) ACEMQ_PART_HOLD=20s ACEMQ_PART_FLAP=60s ACEMQ_PART_WAIT=15s
 drill-partition-short: PART_ENV :=
 drill-partition drill-partition-short: services-up
 	@$(MAKE) --no-print-directory pass-partition PART_ENV="$(PART_ENV)"

@@ -202,6 +202,13 @@ type Config struct {
 	// ErrMessageTooLarge. Consumer hops are not checked: the broker has
 	// already accepted their body.
 	MaxMessageSize int
+
+	// Layout is how the library declares its own queues ({q}.dlq,
+	// {q}.parked, retry rungs, the scheduler's queues): ClassicLayout (the
+	// default, the family's contract) or ReplicatedLayout (quorum queues,
+	// recommended for any cluster). One setting for everything the Conn
+	// declares; see Layout.
+	Layout Layout
 }
 
 type config struct {
@@ -235,6 +242,7 @@ type config struct {
 	publishHooks     []func(PublishReport)
 	fallbackHooks    []func(Fallback)
 	telemetry        telemetryConfig
+	layout           Layout
 	problems         []error
 }
 
@@ -377,6 +385,11 @@ func (cfg Config) internal() config {
 	c.sec.clientCert = cfg.ClientCertificate
 	c.sec.settings.External = cfg.ExternalAuth
 	c.sec.settings.Provider = cfg.CredentialsProvider
+	if l, ok := cfg.Layout.orDefault(); ok {
+		c.layout = l
+	} else {
+		c.problem("Config.Layout", "%q is not a layout; use acemq.ClassicLayout or acemq.ReplicatedLayout", string(cfg.Layout))
+	}
 	c.telemetry = telemetryConfig{meterProvider: cfg.MeterProvider, tracerProvider: cfg.TracerProvider, propagator: cfg.Propagator}
 	return c
 }
@@ -421,6 +434,7 @@ func (c *Conn) Config() Config {
 		PublishChannels:                  k.publishChannels,
 		MaxMessageSize:                   k.maxMessage,
 		OnEvent:                          k.onEvent,
+		Layout:                           k.layout,
 		MeterProvider:                    c.tel.mp,
 		TracerProvider:                   c.tel.tp,
 		Propagator:                       c.tel.prop,

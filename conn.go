@@ -35,12 +35,13 @@ type Conn struct {
 
 	// The parts, one file each, named after the type. Each owns its own
 	// state; they reach each other only through methods.
-	events    *events      // the event handler's queue and goroutine
-	links     *links       // the two broker connections and their generation
-	life      *lifecycle   // state, supervisor, recovery, Close
-	pub       *publishing  // channels, permits, admission, write, confirm
-	decls     *declared    // what to declare again after a recovery
-	consumers *consumerSet // the running consumers (consumer_host.go: what they may reach)
+	events    *events        // the event handler's queue and goroutine
+	links     *links         // the two broker connections and their generation
+	life      *lifecycle     // state, supervisor, recovery, Close
+	pub       *publishing    // channels, permits, admission, write, confirm
+	decls     *declared      // what to declare again after a recovery
+	consumers *consumerSet   // the running consumers (consumer_host.go: what they may reach)
+	mismatch  layoutMismatch // library queues the broker holds in another layout, told once (layout.go)
 }
 
 // Connect dials the broker named by rawURL (memory://name, amqp://…,
@@ -215,11 +216,15 @@ func (c *Conn) Apply(ctx context.Context, t *Topology) error {
 	if err != nil {
 		return err
 	}
-	decls := t.declarationsFor(resolved)
-	if err := applyDeclarations(ctx, c.channel, decls); err != nil {
+	decls, err := c.rendered(ctx, t.declarationsFor(resolved))
+	if err != nil {
 		return err
 	}
-	c.decls.record(decls)
+	declared, err := applyDeclarations(ctx, c.channel, decls, c.tolerateLayout)
+	if err != nil {
+		return err
+	}
+	c.decls.record(declared)
 	return nil
 }
 
@@ -233,8 +238,17 @@ func (c *Conn) Plan(ctx context.Context, t *Topology) (Plan, error) {
 	if err != nil {
 		return Plan{}, err
 	}
-	plan, err := planDeclarations(ctx, c.channel, t.declarationsFor(resolved))
+	decls, err := c.rendered(ctx, t.declarationsFor(resolved))
+	if err != nil {
+		return Plan{}, err
+	}
+	plan, err := planDeclarations(ctx, c.channel, decls)
 	plan.Retries = retries
+	for i := range plan.Items {
+		if it := &plan.Items[i]; it.Status == Differs {
+			it.Warning = joinWarnings(it.Warning, planLayoutWarning(it.Declaration, c.cfg.layout))
+		}
+	}
 	return plan, err
 }
 

@@ -406,8 +406,11 @@ func Consume[T any](ctx context.Context, c *Conn, queue string, h Handler[T], co
 		if inQueue {
 			declPolicy.waits = WaitsInQueue // the queue holds the waits: no ladder
 		}
-		decls := consumerDeclarations(queue, declPolicy)
-		if err := applyDeclarations(ctx, c.channel, decls); err != nil {
+		decls, err := c.rendered(ctx, consumerDeclarations(queue, declPolicy))
+		if err == nil {
+			decls, err = applyDeclarations(ctx, c.channel, decls, c.tolerateLayout)
+		}
+		if err != nil {
 			k.stopWorkers()
 			return nil, fmt.Errorf("acemq: cannot start consumer on %q: declaring its dead-letter queues failed: %w", queue, err)
 		}

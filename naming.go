@@ -42,9 +42,5 @@ func RetryQueue(q string, delay time.Duration) string { return q + ".retry." + r
 // rungArguments returns exactly the three rung arguments (contract §3.3):
 // the TTL in milliseconds and the way home through acemq.retry.
 func rungArguments(q string, delay time.Duration) transport.Table {
-	return transport.Table{
-		"x-message-ttl":             delay.Milliseconds(),
-		"x-dead-letter-exchange":    RetryExchange,
-		"x-dead-letter-routing-key": q,
-	}
+	return delayQueue(RetryQueue(q, delay), delay, RetryExchange, q).Queue.Args
 }

@@ -137,6 +137,8 @@ type Declaration struct {
 	Binding   transport.BindingSpec
 	// DeclaredBy is "topology", "consumer" or "both" (fixture vocabulary).
 	DeclaredBy string
+
+	role queueRole // one of the library's own queues, declared in the Conn's Layout (layout.go)
 }
 
 // The DeclaredBy vocabulary of the contract fixtures.
@@ -299,7 +301,7 @@ func deadLetterHalf(q string) []Declaration {
 	out := []Declaration{{Kind: DeclExchange, Exchange: transport.ExchangeSpec{Name: DeadLetterExchange, Kind: Direct, Durable: true}}}
 	for _, name := range []string{DeadLetterQueue(q), ParkedQueue(q)} {
 		out = append(out,
-			Declaration{Kind: DeclQueue, Queue: transport.QueueSpec{Name: name, Durable: true}, QueueType: Classic},
+			holdingQueue(name),
 			Declaration{Kind: DeclBinding, Binding: transport.BindingSpec{Queue: name, Exchange: DeadLetterExchange, RoutingKey: name}})
 	}
 	return out
@@ -314,8 +316,7 @@ func retryLadder(q string, policy RetryPolicy) []Declaration {
 	}
 	out := []Declaration{{Kind: DeclExchange, Exchange: transport.ExchangeSpec{Name: RetryExchange, Kind: Direct, Durable: true}}}
 	for _, d := range delays {
-		out = append(out, Declaration{Kind: DeclQueue, QueueType: Classic,
-			Queue: transport.QueueSpec{Name: RetryQueue(q, d), Durable: true, Args: rungArguments(q, d)}})
+		out = append(out, delayQueue(RetryQueue(q, d), d, RetryExchange, q))
 	}
 	return append(out, Declaration{Kind: DeclBinding, Binding: transport.BindingSpec{Queue: q, Exchange: RetryExchange, RoutingKey: q}})
 }

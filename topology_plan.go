@@ -126,25 +126,42 @@ func planDeclarations(ctx context.Context, open channelOpener, decls []Declarati
 // applyDeclarations declares each entity (exchanges, then queues, then
 // bindings) on one short-lived channel, a fresh one after a refusal,
 // stopping at the first refusal with an error naming the entity and
-// the broker's text.
-func applyDeclarations(ctx context.Context, open channelOpener, decls []Declaration) error {
+// the broker's text, unless tolerate (when not nil) accepts the refusal.
+// It returns what it declared, without the tolerated refusals.
+func applyDeclarations(ctx context.Context, open channelOpener, decls []Declaration, tolerate func(context.Context, Declaration, error) bool) ([]Declaration, error) {
 	if problems := entityProblems(decls); len(problems) > 0 {
-		return &TopologyError{Problems: problems}
+		return nil, &TopologyError{Problems: problems}
 	}
 	dc := declarer{open: open}
 	defer dc.close()
+	declared := make([]Declaration, 0, len(decls))
 	for _, kind := range []DeclKind{DeclExchange, DeclQueue, DeclBinding} {
 		for _, d := range decls {
 			if d.Kind != kind {
 				continue
 			}
 			if err := ctx.Err(); err != nil {
-				return err
+				return nil, err
 			}
 			if err := dc.declare(ctx, d, false); err != nil {
-				return fmt.Errorf("acemq: the broker refused to declare %s: %w", describeDecl(d), err)
+				if tolerate != nil && tolerate(ctx, d, err) {
+					continue
+				}
+				return nil, fmt.Errorf("acemq: the broker refused to declare %s: %w", describeDecl(d), err)
 			}
+			declared = append(declared, d)
 		}
 	}
-	return nil
+	return declared, nil
+}
+
+// joinWarnings joins two plan warnings, either of which may be empty.
+func joinWarnings(a, b string) string {
+	switch {
+	case a == "":
+		return b
+	case b == "":
+		return a
+	}
+	return a + "; " + b
 }

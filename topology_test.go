@@ -288,7 +288,7 @@ func TestTopologyPlanAndApplyReportAFailedChannel(t *testing.T) {
 	if _, err := planDeclarations(context.Background(), open, decls); !errors.Is(err, boom) {
 		t.Errorf("plan: %v", err)
 	}
-	err := applyDeclarations(context.Background(), open, decls)
+	_, err := applyDeclarations(context.Background(), open, decls, nil)
 	if !errors.Is(err, boom) || !strings.Contains(err.Error(), "exchange e (direct, durable)") {
 		t.Errorf("apply: %v", err)
 	}
@@ -298,7 +298,7 @@ func TestTopologyPlanAndApplyReportAFailedChannel(t *testing.T) {
 		t.Errorf("plan = %q, %v", plan.String(), err)
 	}
 	// apply refuses an invalid list before opening anything.
-	if err := applyDeclarations(context.Background(), open, NewTopology().Exchange("amq.x", Direct, ExchangeOptions{}).Declarations()); !strings.Contains(err.Error(), "amq.") {
+	if _, err := applyDeclarations(context.Background(), open, NewTopology().Exchange("amq.x", Direct, ExchangeOptions{}).Declarations(), nil); !strings.Contains(err.Error(), "amq.") {
 		t.Errorf("apply of an invalid list: %v", err)
 	}
 }

@@ -18,7 +18,7 @@ func planWarning(d Declaration) string {
 	if w := classicQueueModeWarning(d); w != "" {
 		return w
 	}
-	if d.Kind != DeclQueue || d.QueueType != Quorum {
+	if d.Kind != DeclQueue || d.QueueType != Quorum || d.role != roleNone {
 		return ""
 	}
 	name := d.Queue.Name

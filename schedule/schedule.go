@@ -43,7 +43,6 @@ import (
 
 	"github.com/acemq-go/acemq"
 	"github.com/acemq-go/acemq/internal/wire"
-	"github.com/acemq-go/acemq/transport"
 )
 
 // Names and headers from the contract (§3.7).
@@ -97,22 +96,22 @@ func rungFor(remaining time.Duration) (Rung, bool) {
 	return Rung{}, false
 }
 
-// Topology declares the scheduler's exchange, its five rungs (classic,
-// with exactly the three contract arguments) and its control queue, each
-// bound to the exchange on its own name. Declaring it again, or beside
-// another AceMQ library's scheduler, succeeds: the declarations are the
-// family's. Start applies it; a producer that only schedules needs it
-// applied once somewhere (Start, Conn.Apply or acemq topology apply).
+// Topology declares the scheduler's exchange, its five rungs (delay
+// queues dead-lettering into the control queue) and its control queue (a
+// holding queue), each bound to the exchange on its own name. The queues
+// follow the applying Conn's Layout: in the classic layout (the family's)
+// the rungs are classic with exactly the three contract arguments, so
+// declaring it again, or beside another AceMQ library's scheduler,
+// succeeds; in the replicated layout they are quorum queues
+// (acemq.ReplicatedLayout). Start applies it; a producer that only
+// schedules needs it applied once somewhere (Start, Conn.Apply or acemq
+// topology apply).
 func Topology() *acemq.Topology {
 	t := acemq.NewTopology().Exchange(Exchange, acemq.Direct, acemq.ExchangeOptions{})
 	for _, r := range rungs {
-		t.Queue(r.Queue, acemq.QueueOptions{Type: acemq.Classic, Args: transport.Table{
-			"x-message-ttl":             r.TTL.Milliseconds(),
-			"x-dead-letter-exchange":    Exchange,
-			"x-dead-letter-routing-key": DueQueue,
-		}}).Bind(r.Queue, Exchange, r.Queue)
+		t.DelayQueue(r.Queue, r.TTL, Exchange, DueQueue).Bind(r.Queue, Exchange, r.Queue)
 	}
-	return t.Queue(DueQueue, acemq.QueueOptions{Type: acemq.Classic}).Bind(DueQueue, Exchange, DueQueue)
+	return t.HoldingQueue(DueQueue).Bind(DueQueue, Exchange, DueQueue)
 }
 
 // Option adjusts At and After.

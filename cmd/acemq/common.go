@@ -50,7 +50,8 @@ func needURL(u string) error {
 
 // connect dials the broker with the command's settings and turns a failure
 // into one sentence saying what to check.
-// cfg's client name, logger and connection timeout are the command's.
+// cfg's client name and connection timeout are the command's, and so is
+// its logger unless cfg sets one.
 func connect(ctx context.Context, rawURL, name string, cfg ...acemq.Config) (*acemq.Conn, error) {
 	if err := needURL(rawURL); err != nil {
 		return nil, err
@@ -59,7 +60,10 @@ func connect(ctx context.Context, rawURL, name string, cfg ...acemq.Config) (*ac
 	if len(cfg) > 0 {
 		base = cfg[0]
 	}
-	base.ClientName, base.Logger, base.ConnectionTimeout = name, slog.New(slog.DiscardHandler), 5*time.Second
+	if base.Logger == nil {
+		base.Logger = slog.New(slog.DiscardHandler)
+	}
+	base.ClientName, base.ConnectionTimeout = name, 5*time.Second
 	c, err := acemq.Connect(ctx, rawURL, base)
 	if err != nil {
 		return nil, fmt.Errorf("cannot connect to the broker at %s (%s); check that it is running and that --url is right", redact.URL(rawURL), strings.TrimSuffix(sentence(rootCause(err)), "."))

@@ -32,7 +32,7 @@ func newDLQ() *cobra.Command {
   acemq dlq replay orders.new.dlq --filter 'error ~ "timeout"' --limit 100
   acemq dlq purge orders.new.dlq --yes`,
 	}
-	cmd.AddCommand(newDLQList(), newDLQShow(), newDLQReplay(), newDLQPurge())
+	cmd.AddCommand(newDLQList(), newDLQShow(), newDLQReplay(), newDLQPurge(), newDLQMigrate())
 	return cmd
 }
 

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"os"
 	"strings"
 	"time"
@@ -20,6 +21,9 @@ import (
 // topologyFile is the YAML form of a topology: exchanges, queues (with
 // dead-lettering and a retry policy) and bindings.
 type topologyFile struct {
+	// Layout is the layout the library's own queues are declared in:
+	// classic (the default) or replicated (Config.Layout).
+	Layout    string `yaml:"layout"`
 	Exchanges []struct {
 		Name string `yaml:"name"`
 		Type string `yaml:"type"`
@@ -53,6 +57,7 @@ type retryYAML struct {
 }
 
 const topologyExample = `# topology.yaml
+layout: replicated         # the library's .dlq, .parked and rungs: classic (default) | replicated (quorum)
 exchanges:
   - name: orders
     type: topic            # direct | topic | fanout | headers
@@ -146,8 +151,14 @@ func (r *retryYAML) policy(queue string) (acemq.RetryPolicy, error) {
 // loadTopology reads and validates a topology file. Every error names the
 // file and says what to fix.
 func loadTopology(path string, stdin io.Reader) (*acemq.Topology, error) {
+	t, _, err := loadTopologyFile(path, stdin)
+	return t, err
+}
+
+// loadTopologyFile is loadTopology that also returns the file's layout.
+func loadTopologyFile(path string, stdin io.Reader) (*acemq.Topology, acemq.Layout, error) {
 	if path == "" {
-		return nil, errors.New("no topology file was given; pass -f topology.yaml (or -f - for stdin)")
+		return nil, "", errors.New("no topology file was given; pass -f topology.yaml (or -f - for stdin)")
 	}
 	var data []byte
 	var err error
@@ -157,16 +168,20 @@ func loadTopology(path string, stdin io.Reader) (*acemq.Topology, error) {
 		data, err = os.ReadFile(path)
 	}
 	if err != nil {
-		return nil, fmt.Errorf("cannot read the topology file %s (%v); check the path", path, err)
+		return nil, "", fmt.Errorf("cannot read the topology file %s (%v); check the path", path, err)
 	}
 	var f topologyFile
 	dec := yaml.NewDecoder(bytes.NewReader(data))
 	dec.KnownFields(true)
 	if err := dec.Decode(&f); err != nil && !errors.Is(err, io.EOF) {
-		return nil, fmt.Errorf("the topology file %s is not valid YAML for a topology (%s); see `acemq topology --help` for the format", path, strings.TrimPrefix(err.Error(), "yaml: "))
+		return nil, "", fmt.Errorf("the topology file %s is not valid YAML for a topology (%s); see `acemq topology --help` for the format", path, strings.TrimPrefix(err.Error(), "yaml: "))
+	}
+	layout := acemq.Layout(strings.ToLower(f.Layout))
+	if layout != "" && layout != acemq.ClassicLayout && layout != acemq.ReplicatedLayout {
+		return nil, "", fmt.Errorf("in %s, layout %q is not a layout; use classic or replicated", path, f.Layout)
 	}
 	if len(f.Exchanges)+len(f.Queues)+len(f.Bindings) == 0 {
-		return nil, fmt.Errorf("the topology file %s declares nothing; add exchanges, queues or bindings (see `acemq topology --help`)", path)
+		return nil, "", fmt.Errorf("the topology file %s declares nothing; add exchanges, queues or bindings (see `acemq topology --help`)", path)
 	}
 	t := acemq.NewTopology()
 	for _, e := range f.Exchanges {
@@ -176,7 +191,7 @@ func loadTopology(path string, stdin io.Reader) (*acemq.Topology, error) {
 		case "":
 			kind = acemq.Direct
 		default:
-			return nil, fmt.Errorf("in %s, exchange %q has type %q; use direct, topic, fanout or headers", path, e.Name, e.Type)
+			return nil, "", fmt.Errorf("in %s, exchange %q has type %q; use direct, topic, fanout or headers", path, e.Name, e.Type)
 		}
 		t.Exchange(e.Name, kind, acemq.ExchangeOptions{})
 	}
@@ -189,7 +204,7 @@ func loadTopology(path string, stdin io.Reader) (*acemq.Topology, error) {
 		case "stream":
 			opts.Type = acemq.Stream
 		default:
-			return nil, fmt.Errorf("in %s, queue %q has type %q; use quorum, classic or stream", path, q.Name, q.Type)
+			return nil, "", fmt.Errorf("in %s, queue %q has type %q; use quorum, classic or stream", path, q.Name, q.Type)
 		}
 		if q.DeliveryLimit > 0 {
 			opts.DeliveryLimit = q.DeliveryLimit
@@ -201,7 +216,7 @@ func loadTopology(path string, stdin io.Reader) (*acemq.Topology, error) {
 		if q.Retry != nil {
 			p, err := q.Retry.policy(q.Name)
 			if err != nil {
-				return nil, fmt.Errorf("in %s, %w", path, err)
+				return nil, "", fmt.Errorf("in %s, %w", path, err)
 			}
 			t.Retries(q.Name, p)
 		}
@@ -210,9 +225,9 @@ func loadTopology(path string, stdin io.Reader) (*acemq.Topology, error) {
 		t.Bind(b.Queue, b.Exchange, b.Key)
 	}
 	if err := t.Validate(); err != nil {
-		return nil, fmt.Errorf("the topology in %s cannot be declared: %s; fix the file and run plan again", path, strings.TrimSuffix(sentence(err), "."))
+		return nil, "", fmt.Errorf("the topology in %s cannot be declared: %s; fix the file and run plan again", path, strings.TrimSuffix(sentence(err), "."))
 	}
-	return t, nil
+	return t, layout, nil
 }
 
 func newTopology() *cobra.Command {
@@ -293,14 +308,17 @@ func newTopologyApply() *cobra.Command {
 
 // withTopology loads the topology file, connects (bounded by a minute) and
 // runs f; the connection is closed afterwards.
+// The Conn has the file's layout, and says on stderr when it finds one of
+// the library's queues in the other layout.
 func withTopology(cmd *cobra.Command, file, url string, f func(ctx context.Context, t *acemq.Topology, c *acemq.Conn) error) error {
-	t, err := loadTopology(file, cmd.InOrStdin())
+	t, layout, err := loadTopologyFile(file, cmd.InOrStdin())
 	if err != nil {
 		return err
 	}
 	ctx, cancel := context.WithTimeout(cmd.Context(), time.Minute)
 	defer cancel()
-	c, err := connect(ctx, url, "acemq-topology")
+	warn := slog.New(slog.NewTextHandler(cmd.ErrOrStderr(), &slog.HandlerOptions{Level: slog.LevelWarn}))
+	c, err := connect(ctx, url, "acemq-topology", acemq.Config{Layout: layout, Logger: warn})
 	if err != nil {
 		return err
 	}

@@ -15,6 +15,7 @@ var checkedQueueArgs = []string{
 	"x-expires",
 	"x-dead-letter-exchange",
 	"x-dead-letter-routing-key",
+	"x-dead-letter-strategy",
 	"x-max-length",
 	"x-max-length-bytes",
 	"x-max-priority",

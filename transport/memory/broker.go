@@ -38,6 +38,10 @@ type Broker struct {
 
 	watch watchers // see Watch
 
+	// dlxRetry is how long a retained at-least-once dead letter waits
+	// before it is routed again, in nanoseconds; 0 is the default.
+	dlxRetry atomic.Int64
+
 	// flow is set when a consumed queue's backlog passes flowThreshold;
 	// the next publish clears it and yields (see publisher.Publish).
 	flow atomic.Bool

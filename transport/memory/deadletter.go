@@ -28,6 +28,10 @@ func (b *Broker) deadLetter(work []deadLetter) {
 			b.emit(Event{Kind: EventDeadLettered, Properties: d.m.props, Body: d.m.body, Queue: q.name, Reason: d.reason})
 			continue
 		}
+		if q.atLeastOnce {
+			b.deliverAtLeastOnce(retained{letter: d})
+			continue
+		}
 		key := d.m.routingKey
 		if q.hasDLRK {
 			key = q.dlrk

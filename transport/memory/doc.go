@@ -6,7 +6,9 @@
 // nacks and returns publishes; enforces per-consumer prefetch; requeues to
 // the head with Redelivered set; honours x-message-ttl, x-max-length with
 // x-overflow, x-dead-letter-exchange and x-dead-letter-routing-key, writing
-// RabbitMQ's x-death headers; and answers with RabbitMQ's reply codes and
+// RabbitMQ's x-death headers, and x-dead-letter-strategy at-least-once on
+// a quorum queue with x-overflow reject-publish (a dead letter stays on its
+// queue until its targets took it; SetDeadLetterRetry); and answers with RabbitMQ's reply codes and
 // texts (404, 405, 406, 403, 541).
 //
 // A quorum queue (x-queue-type=quorum) counts deliveries as RabbitMQ 4.3

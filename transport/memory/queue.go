@@ -35,6 +35,7 @@ type queue struct {
 	dlrk          string
 	hasDLRK       bool
 	quorum        bool
+	atLeastOnce   bool       // dead-letters at least once (atleastonce.go)
 	deliveryLimit int64      // quorum only: counted returns allowed; -1 means none
 	stream        *streamLog // non-nil for x-queue-type=stream; guarded by mu
 
@@ -47,6 +48,8 @@ type queue struct {
 	timer       *time.Timer
 	timerAt     int64 // when the armed timer fires; 0 when none is armed
 	dead        []deadLetter
+	retained    []retained  // at-least-once dead letters not yet taken by all targets
+	retryTimer  *time.Timer // routes retained again; nil when none is due
 	// unacked counts messages handed to a consumer (or in its outbox) or
 	// taken with basic.get, and not yet settled or given back.
 	unacked int
@@ -81,6 +84,7 @@ func newQueue(b *Broker, spec transport.QueueSpec, owner *conn) *queue {
 	}
 	q.dlx, q.hasDLX = spec.Args["x-dead-letter-exchange"].(string)
 	q.dlrk, q.hasDLRK = spec.Args["x-dead-letter-routing-key"].(string)
+	q.atLeastOnce = atLeastOnce(spec.Args)
 	return q
 }
 
@@ -337,6 +341,10 @@ func (q *queue) markDeleted() (purged int, consumers []*consumer) {
 	if q.timer != nil {
 		q.timer.Stop()
 	}
+	if q.retryTimer != nil {
+		q.retryTimer.Stop()
+	}
+	q.retained = nil
 	purged = q.ready.clear()
 	consumers = q.consumers
 	q.consumers = nil

@@ -134,6 +134,9 @@ func validateQueue(spec transport.QueueSpec) *transport.Error {
 	if v, ok := spec.Args["x-overflow"]; ok && v != "drop-head" && v != "reject-publish" {
 		return invalid("x-overflow")
 	}
+	if v, ok := spec.Args["x-dead-letter-strategy"]; ok && v != "at-most-once" && v != "at-least-once" {
+		return chanErr(transport.CodePreconditionFailed, "PRECONDITION_FAILED", "invalid arg 'x-dead-letter-strategy' for queue '%s' in vhost '/': invalid_dlx_strategy", spec.Name)
+	}
 	for _, k := range []string{"x-dead-letter-exchange", "x-dead-letter-routing-key"} {
 		if v, ok := spec.Args[k]; ok {
 			if _, isStr := v.(string); !isStr {

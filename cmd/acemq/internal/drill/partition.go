@@ -89,6 +89,10 @@ type PartitionOptions struct {
 	// Faults lists the faults to make, by name (default all of
 	// PartitionFaults).
 	Faults []string
+	// Wait is the retry wait the path workloads hold on a rung (default
+	// 5 s; partition_path.go), and PathPause each path publisher's pause
+	// before each send (default 20 ms).
+	Wait, PathPause time.Duration
 }
 
 // PartitionFaults are the faults the drill knows, in the order of the
@@ -113,6 +117,12 @@ func (o *PartitionOptions) defaults() {
 	}
 	if len(o.Faults) == 0 {
 		o.Faults = PartitionFaults
+	}
+	if o.Wait <= 0 {
+		o.Wait = 5 * time.Second
+	}
+	if o.PathPause <= 0 {
+		o.PathPause = 20 * time.Millisecond
 	}
 }
 
@@ -296,6 +306,14 @@ func Partition(ctx context.Context, cl Cluster, o PartitionOptions) *Result {
 		}
 	}()
 
+	// The path through the library's own queues, once per layout.
+	paths, err := startPaths(ctx, cl.URLs[0], addrs, o)
+	if err != nil {
+		r.Failf("%v", err)
+		return r
+	}
+	defer paths.close(ctx)
+
 	quorum, classic, streamLed := newPartLedger(), newPartLedger(), newPartLedger()
 	runCtx, stopRun := context.WithCancel(ctx)
 	var wg sync.WaitGroup
@@ -357,6 +375,8 @@ func Partition(ctx context.Context, cl Cluster, o PartitionOptions) *Result {
 			go func() { defer wg.Done(); publishOne(runCtx, ps, "c0-stream-", streamLed, o.Pause) }()
 		}
 	}
+
+	paths.publish(runCtx, &wg, o.PathPause)
 
 	// Health, sampled on both clients while the drill runs.
 	wg.Add(1)
@@ -490,6 +510,7 @@ func Partition(ctx context.Context, cl Cluster, o PartitionOptions) *Result {
 	r.Set("stream_not_in_log", len(notInLog))
 	r.Set("stream_skipped", skipped)
 	r.Set("stream_reread", reread)
+	paths.finish(ctx, cl, r)
 	keys := make([]string, 0, len(healthSeen))
 	for k := range healthSeen {
 		keys = append(keys, k)

@@ -16,9 +16,10 @@ import (
 // scripts/netcluster.sh made (`make drill-partition`, and
 // `make drill-partition-short`: every fault once). ACEMQ_PART_SEED,
 // ACEMQ_PART_ROUNDS, ACEMQ_PART_HOLD, ACEMQ_PART_LEADER_HOLD, ACEMQ_PART_FLAP,
-// ACEMQ_PART_PAUSE and ACEMQ_PART_FAULTS
+// ACEMQ_PART_PAUSE, ACEMQ_PART_WAIT (the path's retry wait) and ACEMQ_PART_FAULTS
 // (a comma-separated list of PartitionFaults) shape the run. It
-// fails when a confirmed id on the quorum queue is lost.
+// fails when a confirmed id on the quorum queue is lost, or a message on
+// the replicated layout's path (a retry wait, {q}.dlq, {q}.parked).
 func TestPartition(t *testing.T) {
 	urls := os.Getenv("ACEMQ_PART_URLS")
 	if urls == "" {
@@ -49,7 +50,7 @@ func TestPartition(t *testing.T) {
 	if s := os.Getenv("ACEMQ_PART_FAULTS"); s != "" {
 		o.Faults = strings.Split(s, ",")
 	}
-	for name, d := range map[string]*time.Duration{"ACEMQ_PART_HOLD": &o.Hold, "ACEMQ_PART_LEADER_HOLD": &o.LeaderHold, "ACEMQ_PART_FLAP": &o.Flap, "ACEMQ_PART_PAUSE": &o.Pause} {
+	for name, d := range map[string]*time.Duration{"ACEMQ_PART_HOLD": &o.Hold, "ACEMQ_PART_LEADER_HOLD": &o.LeaderHold, "ACEMQ_PART_FLAP": &o.Flap, "ACEMQ_PART_PAUSE": &o.Pause, "ACEMQ_PART_WAIT": &o.Wait} {
 		if s := os.Getenv(name); s != "" {
 			v, err := time.ParseDuration(s)
 			if err != nil {
