@@ -9,6 +9,7 @@ import (
 	"io"
 	"os"
 	"sort"
+	"strconv"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -17,6 +18,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/acemq-go/acemq"
+	"github.com/acemq-go/acemq/cmd/acemq/internal/queuelist"
 	"github.com/acemq-go/acemq/cmd/acemq/internal/safetext"
 	"github.com/acemq-go/acemq/crypto"
 	"github.com/acemq-go/acemq/header"
@@ -55,15 +57,18 @@ func newDLQList() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			var dl []queueDepth
+			var dl []listedDepth
 			for _, q := range all {
 				if isSetAside(q.Name) {
-					dl = append(dl, q)
+					n := q.Messages
+					dl = append(dl, listedDepth{Name: q.Name, Messages: &n})
 				}
 			}
+			var unknown []string
 			if len(dl) > 0 && !isMemory(u) {
 				// The management API's counts lag by seconds; ask the
-				// broker itself for each queue's ready count.
+				// broker itself for each queue's ready count, and believe
+				// a 0 only once its leader is online (replay.Count).
 				ctx, cancel := context.WithTimeout(cmd.Context(), time.Minute)
 				defer cancel()
 				c, err := connect(ctx, u, "acemq-dlq")
@@ -71,13 +76,29 @@ func newDLQList() *cobra.Command {
 					return err
 				}
 				defer closeConn(c)
+				if mgmt == "" {
+					mgmt, _ = queuelist.ManagementURL(u)
+				}
+				manage := replay.ManagementAPI(mgmt, queuelist.VhostOf(u))
 				for i := range dl {
-					if info, err := c.QueueInfo(ctx, dl[i].Name); err == nil {
-						dl[i].Messages = info.Messages
+					n, err := replay.Count(ctx, c, dl[i].Name, manage)
+					var cu *replay.CountUnknownError
+					switch {
+					case errors.As(err, &cu):
+						dl[i].Messages, dl[i].Unknown = nil, strings.TrimSuffix(cu.Why, ".")+"; try again"
+						unknown = append(unknown, sentence(err))
+					case err == nil:
+						dl[i].Messages = &n
 					}
 				}
 			}
-			return printDepths(cmd.OutOrStdout(), dl, asJSON)
+			if err := printDepths(cmd.OutOrStdout(), dl, asJSON); err != nil {
+				return err
+			}
+			if len(unknown) > 0 {
+				return fmt.Errorf("%s (%d of %d dead-letter queues could not be counted)", strings.TrimSuffix(unknown[0], "."), len(unknown), len(dl))
+			}
+			return nil
 		},
 	}
 	urlFlag(cmd, &u)
@@ -86,10 +107,18 @@ func newDLQList() *cobra.Command {
 	return cmd
 }
 
-func printDepths(out io.Writer, dl []queueDepth, asJSON bool) error {
+// listedDepth is one row of dlq list: Messages is null (the table says
+// "unknown") when a 0 could not be confirmed, and Unknown says why.
+type listedDepth struct {
+	Name     string `json:"name"`
+	Messages *int   `json:"messages"`
+	Unknown  string `json:"countUnknown,omitempty"`
+}
+
+func printDepths(out io.Writer, dl []listedDepth, asJSON bool) error {
 	if asJSON {
 		if dl == nil {
-			dl = []queueDepth{}
+			dl = []listedDepth{}
 		}
 		return writeJSONLine(out, dl)
 	}
@@ -100,7 +129,11 @@ func printDepths(out io.Writer, dl []queueDepth, asJSON bool) error {
 	tw := tabwriter.NewWriter(out, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "QUEUE\tDEPTH")
 	for _, q := range dl {
-		fmt.Fprintf(tw, "%s\t%d\n", safetext.Line(q.Name), q.Messages)
+		depth := "unknown"
+		if q.Messages != nil {
+			depth = strconv.Itoa(*q.Messages)
+		}
+		fmt.Fprintf(tw, "%s\t%s\n", safetext.Line(q.Name), depth)
 	}
 	return tw.Flush()
 }
@@ -316,7 +349,7 @@ func peek(ctx context.Context, c *acemq.Conn, queue string, n int, opts ...repla
 // every message it took to the queue, in order, and reads nothing where
 // that would count deliveries (opts: the management API, --unsafe-read).
 func peekWithProgress(ctx context.Context, c *acemq.Conn, queue string, n int, progressOut io.Writer, ring *crypto.Keyring, opts ...replay.Option) ([]shownMessage, error) {
-	depth, err := requireQueue(ctx, c, queue)
+	depth, err := requireQueue(ctx, c, queue, opts...)
 	if err != nil {
 		return nil, err
 	}
@@ -336,10 +369,13 @@ func peekWithProgress(ctx context.Context, c *acemq.Conn, queue string, n int, p
 		return true
 	}, opts...)
 	var unsafe *replay.UnsafeReadError
-	if errors.As(err, &unsafe) {
+	var unknown *replay.CountUnknownError
+	switch {
+	case errors.As(err, &unsafe):
 		return nil, unsafeReadError(err)
-	}
-	if err != nil {
+	case errors.As(err, &unknown):
+		return nil, errors.New(sentence(err))
+	case err != nil:
 		return nil, fmt.Errorf("cannot read %q (%s); check the connection and retry", queue, sentence(err))
 	}
 	return out, nil
@@ -398,6 +434,11 @@ func newDLQReplay() *cobra.Command {
 			var unsafe *replay.UnsafeReadError
 			if errors.As(rep.Err, &unsafe) {
 				return unsafeReadError(rep.Err)
+			}
+			var unknown *replay.CountUnknownError
+			if errors.As(rep.Err, &unknown) {
+				// Nothing was moved: an unconfirmed 0 is not "replayed 0".
+				return errors.New(sentence(rep.Err))
 			}
 			fmt.Fprintf(cmd.OutOrStdout(), "%s\n", rep)
 			if rep.Moved > 0 {
