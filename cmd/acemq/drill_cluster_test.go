@@ -265,25 +265,45 @@ func deadLettersAfterNodeLoss(t *testing.T, nodes []clusterNode, names []string,
 	// messages when the leader it has on record does not answer within
 	// 250 ms (rabbit_quorum_queue:stat: "Leader is not available"), so
 	// until the survivors have elected one, queue.declare counts the queue
-	// empty, and list, console and replay, which read that count, see
-	// nothing. One run on RabbitMQ 4.3.6 that asked at once saw 0 of 20 in
-	// all three (the queue there: the console's page 200, replay exit 0).
-	// Ask once a surviving node leads it, as an operator would after the
-	// election's seconds (docs/operations.md says so).
+	// empty (one run on RabbitMQ 4.3.6 that asked at once saw 0 of 20 in
+	// list, console and replay alike). The tools confirm a 0 with the
+	// management API (replay.Count): asked again and again from the stop
+	// until a surviving node leads it, dlq list must never print 0 for the
+	// .dlq: either 20, or "count unknown" and a non-zero exit. Then the
+	// checks below ask once a surviving node leads it, as an operator told
+	// "try again" would.
 	if layout == acemq.ReplicatedLayout {
 		begun := time.Now()
-		at := acemqCmd(t, "", "dlq", "list", "--url", alive.amqp, "--management-url", alive.mgmt)
-		t.Logf("acemq dlq list asked at once: %s", strings.Join(strings.Fields(at.stdout+at.stderr), " "))
+		asked, unknown := 0, 0
 		for {
+			at := acemqCmd(t, "", "dlq", "list", "--url", alive.amqp, "--management-url", alive.mgmt, "--json")
+			asked++
+			var rows []struct {
+				Name     string `json:"name"`
+				Messages *int   `json:"messages"`
+				Unknown  string `json:"countUnknown"`
+			}
+			_ = json.Unmarshal([]byte(at.stdout), &rows)
+			for _, r := range rows {
+				switch {
+				case r.Name != res.dlq:
+				case r.Messages == nil:
+					unknown++
+					if at.code == 0 || !strings.Contains(at.stderr, "count unknown") {
+						t.Errorf("dlq list %s after the stop: count unknown (%s) but exit %d, stderr %q", time.Since(begun).Round(time.Millisecond), r.Unknown, at.code, at.stderr)
+					}
+				case *r.Messages != 20:
+					t.Errorf("dlq list %s after the stop printed %d for %s, which holds 20 (exit %d, %s)", time.Since(begun).Round(time.Millisecond), *r.Messages, res.dlq, at.code, strings.TrimSpace(at.stderr))
+				}
+			}
 			leader, err := queueNode(alive, res.dlq)
 			if err == nil && leader != "" && leader != holder {
-				t.Logf("%s: %s leads it %s after the stop", res.dlq, leader, time.Since(begun).Round(time.Millisecond))
+				t.Logf("%s: %s leads it %s after the stop; dlq list asked %d times meanwhile, %d of them count unknown, never 0", res.dlq, leader, time.Since(begun).Round(time.Millisecond), asked, unknown)
 				break
 			}
 			if time.Since(begun) > time.Minute {
 				t.Fatalf("%s: no surviving node leads it a minute after the stop (%q, %v)", res.dlq, leader, err)
 			}
-			time.Sleep(200 * time.Millisecond) // polling the management API for the election
 		}
 	}
 
