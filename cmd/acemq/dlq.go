@@ -23,6 +23,7 @@ import (
 	"github.com/acemq-go/acemq/crypto"
 	"github.com/acemq-go/acemq/header"
 	"github.com/acemq-go/acemq/replay"
+	"github.com/acemq-go/acemq/transport"
 )
 
 func newDLQ() *cobra.Command {
@@ -45,7 +46,9 @@ func newDLQList() *cobra.Command {
 		Use:   "list",
 		Short: "List every .dlq and .parked queue with its depth",
 		Long: "List every .dlq and .parked queue with its depth. RabbitMQ is asked through its management HTTP API " +
-			"(AMQP cannot list queues); a memory:// broker lives inside one process, so a separate process sees an empty one.",
+			"(AMQP cannot list queues) and each depth from the broker itself; a memory:// broker lives inside one process, so a separate process sees an empty one. " +
+			"A depth of 0 from a quorum queue (or stream) is shown only once the management API shows its leader online: while a leader is being elected RabbitMQ answers 0 whatever the queue holds, " +
+			"so the depth reads \"unknown\" (--json: messages null, countUnknown saying why) and the command exits 1 saying \"count unknown …; try again\".",
 		Example: `  acemq dlq list --url amqp://guest:guest@localhost:5672/
   acemq dlq list --management-url http://guest:guest@localhost:15672/ --json`,
 		Args: cobra.NoArgs,
@@ -87,7 +90,14 @@ func newDLQList() *cobra.Command {
 					case errors.As(err, &cu):
 						dl[i].Messages, dl[i].Unknown = nil, strings.TrimSuffix(cu.Why, ".")+"; try again"
 						unknown = append(unknown, sentence(err))
-					case err == nil:
+					case transport.Code(err) == transport.CodeNotFound:
+						// Deleted since it was listed, or a classic queue
+						// whose only node is down: no count, but no
+						// failure of the list either.
+						dl[i].Messages, dl[i].Unknown = nil, "the broker answers that it does not exist: deleted since it was listed, or its only node is down"
+					case err != nil:
+						dl[i].Messages, dl[i].Unknown = nil, "cannot count it ("+strings.TrimSuffix(sentence(err), ".")+")"
+					default:
 						dl[i].Messages = &n
 					}
 				}
@@ -399,7 +409,8 @@ func newDLQReplay() *cobra.Command {
 		Long: "Move messages from a .dlq or .parked queue back to its source queue through the default exchange. " +
 			"Each accepted message is republished with its original bytes and id (headers the Go AMQP client could not read go out as the bytes they were published as), stamped acemq-replayed-from/-at/-count, " +
 			"attempt reset to 1 and error cleared (unless --keep-attempts), confirmed, and only then removed from the dead-letter queue. " +
-			"Messages the filter declines stay where they are. Replayed messages keep their ids: a consumer without an " +
+			"Messages the filter declines stay where they are. A count of 0 that cannot be confirmed (a quorum queue whose leader is being elected answers 0) " +
+			"moves nothing and exits 1 saying \"count unknown …; try again\", never \"moved 0\". Replayed messages keep their ids: a consumer without an " +
 			"idempotency guard may process one twice if it had already handled it.\n\n" + replay.FilterHelp,
 		Example: `  acemq dlq replay orders.new.dlq
   acemq dlq replay orders.new.dlq --limit 10 --filter 'type == "OrderPlaced" && error ~ "timeout"'
