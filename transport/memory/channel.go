@@ -56,31 +56,44 @@ func (ch *channel) end(err error) {
 	}
 	ch.consumers = nil
 	ch.mu.Unlock()
-	for _, c := range cs {
-		if c.detach() {
-			ch.c.b.deleteIfUnused(c.q)
-		}
-	}
+	// The consumers' queues dispatch nothing until this channel's unacked
+	// deliveries are back at their heads, so the next consumer (the next
+	// active one on a single-active-consumer queue) gets them first, in
+	// the order they were delivered, as RabbitMQ does.
+	// The unacked ones go back first: a quorum queue returns a lost
+	// channel's deliveries in the order they were delivered, and what the
+	// consumers had taken and not handed out yet came after them.
+	held := holdQueues(cs)
 	ch.mu.Lock()
 	pending := ch.unacked.drain()
 	ch.mu.Unlock()
 	requeueAll(pending, true) // a lost channel counts
+	var unused []*queue
+	for _, c := range cs {
+		if c.detach() {
+			unused = append(unused, c.q)
+		}
+	}
+	unholdQueues(held)
+	for _, q := range unused {
+		ch.c.b.deleteIfUnused(q)
+	}
 	ch.c.forget(ch)
 	ch.life.finish()
 }
 
-// requeueAll returns unacked deliveries to their queues' heads in order,
-// marked redelivered, each counted as a failed delivery when counted says
-// so (returnLocked).
+// requeueAll returns unacked deliveries to their queues in the order they
+// were delivered (putBackLocked), marked redelivered, each counted as a
+// failed delivery when counted says so (returnLocked).
 func requeueAll(us []unacked, counted bool) {
-	for i := len(us) - 1; i >= 0; {
+	for i := 0; i < len(us); {
 		q := us[i].q
 		j := i
-		for j >= 0 && us[j].q == q {
-			j--
+		for j < len(us) && us[j].q == q {
+			j++
 		}
 		q.mu.Lock()
-		for k := i; k > j; k-- {
+		for k := i; k < j; k++ {
 			if us[k].c != nil {
 				us[k].c.inflight--
 			}
@@ -92,7 +105,7 @@ func requeueAll(us []unacked, counted bool) {
 		q.mu.Unlock()
 		q.b.deadLetter(dead)
 		if q.b.watched() {
-			for k := i; k > j; k-- {
+			for k := i; k < j; k++ {
 				m := us[k].e.m
 				q.b.emit(Event{Kind: EventSettled, Queue: q.name, Exchange: m.exchange, RoutingKey: m.routingKey, Properties: m.props, Body: m.body, Reason: "returned"})
 			}

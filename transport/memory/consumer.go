@@ -209,21 +209,28 @@ func (c *consumer) giveBack(es []entry) {
 func (c *consumer) detach() (autoDelete bool) {
 	q := c.q
 	q.mu.Lock()
+	// Nothing is dispatched until everything this consumer held is back
+	// at the head, in order (single.go).
+	q.holds++
 	for i, o := range q.consumers {
 		if o == c {
 			q.consumers = append(q.consumers[:i:i], q.consumers[i+1:]...)
 			break
 		}
 	}
+	q.mu.Unlock()
+	// What the pump (or next) holds is older than the outbox: it goes back
+	// first, so a quorum queue, which keeps returned messages in the order
+	// they came back, keeps the original order.
+	c.halt()
+	q.mu.Lock()
 	pending := c.outbox
 	c.outbox = nil
 	q.mu.Unlock()
-	// The outbox is newer than what the pump holds; the pump's leftovers
-	// are pushed to the head after it, keeping the original order.
 	c.giveBack(pending)
-	c.halt()
 	q.mu.Lock()
 	autoDelete = q.autoDelete && !q.deleted && len(q.consumers) == 0
 	q.mu.Unlock()
+	q.unhold()
 	return autoDelete
 }

@@ -6,9 +6,15 @@ type entry struct {
 	m           *message
 	expireAt    int64 // unix nanoseconds; 0 means never
 	redelivered bool
-	deliveries  int32 // times delivered from this queue (x-acquired-count is one less)
-	failures    int32 // counted returns (x-delivery-count; see queue.returnLocked)
-	offset      int64 // position in a stream; unused on other queues
+	// returned: it came back to a quorum queue and waits among the
+	// returned messages, which go first (returns.go).
+	returned   bool
+	deliveries int32 // times delivered from this queue (x-acquired-count is one less)
+	failures   int32 // counted returns (x-delivery-count; see queue.returnLocked)
+	// offset is its position: in a stream, its offset; in any other
+	// queue, the order the queue received it in (where a classic queue
+	// puts it back, returns.go).
+	offset int64
 }
 
 // deque is a growable ring of entries: O(1) push and pop at both ends and

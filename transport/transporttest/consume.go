@@ -32,6 +32,62 @@ func (s *suite) nackRequeueRedelivers(t *testing.T) {
 	}
 }
 
+// Messages handed back one by one, in another order than they came, are
+// delivered again where the queue type puts them: a classic queue at
+// their original positions (in publish order), a quorum queue first and
+// in the order they came back (RabbitMQ 3.10's quorum queues: behind the
+// ready ones, Harness.QuorumReturnsBehind).
+func (s *suite) returnedMessagesGoWhereTheQueueTypePutsThem(t *testing.T) {
+	for _, kind := range []string{"classic", "quorum"} {
+		t.Run(kind, func(t *testing.T) {
+			c := s.dial(t)
+			ch := openChannel(t, c)
+			var q string
+			if kind == "classic" {
+				q = exclusiveQueue(t, ch, "returns", nil)
+			} else {
+				q = quorumQueue(t, c, ch, "returns", nil)
+			}
+			p := openPublisher(t, c)
+			for _, b := range []string{"0", "1", "2", "3", "4"} {
+				publishAcked(t, p, toQueue(q, b))
+			}
+			var got []transport.Delivery
+			for range 3 {
+				got = append(got, getOne(t, ch, q))
+			}
+			for _, i := range []int{1, 2, 0} {
+				if err := ch.Reject(got[i].DeliveryTag, true); err != nil {
+					t.Fatalf("reject: %v", err)
+				}
+			}
+			readyEventually(t, c, q, 5)
+			want := "0r 1r 2r 3 4"
+			switch {
+			case kind == "quorum" && s.h.QuorumReturnsBehind:
+				want = "3 4 1r 2r 0r"
+			case kind == "quorum":
+				want = "1r 2r 0r 3 4"
+			}
+			var bodies []string
+			for range 5 {
+				d := getOne(t, ch, q)
+				body := string(d.Body)
+				if d.Redelivered {
+					body += "r"
+				}
+				bodies = append(bodies, body)
+				if err := ch.Ack(d.DeliveryTag); err != nil {
+					t.Fatalf("ack: %v", err)
+				}
+			}
+			if got := strings.Join(bodies, " "); got != want {
+				t.Fatalf("a %s queue, after 1, 2 and 0 of 0..4 were rejected with requeue in that order, delivers %s, want %s (r: redelivered)", kind, got, want)
+			}
+		})
+	}
+}
+
 func (s *suite) prefetchEnforced(t *testing.T) {
 	c := s.dial(t)
 	setup := openChannel(t, c)
