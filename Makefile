@@ -30,7 +30,7 @@
 #                      load, nothing confirmed lost (drill-partition-short:
 #                      every fault once)
 #   make drill-NAME    one reliability drill, full length (crash, restart,
-#                      alarm, soak, hostile) against DRILL_URL (default the
+#                      alarm, soak, hostile, stall) against DRILL_URL (default the
 #                      private node); `make drills` runs them all
 #   make outbox-crash  the outbox crash test at length (relay processes
 #                      SIGKILLed and SIGSTOPped, $(OUTBOX_CRASH_ROUNDS) rounds per database)
@@ -299,7 +299,7 @@ pass-partition:
 # with DRILL_CTL running rabbitmqctl against it. Each prints one verdict line
 # and fails the target when the drill failed. `make test` runs a short
 # version of each as the cmd/acemq/internal/drill tests.
-DRILLS := crash restart alarm soak hostile
+DRILLS := crash restart alarm soak hostile stall
 DRILL_URL ?=
 DRILL_CTL ?=
 DRILL_DB ?=
@@ -309,7 +309,7 @@ DRILL_BIN := $(ACEMQ_STATE_DIR)/bin/acemq
 $(addprefix drill-,$(DRILLS)): drill-%: services-up
 	@$(GO) build -o "$(DRILL_BIN)" ./cmd/acemq
 	@$(SERVICE_ENV); url="$(DRILL_URL)"; ctl="$(DRILL_CTL)"; db="$(DRILL_DB)"; set --; \
-	case $* in restart|alarm) set -- --ctl "$${ctl:-$$ACEMQ_TEST_RABBITMQCTL}";; \
+	case $* in restart|alarm|stall) set -- --ctl "$${ctl:-$$ACEMQ_TEST_RABBITMQCTL}";; \
 	soak) set -- --ctl "$${ctl:-$$ACEMQ_TEST_RABBITMQCTL}"; [ -n "$$url" ] || set -- "$$@" --management "$$ACEMQ_TEST_MANAGEMENT_URL";; crash) set -- --db "$${db:-$$ACEMQ_TEST_POSTGRES_URL}";; esac; \
 	"$(DRILL_BIN)" drill $* --url "$${url:-$$ACEMQ_TEST_AMQP_URL}" "$$@" $(DRILL_ARGS)
 
@@ -319,7 +319,7 @@ $(addprefix drill-,$(DRILLS)): drill-%: services-up
 # own pace, --every 1.5s: about 6 minutes, mostly waiting out recoveries)
 # runs beside the cluster drill, whose three nodes are its own; each one's
 # output is printed whole when it ends.
-drills: drill-crash drill-hostile drill-alarm drill-restart
+drills: drill-crash drill-hostile drill-alarm drill-restart drill-stall
 	@$(MAKE) --no-print-directory -j2 --output-sync=target drill-soak drill-cluster
 
 # The outbox crash test (outbox/crash_test.go) at length: make test runs it

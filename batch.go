@@ -33,8 +33,8 @@ func (p *publishing) publishAll(ctx context.Context, prs []prepared, errs []erro
 		wctx, cancel = p.admissionContext(ctx)
 		defer cancel()
 	}
-	var stop *PublishError // no permit came free: the rest fail alike
-	var hd holding         // released before anything below can wait
+	var stop *PublishError  // no permit came free: the rest fail alike
+	hd := holding{ctx: ctx} // released before anything below can wait
 	for i := range prs {
 		if errs[i] != nil {
 			continue
@@ -72,6 +72,8 @@ func (p *publishing) publishAll(ctx context.Context, prs []prepared, errs []erro
 		}
 		msg := &prs[i].msg
 		switch {
+		case slots[i].werr != nil && (!slots[i].done || slots[i].cf.Outcome == transport.Lost && !brokerSaid(slots[i].cf.Err)):
+			errs[i] = newPubErr(msg, OutcomeFailed, writeFailedReason(slots[i].werr), true, slots[i].werr)
 		case slots[i].done:
 			errs[i] = classify(msg, slots[i].cf)
 		case waitErr == errConfirmTimeout:
@@ -119,7 +121,8 @@ func (p *publishing) write(ctx, wctx context.Context, pr *prepared, b *batch, i 
 		return err, false
 	}
 	b.expect(i)
-	if _, err := p.writeHeld(pr.ctx, msg, b.dones[i], hd); err != nil && errors.Is(err, transport.ErrNotWritten) {
+	_, err = p.writeHeld(pr.ctx, msg, b.dones[i], hd)
+	if err != nil && errors.Is(err, transport.ErrNotWritten) {
 		// Not written: the callback will never be called.
 		p.permits.release()
 		b.unexpect(i)
@@ -129,9 +132,19 @@ func (p *publishing) write(ctx, wctx context.Context, pr *prepared, b *batch, i 
 		if rerr := p.refusal(msg); rerr != nil {
 			return rerr, false
 		}
+		if cerr := pr.ctx.Err(); cerr != nil {
+			// Another write held the socket (the broker not reading it)
+			// until the caller's context ended.
+			return newPubErr(msg, OutcomeFailed, fmt.Sprintf(reasonStoppedBeforeWrite, cerr), false, cerr), false
+		}
 		return newPaused(msg, reasonLostWaiting, ""), false
 	}
-	// Written, or perhaps written: the transport answers either way.
+	if err != nil {
+		// Perhaps written: the write failed or was abandoned part way
+		// (its connection is closed). The transport answers Lost; the
+		// member's answer says why.
+		b.writeFailed(i, err)
+	}
 	return nil, false
 }
 
@@ -140,6 +153,7 @@ func (p *publishing) write(ctx, wctx context.Context, pr *prepared, b *batch, i 
 // publishes leave in one socket write, and released before the writer
 // waits for anything. The zero value holds nothing.
 type holding struct {
+	ctx      context.Context // bounds the write of what is kept (transport.Holder)
 	h        transport.Holder
 	last     transport.Holder // the one held before, for resume
 	deadline time.Time        // the latest its bytes may go out; zero for none
@@ -172,7 +186,7 @@ func (hd *holding) resume() {
 // needs no other route.
 func (hd *holding) release() {
 	if hd.h != nil {
-		_ = hd.h.Release(hd.deadline)
+		_ = hd.h.Release(hd.ctx, hd.deadline)
 		hd.h = nil
 	}
 }
@@ -180,6 +194,7 @@ func (hd *holding) release() {
 // batchSlot is one member's answer, written by its confirm callback.
 type batchSlot struct {
 	cf      transport.Confirmation
+	werr    error // the write failed part way (the member may have arrived)
 	written bool
 	done    bool
 }
@@ -272,6 +287,20 @@ func (b *batch) expect(i int) {
 	b.mu.Lock()
 	b.pending++
 	b.slots[i].written = true
+	b.mu.Unlock()
+}
+
+// brokerSaid reports whether err is the broker's own answer (a
+// *transport.Error it sent), which says more than a failed write does.
+func brokerSaid(err error) bool {
+	var te *transport.Error
+	return errors.As(err, &te) && te.Server
+}
+
+// writeFailed records that member i's write failed part way.
+func (b *batch) writeFailed(i int, err error) {
+	b.mu.Lock()
+	b.slots[i].werr = err
 	b.mu.Unlock()
 }
 

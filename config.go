@@ -24,6 +24,7 @@ const (
 	defaultRecoveryIntervalMax     = 30 * time.Second
 	defaultConnectionTimeout       = 10 * time.Second
 	defaultHeartbeat               = 10 * time.Second
+	maxHeartbeat                   = 65535 * time.Second
 	defaultPublishChannels         = 4
 	defaultClientName              = "acemq"
 	// setAsideBound bounds a set-aside or other consumer hop, detached from
@@ -79,7 +80,10 @@ type Config struct {
 	// handshake). 0 means 10s.
 	ConnectionTimeout time.Duration
 	// Heartbeat is the AMQP heartbeat (0 means 10s; a negative value
-	// turns heartbeats off).
+	// turns heartbeats off on both connections). AMQP carries it in whole
+	// seconds: a positive value is rounded up (500ms asks for 1s, 1.5s
+	// for 2s), and Config() reports what was asked for; more than 65535s
+	// is refused. The broker's own setting may lower it.
 	Heartbeat time.Duration
 	// NoPublisherConfirms turns publisher confirms off for application
 	// publishes: Send then returns once written (outcome "published") and
@@ -322,6 +326,12 @@ func (cfg Config) internal() config {
 		c.connectTimeout = cfg.ConnectionTimeout
 	}
 	c.heartbeat = orNone(cfg.Heartbeat, c.heartbeat)
+	if c.heartbeat > 0 {
+		c.heartbeat = (c.heartbeat + time.Second - 1) / time.Second * time.Second
+		if c.heartbeat > maxHeartbeat {
+			c.problem("Config.Heartbeat", "%s is more than AMQP carries (%s, in whole seconds)", cfg.Heartbeat, maxHeartbeat)
+		}
+	}
 	c.confirms = !cfg.NoPublisherConfirms
 	c.waitForRecovery = cfg.WaitForRecovery
 	if err := cfg.Retry.Err(); err != nil {

@@ -10,6 +10,7 @@ import (
 	"os"
 	"runtime/debug"
 	"strings"
+	"time"
 
 	"github.com/acemq-go/acemq/internal/redact"
 	"github.com/acemq-go/acemq/transport"
@@ -120,7 +121,7 @@ func Connect(ctx context.Context, rawURL string, config Config) (*Conn, error) {
 			ConnectionName: cfg.clientName,
 			Product:        "AceMQ for Go",
 			Version:        libraryVersion(),
-			Heartbeat:      cfg.heartbeat,
+			Heartbeat:      transportHeartbeat(cfg.heartbeat),
 			ConnectTimeout: cfg.connectTimeout,
 			TLS:            cfg.tls,
 			Credentials:    cfg.credentials,
@@ -189,9 +190,6 @@ func (c *Conn) Blocked() bool {
 	b, _ := c.pub.isBlocked()
 	return b
 }
-
-// Transport names the broker kind: "rabbitmq" or "memory".
-func (c *Conn) Transport() string { return c.links.driver.Name() }
 
 // channel opens a throwaway channel on the consuming connection.
 func (c *Conn) channel(ctx context.Context) (transport.Channel, error) { return c.life.channel(ctx) }
@@ -276,3 +274,13 @@ func checkTLS(cfg *config) *tls.Config {
 // redelivered), joined with ctx's error if ctx ended first. Close is
 // idempotent: later calls return the first call's result.
 func (c *Conn) Close(ctx context.Context) error { return c.life.close(ctx) }
+
+// transportHeartbeat is the heartbeat as transport.Config takes it: the
+// Conn's 0 ("none", from a negative Config.Heartbeat) is negative there,
+// where 0 means the driver's default.
+func transportHeartbeat(d time.Duration) time.Duration {
+	if d == 0 {
+		return -1
+	}
+	return d
+}

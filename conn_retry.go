@@ -152,7 +152,7 @@ func (c *Conn) consumerWaitsInQueue(queue string, policy RetryPolicy) (bool, err
 	}
 	declaredWith := true
 	declared := false
-	for name, v := range policy.DelayedRetryArguments() {
+	for name, v := range policy.delayedRetryArguments() {
 		got, ok := c.decls.queueArg(queue, name)
 		if !ok || !argEqual(got, v) {
 			declaredWith = false

@@ -8,10 +8,14 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/acemq-go/acemq/transport"
 )
 
-// ErrClosed is returned by operations on a closed Conn, publisher or consumer.
-var ErrClosed = errors.New("acemq: the connection has been closed")
+// ErrClosed is returned by operations on a closed Conn, publisher or
+// consumer, and by a channel (Conn.Channel) whose connection has ended. It
+// is transport.ErrClosed: one sentinel, whichever layer noticed.
+var ErrClosed = transport.ErrClosed
 
 // ErrDrainTimeout matches a DrainTimeoutError with errors.Is.
 var ErrDrainTimeout = errors.New("acemq: the drain did not finish in time")
@@ -85,7 +89,7 @@ func (e *PublishingPausedError) As(target any) bool {
 }
 
 // IsPaused reports whether err is (or wraps) a refusal: publishing was
-// paused and nothing was sent.
+// paused and nothing was sent (for a batch: every failure was a refusal).
 func IsPaused(err error) bool { return errors.Is(err, ErrPublishingPaused) }
 
 // IsUnroutable reports whether err is (or wraps) a PublishError for a
@@ -109,7 +113,9 @@ type Result struct {
 // BatchPublishError reports a SendAll in which at least one message was not
 // confirmed. Every message was awaited, so the counts are real; Results
 // holds each message's answer in payload order, so only failures need
-// resending. It unwraps to the first failure in payload order.
+// resending. errors.As reaches the first failure in payload order (its
+// *PublishError); errors.Is matches ErrPublishingPaused only when every
+// failure was a refusal, and any other target as the first failure does.
 type BatchPublishError struct {
 	Total     int
 	Confirmed int
@@ -136,13 +142,21 @@ func (e *BatchPublishError) Error() string {
 		e.Failed, e.Total, e.Total-e.Failed, first)
 }
 
-// Unwrap returns the first failure, so errors.As reaches its PublishError.
-func (e *BatchPublishError) Unwrap() error { return e.First }
+// As finds target in the first failure, so errors.As reaches its
+// PublishError. (There is no Unwrap: through it errors.Is would find the
+// first failure's refusal in a batch that also holds other failures.)
+func (e *BatchPublishError) As(target any) bool {
+	return e.First != nil && errors.As(e.First, target)
+}
 
 // Is makes errors.Is(err, ErrPublishingPaused) true only when every
-// failure was a refusal.
+// failure was a refusal; any other target matches as it matches the first
+// failure.
 func (e *BatchPublishError) Is(target error) bool {
-	return target == ErrPublishingPaused && e.AllPaused
+	if target == ErrPublishingPaused {
+		return e.AllPaused
+	}
+	return e.First != nil && errors.Is(e.First, target)
 }
 
 type fatalError struct{ err error }

@@ -6,10 +6,3 @@ package acemq
 // pipeline's EventRunFinished). Emit is safe for concurrent use and never
 // blocks: it does nothing when no handler is set or the Conn is closed.
 func (c *Conn) Emit(e Event) { c.events.emit(e) }
-
-// Capabilities lists what the Conn's transport driver supports, such as
-// "quorum-queues" or "streams" (the actuator's info endpoint shows them).
-// The slice is the caller's to keep.
-func (c *Conn) Capabilities() []string {
-	return append([]string(nil), c.links.driver.Capabilities()...)
-}

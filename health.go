@@ -92,7 +92,7 @@ type HealthReport struct {
 func (c *Conn) Health(ctx context.Context) HealthReport {
 	r := HealthReport{
 		CheckedAt: time.Now(),
-		Transport: c.Transport(),
+		Transport: c.links.driver.Name(),
 	}
 	r.Blocked, r.BlockedReason = c.pub.isBlocked()
 	r.Consumers, r.InFlight, r.Stalled = c.consumers.summary()
@@ -149,14 +149,10 @@ type funcCheck struct {
 func (f funcCheck) Name() string                           { return f.name }
 func (f funcCheck) Check(ctx context.Context) HealthReport { return f.fn(ctx) }
 
-// CheckFunc makes a Check named name from fn.
+// CheckFunc makes a Check named name from fn; CheckFunc("acemq", c.Health)
+// is a Conn's own check.
 func CheckFunc(name string, fn func(ctx context.Context) HealthReport) Check {
 	return funcCheck{name: name, fn: fn}
-}
-
-// ConnCheck is the Check named "acemq" that reports c.Health.
-func ConnCheck(c *Conn) Check {
-	return funcCheck{name: "acemq", fn: c.Health}
 }
 
 // CheckAll runs checks concurrently under one deadline (timeout, or

@@ -160,7 +160,7 @@ func TestCheckAllWorstWinsAndKeepsEveryDetail(t *testing.T) {
 	alarmtest.BlockAndWait(t, c, b, "low on memory")
 	defer b.Unblock()
 	r := acemq.CheckAll(context.Background(), time.Second,
-		acemq.ConnCheck(c),
+		acemq.CheckFunc("acemq", c.Health),
 		acemq.CheckFunc("db", func(context.Context) acemq.HealthReport {
 			return acemq.HealthReport{Status: acemq.StatusDegraded, Detail: "replica lag"}
 		}),

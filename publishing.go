@@ -75,7 +75,24 @@ const (
 	reasonChannelClosed = "the broker closed the publishing channel before confirming it (%d %s), so whether it arrived is unknown; publish it again only if a duplicate is acceptable"
 	reasonNotConfirmed  = "the broker did not confirm it within %s, so it may have arrived; publish it again only if a duplicate is acceptable"
 	reasonStoppedWait   = "the caller stopped waiting before the broker confirmed it (%v), so it may have arrived"
+	// Not contract sentences: a write bounded by the caller's context.
+	reasonStoppedBeforeWrite = "the caller stopped waiting before it could be written (%v): another write held the connection, whose broker was not reading it; nothing was sent"
+	reasonWriteAbandoned     = "its write was abandoned when the caller's context ended (%v) with the broker not reading the connection, which was closed, so it may have arrived; publish it again only if a duplicate is acceptable"
+	reasonWriteFailed        = "its write failed part way and the connection was closed, so it may have arrived; publish it again only if a duplicate is acceptable"
 )
+
+// writeFailedReason says why a write that failed part way leaves the
+// message's arrival unknown: the caller's context ended during a write the
+// broker was not reading, or the write failed.
+func writeFailedReason(err error) string {
+	switch {
+	case errors.Is(err, context.DeadlineExceeded):
+		return fmt.Sprintf(reasonWriteAbandoned, context.DeadlineExceeded)
+	case errors.Is(err, context.Canceled):
+		return fmt.Sprintf(reasonWriteAbandoned, context.Canceled)
+	}
+	return reasonWriteFailed
+}
 
 func blockedReason(reason string) string {
 	s := "the broker has blocked this connection; publishing is paused"
@@ -462,9 +479,12 @@ func (p *publishing) publishUnconfirmed(ctx context.Context, msg *transport.Mess
 			if rerr := p.refusal(msg); rerr != nil {
 				return rerr
 			}
+			if cerr := ctx.Err(); cerr != nil {
+				return newPubErr(msg, OutcomeFailed, fmt.Sprintf(reasonStoppedBeforeWrite, cerr), false, cerr)
+			}
 			return newPaused(msg, reasonLostWaiting, "")
 		}
-		return newPubErr(msg, OutcomeFailed, fmt.Sprintf("the write failed, so it may have arrived: %v", err), true, err)
+		return newPubErr(msg, OutcomeFailed, writeFailedReason(err), true, err)
 	}
 	return nil
 }

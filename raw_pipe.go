@@ -87,7 +87,7 @@ func (rp *rawPipe) write(ctx context.Context, msgs []*transport.Message, prev *p
 	// The batch's writes are held (batch.go) and leave in one socket write
 	// when Write returns, before its caller waits for anything; bytes kept
 	// past ctx's deadline are dropped.
-	var hd holding
+	hd := holding{ctx: ctx}
 	hd.deadline, _ = ctx.Deadline()
 	defer hd.release()
 	if !chained {

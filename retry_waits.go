@@ -21,7 +21,7 @@ import (
 // WaitsInQueue holds every wait inside the source queue itself, with
 // RabbitMQ 4.3's delayed retry: the queue is declared with
 // x-delayed-retry-type "failed", x-delayed-retry-min and x-delayed-retry-max
-// (RetryPolicy.DelayedRetryArguments), the consumer hands a failed delivery
+// (RetryPolicy.delayedRetryArguments), the consumer hands a failed delivery
 // back with basic.reject (requeue), and the broker keeps it unavailable for
 // min(min × delivery count, max) before delivering it again. The message
 // never leaves its quorum queue (it is replicated like any other message in
@@ -113,10 +113,6 @@ func (p RetryPolicy) HoldWaits(w RetryWaits) RetryPolicy {
 	return p
 }
 
-// Waits says where the policy's waits are held (WaitsOnRungs unless
-// HoldWaits said otherwise).
-func (p RetryPolicy) Waits() RetryWaits { return p.waits }
-
 // inQueueProblem says why the broker cannot hold this schedule, or nil.
 func (p RetryPolicy) inQueueProblem() error {
 	if p.attemptLimit() < 2 {
@@ -154,14 +150,14 @@ func (p RetryPolicy) holdsInQueue() bool {
 	return (p.waits == WaitsInQueue || p.waits == WaitsInQueueWhereSupported) && p.attemptLimit() > 1
 }
 
-// DelayedRetryArguments returns the queue arguments RabbitMQ 4.3 needs to
+// delayedRetryArguments returns the queue arguments RabbitMQ 4.3 needs to
 // hold this policy's waits inside the queue (x-delayed-retry-type "failed",
 // x-delayed-retry-min and x-delayed-retry-max, in milliseconds), or nil when
 // the policy does not hold its waits there (WaitsOnRungs, no retries, or an
 // invalid policy). Topology.Retries adds them to the queue it names; they
 // are for declaring such a queue anywhere else (another tool, a broker
 // policy's delayed-retry-* keys). The result is a fresh table.
-func (p RetryPolicy) DelayedRetryArguments() transport.Table {
+func (p RetryPolicy) delayedRetryArguments() transport.Table {
 	if !p.holdsInQueue() || p.Err() != nil {
 		return nil
 	}

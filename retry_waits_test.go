@@ -78,8 +78,8 @@ func TestDelayedRetryArgumentsAreTheBrokersMinAndMax(t *testing.T) {
 		{acemq.NoRetry().HoldWaits(acemq.WaitsInQueue), nil},
 	}
 	for _, tc := range cases {
-		if got := tc.p.DelayedRetryArguments(); !reflect.DeepEqual(got, tc.want) {
-			t.Errorf("%v: DelayedRetryArguments() = %v, want %v", tc.p, got, tc.want)
+		if got := tc.p.DelayedRetryArgumentsForTest(); !reflect.DeepEqual(got, tc.want) {
+			t.Errorf("%v: delayedRetryArguments() = %v, want %v", tc.p, got, tc.want)
 		}
 	}
 	if got := acemq.Linear(5, time.Second, 3*time.Second).HoldWaits(acemq.WaitsInQueue).BrokerDelays(); len(got) != 0 {

@@ -198,9 +198,9 @@ func (c *seamConn) Hold(deadline time.Time) {
 	}
 }
 
-func (c *seamConn) Release(deadline time.Time) error {
+func (c *seamConn) Release(ctx context.Context, deadline time.Time) error {
 	if h, ok := c.Connection.(transport.Holder); ok {
-		return h.Release(deadline)
+		return h.Release(ctx, deadline)
 	}
 	return nil
 }

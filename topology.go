@@ -271,7 +271,7 @@ func (t *Topology) DeadLetters(q string) *Topology {
 //
 // A policy that holds its waits in the queue (HoldWaits(WaitsInQueue))
 // adds no ladder: q itself is declared with the policy's delayed retry
-// arguments (DelayedRetryArguments), so q must be a quorum queue declared
+// arguments (delayedRetryArguments), so q must be a quorum queue declared
 // in this topology, and its delivery limit (RabbitMQ 4's default is 20)
 // must allow the policy's attempts; Validate reports otherwise. With
 // WaitsInQueueWhereSupported, Declarations lists the ladder (what every

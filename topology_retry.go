@@ -64,7 +64,7 @@ func (t *Topology) withRetryWaits(decls []Declaration, resolved map[string]bool)
 		}
 		if d.Kind == DeclQueue {
 			if p, ok := held[d.Queue.Name]; ok {
-				d.Queue.Args = mergeTable(d.Queue.Args, p.DelayedRetryArguments())
+				d.Queue.Args = mergeTable(d.Queue.Args, p.delayedRetryArguments())
 			}
 		}
 		if d.Kind == DeclBinding && d.Binding.Exchange == RetryExchange {
@@ -116,7 +116,7 @@ func (t *Topology) retryWaitProblems(decls []Declaration) []string {
 			problems = append(problems, fmt.Sprintf("Retries holds the waits of queue %q in the queue, but it is a %s queue: only quorum queues hold retry waits (RabbitMQ 4.3's delayed retry). Use a quorum queue, or HoldWaits(WaitsOnRungs).", qp.queue, q.QueueType))
 			continue
 		}
-		want := p.DelayedRetryArguments()
+		want := p.delayedRetryArguments()
 		for name, v := range want {
 			if got, ok := q.Queue.Args[name]; ok && !reflect.DeepEqual(got, v) {
 				problems = append(problems, fmt.Sprintf("queue %q sets %s=%v, but its retry policy %s holds its waits there with %s=%v; drop the argument (Retries writes it)", qp.queue, name, got, p, name, v))

@@ -20,6 +20,7 @@ import (
 	"time"
 
 	"github.com/acemq-go/acemq"
+	"github.com/acemq-go/acemq/transport"
 )
 
 // DefaultAddr is where ListenAndServe binds when given "" (port 0 means
@@ -189,7 +190,7 @@ func (a *actuator) serveHealth(w http.ResponseWriter, r *http.Request) {
 	checks := a.checks
 	var connName string
 	if a.conn != nil {
-		cc := acemq.ConnCheck(a.conn)
+		cc := acemq.CheckFunc("acemq", a.conn.Health)
 		connName = cc.Name()
 		checks = append([]acemq.Check{cc}, a.checks...)
 	}
@@ -228,8 +229,8 @@ type infoBody struct {
 func (a *actuator) serveInfo(w http.ResponseWriter, r *http.Request) {
 	b := infoBody{Library: Library, LibraryVersion: LibraryVersion(), Name: a.name, Version: a.version}
 	if a.conn != nil {
-		b.Transport = a.conn.Transport()
-		b.Capabilities = a.conn.Capabilities()
+		b.Transport = a.conn.Health(r.Context()).Transport
+		b.Capabilities = capabilities(b.Transport)
 		slices.Sort(b.Capabilities)
 		if b.Capabilities == nil {
 			b.Capabilities = []string{}
@@ -296,4 +297,15 @@ func ListenAndServe(ctx context.Context, addr string, h http.Handler) error {
 		return fmt.Errorf("acemq: the actuator cannot listen on %s: %w", addr, err)
 	}
 	return Serve(ctx, ln, h)
+}
+
+// capabilities lists what the transport driver named name supports (the
+// drivers registered with package transport), or nil.
+func capabilities(name string) []string {
+	for _, scheme := range transport.Schemes() {
+		if d, ok := transport.Lookup(scheme); ok && d.Name() == name {
+			return append([]string(nil), d.Capabilities()...)
+		}
+	}
+	return nil
 }

@@ -99,6 +99,7 @@ type options struct {
 	repeat, consumeRepeat int
 	only                  string
 	isolate               bool
+	ctxTimeout            time.Duration
 }
 
 // scenarios lists the contenders for one message size, in table order.
@@ -189,6 +190,7 @@ func runIsolated(o options, sc *scenario, size int, q string) (sample, error) {
 	}
 	cmd := exec.Command(exe, "-url", o.url, "-n", strconv.Itoa(o.n), "-n-wait", strconv.Itoa(o.nWait),
 		"-goroutines", strconv.Itoa(o.goroutines), "-channels", strconv.Itoa(o.channels),
+		"-ctx-timeout", o.ctxTimeout.String(),
 		"-child-scenario", sc.name, "-child-size", strconv.Itoa(size), "-child-queue", q)
 	cmd.Stderr = os.Stderr
 	out, err := cmd.Output()
@@ -210,6 +212,7 @@ func main() {
 	sizes := flag.String("sizes", "256,4096", "message sizes in bytes, comma-separated")
 	flag.IntVar(&o.goroutines, "goroutines", 64, "publishing goroutines for (c) and (d)")
 	flag.IntVar(&o.channels, "channels", 0, "AceMQ publishing channels (0: the library default, 4)")
+	flag.DurationVar(&o.ctxTimeout, "ctx-timeout", 0, "run AceMQ's calls under one context with this deadline, so every write is watched as a Send with a deadline is (measures what a context that can end costs); 0: context.Background()")
 	flag.IntVar(&o.repeat, "repeat", 3, "runs per scenario; the median rate is reported")
 	flag.IntVar(&o.consumeRepeat, "consume-repeat", 7, "runs per consume scenario: the broker's cost per delivery is bimodal here (31-64 µs, for every client alike), so a median needs more runs")
 	flag.DurationVar(&settle, "settle", time.Second, "pause before each run and between a consume run's fill and its consumer, so the broker finishes earlier work (deleting the previous queue, writing the fill) first")
@@ -224,6 +227,11 @@ func main() {
 		log.Fatal("bench: give the broker with -url or ACEMQ_URL, e.g. -url amqp://guest:guest@127.0.0.1:5672/")
 	}
 	ctx := context.Background()
+	if o.ctxTimeout > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, o.ctxTimeout)
+		defer cancel()
+	}
 	if *childScenario != "" {
 		for _, sc := range scenarios(ctx, o, makeBody(*childSize)) {
 			if sc.name == *childScenario {

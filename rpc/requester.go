@@ -89,7 +89,7 @@ func NewRequester(ctx context.Context, conn *acemq.Conn, opts ...Option) (*Reque
 	if cfg.tp == nil {
 		cfg.tp = conn.Config().TracerProvider
 	}
-	m, err := newMetrics(cfg.mp, conn.Transport())
+	m, err := newMetrics(cfg.mp, conn.Health(context.Background()).Transport)
 	if err != nil {
 		return nil, fmt.Errorf("acemq: cannot create the request metrics: %w", err)
 	}

@@ -128,7 +128,7 @@ func (r *Reader) lagMetrics(c *acemq.Conn) func() {
 	age, _ := m.Float64ObservableGauge("acemq.stream.lag.age", metric.WithUnit("s"),
 		metric.WithDescription("How long ago the newest message a stream reader handled was first published."))
 	attrs := metric.WithAttributeSet(attribute.NewSet(
-		attribute.String("queue", r.stream), attribute.String("reader", r.name), attribute.String("transport", c.Transport())))
+		attribute.String("queue", r.stream), attribute.String("reader", r.name), attribute.String("transport", c.Health(context.Background()).Transport)))
 	reg, err := m.RegisterCallback(func(_ context.Context, o metric.Observer) error {
 		l := r.Lag()
 		o.ObserveInt64(behind, l.Behind, attrs)

@@ -68,11 +68,16 @@ func CloseWithin(conn Connection, d time.Duration) error {
 //
 // Release reports a failed write of the kept bytes; the connection is then
 // closed, and every publish whose bytes were kept ends as lost (its
-// confirm callback says so), never as confirmed. Hold and Release are safe
-// for concurrent use; every Hold must be matched by one Release.
+// confirm callback says so), never as confirmed. ctx bounds Release's
+// write as it bounds Publisher.Publish's: when ctx ends before the socket
+// is free, Release returns ctx's error and the kept bytes go out with the
+// next write on the connection; when it ends during a write the broker is
+// not reading, the write is abandoned and the connection closed. Hold
+// never waits. Hold and Release are safe for concurrent use; every Hold
+// must be matched by one Release.
 type Holder interface {
 	Hold(deadline time.Time)
-	Release(deadline time.Time) error
+	Release(ctx context.Context, deadline time.Time) error
 }
 
 // Server is what a broker says about itself when a connection opens

@@ -136,6 +136,13 @@ type Publisher interface {
 	// A returned error wrapping ErrNotWritten means nothing was written and
 	// done will not be called; any other error means the write may have
 	// happened and done will still be called if it was registered.
+	//
+	// ctx bounds the write, never the wait for the broker's answer: a
+	// publish still waiting for the socket when ctx ends writes nothing
+	// (ErrNotWritten, wrapping ctx's error), and a write blocked because
+	// the broker stopped reading is abandoned when ctx ends; part of a
+	// frame may then be on the wire, so the connection is closed and every
+	// publish pending on it is answered Lost.
 	Publish(ctx context.Context, msg *Message, done ConfirmFunc) error
 	// Confirming reports whether the channel is in confirm mode.
 	Confirming() bool
@@ -331,7 +338,11 @@ type Config struct {
 	Purpose Purpose
 	// Product and Version are reported to the broker.
 	Product, Version string
-	Heartbeat        time.Duration
+	// Heartbeat is the AMQP heartbeat interval asked for: 0 means the
+	// driver's default (10s for RabbitMQ), a negative value turns
+	// heartbeats off, and a positive value is rounded up to whole seconds
+	// (AMQP carries it in seconds). The broker's proposal may lower it.
+	Heartbeat time.Duration
 	// ConnectTimeout bounds each address (TCP + TLS + AMQP handshake).
 	ConnectTimeout time.Duration
 	TLS            *tls.Config
@@ -365,7 +376,8 @@ type Driver interface {
 var ErrNotWritten = errors.New("transport: nothing was written")
 
 // ErrClosed is returned by operations on a closed channel or connection.
-var ErrClosed = errors.New("transport: channel or connection is closed")
+// It is acemq.ErrClosed too: one sentinel, whichever layer noticed.
+var ErrClosed = errors.New("acemq: the connection or channel has been closed")
 
 // Error is an error the broker reported: a channel or connection close
 // with its AMQP reply code and text. errors.As reaches it through the

@@ -228,7 +228,7 @@ loop:
 		return benchResult{}, fmt.Errorf("no message was confirmed (%s); check the broker", sentence(e))
 	}
 	res := benchResult{
-		URL: redact.URL(u), Transport: c.Transport(), QueueType: qtype, Mode: mode, TargetRate: rate, Size: size, Window: window,
+		URL: redact.URL(u), Transport: c.Health(ctx).Transport, QueueType: qtype, Mode: mode, TargetRate: rate, Size: size, Window: window,
 		Sent: sent.Load(), Confirmed: confirmedTotal.Load(), Consumed: consumed.Load(),
 		Seconds:     elapsed.Seconds(),
 		PublishRate: float64(confirmedTotal.Load()) / pubElapsed.Seconds(),

@@ -201,7 +201,7 @@ func runDemo(ctx context.Context, out io.Writer, url, dbURL string, then func(*a
 		return err
 	}
 	defer closeConn(services)
-	say("broker: %s (%s)", redact.URL(url), orders.Transport())
+	say("broker: %s (%s)", redact.URL(url), orders.Health(ctx).Transport)
 
 	topo := acemq.NewTopology().
 		Exchange(ex, acemq.Topic, acemq.ExchangeOptions{}).

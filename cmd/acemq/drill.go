@@ -82,7 +82,7 @@ func printVerdicts(w io.Writer, results []*drill.Result) error {
 func newDrill() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "drill NAME",
-		Short: "Reliability drills against a real broker: crash, restart, alarm, soak, hostile",
+		Short: "Reliability drills against a real broker: crash, restart, alarm, soak, hostile, stall",
 		Long: `Reliability drills against a real broker. Each is bounded in time, ends with one verdict
 line with its numbers ("drill NAME: PASS|FAIL name=value ..."), and exits non-zero on failure.
 
@@ -97,14 +97,18 @@ line with its numbers ("drill NAME: PASS|FAIL name=value ..."), and exits non-ze
             broker-side closes and cuts of the TCP path in turn (--close);
             RSS, fds, goroutines and the Go heap must stay flat
   hostile   malformed messages to a typed consumer: each lands where the contract says
+  stall     the broker's process stopped (SIGSTOP) under large publishes, so it stops
+            reading: every Send within its deadline, the Conn recovering once resumed,
+            Close within its context with a write blocked
 
-restart and alarm control the broker with rabbitmqctl (--ctl); the soak's server closes use
+restart, alarm and stall control the broker with rabbitmqctl (--ctl; stall only to find the
+broker's process, or give --pid, and it must run on the broker's machine); the soak's server closes use
 the management API (--management) or else rabbitmqctl, and its cuts (--close cut) need neither.`,
 		Example: `  acemq drill crash --url amqp://guest:guest@localhost:5672/
   acemq drill restart --url amqp://guest:guest@localhost:5672/ --ctl "rabbitmqctl -n rabbit@host"
   make drills        # every drill, full length, on the project's private node`,
 	}
-	cmd.AddCommand(newDrillCrash(), newDrillRestart(), newDrillAlarm(), newDrillSoak(), newDrillHostile(), newDrillChild())
+	cmd.AddCommand(newDrillCrash(), newDrillRestart(), newDrillAlarm(), newDrillSoak(), newDrillHostile(), newDrillStall(), newDrillChild())
 	return cmd
 }
 
@@ -202,6 +206,33 @@ func newDrillAlarm() *cobra.Command {
 	cmd.Flags().DurationVar(&o.Hold, "hold", 3*time.Second, "how long the alarm stays raised once the connection is blocked")
 	cmd.Flags().DurationVar(&o.SendTimeout, "send-timeout", 2*time.Second, "each Send's context deadline")
 	cmd.Flags().StringVar(&o.Watermark, "watermark", "0.4", "the vm_memory_high_watermark to set back afterwards")
+	return cmd
+}
+
+func newDrillStall() *cobra.Command {
+	var f drillFlags
+	var o drill.StallOptions
+	cmd := &cobra.Command{
+		Use:   "stall",
+		Short: "Stop the broker's process under large publishes: Sends within their deadlines, recovery, a bounded Close",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return runDrill(cmd, &f, func(ctx context.Context, env drill.Env) []*drill.Result {
+				return []*drill.Result{drill.Stall(ctx, env, o)}
+			})
+		},
+	}
+	f.register(cmd, true, 3*time.Minute)
+	cmd.Flags().IntVar(&o.PID, "pid", 0, "the broker's process id (default: asked of rabbitmqctl, os:getpid())")
+	cmd.Flags().IntVar(&o.Publishers, "publishers", 16, "publishing goroutines, each Send under --send-timeout")
+	cmd.Flags().IntVar(&o.Size, "size", 8<<20, "each message's body in bytes")
+	cmd.Flags().DurationVar(&o.SendTimeout, "send-timeout", 2*time.Second, "each Send's context deadline")
+	cmd.Flags().DurationVar(&o.StopAfter, "stop-after", 2*time.Second, "how long the publishers run before each stop")
+	cmd.Flags().DurationVar(&o.Hold, "hold", 6*time.Second, "how long the broker stays stopped the first time")
+	cmd.Flags().DurationVar(&o.CloseAfter, "close-after", 4*time.Second, "how long the broker has been stopped the second time when Close is called")
+	cmd.Flags().DurationVar(&o.CloseTimeout, "close-timeout", 3*time.Second, "Close's context deadline")
+	cmd.Flags().IntVar(&o.Unbounded, "unbounded", 16, "Sends without a deadline blocked in their writes when Close is called")
+	cmd.Flags().DurationVar(&o.Slack, "slack", time.Second, "how far past its deadline a Send or Close may return")
 	return cmd
 }
 

@@ -103,7 +103,7 @@ func run(url, dsn string) error {
 	if _, err := db.ExecContext(ctx, dialect.Rebind(`INSERT INTO example_balance (account, amount) VALUES (?, 0)`), account); err != nil {
 		return err
 	}
-	fmt.Printf("broker %s, database %s\n", conn.Transport(), dialect)
+	fmt.Printf("broker %s, database %s\n", conn.Health(ctx).Transport, dialect)
 
 	// 1. The stronger form: key and charge in one transaction.
 	handled := make(chan string, 16)

@@ -98,7 +98,7 @@ func run(url, dsn string) error {
 	if _, err := db.ExecContext(ctx, `CREATE TABLE IF NOT EXISTS example_orders (id VARCHAR(64) PRIMARY KEY, amount INTEGER NOT NULL)`); err != nil {
 		return err
 	}
-	fmt.Printf("broker %s, database %s\n", conn.Transport(), dialect)
+	fmt.Printf("broker %s, database %s\n", conn.Health(ctx).Transport, dialect)
 
 	// Each order and its message commit together; the third rolls back.
 	place := func(o order, commit bool) (string, error) {

@@ -37,6 +37,7 @@ type connection struct {
 	err   error
 	ended bool
 	ac    *amqp.Connection // nil until dialled
+	acW   *heldConn        // the amqp091-go part's writer, with ac
 	own   *ownConn         // nil until dialled (always nil with frames=amqp091)
 
 	// held is the writer holders hold (transport.Holder): the owned
@@ -68,12 +69,12 @@ func (c *connection) amqpPart(ctx context.Context) (*amqp.Connection, error) {
 	c.mu.Lock()
 	if c.ended {
 		c.mu.Unlock()
-		_ = ac.CloseDeadline(time.Now().Add(loseCloseWait))
+		closeAMQP(ac, held, time.Now().Add(loseCloseWait))
 		return nil, c.endedErr()
 	}
-	c.ac = ac
+	c.ac, c.acW = ac, held
 	c.mu.Unlock()
-	if held != nil && c.plan.coalesce {
+	if c.plan.coalesce && !c.plan.native {
 		c.held.Store(held)
 	}
 	closes := ac.NotifyClose(make(chan *amqp.Error, 1))
@@ -175,15 +176,28 @@ func (c *connection) end(err error) {
 	if c.err == nil {
 		c.err = err
 	}
-	ac, oc := c.ac, c.own
+	ac, acW, oc := c.ac, c.acW, c.own
 	c.mu.Unlock()
 	close(c.done)
+	deadline := time.Now().Add(loseCloseWait)
 	if oc != nil {
 		_ = oc.closeWithin(loseCloseWait)
 	}
 	if ac != nil {
-		_ = ac.CloseDeadline(time.Now().Add(loseCloseWait))
+		closeAMQP(ac, acW, deadline)
 	}
+}
+
+// closeAMQP closes the amqp091-go part by deadline, returning what its
+// CloseDeadline does. The socket's write deadline is set first, through
+// the writer under the client: a write blocked because the broker stopped
+// reading holds the client's locks, and its own close (or a shutdown it
+// began on a failed read) would wait for them before setting any deadline.
+func closeAMQP(ac *amqp.Connection, w *heldConn, deadline time.Time) error {
+	if w != nil {
+		w.closeBy(deadline)
+	}
+	return ac.CloseDeadline(deadline)
 }
 
 // Channel opens a general-purpose channel. It fails with the connection's
@@ -233,6 +247,9 @@ func (c *connection) Publisher(ctx context.Context, confirm bool) (transport.Pub
 	}
 	p := newPublisher(ch, confirm)
 	c.limit(p)
+	c.mu.Lock()
+	p.w = c.acW
+	c.mu.Unlock()
 	return p, nil
 }
 
@@ -285,11 +302,12 @@ func (c *connection) Hold(deadline time.Time) {
 }
 
 // Release ends a Hold taken with deadline; the last holder out writes
-// everything kept, in one call, before it returns. A failed write closes
-// the connection: the publishes whose bytes were kept end Lost.
-func (c *connection) Release(deadline time.Time) error {
+// everything kept, in one call, before it returns, bounded by ctx (see
+// transport.Holder). A failed write closes the connection: the publishes
+// whose bytes were kept end Lost.
+func (c *connection) Release(ctx context.Context, deadline time.Time) error {
 	if h := c.held.Load(); h != nil {
-		if err := h.Release(deadline); err != nil {
+		if err := h.Release(ctx, deadline); err != nil {
 			return convertError(err)
 		}
 	}
@@ -336,26 +354,35 @@ func (c *connection) Close() error { return c.CloseWithin(closeHandshake) }
 
 // CloseWithin is Close waiting at most d for the broker's close-ok before
 // dropping the socket. Every channel has ended when it returns, so every
-// pending publish has been answered.
+// pending publish has been answered. d bounds both parts together, and a
+// write blocked because the broker stopped reading too: each part sets
+// its socket's write deadline before it writes its close.
 func (c *connection) CloseWithin(d time.Duration) error {
+	deadline := time.Now().Add(d)
 	c.dialMu.Lock() // no part is being dialled
 	c.mu.Lock()
 	first := !c.ended
-	ac, oc := c.ac, c.own
+	ac, acW, oc := c.ac, c.acW, c.own
 	c.ended = true
 	c.mu.Unlock()
 	c.dialMu.Unlock()
 	if first {
 		close(c.done)
 	}
+	if acW != nil {
+		acW.closeBy(deadline) // before the other part's close, too
+	}
+	if oc != nil {
+		oc.w.closeBy(deadline)
+	}
 	var errs []error
 	if oc != nil {
-		if err := oc.closeWithin(d); err != nil && first {
+		if err := oc.closeWithin(time.Until(deadline)); err != nil && first {
 			errs = append(errs, err)
 		}
 	}
 	if ac != nil {
-		err := ac.CloseDeadline(time.Now().Add(d))
+		err := closeAMQP(ac, acW, deadline)
 		if err != nil && convertError(err) != transport.ErrClosed && first {
 			var ne net.Error
 			if errors.As(err, &ne) && ne.Timeout() {

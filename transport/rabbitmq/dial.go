@@ -11,6 +11,7 @@ import (
 	"os"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	amqp "github.com/rabbitmq/amqp091-go"
@@ -104,8 +105,11 @@ func dialOne(ctx context.Context, base amqp.URI, addr string, cfg transport.Conf
 }
 
 // dialPlan is everything one address's dial needs, kept so a connection's
-// second part dials the same address with the same settings.
+// second part dials the same address with the same settings. Only the
+// login in uri changes after prepare (a refreshed secret, secret.go):
+// read it with loginURI, change it with setLogin.
 type dialPlan struct {
+	loginMu   sync.Mutex
 	uri       amqp.URI // the scheme is amqp: TLS is done by tlsConfig
 	shown     string
 	timeout   time.Duration
@@ -118,6 +122,21 @@ type dialPlan struct {
 	coalesce  bool
 	native    bool
 	onBlocked func(active bool, reason string)
+}
+
+// loginURI is a copy of the plan's URI with the login as it is now.
+func (pl *dialPlan) loginURI() amqp.URI {
+	pl.loginMu.Lock()
+	defer pl.loginMu.Unlock()
+	return pl.uri
+}
+
+// setLogin changes the login a part dialled later uses: user and password
+// together, as the credentials provider answered them.
+func (pl *dialPlan) setLogin(user, password string) {
+	pl.loginMu.Lock()
+	pl.uri.Username, pl.uri.Password = user, password
+	pl.loginMu.Unlock()
 }
 
 func (pl *dialPlan) shownOr(addr string) string {
@@ -144,8 +163,13 @@ func prepare(ctx context.Context, base amqp.URI, addr string, cfg transport.Conf
 	if pl.timeout <= 0 {
 		pl.timeout = defaultConnectTimeout
 	}
-	if pl.heartbeat <= 0 {
+	switch {
+	case pl.heartbeat == 0:
 		pl.heartbeat = defaultHeartbeat
+	case pl.heartbeat > 0:
+		// AMQP carries the interval in whole seconds: round up, never to
+		// 0 (which would mean the broker's interval).
+		pl.heartbeat = (pl.heartbeat + time.Second - 1) / time.Second * time.Second
 	}
 	actx, cancel := context.WithTimeout(ctx, pl.timeout)
 	defer cancel()
@@ -246,7 +270,8 @@ func (pl *dialPlan) socket(actx context.Context, network, address string) (conn 
 func (pl *dialPlan) dialOwn(ctx context.Context) (*ownConn, error) {
 	actx, cancel := context.WithTimeout(ctx, pl.timeout)
 	defer cancel()
-	sock, stop, err := pl.socket(actx, "tcp", net.JoinHostPort(pl.uri.Host, strconv.Itoa(pl.uri.Port)))
+	uri := pl.loginURI()
+	sock, stop, err := pl.socket(actx, "tcp", net.JoinHostPort(uri.Host, strconv.Itoa(uri.Port)))
 	if err != nil {
 		return nil, explainLogin(dialCause(actx, err), pl.sec)
 	}
@@ -255,8 +280,8 @@ func (pl *dialPlan) dialOwn(ctx context.Context) (*ownConn, error) {
 		props[k] = v
 	}
 	oc, err := openOwn(sock, ownParams{
-		login:      ownLogin{external: pl.external, user: pl.uri.Username, password: pl.uri.Password},
-		vhost:      pl.uri.Vhost,
+		login:      ownLogin{external: pl.external, user: uri.Username, password: uri.Password},
+		vhost:      uri.Vhost,
 		properties: props,
 		heartbeat:  pl.heartbeat,
 		onBlocked:  pl.onBlocked,
@@ -273,20 +298,27 @@ func (pl *dialPlan) dialOwn(ctx context.Context) (*ownConn, error) {
 }
 
 // dialAMQP opens an amqp091-go connection over a socket of ours: the frame
-// guard reads under it (guard.go) and, when coalescing, a heldConn writes
-// under it (hold.go).
+// guard reads under it (guard.go) and a heldConn writes under it
+// (hold.go), returned for holding (when coalescing) and for bounding
+// publish calls by their contexts.
 func (pl *dialPlan) dialAMQP(ctx context.Context) (*amqp.Connection, *heldConn, error) {
 	actx, cancel := context.WithTimeout(ctx, pl.timeout)
 	defer cancel()
+	// A negative heartbeat is off. amqp091-go takes the broker's interval
+	// when asked for less than 1s (0 is its default, 10s), so it is asked
+	// for less than 1s and the frame guard shows it a broker that
+	// proposes none: it answers tune with 0, off, as AMQP lets a client
+	// choose (guard.go).
 	config := amqp.Config{Heartbeat: pl.heartbeat, Properties: amqp.Table{}, Locale: "en_US"}
 	for k, v := range pl.props {
 		config.Properties[k] = v
 	}
+	uri := pl.loginURI()
 	switch {
 	case pl.external:
 		config.SASL = []amqp.Authentication{&amqp.ExternalAuth{}}
-	case pl.uri.Username != "" || pl.uri.Password != "":
-		config.SASL = []amqp.Authentication{&amqp.PlainAuth{Username: pl.uri.Username, Password: pl.uri.Password}}
+	case uri.Username != "" || uri.Password != "":
+		config.SASL = []amqp.Authentication{&amqp.PlainAuth{Username: uri.Username, Password: uri.Password}}
 	}
 	// The client's Dial hook takes no context, so the attempt's context is
 	// captured here: it bounds the TCP connect, sets the socket deadline
@@ -302,16 +334,16 @@ func (pl *dialPlan) dialAMQP(ctx context.Context) (*amqp.Connection, *heldConn, 
 		}
 		stop = st
 		guard = newGuardedConn(conn)
-		if !pl.coalesce || pl.native {
-			return guard, nil
-		}
+		guard.noHeartbeat = pl.heartbeat < 0
 		// Writes gather only while a publishing goroutine holds the
-		// connection, and that goroutine writes them (hold.go): nothing
-		// kept is ever written late by a goroutine of ours.
+		// connection (with coalesce=on and frames=amqp091), and that
+		// goroutine writes them (hold.go): nothing kept is ever written
+		// late by a goroutine of ours. Held or not, the writer bounds
+		// each write by its publish call's context (watch.go).
 		held = newHeldConn(guard)
 		return held, nil
 	}
-	ac, err := amqp.DialConfig(pl.uri.String(), config)
+	ac, err := amqp.DialConfig(uri.String(), config)
 	interrupted := stop != nil && !stop()
 	if err != nil {
 		return nil, nil, explainLogin(dialCause(actx, err), pl.sec)

@@ -42,6 +42,12 @@ type guardedConn struct {
 	maxFrame atomic.Uint32
 	// rewritten counts frames rewritten, for tests.
 	rewritten atomic.Int64
+	// noHeartbeat zeroes the heartbeat the broker proposes in
+	// connection.tune, so the client answers 0 and heartbeats are off
+	// (amqp091-go otherwise takes the broker's interval when asked for
+	// none). Set before the client reads.
+	noHeartbeat bool
+	tuned       bool // connection.tune has gone by
 }
 
 // maxHeldFrame bounds the content header frames held for scanning; a
@@ -124,6 +130,9 @@ func (g *guardedConn) nextBuffered() bool {
 		return false
 	}
 	size := binary.BigEndian.Uint32(h[3:7])
+	if g.noHeartbeat && !g.tuned && h[0] == frameMethod && size == tunePayload {
+		return g.r.Buffered() >= 7+int(size)+1 // read whole (tune)
+	}
 	if h[0] != frameHeaderType {
 		return true
 	}
@@ -142,6 +151,9 @@ func (g *guardedConn) next() error {
 		return err
 	}
 	size := binary.BigEndian.Uint32(g.hdr[3:7])
+	if g.noHeartbeat && !g.tuned && g.hdr[0] == frameMethod && size == tunePayload {
+		return g.tune(size)
+	}
 	if g.hdr[0] != frameHeaderType || size > maxHeldFrame {
 		g.out, g.pass = g.hdr[:], int(size)+1
 		return nil
@@ -150,6 +162,25 @@ func (g *guardedConn) next() error {
 		return err
 	}
 	g.out = g.check(g.buf)
+	return nil
+}
+
+// tunePayload is connection.tune's payload size: class, method,
+// channel-max (2), frame-max (4), heartbeat (2).
+const tunePayload = 12
+
+// tune reads a method frame of connection.tune's size whole and, when it
+// is connection.tune on channel 0, zeroes the heartbeat it proposes.
+func (g *guardedConn) tune(size uint32) error {
+	if err := g.readFrame(size); err != nil {
+		return err
+	}
+	p := g.buf[7 : 7+size]
+	if binary.BigEndian.Uint16(g.hdr[1:3]) == 0 && binary.BigEndian.Uint16(p) == classConnection && binary.BigEndian.Uint16(p[2:]) == methodConnectionTune {
+		g.tuned = true
+		p[10], p[11] = 0, 0
+	}
+	g.out = g.buf
 	return nil
 }
 

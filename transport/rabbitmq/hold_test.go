@@ -56,13 +56,13 @@ func TestHeldWritesLeaveInOneWriteWhenTheLastHolderReleases(t *testing.T) {
 			t.Fatalf("Write(%q) = %d, %v", s, n, err)
 		}
 	}
-	if err := c.Release(time.Time{}); err != nil {
+	if err := c.Release(context.Background(), time.Time{}); err != nil {
 		t.Fatal(err)
 	}
 	if w, _ := rc.record(); len(w) != 0 {
 		t.Fatalf("a holder is still in its run, yet %d writes reached the socket", len(w))
 	}
-	if err := c.Release(time.Time{}); err != nil {
+	if err := c.Release(context.Background(), time.Time{}); err != nil {
 		t.Fatal(err)
 	}
 	w, _ := rc.record()
@@ -93,7 +93,7 @@ func TestHeldWritesPastTheCapGoThroughInOrder(t *testing.T) {
 	if w, _ := rc.record(); len(w) == 0 {
 		t.Fatalf("100 KiB written under a hold and none reached the socket; the cap is %d", maxHeld)
 	}
-	if err := c.Release(time.Time{}); err != nil {
+	if err := c.Release(context.Background(), time.Time{}); err != nil {
 		t.Fatal(err)
 	}
 	w, _ := rc.record()
@@ -138,7 +138,7 @@ func TestHeldBytesOlderThanTheAgeBoundGoOutWithTheNextWrite(t *testing.T) {
 	if w, _ := rc.record(); len(w) != 1 {
 		t.Fatalf("a byte kept after the write-through left at once: %q", w)
 	}
-	if err := c.Release(time.Time{}); err != nil {
+	if err := c.Release(context.Background(), time.Time{}); err != nil {
 		t.Fatal(err)
 	}
 	if w, _ := rc.record(); len(w) != 2 || string(w[1]) != "ack-4" {
@@ -157,7 +157,7 @@ func TestAFailedHeldWriteIsReportedClosesTheSocketAndFailsLaterWrites(t *testing
 	rc.mu.Lock()
 	rc.failWith = boom
 	rc.mu.Unlock()
-	if err := c.Release(time.Time{}); !errors.Is(err, boom) {
+	if err := c.Release(context.Background(), time.Time{}); !errors.Is(err, boom) {
 		t.Fatalf("Release = %v; want the write failure", err)
 	}
 	if _, closed := rc.record(); !closed {
@@ -176,7 +176,7 @@ func TestHeldBytesPastTheirDeadlineAreDroppedNotSentLate(t *testing.T) {
 	if _, err := c.Write([]byte("late")); err != nil {
 		t.Fatal(err)
 	}
-	if err := c.Release(deadline); !errors.Is(err, errHeldTooLong) {
+	if err := c.Release(context.Background(), deadline); !errors.Is(err, errHeldTooLong) {
 		t.Fatalf("Release = %v; want errHeldTooLong", err)
 	}
 	w, closed := rc.record()
@@ -226,7 +226,7 @@ func TestABrokenSocketUnderAHoldFailsEveryPublishOfTheRun(t *testing.T) {
 	px.Kill()
 	// The first write to a socket whose peer has gone may still be taken
 	// by the kernel; either way the bytes never reach the broker.
-	t.Logf("Release after the break: %v", h.Release(time.Time{}))
+	t.Logf("Release after the break: %v", h.Release(context.Background(), time.Time{}))
 	timeout := time.After(wait)
 	for i := 0; i < run; i++ {
 		select {
@@ -311,7 +311,7 @@ func TestHeldRunsAndConsumerAcksShareOneConnection(t *testing.T) {
 						answers <- 0
 					}
 				}
-				if err := h.Release(time.Time{}); err != nil {
+				if err := h.Release(context.Background(), time.Time{}); err != nil {
 					t.Errorf("Release: %v", err)
 				}
 			}
@@ -360,7 +360,7 @@ func TestADepartedHoldersDeadlineDoesNotCloseTheConnection(t *testing.T) {
 	if _, err := c.Write([]byte("a")); err != nil {
 		t.Fatal(err)
 	}
-	if err := c.Release(deadlineA); err != nil { // A leaves
+	if err := c.Release(context.Background(), deadlineA); err != nil { // A leaves
 		t.Fatalf("A's Release = %v", err)
 	}
 	now = deadlineA.Add(time.Millisecond)
@@ -368,10 +368,10 @@ func TestADepartedHoldersDeadlineDoesNotCloseTheConnection(t *testing.T) {
 	if _, err := c.Write([]byte("c")); err != nil {
 		t.Fatalf("C's Write after A's deadline = %v", err)
 	}
-	if err := c.Release(time.Time{}); err != nil { // C
+	if err := c.Release(context.Background(), time.Time{}); err != nil { // C
 		t.Fatalf("C's Release after A's deadline = %v; A had left", err)
 	}
-	if err := c.Release(time.Time{}); err != nil { // B, the last out
+	if err := c.Release(context.Background(), time.Time{}); err != nil { // B, the last out
 		t.Fatalf("B's Release after A's deadline = %v; A had left", err)
 	}
 	w, closed := rc.record()
@@ -394,7 +394,7 @@ func TestAHolderWithADeadlineWritesItsKeptBytesAsItLeaves(t *testing.T) {
 	if _, err := c.Write([]byte("a")); err != nil {
 		t.Fatal(err)
 	}
-	if err := c.Release(deadlineA); err != nil {
+	if err := c.Release(context.Background(), deadlineA); err != nil {
 		t.Fatal(err)
 	}
 	if w, _ := rc.record(); len(w) != 1 || string(w[0]) != "a" {
@@ -408,7 +408,7 @@ func TestAHolderWithADeadlineWritesItsKeptBytesAsItLeaves(t *testing.T) {
 		t.Fatal(err)
 	}
 	now = deadlineD
-	if err := c.Release(deadlineD); !errors.Is(err, errHeldTooLong) {
+	if err := c.Release(context.Background(), deadlineD); !errors.Is(err, errHeldTooLong) {
 		t.Fatalf("Release past the holder's own deadline = %v; want errHeldTooLong", err)
 	}
 }

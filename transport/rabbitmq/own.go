@@ -27,9 +27,13 @@ import (
 // reply code and text as a *transport.Error.
 //
 // One reader goroutine reads every frame and answers the publishers'
-// waiters itself; one heartbeat goroutine writes heartbeats and drops a
-// connection the broker has gone silent on. Both belong to the ownConn:
-// they end when its socket closes, and close waits for them.
+// waiters itself; it never waits for a writer and runs no user code. One
+// control goroutine answers what needs a write (the broker's
+// channel.close and channel.flow), one notices goroutine calls onBlocked
+// (user code: a slow log handler must not stall the acks), and one
+// heartbeat goroutine writes heartbeats and drops a connection the broker
+// has gone silent on. All belong to the ownConn: they end when it ends,
+// and close waits for them (for the notices goroutine, within its bound).
 type ownConn struct {
 	sock      net.Conn
 	w         *heldConn
@@ -48,9 +52,34 @@ type ownConn struct {
 
 	secretOk chan struct{} // update-secret-ok, reader → updateSecret
 	reads    atomic.Uint64 // frames read, watched by the heartbeat goroutine
+	ctl      chan func()   // replies that must write, reader → control goroutine
+	notices  blockNotices  // connection.blocked and unblocked, reader → notices goroutine
 	done     chan struct{} // closed once the reader has ended
 	wg       sync.WaitGroup
+	noticed  chan struct{} // closed once the notices goroutine has ended
 }
+
+// ctlQueue bounds the replies queued for the control goroutine: a broker
+// that sends more channel closes and flow changes than that without the
+// connection being able to answer them has the connection dropped.
+const ctlQueue = 256
+
+// blockNotices carries connection.blocked and unblocked from the reader
+// to the goroutine that calls onBlocked: the reader appends and never
+// waits; when the callback falls behind by more than maxNotices, the
+// oldest are dropped (the latest state is always delivered).
+type blockNotices struct {
+	mu   sync.Mutex
+	list []blockNotice
+	wake chan struct{}
+}
+
+type blockNotice struct {
+	active bool
+	reason string
+}
+
+const maxNotices = 16
 
 // ownLogin is the SASL login of an ownConn.
 type ownLogin struct {
@@ -99,8 +128,10 @@ func openOwn(sock net.Conn, prm ownParams) (*ownConn, error) {
 		return nil, err
 	}
 	_ = sock.SetDeadline(time.Time{})
-	c.wg.Add(1)
+	c.wg.Add(2)
 	go c.readLoop()
+	go c.controlLoop()
+	go c.noticeLoop()
 	if c.heartbeat > 0 {
 		c.wg.Add(1)
 		go c.beat()
@@ -115,6 +146,12 @@ func handshake(sock net.Conn, prm ownParams) (*ownConn, error) {
 	fr := newFrameReader(sock, handshakeFrameMax)
 	expect := func(step string, method uint16) ([]byte, error) {
 		f, err := fr.next()
+		// A heartbeat may come at any point once tune is answered (RabbitMQ
+		// sends one after tune-ok when open is slow): it says only that
+		// the broker is there.
+		for err == nil && f.typ == frameHeartbeat && f.channel == 0 {
+			f, err = fr.next()
+		}
 		if err != nil {
 			if step == "tune" && isClosedByPeer(err) {
 				return nil, errLoginRefused
@@ -193,12 +230,7 @@ func handshake(sock net.Conn, prm ownParams) (*ownConn, error) {
 	if frameMax < frameMinSize {
 		return nil, fmt.Errorf("rabbitmq: the broker proposed frame_max %d, below AMQP's minimum of %d", frameMax, frameMinSize)
 	}
-	hb := uint16(min(prm.heartbeat/time.Second, 65535))
-	if hb == 0 || tune.heartbeat == 0 {
-		hb = max(hb, tune.heartbeat)
-	} else {
-		hb = min(hb, tune.heartbeat)
-	}
+	hb := heartbeatSeconds(prm.heartbeat, tune.heartbeat)
 	out = appendTuneOk(nil, chanMax, frameMax, hb)
 	out = appendOpen(out, prm.vhost)
 	if _, err := sock.Write(out); err != nil {
@@ -212,9 +244,24 @@ func handshake(sock net.Conn, prm ownParams) (*ownConn, error) {
 		sock: sock, fr: fr, frameMax: int(frameMax), chanMax: chanMax,
 		heartbeat: time.Duration(hb) * time.Second, onBlocked: prm.onBlocked,
 		chans: make(map[uint16]*ownPublisher), secretOk: make(chan struct{}, 1), done: make(chan struct{}),
+		ctl: make(chan func(), ctlQueue), notices: blockNotices{wake: make(chan struct{}, 1)}, noticed: make(chan struct{}),
 	}
 	c.w = newHeldConn(sock)
 	return c, nil
+}
+
+// heartbeatSeconds negotiates the heartbeat interval in seconds, as
+// tune-ok carries it: asked is the client's wish (negative: off, which
+// AMQP lets the client choose by answering 0; zero: the broker's
+// proposal; a positive value is rounded up to whole seconds, at most
+// 65535), proposed the broker's (0: none). A wish and a proposal both set
+// give the smaller.
+func heartbeatSeconds(asked time.Duration, proposed uint16) uint16 {
+	if asked < 0 {
+		return 0
+	}
+	want := uint16(min((asked+time.Second-1)/time.Second, 65535))
+	return pick16(want, proposed)
 }
 
 // pick16 negotiates a limit where 0 means none: the smaller of two, or
@@ -294,7 +341,11 @@ func (c *ownConn) connectionMethod(p []byte) error {
 	switch method {
 	case methodConnectionClose:
 		ca, _ := readClose(rest)
-		_ = c.w.urgent(appendCloseOk(nil, 0), errClosedByClient)
+		// The close-ok goes only if the socket is free: the reader waits
+		// for no writer, and the broker closes its end anyway.
+		ctx, cancel := context.WithTimeout(context.Background(), closeOkWait)
+		c.w.tryUrgent(ctx, appendCloseOk(nil, 0), errClosedByClient)
+		cancel()
 		c.mu.Lock()
 		if c.err == nil {
 			c.err = &transport.Error{Code: int(ca.code), Reason: ca.text, Server: true, Connection: true}
@@ -305,14 +356,9 @@ func (c *ownConn) connectionMethod(p []byte) error {
 		return errCloseOk
 	case methodConnectionBlocked:
 		a := args{p: rest}
-		reason := a.shortstr()
-		if c.onBlocked != nil {
-			c.onBlocked(true, reason)
-		}
+		c.notify(true, a.shortstr())
 	case methodConnectionUnblock:
-		if c.onBlocked != nil {
-			c.onBlocked(false, "")
-		}
+		c.notify(false, "")
 	case methodUpdateSecretOk:
 		select {
 		case c.secretOk <- struct{}{}:
@@ -320,6 +366,73 @@ func (c *ownConn) connectionMethod(p []byte) error {
 		}
 	}
 	return nil
+}
+
+// closeOkWait bounds the reader's write of a close-ok to the broker's
+// connection.close.
+const closeOkWait = time.Second
+
+// control hands f to the control goroutine, which runs it in order with
+// the others; the reader calls it and never waits. A full queue drops the
+// connection.
+func (c *ownConn) control(f func()) {
+	select {
+	case c.ctl <- f:
+	default:
+		c.fail(fmt.Errorf("rabbitmq: the broker sent more than %d channel closes and flow changes the publishing connection could not answer yet (a write the broker is not reading holds the socket); the connection was dropped", ctlQueue))
+	}
+}
+
+// controlLoop runs what the reader handed over until the connection ends.
+func (c *ownConn) controlLoop() {
+	defer c.wg.Done()
+	for {
+		select {
+		case f := <-c.ctl:
+			f()
+		case <-c.done:
+			return
+		}
+	}
+}
+
+// notify queues a blocked notice for the notices goroutine (reader).
+func (c *ownConn) notify(active bool, reason string) {
+	if c.onBlocked == nil {
+		return
+	}
+	n := &c.notices
+	n.mu.Lock()
+	if len(n.list) >= maxNotices {
+		n.list = append(n.list[:0], n.list[len(n.list)-maxNotices+1:]...)
+	}
+	n.list = append(n.list, blockNotice{active, reason})
+	n.mu.Unlock()
+	select {
+	case n.wake <- struct{}{}:
+	default:
+	}
+}
+
+// noticeLoop calls onBlocked with each notice, in order, until the
+// connection ends.
+func (c *ownConn) noticeLoop() {
+	defer close(c.noticed)
+	n := &c.notices
+	var batch []blockNotice
+	for {
+		select {
+		case <-n.wake:
+		case <-c.done:
+			return
+		}
+		n.mu.Lock()
+		batch, n.list = n.list, batch[:0]
+		n.mu.Unlock()
+		for _, b := range batch {
+			c.onBlocked(b.active, b.reason)
+		}
+	}
 }
 
 // end records why the connection ended, closes the socket and answers
@@ -373,9 +486,13 @@ func (c *ownConn) beat() {
 			c.fail(fmt.Errorf("rabbitmq: the broker sent nothing for %s, two heartbeat intervals; the publishing connection was dropped", 2*c.heartbeat))
 			return
 		}
-		// Never waits: a write blocked on a socket the broker stopped
-		// reading must not stop the silence being noticed.
-		c.w.tryPut(heartbeatFrame[:])
+		// Never waits for another write: a write blocked on a socket the
+		// broker stopped reading must not stop the silence being noticed.
+		// Its own write is bounded by the interval: a heartbeat the broker
+		// does not take within it drops the connection.
+		ctx, cancel := context.WithTimeout(context.Background(), c.heartbeat)
+		c.w.tryPut(ctx, heartbeatFrame[:])
+		cancel()
 	}
 }
 
@@ -388,27 +505,43 @@ func (c *ownConn) Err() error {
 
 // closeWithin sends connection.close, waits at most d for the broker's
 // close-ok, then closes the socket and waits for the goroutines. Pending
-// publishes are answered Lost.
+// publishes are answered Lost. d bounds it all, a writer blocked on a
+// socket the broker stopped reading included: the socket's write deadline
+// is set first, before close waits for the socket, so the close never
+// waits for the writer to give up on its own (the callback of a blocked
+// notice still running at the deadline is not waited for).
 func (c *ownConn) closeWithin(d time.Duration) error {
+	deadline := time.Now().Add(d)
+	c.w.closeBy(deadline)
 	c.mu.Lock()
 	already := c.closing || c.ended
 	c.closing = true
 	c.mu.Unlock()
 	var err error
 	if !already {
-		if werr := c.w.urgent(appendClose(nil, 0, replySuccess, "closed by the client"), errClosedByClient); werr == nil {
-			t := time.NewTimer(d)
+		ctx, cancel := context.WithDeadline(context.Background(), deadline)
+		werr := c.w.urgent(ctx, appendClose(nil, 0, replySuccess, "closed by the client"), errClosedByClient)
+		switch {
+		case werr == nil:
 			select {
 			case <-c.done:
-			case <-t.C:
+			case <-ctx.Done():
 				err = fmt.Errorf("rabbitmq: the broker did not answer the close within %s; the socket was dropped", d)
 			}
-			t.Stop()
+		case isWaited(werr):
+			err = fmt.Errorf("rabbitmq: a write the broker was not reading held the socket for the close's %s; the socket was dropped", d)
 		}
+		cancel()
 	}
 	_ = c.w.Close()
 	<-c.done
 	c.wg.Wait()
+	t := time.NewTimer(max(time.Until(deadline), 0))
+	select {
+	case <-c.noticed:
+	case <-t.C:
+	}
+	t.Stop()
 	return err
 }
 
@@ -419,7 +552,7 @@ func (c *ownConn) updateSecret(ctx context.Context, secret, reason string) error
 	case <-c.secretOk:
 	default:
 	}
-	if err := c.w.urgent(appendUpdateSecret(nil, secret, reason), nil); err != nil {
+	if err := c.w.urgent(ctx, appendUpdateSecret(nil, secret, reason), nil); err != nil {
 		return err
 	}
 	select {
@@ -466,9 +599,13 @@ func (c *ownConn) publisher(ctx context.Context, confirm bool) (*ownPublisher, e
 		out = appendConfirmSelect(out, id)
 		want = 2
 	}
-	if err := c.w.urgent(out, nil); err != nil {
+	if err := c.w.urgent(ctx, out, nil); err != nil {
 		c.release(p)
 		p.finish(transport.ErrClosed)
+		if isWaited(err) {
+			// Another write held the socket until ctx ended; nothing went.
+			return nil, fmt.Errorf("rabbitmq: cannot open a publishing channel: %w", err)
+		}
 		return nil, fmt.Errorf("rabbitmq: cannot open a publishing channel: %w: %w", transport.ErrClosed, err)
 	}
 	for got := 0; got < want; {
@@ -481,7 +618,9 @@ func (c *ownConn) publisher(ctx context.Context, confirm bool) (*ownPublisher, e
 			}
 			return nil, transport.ErrClosed
 		case <-ctx.Done():
-			p.sendClose() // the broker answers the open, then the close
+			// The broker answers the open, then the close; the close waits
+			// for the socket on the control goroutine, not here.
+			c.control(p.sendClose)
 			return nil, ctx.Err()
 		}
 	}

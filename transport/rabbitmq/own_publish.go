@@ -22,9 +22,10 @@ type ownPublisher struct {
 	done    chan struct{}
 	replies chan struct{} // open-ok and select-ok, reader → publisher()
 
-	// wmu serialises writes; stopped is set once no further frame may be
-	// written on the channel (it is closing or closed, or a write failed).
-	wmu     sync.Mutex
+	// wmu serialises writes (a publish waiting for it gives up when its
+	// context ends); stopped is set once no further frame may be written
+	// on the channel (it is closing or closed, or a write failed).
+	wmu     writeLock
 	stopped bool
 	seq     uint64 // the last delivery tag written
 	scratch []byte // the encoding buffer
@@ -42,7 +43,7 @@ type ownPublisher struct {
 }
 
 func newOwnPublisher(c *ownConn, id uint16, confirm bool) *ownPublisher {
-	p := &ownPublisher{c: c, id: id, confirm: confirm, done: make(chan struct{}), replies: make(chan struct{}, 2), low: 1}
+	p := &ownPublisher{c: c, id: id, confirm: confirm, done: make(chan struct{}), replies: make(chan struct{}, 2), low: 1, wmu: newWriteLock()}
 	if confirm {
 		p.table = newPending()
 	}
@@ -65,24 +66,26 @@ func (p *ownPublisher) method(payload []byte) error {
 			p.ret = r
 		}
 	case class == classChannel && method == methodChannelClose:
+		// Answered on the connection's control goroutine: the close-ok
+		// waits for the channel's writes, and the reader waits for no
+		// writer (a write the broker is not reading would stall every
+		// ack behind it).
 		ca, _ := readClose(rest)
-		p.wmu.Lock()
-		p.stopped = true
-		_ = p.c.w.urgent(appendCloseOk(nil, p.id), nil)
-		p.wmu.Unlock()
-		p.c.release(p)
-		p.finish(&transport.Error{Code: int(ca.code), Reason: ca.text, Server: true})
+		cause := &transport.Error{Code: int(ca.code), Reason: ca.text, Server: true}
+		p.c.control(func() { p.closedByBroker(cause) })
 	case class == classChannel && method == methodCloseOk:
 		p.c.release(p)
 		p.finish(transport.ErrClosed)
 	case class == classChannel && method == methodChannelFlow:
 		a := args{p: rest}
 		active := a.octet()&1 != 0
-		p.wmu.Lock()
-		if !p.stopped {
-			_ = p.c.w.urgent(appendFlowOk(nil, p.id, active), nil)
-		}
-		p.wmu.Unlock()
+		p.c.control(func() {
+			_ = p.wmu.lock(context.Background())
+			if !p.stopped {
+				_ = p.c.w.urgent(context.Background(), appendFlowOk(nil, p.id, active), nil)
+			}
+			p.wmu.unlock()
+		})
 	case class == classChannel && method == methodChannelOpenOk, class == classConfirm && method == methodSelectOk:
 		select {
 		case p.replies <- struct{}{}:
@@ -90,6 +93,18 @@ func (p *ownPublisher) method(payload []byte) error {
 		}
 	}
 	return nil
+}
+
+// closedByBroker answers the broker's channel.close (on the control
+// goroutine): no more writes, close-ok, the channel number freed, every
+// pending publish answered Lost with the broker's reason.
+func (p *ownPublisher) closedByBroker(cause *transport.Error) {
+	_ = p.wmu.lock(context.Background())
+	p.stopped = true
+	_ = p.c.w.urgent(context.Background(), appendCloseOk(nil, p.id), nil)
+	p.wmu.unlock()
+	p.c.release(p)
+	p.finish(cause)
 }
 
 // contentHeader completes a pending basic.return with the message id of
@@ -157,10 +172,14 @@ func (p *ownPublisher) answer(tag uint64, ack bool) {
 // is kept as the channel's error. Only the first call counts.
 func (p *ownPublisher) finish(cause error) {
 	// Taking wmu waits out a write in progress, so its waiter is either
-	// already registered (and answered below) or never will be.
-	p.wmu.Lock()
+	// already registered (and answered below) or never will be. The
+	// reader calls this only once the connection has ended or the
+	// channel's close-ok came, when no write holds wmu for long: writes
+	// fail at once on an ended connection, and none are made on a closed
+	// channel.
+	_ = p.wmu.lock(context.Background())
 	p.stopped = true
-	p.wmu.Unlock()
+	p.wmu.unlock()
 
 	p.pmu.Lock()
 	if p.ended {
@@ -193,7 +212,7 @@ func (p *ownPublisher) cause() error {
 
 // Publish writes msg; see publisher.Publish for what its errors and done
 // promise, which are the same. Safe for concurrent use; never waits for the
-// broker.
+// broker's answer, and its write is bounded by ctx (see transport.Publisher).
 func (p *ownPublisher) Publish(ctx context.Context, msg *transport.Message, done transport.ConfirmFunc) error {
 	if err := ctx.Err(); err != nil {
 		return fmt.Errorf("rabbitmq: publish not attempted: %w: %w", transport.ErrNotWritten, err)
@@ -201,14 +220,16 @@ func (p *ownPublisher) Publish(ctx context.Context, msg *transport.Message, done
 	if !p.confirm && done != nil {
 		return fmt.Errorf("rabbitmq: a confirm callback was given to a non-confirming publisher: %w", transport.ErrNotWritten)
 	}
-	p.wmu.Lock()
+	if err := p.wmu.lock(ctx); err != nil {
+		return fmt.Errorf("rabbitmq: publish not attempted: another publish held the channel past the caller's context: %w: %w", transport.ErrNotWritten, err)
+	}
 	if p.stopped {
-		p.wmu.Unlock()
+		p.wmu.unlock()
 		return p.notWritten()
 	}
 	buf, err := appendPublish(p.scratch[:0], p.id, p.c.frameMax, msg)
 	if err != nil {
-		p.wmu.Unlock()
+		p.wmu.unlock()
 		return fmt.Errorf("rabbitmq: cannot encode the message: %w: %w: %w", transport.ErrNotWritten, transport.ErrUnencodable, err)
 	}
 	if cap(buf) <= maxScratch {
@@ -221,10 +242,10 @@ func (p *ownPublisher) Publish(ctx context.Context, msg *transport.Message, done
 		p.pmu.Unlock()
 		p.issued.Store(seq)
 	}
-	sent, err := p.c.w.put(buf)
+	sent, err := p.c.w.put(ctx, buf)
 	if err == nil {
 		p.seq = seq
-		p.wmu.Unlock()
+		p.wmu.unlock()
 		return nil
 	}
 	if !sent {
@@ -234,16 +255,27 @@ func (p *ownPublisher) Publish(ctx context.Context, msg *transport.Message, done
 			p.pmu.Unlock()
 			p.issued.Store(p.seq)
 		}
+		if isWaited(err) {
+			// ctx ended before the socket was free (a write the broker
+			// is not reading holds it): nothing went, the channel goes on.
+			p.wmu.unlock()
+			return fmt.Errorf("rabbitmq: publish not attempted: %w: %w", transport.ErrNotWritten, err)
+		}
 		p.stopped = true
-		p.wmu.Unlock()
-		return p.notWritten()
+		p.wmu.unlock()
+		if p.cause() != nil || p.c.Err() != nil {
+			return p.notWritten() // with the broker's (or the network's) reason
+		}
+		// The connection's write failed (or was abandoned) before a byte
+		// of this publish went.
+		return fmt.Errorf("rabbitmq: publish not written: %w: %w: %w", transport.ErrNotWritten, transport.ErrClosed, err)
 	}
 	// Part of the frames may be on the wire. The failed write has closed
 	// the socket, so the connection and this channel end, and the waiter,
 	// still registered, is answered Lost then.
 	p.seq = seq
 	p.stopped = true
-	p.wmu.Unlock()
+	p.wmu.unlock()
 	return fmt.Errorf("rabbitmq: publish failed during the write; the message may have been sent: %w", err)
 }
 
@@ -277,11 +309,11 @@ func (p *ownPublisher) Close() error {
 // ended; the reader ends the channel at the close-ok, or the connection's
 // end does (a failed write closes the socket).
 func (p *ownPublisher) sendClose() {
-	p.wmu.Lock()
-	defer p.wmu.Unlock()
+	_ = p.wmu.lock(context.Background())
+	defer p.wmu.unlock()
 	if p.stopped {
 		return
 	}
 	p.stopped = true
-	_ = p.c.w.urgent(appendClose(nil, p.id, replySuccess, "closed by the client"), nil)
+	_ = p.c.w.urgent(context.Background(), appendClose(nil, p.id, replySuccess, "closed by the client"), nil)
 }

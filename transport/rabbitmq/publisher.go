@@ -26,10 +26,15 @@ type publisher struct {
 	confirm bool
 	done    chan struct{}
 
-	// wmu serialises writes. stopped is set once no further write may be
-	// attempted on this channel.
-	wmu     sync.Mutex
+	// wmu serialises writes; a publish waiting for it gives up when its
+	// context ends. stopped is set once no further write may be attempted
+	// on this channel.
+	wmu     writeLock
 	stopped bool
+
+	// w is the connection's writer, whose watch bounds a publish call by
+	// its context (watch.go); nil in tests that make a publisher alone.
+	w *heldConn
 
 	// closer is the goroutine that closes the channel after a write
 	// failed part way; Close waits for it.
@@ -46,7 +51,7 @@ type publisher struct {
 }
 
 func newPublisher(ch *amqp.Channel, confirm bool) *publisher {
-	p := &publisher{ch: ch, confirm: confirm, done: make(chan struct{})}
+	p := &publisher{ch: ch, confirm: confirm, done: make(chan struct{}), wmu: newWriteLock()}
 	closes := ch.NotifyClose(make(chan *amqp.Error, 1))
 	if !confirm {
 		go p.watch(closes)
@@ -138,9 +143,9 @@ func (p *publisher) finish(e *amqp.Error) {
 	}
 	// Taking wmu waits out a write in progress, so its waiter is either
 	// already registered (and answered below) or never will be.
-	p.wmu.Lock()
+	_ = p.wmu.lock(context.Background())
 	p.stopped = true
-	p.wmu.Unlock()
+	p.wmu.unlock()
 
 	p.pmu.Lock()
 	if e != nil {
@@ -205,9 +210,11 @@ func (p *publisher) Publish(ctx context.Context, msg *transport.Message, done tr
 		Body:          msg.Body,
 	}
 
-	p.wmu.Lock()
+	if err := p.wmu.lock(ctx); err != nil {
+		return fmt.Errorf("rabbitmq: publish not attempted: another publish held the channel past the caller's context: %w: %w", transport.ErrNotWritten, err)
+	}
 	if p.stopped {
-		p.wmu.Unlock()
+		p.wmu.unlock()
 		return p.notWritten()
 	}
 	var seq uint64
@@ -217,21 +224,35 @@ func (p *publisher) Publish(ctx context.Context, msg *transport.Message, done tr
 		p.table.add(seq, waiter{done: done, key: returnKey{msg.MessageID, msg.Exchange, msg.RoutingKey}, mandatory: msg.Mandatory})
 		p.pmu.Unlock()
 	}
+	// amqp091-go writes on this goroutine, behind a lock of its own: the
+	// call is what ctx bounds (a write the broker is not reading is
+	// abandoned when ctx ends, and the connection with it).
+	var watch uint64
+	if p.w != nil {
+		watch = p.w.watch.begin(ctx)
+	}
 	_, err := p.ch.PublishWithDeferredConfirm(msg.Exchange, msg.RoutingKey, msg.Mandatory, false, pub)
+	var cut error
+	if watch != 0 {
+		cut = p.w.watch.end(watch)
+	}
 	if err == nil {
-		p.wmu.Unlock()
+		p.wmu.unlock()
 		return nil
 	}
 	if errors.Is(err, amqp.ErrClosed) {
 		// The client refused before writing a byte.
 		return p.unwrittenLocked(seq)
 	}
+	if cut != nil {
+		err = cut
+	}
 	// Part of the frames may be on the wire. The client has given the
 	// sequence number back, so nothing more may be written on this
 	// channel: its waiter stays registered and is answered Lost when the
 	// channel ends, which closing it makes sure of.
 	p.stopped = true
-	p.wmu.Unlock()
+	p.wmu.unlock()
 	// Closed on a goroutine of the publisher's (the client's Close waits
 	// for the broker, and Publish never does); Close waits for it.
 	p.closer.Add(1)
@@ -239,6 +260,9 @@ func (p *publisher) Publish(ctx context.Context, msg *transport.Message, done tr
 		defer p.closer.Done()
 		_ = p.ch.Close()
 	}()
+	if cut != nil {
+		return fmt.Errorf("rabbitmq: publish failed during the write; the message may have been sent: %w", err)
+	}
 	return fmt.Errorf("rabbitmq: publish failed during the write; the message may have been sent: %w", convertError(err))
 }
 
@@ -265,7 +289,7 @@ func (p *publisher) unwrittenLocked(seq uint64) error {
 		p.pmu.Unlock()
 	}
 	p.stopped = true
-	p.wmu.Unlock()
+	p.wmu.unlock()
 	return p.notWritten()
 }
 

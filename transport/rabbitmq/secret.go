@@ -76,9 +76,14 @@ func (c *connection) updateSecret(p security.Provider) (time.Time, error) {
 		return time.Time{}, fmt.Errorf("the credentials provider failed: %w", a.err)
 	}
 	const reason = "acemq: refreshing an expiring secret"
+	if was := c.plan.loginURI().Username; a.creds.User != was {
+		// update-secret keeps the connection's user; the broker would
+		// check the new password against the old name.
+		return time.Time{}, fmt.Errorf("the credentials provider changed the user name from %q to %q, and an open connection cannot change its user (update-secret carries only the secret)", was, a.creds.User)
+	}
+	c.plan.setLogin(a.creds.User, a.creds.Password) // for a part dialled later
 	c.mu.Lock()
 	ac, oc := c.ac, c.own
-	c.plan.uri.Password = a.creds.Password // for a part dialled later
 	c.mu.Unlock()
 	if ac != nil {
 		if err := ac.UpdateSecret(a.creds.Password, reason); err != nil {
@@ -97,12 +102,13 @@ func (c *connection) updateSecret(p security.Provider) (time.Time, error) {
 // the reason already recorded: the watchers then end the connection.
 func (c *connection) closeParts(d time.Duration) {
 	c.mu.Lock()
-	ac, oc := c.ac, c.own
+	ac, acW, oc := c.ac, c.acW, c.own
 	c.mu.Unlock()
+	deadline := time.Now().Add(d)
 	if oc != nil {
 		_ = oc.closeWithin(d)
 	}
 	if ac != nil {
-		_ = ac.CloseDeadline(time.Now().Add(d))
+		_ = closeAMQP(ac, acW, deadline)
 	}
 }

@@ -92,7 +92,7 @@ func main() {
 		}
 	}
 	<-done
-	fmt.Printf("%-6s %8s %8s %8s  (arrival − due; negative = early), %d per delay, %s\n", "delay", "min", "median", "max", *n, c.Transport())
+	fmt.Printf("%-6s %8s %8s %8s  (arrival − due; negative = early), %d per delay, %s\n", "delay", "min", "median", "max", *n, c.Health(context.Background()).Transport)
 	for _, d := range delays {
 		l := late[d]
 		slices.Sort(l)

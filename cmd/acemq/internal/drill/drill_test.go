@@ -116,6 +116,22 @@ func TestAlarmPausesWithTheReasonAndResumes(t *testing.T) {
 	}
 }
 
+// The stall drill's short run: the node's process stopped twice for a few
+// seconds (SIGSTOP, then SIGCONT), 4 publishers of 8 MiB messages under a
+// 2 s deadline, then 8 Sends without a deadline blocked when Close (1 s)
+// is called. Every Send within its deadline, the Conn recovering, Close
+// within its context.
+func TestStallBoundsEverySendAndCloseAndTheConnRecovers(t *testing.T) {
+	env := testEnv(t)
+	needCtl(t, env)
+	r := Stall(context.Background(), env, StallOptions{Publishers: 4, Unbounded: 8, StopAfter: time.Second,
+		Hold: 3 * time.Second, CloseAfter: 2 * time.Second, CloseTimeout: time.Second, Slack: 1500 * time.Millisecond})
+	check(t, r)
+	if r.Get("recovered") == "" || r.Get("blocked-at-close") == "0" || r.Get("confirmed") == "0" {
+		t.Fatalf("numbers: %s", r.Line())
+	}
+}
+
 func TestSoakStaysFlatAcrossForcedReconnects(t *testing.T) {
 	env := testEnv(t)
 	needCtl(t, env)
