@@ -185,9 +185,11 @@ func (c *consumer) pump() {
 	}
 }
 
-// giveBack returns entries the application never saw to the queue head.
+// giveBack returns entries the application never saw to where they were
+// taken from, or, while the channel ends, hands them to it to return with
+// its unacked deliveries, behind them (channel.keepUnseen).
 func (c *consumer) giveBack(es []entry) {
-	if len(es) == 0 {
+	if len(es) == 0 || c.ch.keepUnseen(c, es) {
 		return
 	}
 	c.q.mu.Lock()
@@ -196,7 +198,7 @@ func (c *consumer) giveBack(es []entry) {
 	for i := range es {
 		es[i].deliveries--
 	}
-	c.q.requeueLocked(es, false)
+	c.q.restoreAllLocked(es)
 	c.q.dispatchLocked()
 	dead := c.q.takeDeadLocked()
 	c.q.mu.Unlock()
@@ -220,8 +222,7 @@ func (c *consumer) detach() (autoDelete bool) {
 	}
 	q.mu.Unlock()
 	// What the pump (or next) holds is older than the outbox: it goes back
-	// first, so a quorum queue, which keeps returned messages in the order
-	// they came back, keeps the original order.
+	// first (while the channel ends, they are kept in that order for it).
 	c.halt()
 	q.mu.Lock()
 	pending := c.outbox

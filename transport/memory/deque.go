@@ -7,8 +7,11 @@ type entry struct {
 	expireAt    int64 // unix nanoseconds; 0 means never
 	redelivered bool
 	// returned: it came back to a quorum queue and waits among the
-	// returned messages, which go first (returns.go).
+	// returned messages, which go first, in returnSeq order (returns.go).
+	// Both stay set while a consumer holds it, so that an entry the
+	// application never saw goes back to its place (restoreLocked).
 	returned   bool
+	returnSeq  int64
 	deliveries int32 // times delivered from this queue (x-acquired-count is one less)
 	failures   int32 // counted returns (x-delivery-count; see queue.returnLocked)
 	// offset is its position: in a stream, its offset; in any other

@@ -55,6 +55,7 @@ type queue struct {
 	// taken with basic.get, and not yet settled or given back.
 	unacked int
 	seq     int64 // the next entry's offset (its position; returns.go)
+	returns int64 // the next returned entry's returnSeq (returns.go)
 }
 
 func newQueue(b *Broker, spec transport.QueueSpec, owner *conn) *queue {
@@ -155,17 +156,14 @@ func (q *queue) enqueue(m *message) (ok bool, dead []deadLetter) {
 	return true, dead
 }
 
-// requeueLocked puts entries back where the queue puts a message that
-// came back (putBackLocked), es in the order they were delivered.
-func (q *queue) requeueLocked(es []entry, redelivered bool) {
+// restoreAllLocked puts entries the application never saw back where
+// they were taken from (restoreLocked).
+func (q *queue) restoreAllLocked(es []entry) {
 	if q.deleted || q.stream != nil {
 		return
 	}
 	for _, e := range es {
-		if redelivered {
-			e.redelivered = true
-		}
-		q.putBackLocked(e)
+		q.restoreLocked(e)
 	}
 }
 
@@ -205,7 +203,6 @@ func (q *queue) dispatchAt(now int64) {
 			q.kill(e, "expired")
 			continue
 		}
-		e.returned = false
 		e.deliveries++
 		c.inflight++
 		q.unacked++
@@ -324,7 +321,6 @@ func (q *queue) get() (e entry, left int, ok bool) {
 	}
 	if q.ready.len() > 0 {
 		e, ok = q.ready.popFront(), true
-		e.returned = false
 		e.deliveries++
 		q.unacked++
 	}
