@@ -73,6 +73,7 @@ func runConformance(t *testing.T, url string) {
 		// Measured on 3.10.8 (and not on 4.3.6): docs/support.md.
 		QuorumReturnsBehind:             testenv.RabbitMajor(t) < 4,
 		ClassicSingleActiveCancelStalls: testenv.RabbitMajor(t) < 4,
+		KeepsPublishedDeaths:            testenv.RabbitMajor(t) < 4,
 	})
 }
 
