@@ -51,15 +51,6 @@ func (d *deque) pushBack(e entry) {
 	d.n++
 }
 
-func (d *deque) pushFront(e entry) {
-	if d.n == len(d.buf) {
-		d.grow()
-	}
-	d.head = (d.head - 1 + len(d.buf)) % len(d.buf)
-	d.buf[d.head] = e
-	d.n++
-}
-
 // front returns the head entry; the deque must not be empty.
 func (d *deque) front() *entry { return &d.buf[d.head] }
 
