@@ -176,13 +176,21 @@ func Consume[T any](ctx context.Context, c *acemq.Conn, name string, h acemq.Han
 // partitionHandler wraps h with the failure policy for partition p.
 func partitionHandler[T any](k *Consumer, p int, cfg consumerConfig, h acemq.Handler[T]) acemq.Handler[T] {
 	return func(ctx context.Context, m *acemq.Message[T]) acemq.Decision {
-		for {
-			select {
-			case <-k.closing:
-				// Closing: nothing more runs; what is left goes back to the
-				// broker in the order it arrives here.
-				return acemq.Release()
-			default:
+		for attempt := 0; ; attempt++ {
+			// A message a worker has started is in hand: it runs even while
+			// the consumer closes (the drain hands back only what no worker
+			// started, after it cancelled the subscription). Handing it back
+			// here instead would have the broker deliver it straight back
+			// while the subscription stands (on a single-active-consumer
+			// queue, to this same consumer), each return counted, until
+			// the delivery limit dropped it. A retry does not start once
+			// closing.
+			if attempt > 0 {
+				select {
+				case <-k.closing:
+					return acemq.Release()
+				default:
+				}
 			}
 			dec, failure := run(ctx, h, m)
 			if failure == nil {
