@@ -15,6 +15,10 @@
 #   make tidy          go mod tidy in every module (scripts/modules.sh)
 #   make installcheck  install every module from a made-up release through a
 #                      file:// module proxy, as a user would (make test runs it)
+#   make newcomer      copy every whole program of the README and docs/ into a
+#                      fresh module, build it against such a release and run it
+#                      (make test runs its short version, the README's program)
+#   make pictures      draw docs/pictures/*.svg again from their .pic sources
 #   make release VERSION=vX.Y.Z  tag every module at one version (scripts/release.sh)
 #   make bench         benchmarks
 #   make fuzz          every fuzz target in the module for FUZZTIME each (default
@@ -37,7 +41,7 @@
 #   make bench-outbox  the outbox relay benchmark (bench/outbox)
 #   make schedule-restart  the scheduler through a broker restart with the
 #                      issue's 0.5 s-70 s batch; make schedule-lateness
-#                      measures docs/patterns.md's lateness table again
+#                      measures docs/performance.md's lateness table again
 #
 # Services keep their state in $(ACEMQ_STATE_DIR) (default .tmp/); they stay
 # up between runs (start is idempotent) until `make services-down`.
@@ -78,7 +82,7 @@ SQLDRIVERS = -overlay "$$(scripts/sqldrivers.sh)"
 # The env files written by the service scripts (KEY=value lines).
 SERVICE_ENV := set -a; . "$(ACEMQ_STATE_DIR)/rabbitmq/env"; . "$(ACEMQ_STATE_DIR)/postgres/env"; . "$(ACEMQ_STATE_DIR)/mariadb/env"; . "$(ACEMQ_STATE_DIR)/chromium/env"; set +a
 
-.PHONY: drill-partition drill-partition-short installcheck release test test-rabbitmq4 warm pass-rabbitmq3 pass-rabbitmq4 pass-partition pass-clusters test-short lint tidy bench services-up services-down drill-cluster fuzz outbox-crash bench-outbox schedule-restart schedule-lateness drills $(addprefix drill-,$(DRILLS))
+.PHONY: drill-partition drill-partition-short installcheck newcomer pictures release test test-rabbitmq4 warm pass-rabbitmq3 pass-rabbitmq4 pass-partition pass-clusters test-short lint tidy bench services-up services-down drill-cluster fuzz outbox-crash bench-outbox schedule-restart schedule-lateness drills $(addprefix drill-,$(DRILLS))
 
 services-up:
 	@scripts/rabbitmq.sh start
@@ -110,7 +114,8 @@ services-down:
 # 3. three lanes side by side (pass-rabbitmq3: everything on 3.10;
 #    pass-rabbitmq4: the cluster drill, then the broker-facing packages on
 #    $(RABBITMQ4); pass-clusters: the partition drill's short run on both
-#    versions, then the cluster drill on 3.10, then the install check). Each
+#    versions, then the cluster drill on 3.10, then the install check and
+#    the newcomer test's short version). Each
 #    prints its output whole when it ends (make's --output-sync) and names
 #    the RabbitMQ version it ran (the env file's ACEMQ_TEST_RABBITMQ_VERSION).
 #    The 4.x pass uses
@@ -161,11 +166,13 @@ pass-rabbitmq3:
 # drill's short run on both versions (its publishers paced, so that it
 # shares the machine), then the cluster drill on 3.10 (three nodes of their
 # own, the connected node stopped mid-flight, nothing confirmed may go
-# missing; the 4.x pass runs it on its version), then the install check (no broker).
+# missing; the 4.x pass runs it on its version), then the install check and
+# the newcomer test's short version (no broker).
 pass-clusters:
 	@$(MAKE) --no-print-directory pass-partition PART_ENV="$(PARTITION_TEST_ENV)" PART_TIMEOUT=6m
 	@$(MAKE) --no-print-directory drill-cluster
 	@$(MAKE) --no-print-directory installcheck
+	@scripts/newcomer.sh --short
 
 # Installing as a user would (scripts/installcheck.sh, no broker; about a
 # minute): a made-up release cut by scripts/release.sh in a temporary clone,
@@ -175,6 +182,23 @@ pass-clusters:
 # lane.
 installcheck:
 	@scripts/installcheck.sh
+
+# The newcomer test (scripts/newcomer.sh, no broker, no network beyond the
+# module proxy): every whole program the README and docs/ show, copied from
+# its page into a fresh module outside the tree, built against a made-up
+# release of the working tree and run on memory://. 35-50 s of CPU, 2-5
+# minutes on a busy two-core machine (2026-12-04), so `make test` runs
+# its short version in its third lane, after the install check: the README's
+# program only (`scripts/newcomer.sh --short`); every page's program is also
+# compared with its file by internal/docscheck and built and run by the
+# examples module's tests. Run `make newcomer` after changing a page's program.
+newcomer:
+	@scripts/newcomer.sh
+
+# The manual's pictures: docs/pictures/NAME.svg from NAME.pic
+# (internal/tools/pictures; its test fails while one is stale).
+pictures:
+	@$(GO) run ./internal/tools/pictures
 
 # A release of every module at once, with one version
 # (docs/installing.md#how-a-release-is-cut): go.mod files, CHANGELOG.md and
@@ -334,7 +358,7 @@ outbox-crash: services-up
 
 # The scheduler through a broker restart with the issue's batch (delays
 # 0.5 s to 70 s, the node restarted 10 s in; about two minutes): make test
-# runs a short batch (0.5 s to 15 s). And the lateness table in docs/patterns.md
+# runs a short batch (0.5 s to 15 s). And the lateness table in docs/performance.md
 # (1 s to 2 min delays, 5 messages each) measured again on the private node.
 schedule-restart: services-up
 	@$(SERVICE_ENV); export ACEMQ_REQUIRE_SERVICES=1; \

@@ -391,7 +391,7 @@ func (k *consumerCore) retry(dv *delivery, env Envelope, cause error, handled bo
 		return
 	}
 	if k.waitsInQueue {
-		k.retryInQueue(dv, env, handled, dur)
+		k.retryInQueue(dv, env, cause, handled, dur)
 		return
 	}
 	delay, inBroker := p.delayFor(env.Attempt)
@@ -403,7 +403,7 @@ func (k *consumerCore) retry(dv *delivery, env Envelope, cause error, handled bo
 	if inBroker {
 		target = RetryQueue(q, delay)
 	}
-	k.report(dv, Settlement{Queue: q, Envelope: env, Outcome: ConsumeRetried, Target: target, RetryDelay: delay, InBroker: inBroker, Handled: handled, HandlerDuration: dur})
+	k.report(dv, Settlement{Queue: q, Envelope: env, Outcome: ConsumeRetried, Target: target, Reason: errText(cause), RetryDelay: delay, InBroker: inBroker, Handled: handled, HandlerDuration: dur})
 	if inBroker {
 		ctx, cancel := hopContext()
 		err := k.host.hop(ctx, k.hopMessage(dv, next, target))

@@ -26,9 +26,9 @@ func (k *consumerCore) withBrokerAttempts(dv *delivery, env Envelope) Envelope {
 
 // retryInQueue reports the retry and hands the delivery back to the queue
 // for the broker to hold.
-func (k *consumerCore) retryInQueue(dv *delivery, env Envelope, handled bool, dur time.Duration) {
+func (k *consumerCore) retryInQueue(dv *delivery, env Envelope, cause error, handled bool, dur time.Duration) {
 	wait := k.policy.inQueueWait(failedDeliveries(dv.d.Headers) + 1)
-	k.report(dv, Settlement{Queue: k.queue, Envelope: env, Outcome: ConsumeRetried, Target: k.queue, RetryDelay: wait, InBroker: true, Handled: handled, HandlerDuration: dur})
+	k.report(dv, Settlement{Queue: k.queue, Envelope: env, Outcome: ConsumeRetried, Target: k.queue, Reason: errText(cause), RetryDelay: wait, InBroker: true, Handled: handled, HandlerDuration: dur})
 	if dv.att.alive() {
 		if err := dv.att.ch.Reject(dv.d.DeliveryTag, true); err != nil {
 			k.env.logger.Debug("acemq: a retry's reject did not reach the broker; it will redeliver", "queue", k.queue, "error", err)

@@ -86,8 +86,8 @@ func TestRabbitHoldsRetryWaitsInTheQuorumQueue(t *testing.T) {
 	waits := []time.Duration{300 * time.Millisecond, 600 * time.Millisecond, 600 * time.Millisecond}
 	for i, w := range waits {
 		s := r.nextSettlement()
-		if s.Outcome != acemq.ConsumeRetried || s.Target != q || !s.InBroker || s.RetryDelay != w || s.Envelope.Attempt != i+1 {
-			t.Fatalf("settlement %d: %+v, want retried in queue %s after %v at attempt %d", i+1, s, q, w, i+1)
+		if s.Outcome != acemq.ConsumeRetried || s.Target != q || !s.InBroker || s.RetryDelay != w || s.Envelope.Attempt != i+1 || s.Reason != "boom" {
+			t.Fatalf("settlement %d: %+v, want retried in queue %s after %v at attempt %d, the handler's reason boom", i+1, s, q, w, i+1)
 		}
 	}
 	last := r.nextSettlement()

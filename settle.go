@@ -23,7 +23,8 @@ type Settlement struct {
 	// Target is where the message goes: {q}.dlq, {q}.parked, a rung, or
 	// the source queue for a put-back; empty for an ack.
 	Target string
-	// Reason is the x-acemq-error written on a set-aside copy.
+	// Reason is the x-acemq-error written on a set-aside copy; for a
+	// retry, the handler's error (a retry copy carries no x-acemq-error).
 	Reason string
 	// RetryDelay is the wait before the next attempt (retried, in_progress).
 	RetryDelay time.Duration

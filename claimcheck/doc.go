@@ -40,5 +40,5 @@
 // against path traversal) and SQLStore (a table on PostgreSQL, SQLite or
 // MySQL, via package sqlstore).
 //
-// The manual's page on encryption and the claim check: https://github.com/acemq-go/acemq/blob/main/docs/encryption.md
+// The manual's page on the claim check: https://github.com/acemq-go/acemq/blob/main/docs/claim-check.md
 package claimcheck

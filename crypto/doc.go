@@ -27,5 +27,5 @@
 // encryption — claimcheck.New(crypto codec, store) — so a store only ever
 // holds ciphertext. NewCodec refuses the other order.
 //
-// The manual's page on encryption and the claim check: https://github.com/acemq-go/acemq/blob/main/docs/encryption.md
+// The manual's page on encryption: https://github.com/acemq-go/acemq/blob/main/docs/encryption.md
 package crypto

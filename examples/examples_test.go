@@ -15,10 +15,10 @@ import (
 	"github.com/acemq-go/acemq/examples/internal/testenv"
 )
 
-// TestEveryExampleRuns builds every examples/*/ program in one go build
-// (one command, so the packages compile once and link in parallel) and
-// runs each on the in-process broker and, with -url, on the test RabbitMQ
-// node, asserting exit status 0.
+// TestEveryExampleRuns builds every examples/*/ program and every program
+// of the manual (examples/manual/*/, each shown whole on a page) and runs
+// each on the in-process broker and, with -url, on the test RabbitMQ node,
+// asserting exit status 0.
 func TestEveryExampleRuns(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds and runs every example program; not in -short")
@@ -27,10 +27,28 @@ func TestEveryExampleRuns(t *testing.T) {
 	if err != nil || len(dirs) == 0 {
 		t.Fatalf("no example program found (%v)", err)
 	}
+	// The manual's programs, each shown whole on a page (docs/*.md).
+	manual, err := filepath.Glob("manual/*/main.go")
+	if err != nil || len(manual) == 0 {
+		t.Fatalf("no program under examples/manual (%v)", err)
+	}
+	dirs = append(dirs, manual...)
 	bin := t.TempDir()
-	build := exec.Command("go", "build", "-o", bin+string(filepath.Separator), "./...")
-	if out, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("go build ./examples/...: %v\n%s", err, out)
+	// Two builds, as the manual's names may repeat a top-level one's; the
+	// second finds the first's packages in the build cache.
+	var top []string
+	for _, main := range dirs {
+		if d := filepath.Dir(main); !strings.HasPrefix(d, "manual") {
+			top = append(top, "./"+d)
+		}
+	}
+	for _, b := range [][]string{
+		append([]string{"build", "-o", bin + string(filepath.Separator)}, top...),
+		{"build", "-o", filepath.Join(bin, "manual") + string(filepath.Separator), "./manual/..."},
+	} {
+		if out, err := exec.Command("go", b...).CombinedOutput(); err != nil {
+			t.Fatalf("go %s: %v\n%s", strings.Join(b, " "), err, out)
+		}
 	}
 	for _, main := range dirs {
 		name := filepath.Dir(main)

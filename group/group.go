@@ -8,7 +8,7 @@
 // across them. Members are tagged acemq-{queue}-{i}, i from 1, and keep
 // their tags across recoveries.
 //
-// The manual's page on the patterns: https://github.com/acemq-go/acemq/blob/main/docs/patterns.md
+// The manual's page on consumer groups: https://github.com/acemq-go/acemq/blob/main/docs/groups.md
 package group
 
 import (

@@ -51,5 +51,5 @@
 // the server, as acemq.Fatal: a server not in strict mode would cut it
 // short and take two long keys for one.
 //
-// The manual's page on the patterns: https://github.com/acemq-go/acemq/blob/main/docs/patterns.md
+// The manual's page on idempotent consumers: https://github.com/acemq-go/acemq/blob/main/docs/idempotency.md
 package idempotency

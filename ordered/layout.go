@@ -8,7 +8,7 @@
 // direct exchange {name} on key p{n}; one consumer per partition keeps
 // the partition's order, and with it every key's.
 //
-// The manual's page on the patterns: https://github.com/acemq-go/acemq/blob/main/docs/patterns.md
+// The manual's page on ordered processing: https://github.com/acemq-go/acemq/blob/main/docs/ordered.md
 package ordered
 
 import (

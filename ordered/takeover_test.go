@@ -114,7 +114,7 @@ func TestSingleActiveConsumerTakesOverAndKeepsEachKeysOrder(t *testing.T) {
 // at once, and it gets the messages the closing one never prefetched
 // before those handed back (a key's 24 before its 15); handing back by
 // closing the channel instead kept the order in most runs but not all.
-// The test logs how many messages came out of order; docs/patterns.md
+// The test logs how many messages came out of order; docs/ordered.md
 // says so. RabbitMQ only: memory:// accepts x-single-active-consumer but
 // delivers to every consumer.
 func TestAGracefulCloseOfTheActiveInstanceHandsOverAndLosesNothing(t *testing.T) {

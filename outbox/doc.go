@@ -175,5 +175,5 @@
 // operator retires it (Store.Retire). Either way the sweep stops at the
 // first failure and deletes nothing after it (see the order rule above).
 //
-// The manual's page on the patterns: https://github.com/acemq-go/acemq/blob/main/docs/patterns.md
+// The manual's page on the outbox: https://github.com/acemq-go/acemq/blob/main/docs/outbox.md
 package outbox

@@ -16,7 +16,7 @@
 // Step types are checked when the pipeline is built: each step's output
 // type must be the next step's input type.
 //
-// The manual's page on the patterns: https://github.com/acemq-go/acemq/blob/main/docs/patterns.md
+// The manual's page on pipelines: https://github.com/acemq-go/acemq/blob/main/docs/pipelines.md
 package pipeline
 
 import (

@@ -9,7 +9,7 @@
 // message in its dead-letter queue, or at worst in both queues, never in
 // neither.
 //
-// The manual's page on the patterns: https://github.com/acemq-go/acemq/blob/main/docs/patterns.md
+// The manual's page on dead letters in code: https://github.com/acemq-go/acemq/blob/main/docs/dead-letters.md
 package replay
 
 import (

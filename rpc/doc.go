@@ -11,5 +11,5 @@
 // Respond runs a handler for requests arriving on a queue and publishes its
 // answer, or its error, to the address the request carries.
 //
-// The manual's page on the patterns: https://github.com/acemq-go/acemq/blob/main/docs/patterns.md
+// The manual's page on request and reply: https://github.com/acemq-go/acemq/blob/main/docs/request-reply.md
 package rpc

@@ -46,5 +46,5 @@
 // Tables (created by EnsureSchema): acemq_saga, one row per instance, and
 // acemq_saga_step, one row per step of an instance.
 //
-// The manual's page on the patterns: https://github.com/acemq-go/acemq/blob/main/docs/patterns.md
+// The manual's page on sagas: https://github.com/acemq-go/acemq/blob/main/docs/sagas.md
 package saga

@@ -8,7 +8,7 @@
 // with less than a second left it delivers the message to its target,
 // otherwise it sends it to the longest rung that does not overshoot the
 // due time. A message is therefore delivered up to about a second early,
-// never more, and late by what the broker's expiry takes (see docs/patterns.md
+// never more, and late by what the broker's expiry takes (see docs/performance.md
 // for measured figures).
 //
 // The payload is encoded once, when it is scheduled; only its bytes move
@@ -29,7 +29,7 @@
 // The names and arguments are the AceMQ family's, so a Go scheduler and a
 // Java or Python one can share the same queues.
 //
-// The manual's page on the patterns: https://github.com/acemq-go/acemq/blob/main/docs/patterns.md
+// The manual's page on the scheduler: https://github.com/acemq-go/acemq/blob/main/docs/scheduler.md
 package schedule
 
 import (

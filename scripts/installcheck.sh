@@ -31,24 +31,15 @@ for tool in git go; do
 	fi
 done
 
+. scripts/localrelease.sh
+
 # A version no one has used: the module cache is shared, and a version in it
 # is never fetched again, so a fixed made-up version would test an old tree.
 version="${INSTALLCHECK_VERSION:-v0.999.$(date +%s)}"
 work="$(mktemp -d "${TMPDIR:-/tmp}/acemq-installcheck.XXXXXX")"
-modcache="$(go env GOMODCACHE)"
-pseudo=""
+PSEUDO=""
 cleanup() {
-	# Our made-up versions' files only: other runs share the cache.
-	local d v
-	for v in "$version" ${pseudo:+"$pseudo"}; do
-		for d in "$modcache"/github.com/acemq-go/acemq@"$v" "$modcache"/github.com/acemq-go/acemq/*@"$v" "$modcache"/github.com/acemq-go/acemq/*/*@"$v"; do
-			if [[ -e "$d" ]]; then chmod -R u+w "$d" && rm -rf "$d"; fi
-		done
-		find "$modcache/cache/download/github.com/acemq-go" -name "$v.*" -delete 2>/dev/null || true
-	done
-	# The version lists name them too; go writes them again when it needs them.
-	find "$modcache/cache/download/github.com/acemq-go" -name list -delete 2>/dev/null || true
-	find "$modcache/github.com/acemq-go" "$modcache/cache/download/github.com/acemq-go" -depth -type d -empty -delete 2>/dev/null || true
+	localrelease_cleanup "$version" "$PSEUDO"
 	rm -rf "$work"
 }
 trap cleanup EXIT
@@ -58,38 +49,16 @@ fail() {
 	exit 1
 }
 
-# 1. The working tree, committed in a clone of its own.
-git clone -q --no-hardlinks "$root" "$work/repo"
-git -C "$root" diff --binary HEAD >"$work/changes.diff"
-if [[ -s "$work/changes.diff" ]]; then
-	git -C "$work/repo" apply --whitespace=nowarn "$work/changes.diff"
-fi
-git -C "$root" ls-files -z --others --exclude-standard | (cd "$root" && tar --null -T - -cf -) | tar -C "$work/repo" -xf -
-export GIT_AUTHOR_NAME=installcheck GIT_AUTHOR_EMAIL=installcheck@example.invalid
-export GIT_COMMITTER_NAME=installcheck GIT_COMMITTER_EMAIL=installcheck@example.invalid
-git -C "$work/repo" add -A
-git -C "$work/repo" commit -q --allow-empty -m "the working tree under test"
-
-# 2. The release, as scripts/release.sh cuts one.
-(cd "$work/repo" && scripts/release.sh "$version" >"$work/release.log" 2>&1) || {
-	cat "$work/release.log" >&2
-	fail "scripts/release.sh $version failed in the clone"
-}
+# 1-3. The working tree's release and its proxy (scripts/localrelease.sh).
+localrelease "$work" "$version"
 grep '^release: tagged' "$work/release.log" | sed 's/^/installcheck: /'
-mapfile -t mods < <(cd "$work/repo" && scripts/modules.sh published)
-
-# 3. The proxy, from the tags (and the outbox at the commit after them).
-git -C "$work/repo" commit -q --allow-empty -m "main, ahead of the release"
-(cd "$work/repo/internal/tools/modproxy" && GOWORK=off go build -o "$work/modproxy" .)
-"$work/modproxy" -repo "$work/repo" -version "$version" -out "$work/proxy" "${mods[@]}" >/dev/null
-pseudo="$("$work/modproxy" -repo "$work/repo" -version "$version" -rev HEAD -out "$work/proxy" outbox | tail -1)"
+mods=("${MODS[@]}")
+pseudo="$PSEUDO"
 
 # 4. A user's module.
 mkdir "$work/user"
 cd "$work/user"
-export GOWORK=off GOFLAGS=-mod=mod
-export GOPROXY="file://$work/proxy,$(go env GOPROXY)"
-export GONOSUMDB=github.com/acemq-go/acemq GOBIN="$work/bin"
+export GOBIN="$work/bin"
 go mod init example.com/user >/dev/null 2>&1
 run() {
 	echo "installcheck: \$ $*"

@@ -19,7 +19,7 @@
 // confirmed, so a crash in between repeats a step but never skips one:
 // steps must be idempotent.
 //
-// The manual's page on the patterns: https://github.com/acemq-go/acemq/blob/main/docs/patterns.md
+// The manual's page on routing slips: https://github.com/acemq-go/acemq/blob/main/docs/routing-slips.md
 package slip
 
 import (

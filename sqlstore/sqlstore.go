@@ -18,7 +18,7 @@
 // dialect on MariaDB 10.11 with go-sql-driver/mysql. MySQL 8 itself is not
 // run here.
 //
-// The manual's page on the patterns and their SQL stores: https://github.com/acemq-go/acemq/blob/main/docs/patterns.md
+// The manual's pages on the patterns and their SQL stores: https://github.com/acemq-go/acemq/blob/main/docs/patterns.md
 package sqlstore
 
 import (

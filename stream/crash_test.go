@@ -200,6 +200,8 @@ func TestCrashedReaderResumesFromItsSQLCheckpoint(t *testing.T) {
 	} else {
 		dsn += "?search_path=" + schema
 	}
+	app := strings.ReplaceAll(testenv.Unique("crashreader"), ".", "-")
+	dsn += "&application_name=" + app
 
 	c := brokertest.Connect(t, url)
 	s := newStream(t, c)
@@ -210,6 +212,22 @@ func TestCrashedReaderResumesFromItsSQLCheckpoint(t *testing.T) {
 	first := follow(t, cmd, lines, func(r *crashRun) bool { return len(r.ns) >= crashTotal/3 && r.checkpoint >= 0 })
 	if first.done || len(first.ns) >= crashTotal {
 		t.Fatalf("the first reader finished (%d handled) before the kill; the test needs it killed mid-read", len(first.ns))
+	}
+	// The killed process may have sent a checkpoint's COMMIT that its
+	// server session has not applied yet: read the store once that
+	// session is gone (a run failed reading 39 while 49 was on its way).
+	for deadline := time.Now().Add(30 * time.Second); ; {
+		var sessions int
+		if err := db.QueryRowContext(ctx, `SELECT count(*) FROM pg_stat_activity WHERE application_name = $1`, app).Scan(&sessions); err != nil {
+			t.Fatal(err)
+		}
+		if sessions == 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the killed reader's %d database sessions were still open 30 s after the kill", sessions)
+		}
+		time.Sleep(20 * time.Millisecond) // the server notices the closed socket
 	}
 	saved, ok, err := store.Load(ctx, s, "crash-reader")
 	if err != nil || !ok {

@@ -1,7 +1,10 @@
 // Package docscheck reads the project's Markdown (README.md, docs/*.md)
 // so tests can hold it to the code: every Go block is the body of an
 // Example function that compiles (the `<!-- go: DIR ExampleName -->` line
-// before the block names it), every shell block names make targets,
+// before the block names it) or a program under examples/ that `make test`
+// builds and runs (`<!-- go: examples/manual/start main.go -->`: a block
+// that starts with its package clause is the whole file, any other block
+// consecutive lines of it), every shell block names make targets,
 // directories and scripts that exist, and every link between pages and
 // every #anchor resolves. The tests are in this package; the acemq
 // command's subcommands and flags are checked by cmd/acemq's tests, which
@@ -17,6 +20,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"sort"
 	"strings"
 	"unicode"
@@ -173,6 +177,33 @@ func Anchors(path string) (map[string]bool, error) {
 	return out, nil
 }
 
+// Heading is one Markdown heading outside code.
+type Heading struct {
+	Line  int
+	Level int    // 1 for #, 2 for ##, ...
+	Text  string // without the #s
+}
+
+// Headings returns the headings of the Markdown file at path, in order.
+func Headings(path string) ([]Heading, error) {
+	lines, err := outsideCode(path)
+	if err != nil {
+		return nil, err
+	}
+	var out []Heading
+	for i, l := range lines {
+		if !strings.HasPrefix(l, "#") {
+			continue
+		}
+		text := strings.TrimLeft(l, "#")
+		if !strings.HasPrefix(text, " ") {
+			continue
+		}
+		out = append(out, Heading{Line: i + 1, Level: len(l) - len(text), Text: strings.TrimSpace(text)})
+	}
+	return out, nil
+}
+
 // Link is one Markdown link or image outside code.
 type Link struct {
 	File   string
@@ -262,6 +293,68 @@ func ExampleBody(dir, name string) ([]string, string, error) {
 		}
 	}
 	return nil, "", fmt.Errorf("no function %s in %s/*_test.go", name, dir)
+}
+
+// IsFile reports whether a go block's marker names a file (DIR FILE.go)
+// rather than an Example function (DIR ExampleName).
+func (b Block) IsFile() bool {
+	_, name, _ := strings.Cut(b.Marker, " ")
+	return strings.HasSuffix(name, ".go")
+}
+
+// IsProgram reports whether a go block is a whole file: its first line
+// that is not blank is a package clause.
+func (b Block) IsProgram() bool {
+	for _, l := range b.Lines {
+		if t := strings.TrimSpace(l); t != "" {
+			return strings.HasPrefix(t, "package ")
+		}
+	}
+	return false
+}
+
+// CheckFileBlock reports why a go block whose marker names a file
+// (DIR FILE.go, DIR relative to root) is not that file: a block that
+// starts with its package clause must be the whole file, any other block
+// consecutive lines of it, white space aside in both. The file must be
+// under examples/, whose test builds and runs every program (and a whole
+// program must be a package main), so the block compiles and runs.
+func CheckFileBlock(root string, b Block) error {
+	dir, name, _ := strings.Cut(b.Marker, " ")
+	where := fmt.Sprintf("%s:%d", rel(root, b.File), b.Line)
+	if dir != "examples" && !strings.HasPrefix(dir, "examples/") {
+		return fmt.Errorf("%s: %s/%s is not under examples/, whose test builds and runs every program; put the program there", where, dir, name)
+	}
+	src, err := os.ReadFile(filepath.Join(root, dir, name))
+	if err != nil {
+		return fmt.Errorf("%s: %v", where, err)
+	}
+	have := Normalize(strings.Split(string(src), "\n"))
+	want := Normalize(b.Lines)
+	if b.IsProgram() {
+		if code := dropComments(have); len(code) == 0 || code[0] != "package main" {
+			return fmt.Errorf("%s: %s/%s is not a package main", where, dir, name)
+		}
+		if !slices.Equal(dropComments(have), dropComments(want)) {
+			return fmt.Errorf("%s: the block is not the whole of %s/%s (white space aside); change one to match the other", where, dir, name)
+		}
+		return nil
+	}
+	if !Contains(have, want) {
+		return fmt.Errorf("%s: the block is not consecutive lines of %s/%s (white space aside); change one to match the other", where, dir, name)
+	}
+	return nil
+}
+
+// dropComments drops the comment lines before the package clause: a page
+// may leave out the file's doc comment (the page says it), nothing else.
+func dropComments(lines []string) []string {
+	for i, l := range lines {
+		if strings.HasPrefix(l, "package ") {
+			return lines[i:]
+		}
+	}
+	return lines
 }
 
 // Normalize drops blank lines and collapses each line's white space, so a

@@ -7,7 +7,7 @@
 // It is a package of its own so that only programs that use it link pgx:
 // the outbox itself works on any database/sql driver.
 //
-// The manual's page on the patterns: https://github.com/acemq-go/acemq/blob/main/docs/patterns.md
+// The manual's page on the outbox: https://github.com/acemq-go/acemq/blob/main/docs/outbox.md
 package pgnotify
 
 import (

@@ -114,17 +114,34 @@ func RawChannel(t testing.TB, url string) *amqp.Channel {
 // not say its version.
 func RabbitMajor(t testing.TB) int {
 	t.Helper()
+	major, _ := RabbitVersion(t)
+	return major
+}
+
+// RabbitVersion returns the major and minor version of the test RabbitMQ
+// node (3, 10 for Debian 12's 3.10.8; 4, 3 for 4.3.6), for the assertions
+// on what differs between versions (docs/support.md lists each). It fails
+// the test when the node does not say its version.
+func RabbitVersion(t testing.TB) (major, minor int) {
+	t.Helper()
 	conn, err := amqp.Dial(AMQPURL(t))
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer conn.Close()
 	v, _ := conn.Properties["version"].(string)
-	var major int
-	if _, err := fmt.Sscanf(v, "%d.", &major); err != nil || major == 0 {
+	if _, err := fmt.Sscanf(v, "%d.%d", &major, &minor); err != nil || major == 0 {
 		t.Fatalf("testenv: the RabbitMQ node says its version is %q; want a version such as 3.10.8", v)
 	}
-	return major
+	return major, minor
+}
+
+// RabbitCountsNacks reports whether the test node's quorum queues count a
+// basic.nack with requeue toward x-delivery-count: RabbitMQ before 4.3.
+func RabbitCountsNacks(t testing.TB) bool {
+	t.Helper()
+	major, minor := RabbitVersion(t)
+	return major < 4 || major == 4 && minor < 3
 }
 
 // ManagementURL returns the management HTTP API URL of the test RabbitMQ

@@ -218,33 +218,48 @@ func hostile(ctx context.Context, env Env, res *Result) error {
 	if err := c.PublishRaw(ctx, acemq.RawMessage{RoutingKey: q, ContentType: "application/json", Headers: map[string]any{caseHeader: "after-all"}, Body: []byte(`{"id":"after"}`)}); err != nil {
 		return fmt.Errorf("publishing the last, plain message: %w", err)
 	}
-	want := len(cases) + 1
-	landed := func() (int, error) {
+	// Done when every case meant to be handled was, the plain message
+	// too, and as many copies are set aside as cases meant to be. A sum of
+	// both would break early: a case handled and then set aside (a panic,
+	// a fatal error) counts in each.
+	var toHandle []string
+	aside := 0
+	for _, hc := range cases {
+		if hc.want == landHandled {
+			toHandle = append(toHandle, hc.name)
+		} else {
+			aside++
+		}
+	}
+	toHandle = append(toHandle, "after-all")
+	landed := func() (missing []string, setAside int, err error) {
 		mu.Lock()
-		n := 0
-		for _, v := range handled {
-			n += v
+		for _, name := range toHandle {
+			if handled[name] == 0 {
+				missing = append(missing, name)
+			}
 		}
 		mu.Unlock()
 		for _, name := range []string{dlq, parked} {
 			info, err := c.QueueInfo(ctx, name)
 			if err != nil {
-				return 0, err
+				return nil, 0, err
 			}
-			n += info.Messages
+			setAside += info.Messages
 		}
-		return n, nil
+		return missing, setAside, nil
 	}
 	for deadline := time.Now().Add(60 * time.Second); ; {
-		n, err := landed()
+		missing, setAside, err := landed()
 		if err != nil {
 			return err
 		}
-		if n >= want {
+		if len(missing) == 0 && setAside >= aside {
 			break
 		}
 		if time.Now().After(deadline) {
-			return fmt.Errorf("only %d of %d messages landed within 60s", n, want)
+			res.Failf("within 60s %d of %d copies were set aside and %d cases were not handled yet (%s)", setAside, aside, len(missing), strings.Join(missing, ", "))
+			break
 		}
 		_ = sleepCtx(ctx, 10*time.Millisecond)
 	}
@@ -254,7 +269,7 @@ func hostile(ctx context.Context, env Env, res *Result) error {
 	if err := k.Close(ctx); err != nil {
 		res.Failf("closing the consumer: %v", err)
 	}
-	aside := map[string]map[string]string{landDLQ: {}, landParked: {}}
+	setAside := map[string]map[string]string{landDLQ: {}, landParked: {}}
 	for where, name := range map[string]string{landDLQ: dlq, landParked: parked} {
 		p, err := c.NewPuller(ctx)
 		if err != nil {
@@ -270,10 +285,10 @@ func hostile(ctx context.Context, env Env, res *Result) error {
 				break
 			}
 			cn, _ := m.Headers[caseHeader].(string)
-			if _, dup := aside[where][cn]; dup {
+			if _, dup := setAside[where][cn]; dup {
 				res.Failf("case %s is on %s twice", cn, name)
 			}
-			aside[where][cn] = m.Envelope.Error
+			setAside[where][cn] = m.Envelope.Error
 			_ = m.Ack()
 		}
 		p.Close()
@@ -292,7 +307,7 @@ func hostile(ctx context.Context, env Env, res *Result) error {
 			got = append(got, landHandled)
 		}
 		for _, where := range []string{landDLQ, landParked} {
-			if _, ok := aside[where][hc.name]; ok {
+			if _, ok := setAside[where][hc.name]; ok {
 				got = append(got, where)
 			}
 		}
@@ -309,7 +324,7 @@ func hostile(ctx context.Context, env Env, res *Result) error {
 		default:
 			counts[hc.want]++
 			if hc.want != landHandled {
-				reason := aside[hc.want][hc.name]
+				reason := setAside[hc.want][hc.name]
 				if reason == "" || !strings.Contains(reason, hc.reason) {
 					res.Failf("%s: set aside with reason %q, want one containing %q", hc.name, reason, hc.reason)
 				}

@@ -23,7 +23,8 @@ type StallOptions struct {
 	Size int
 	// SendTimeout is each Send's context deadline (default 2s).
 	SendTimeout time.Duration
-	// StopAfter is how long the publishers run before each stop (default 2s).
+	// StopAfter is how long the publishers run before each stop (default 2s);
+	// the first stop also waits for a first confirmed Send (up to Recover).
 	StopAfter time.Duration
 	// Hold is how long the broker stays stopped the first time, before it
 	// is resumed and the Conn must recover (default 6s).
@@ -234,6 +235,23 @@ func stall(ctx context.Context, env Env, o StallOptions, res *Result) error {
 	}
 	if err := sleepCtx(ctx, o.StopAfter); err != nil {
 		return err
+	}
+	// The broker is stopped with publishing under way: after StopAfter and
+	// a first confirm (a busy broker took over a second to confirm its
+	// first 8 MiB message, and the drill then proved nothing).
+	for waited := time.Now(); ; {
+		t.mu.Lock()
+		confirmed := t.confirmed
+		t.mu.Unlock()
+		if confirmed > 0 {
+			break
+		}
+		if time.Since(waited) > o.Recover {
+			return fmt.Errorf("no Send was confirmed within %s of publishing: the broker does not take these messages", o.Recover+o.StopAfter)
+		}
+		if err := sleepCtx(ctx, 20*time.Millisecond); err != nil {
+			return err
+		}
 	}
 	if err := pause(); err != nil {
 		return err
