@@ -12,25 +12,25 @@ import (
 	"github.com/acemq-go/acemq"
 )
 
-// lockedBuffer is a log destination the test reads while the Conn writes.
-type lockedBuffer struct {
+// idLogBuffer is a log destination the test reads while the Conn writes.
+type idLogBuffer struct {
 	mu  sync.Mutex
 	buf bytes.Buffer
 }
 
-func (b *lockedBuffer) Write(p []byte) (int, error) {
+func (b *idLogBuffer) Write(p []byte) (int, error) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	return b.buf.Write(p)
 }
 
-func (b *lockedBuffer) Reset() {
+func (b *idLogBuffer) Reset() {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	b.buf.Reset()
 }
 
-func (b *lockedBuffer) String() string {
+func (b *idLogBuffer) String() string {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	return b.buf.String()
@@ -82,7 +82,7 @@ func TestALongIDIsShortenedInErrorStringsAndKeptWholeInTheFields(t *testing.T) {
 // (the panic, the set-aside) and the reason the copy carries name the id
 // readably; the copy keeps it whole.
 func TestALongIDIsShortenedInLogLinesAndTheSetAsideReason(t *testing.T) {
-	var logs lockedBuffer
+	var logs idLogBuffer
 	cfg := acemq.Config{Logger: slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))}
 	onEveryFrameWriter(t, func(t *testing.T, r *rig) {
 		logs.Reset()
