@@ -245,3 +245,55 @@ func pullThroughRecovery(r *rig, q string) *acemq.Pulled {
 		time.Sleep(5 * time.Millisecond) // polling through a recovery: no event to wait on
 	}
 }
+
+// The broker's own headers stay with the delivery they describe: a copy
+// the library makes (here the dead-letter copy of a rejected message that
+// came back twice) carries none of them. RabbitMQ 4.3 and memory:// write
+// x-acquired-count, and pass one a publisher set through untouched on a
+// classic queue (and on a quorum queue's first delivery), so a copy that
+// kept it would show its next handler a delivery count the copy never had.
+func TestTheBrokersCountsDoNotTravelOnTheLibrarysCopies(t *testing.T) {
+	onEveryRig(t, func(t *testing.T, r *rig) {
+		ctx := context.Background()
+		q := wiredQuorum(r, "owned", 0)
+		r.send(q, order{ID: "counted"})
+		for range 2 {
+			ch, err := r.c.Channel(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var d transport.Delivery
+			deadline := time.Now().Add(waitLimit)
+			for {
+				var ok bool
+				if d, ok, err = ch.Get(ctx, q); err != nil {
+					t.Fatal(err)
+				} else if ok {
+					break
+				}
+				if time.Now().After(deadline) {
+					t.Fatalf("nothing arrived in %s", q)
+				}
+				time.Sleep(2 * time.Millisecond) // polling basic.get: no event exists
+			}
+			if err := ch.Nack(d.DeliveryTag, true); err != nil {
+				t.Fatal(err)
+			}
+			_ = ch.Close()
+		}
+		seen := make(chan int, 1)
+		consume(r, q, func(ctx context.Context, m *acemq.Message[order]) acemq.Decision {
+			seen <- m.DeliveryCount
+			return acemq.Reject(errors.New("no"))
+		})
+		if n := recv(t, seen); n != 2 {
+			t.Fatalf("the handler saw delivery count %d, want 2", n)
+		}
+		m := r.pull(acemq.DeadLetterQueue(q))
+		for _, h := range []string{"x-delivery-count", "x-acquired-count"} {
+			if v, ok := m.Headers[h]; ok {
+				t.Errorf("the dead-letter copy carries the broker's %s %v from the delivery it was made from", h, v)
+			}
+		}
+	})
+}

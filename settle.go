@@ -4,6 +4,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/acemq-go/acemq/internal/idtext"
 	"github.com/acemq-go/acemq/transport"
 )
 
@@ -49,7 +50,7 @@ type Fallback struct {
 func (k *consumerCore) report(dv *delivery, s Settlement) {
 	dv.end(s)
 	if s.Outcome != ConsumeAcked {
-		k.env.logger.Info("acemq: settled a message", "queue", s.Queue, "id", shownID(s.Envelope.ID), "outcome", s.Outcome, "target", s.Target, "reason", s.Reason)
+		k.env.logger.Info("acemq: settled a message", "queue", s.Queue, "id", idtext.Short(s.Envelope.ID), "outcome", s.Outcome, "target", s.Target, "reason", s.Reason)
 	}
 	k.host.settled(s)
 }
@@ -86,9 +87,12 @@ func (k *consumerCore) settle(dv *delivery, env Envelope, dec Decision, handled 
 }
 
 // brokerOwned reports headers the broker owns; they are never copied onto
-// library hops.
+// library hops. x-delivery-count and x-acquired-count (RabbitMQ 4.3)
+// describe the delivery they came with; a copy that kept them would show
+// them, stale, wherever the broker writes none (a classic queue, a quorum
+// queue's first delivery).
 func brokerOwned(name string) bool {
-	return name == "x-death" || name == "x-delivery-count" ||
+	return name == "x-death" || name == "x-delivery-count" || name == "x-acquired-count" ||
 		strings.HasPrefix(name, "x-first-death-") || strings.HasPrefix(name, "x-last-death-")
 }
 

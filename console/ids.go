@@ -20,8 +20,8 @@ const contentIDPrefix = "content-"
 // random id each time it is read, so a link to it or an action on it by
 // that id would find nothing. The console names such a message by what it
 // holds instead: a hash of its envelope fields (less the random id),
-// application headers (less x-delivery-count, which a read of a quorum
-// queue raises) and body, none of which a read changes. Identical messages
+// application headers (less x-delivery-count and x-acquired-count, which
+// a read of a quorum queue raises) and body, none of which a read changes. Identical messages
 // share the hash; the n-th of them in queue order gets "-n" appended. A
 // read keeps the queue's order, so the numbering is the same on every
 // read; when an earlier identical copy leaves the queue the later ones
@@ -51,7 +51,7 @@ func contentHash(env acemq.Envelope, body []byte) string {
 	hs := env.Headers()
 	names := make([]string, 0, len(hs))
 	for k := range hs {
-		if k != "x-delivery-count" {
+		if k != "x-delivery-count" && k != "x-acquired-count" {
 			names = append(names, k)
 		}
 	}

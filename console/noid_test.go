@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/acemq-go/acemq"
+	"github.com/acemq-go/acemq/console/internal/testenv"
 )
 
 var rowIDRE = regexp.MustCompile(`<td class="id"><a href="/q/[^/]+/m/([^"]+)">`)
@@ -103,4 +104,32 @@ func testAMessageWithoutAnIDCanBeViewedReplayedAndParked(t *testing.T, u string)
 	if resp, body := f.post("/q/"+dlq+"/purge", url.Values{"confirm_name": {dlq}}); resp.StatusCode != http.StatusOK || !strings.Contains(body, "purged 2") {
 		t.Fatalf("purge: %d %s", resp.StatusCode, body)
 	}
+}
+
+// On a quorum queue a read raises the broker's counts (x-delivery-count on
+// RabbitMQ 3.10, x-acquired-count on 4.3 and memory://): a message without
+// an id keeps its id across reads all the same.
+func TestAMessageWithoutAnIDKeepsItsIDAcrossReadsOfAQuorumQueue(t *testing.T) {
+	forEachBroker(t, func(t *testing.T, u string) {
+		f := newFixture(t, u, nil)
+		q := testenv.Unique("console.quorum") + ".dlq"
+		if err := f.conn.Apply(t.Context(), acemq.NewTopology().Queue(q, acemq.QueueOptions{Type: acemq.Quorum})); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _, _ = f.conn.DeleteQueue(context.Background(), q) })
+		publishWithoutID(t, f.conn, q, "no id", `{"n":1}`)
+		publishWithoutID(t, f.conn, q, "no id", `{"n":2}`)
+		read := func() []string {
+			_, body := f.get("/q/" + q)
+			var out []string
+			for _, m := range rowIDRE.FindAllStringSubmatch(body, -1) {
+				out = append(out, m[1])
+			}
+			return out
+		}
+		first, second := read(), read()
+		if len(first) != 2 || !slices.Equal(first, second) {
+			t.Fatalf("ids change between reads of a quorum queue: %v then %v", first, second)
+		}
+	})
 }

@@ -5,6 +5,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/acemq-go/acemq"
 	"github.com/acemq-go/acemq/internal/brokertest"
@@ -18,10 +19,13 @@ import (
 // active one read. Order across the handover is not kept (what the test
 // decided, as for package ordered: the cancel makes the waiting consumer
 // active before what the closing one prefetched is handed back); it logs
-// how many came late. RabbitMQ only: memory:// accepts
-// x-single-active-consumer but delivers to every consumer.
+// how many came late. It runs on memory:// too, which keeps single
+// active consumer as RabbitMQ does.
 func TestAGracefulCloseOfTheActiveGroupHandsOverAndLosesNothing(t *testing.T) {
-	url := testenv.AMQPURL(t)
+	brokertest.ForEachBroker(t, gracefulGroupHandover)
+}
+
+func gracefulGroupHandover(t *testing.T, url string) {
 	a := brokertest.Connect(t, url)
 	b := brokertest.Connect(t, url)
 	q := testenv.Unique("group.sac")
@@ -61,11 +65,23 @@ func TestAGracefulCloseOfTheActiveGroupHandsOverAndLosesNothing(t *testing.T) {
 	}
 	var handledA atomic.Int32
 	reached, proceed := make(chan struct{}), make(chan struct{})
+	// The active one reads on only once the other is subscribed, so the
+	// other has the whole time to show it is given nothing; from the
+	// 20th handling on, every handler of the active one holds its message
+	// until the other has handled one, which it can only once Close has
+	// cancelled the active one's subscriptions: Close finds messages in
+	// hand and the other takes over, however fast the broker is.
+	subscribed, tookOver := make(chan struct{}), make(chan struct{})
+	var reachedOnce, tookOverOnce sync.Once
 	ga, err := Consume(context.Background(), a, q, 2, func(ctx context.Context, m *acemq.Message[int]) acemq.Decision {
 		add("a", m.Payload)
-		if handledA.Add(1) == 20 {
-			close(reached)
-			<-proceed // finishes once its Close was called
+		select {
+		case <-subscribed:
+		case <-ctx.Done():
+		}
+		if handledA.Add(1) >= 20 {
+			reachedOnce.Do(func() { close(reached) })
+			<-proceed // finishes once the other took over
 		}
 		return acemq.Accept()
 	}, acemq.ConsumerConfig{Prefetch: 10})
@@ -74,12 +90,14 @@ func TestAGracefulCloseOfTheActiveGroupHandsOverAndLosesNothing(t *testing.T) {
 	}
 	gb, err := Consume(context.Background(), b, q, 2, func(ctx context.Context, m *acemq.Message[int]) acemq.Decision {
 		add("b", m.Payload)
+		tookOverOnce.Do(func() { close(tookOver) })
 		return acemq.Accept()
 	}, acemq.ConsumerConfig{Prefetch: 10})
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = gb.Close(context.Background()) })
+	close(subscribed)
 
 	<-reached
 	if n := count("b"); n != 0 {
@@ -87,7 +105,13 @@ func TestAGracefulCloseOfTheActiveGroupHandsOverAndLosesNothing(t *testing.T) {
 	}
 	closed := make(chan error, 1)
 	go func() { closed <- ga.Close(context.Background()) }()
-	close(proceed)
+	select {
+	case <-tookOver:
+		close(proceed)
+	case <-time.After(time.Minute):
+		close(proceed)
+		t.Fatal("the other group never took over while the active one closed")
+	}
 	if err := <-closed; err != nil {
 		t.Fatalf("the active group's graceful close: %v", err)
 	}

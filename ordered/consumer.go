@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/acemq-go/acemq"
+	"github.com/acemq-go/acemq/internal/idtext"
 )
 
 // DefaultPrefetch is each partition consumer's prefetch (behaviour §7.10).
@@ -176,13 +177,21 @@ func Consume[T any](ctx context.Context, c *acemq.Conn, name string, h acemq.Han
 // partitionHandler wraps h with the failure policy for partition p.
 func partitionHandler[T any](k *Consumer, p int, cfg consumerConfig, h acemq.Handler[T]) acemq.Handler[T] {
 	return func(ctx context.Context, m *acemq.Message[T]) acemq.Decision {
-		for {
-			select {
-			case <-k.closing:
-				// Closing: nothing more runs; what is left goes back to the
-				// broker in the order it arrives here.
-				return acemq.Release()
-			default:
+		for attempt := 0; ; attempt++ {
+			// A message a worker has started is in hand: it runs even while
+			// the consumer closes (the drain hands back only what no worker
+			// started, after it cancelled the subscription). Handing it back
+			// here instead would have the broker deliver it straight back
+			// while the subscription stands (on a single-active-consumer
+			// queue, to this same consumer), each return counted, until
+			// the delivery limit dropped it. A retry does not start once
+			// closing.
+			if attempt > 0 {
+				select {
+				case <-k.closing:
+					return acemq.Release()
+				default:
+				}
 			}
 			dec, failure := run(ctx, h, m)
 			if failure == nil {
@@ -218,7 +227,7 @@ func partitionHandler[T any](k *Consumer, p int, cfg consumerConfig, h acemq.Han
 func run[T any](ctx context.Context, h acemq.Handler[T], m *acemq.Message[T]) (dec acemq.Decision, failure error) {
 	defer func() {
 		if r := recover(); r != nil {
-			failure = fmt.Errorf("acemq: the handler panicked on message %s: %v", m.Envelope.ID, r)
+			failure = fmt.Errorf("acemq: the handler panicked on message %s: %v", idtext.Short(m.Envelope.ID), r)
 		}
 	}()
 	dec = h(ctx, m)
@@ -279,7 +288,7 @@ func (k *Consumer) Health(ctx context.Context) acemq.HealthReport {
 	r := acemq.HealthReport{Status: acemq.StatusUp, CheckedAt: time.Now()}
 	var lines []string
 	for _, s := range k.Stopped() {
-		lines = append(lines, fmt.Sprintf("partition %s is stopped at message %s since %s: %v; fix the cause, then restart the consumer (the message runs again)", s.Queue, s.MessageID, s.Since.UTC().Format(time.RFC3339), s.Err))
+		lines = append(lines, fmt.Sprintf("partition %s is stopped at message %s since %s: %v; fix the cause, then restart the consumer (the message runs again)", s.Queue, idtext.Short(s.MessageID), s.Since.UTC().Format(time.RFC3339), s.Err))
 	}
 	for _, m := range k.members {
 		if err := m.Stalled(); err != nil {
@@ -311,7 +320,7 @@ func (k *Consumer) Close(ctx context.Context) error {
 		stopped := k.Stopped()
 		err := closeAll(ctx, k.members)
 		for _, s := range stopped {
-			err = errors.Join(err, fmt.Errorf("acemq: ordered consumer %s closed with partition %s stopped at message %s: %w; the message went back to its queue and runs again at the next start", k.name, s.Queue, s.MessageID, s.Err))
+			err = errors.Join(err, fmt.Errorf("acemq: ordered consumer %s closed with partition %s stopped at message %s: %w; the message went back to its queue and runs again at the next start", k.name, s.Queue, idtext.Short(s.MessageID), s.Err))
 		}
 		k.closeErr = err
 	})

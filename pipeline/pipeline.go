@@ -320,7 +320,7 @@ func (p *Pipeline) finished(ctx context.Context, c *acemq.Conn, step, outcome st
 // brokerOwned reports headers the broker sets; they are never copied onto
 // a hop (contract §1.3).
 func brokerOwned(name string) bool {
-	return name == "x-death" || name == "x-delivery-count" || name == "x-stream-offset" ||
+	return name == "x-death" || name == "x-delivery-count" || name == "x-acquired-count" || name == "x-stream-offset" ||
 		strings.HasPrefix(name, "x-first-death-") || strings.HasPrefix(name, "x-last-death-")
 }
 

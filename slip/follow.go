@@ -135,6 +135,6 @@ func nextHop(c *acemq.Conn, in acemq.Envelope, exchange, contentType string, bod
 // brokerOwned reports headers the broker sets; they are never copied onto
 // a hop (contract §1.3).
 func brokerOwned(name string) bool {
-	return name == "x-death" || name == "x-delivery-count" || name == "x-stream-offset" ||
+	return name == "x-death" || name == "x-delivery-count" || name == "x-acquired-count" || name == "x-stream-offset" ||
 		strings.HasPrefix(name, "x-first-death-") || strings.HasPrefix(name, "x-last-death-")
 }

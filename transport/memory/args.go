@@ -79,22 +79,26 @@ func describeArg(v any, present bool) string {
 	if !present {
 		return "none"
 	}
-	kind := "longstr"
+	return fmt.Sprintf("the value '%v' of type '%s'", v, fieldType(v))
+}
+
+// fieldType names a field-table value's AMQP type as RabbitMQ's messages
+// do (longstr, signedint, long, bool, ...).
+func fieldType(v any) string {
 	switch v.(type) {
 	case int8:
-		kind = "byte"
+		return "byte"
 	case int16:
-		kind = "short"
+		return "short"
 	case int32:
-		kind = "signedint"
+		return "signedint"
 	case bool:
-		kind = "bool"
-	default:
-		if _, ok := toInt64(v); ok {
-			kind = "long"
-		}
+		return "bool"
 	}
-	return fmt.Sprintf("the value '%v' of type '%s'", v, kind)
+	if _, ok := toInt64(v); ok {
+		return "long"
+	}
+	return "longstr"
 }
 
 // queueType returns the declared x-queue-type, defaulting to classic.

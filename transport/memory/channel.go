@@ -18,6 +18,13 @@ type channel struct {
 	prefetch  int
 	consumers map[string]*consumer
 	unacked   unackedList
+	// unseen holds, while the channel ends, what its consumers had taken
+	// and not handed out yet (consumer.giveBack): the broker had sent it,
+	// so it goes back as the unacked deliveries do, behind them, as
+	// RabbitMQ returns a channel's deliveries in the order they were
+	// sent. returned is set once end has put it back.
+	unseen   []unacked
+	returned bool
 }
 
 // Product is the product name the in-process broker gives for
@@ -56,31 +63,47 @@ func (ch *channel) end(err error) {
 	}
 	ch.consumers = nil
 	ch.mu.Unlock()
+	// The consumers' queues dispatch nothing until this channel's unacked
+	// deliveries are back at their heads, so the next consumer (the next
+	// active one on a single-active-consumer queue) gets them first, in
+	// the order they were delivered, as RabbitMQ does. The consumers stop
+	// first, keeping what they had taken and not handed out yet (unseen);
+	// the unacked deliveries go back, then those, which came after them.
+	held := holdQueues(cs)
+	var unused []*queue
 	for _, c := range cs {
 		if c.detach() {
-			ch.c.b.deleteIfUnused(c.q)
+			unused = append(unused, c.q)
 		}
 	}
 	ch.mu.Lock()
 	pending := ch.unacked.drain()
+	unseen := ch.unseen
+	ch.unseen, ch.returned = nil, true
 	ch.mu.Unlock()
-	requeueAll(pending, true) // a lost channel counts
+	// A lost channel counts, and what the consumers held counts too: the
+	// broker had sent it (RabbitMQ returns it redelivered and counted).
+	requeueAll(append(pending, unseen...), true)
+	unholdQueues(held)
+	for _, q := range unused {
+		ch.c.b.deleteIfUnused(q)
+	}
 	ch.c.forget(ch)
 	ch.life.finish()
 }
 
-// requeueAll returns unacked deliveries to their queues' heads in order,
-// marked redelivered, each counted as a failed delivery when counted says
-// so (returnLocked).
+// requeueAll returns unacked deliveries to their queues in the order they
+// were delivered (putBackLocked), marked redelivered, each counted as a
+// failed delivery when counted says so (returnLocked).
 func requeueAll(us []unacked, counted bool) {
-	for i := len(us) - 1; i >= 0; {
+	for i := 0; i < len(us); {
 		q := us[i].q
 		j := i
-		for j >= 0 && us[j].q == q {
-			j--
+		for j < len(us) && us[j].q == q {
+			j++
 		}
 		q.mu.Lock()
-		for k := i; k > j; k-- {
+		for k := i; k < j; k++ {
 			if us[k].c != nil {
 				us[k].c.inflight--
 			}
@@ -92,13 +115,29 @@ func requeueAll(us []unacked, counted bool) {
 		q.mu.Unlock()
 		q.b.deadLetter(dead)
 		if q.b.watched() {
-			for k := i; k > j; k-- {
+			for k := i; k < j; k++ {
 				m := us[k].e.m
 				q.b.emit(Event{Kind: EventSettled, Queue: q.name, Exchange: m.exchange, RoutingKey: m.routingKey, Properties: m.props, Body: m.body, Reason: "returned"})
 			}
 		}
 		i = j
 	}
+}
+
+// keepUnseen keeps es, entries c had taken and not handed out yet, for
+// the channel's end to return behind its unacked deliveries. It
+// reports false when the channel is not ending or its end has already
+// put back what it kept; the caller then restores them itself.
+func (ch *channel) keepUnseen(c *consumer, es []entry) bool {
+	ch.mu.Lock()
+	defer ch.mu.Unlock()
+	if !ch.life.ended() || ch.returned {
+		return false
+	}
+	for _, e := range es {
+		ch.unseen = append(ch.unseen, unacked{e: e, q: c.q, c: c})
+	}
+	return true
 }
 
 // fail closes the channel (or, for a connection error, the connection)
@@ -391,7 +430,7 @@ func (ch *channel) Get(ctx context.Context, queue string) (transport.Delivery, b
 		q.mu.Lock()
 		q.unacked--
 		ent.deliveries-- // never handed out
-		q.requeueLocked([]entry{ent}, false)
+		q.restoreAllLocked([]entry{ent})
 		q.dispatchLocked()
 		q.mu.Unlock()
 		return transport.Delivery{}, false, closedErr(ch.life.reason())

@@ -185,9 +185,11 @@ func (c *consumer) pump() {
 	}
 }
 
-// giveBack returns entries the application never saw to the queue head.
+// giveBack returns entries the application never saw to where they were
+// taken from, or, while the channel ends, hands them to it to return with
+// its unacked deliveries, behind them (channel.keepUnseen).
 func (c *consumer) giveBack(es []entry) {
-	if len(es) == 0 {
+	if len(es) == 0 || c.ch.keepUnseen(c, es) {
 		return
 	}
 	c.q.mu.Lock()
@@ -196,7 +198,7 @@ func (c *consumer) giveBack(es []entry) {
 	for i := range es {
 		es[i].deliveries--
 	}
-	c.q.requeueLocked(es, false)
+	c.q.restoreAllLocked(es)
 	c.q.dispatchLocked()
 	dead := c.q.takeDeadLocked()
 	c.q.mu.Unlock()
@@ -209,21 +211,27 @@ func (c *consumer) giveBack(es []entry) {
 func (c *consumer) detach() (autoDelete bool) {
 	q := c.q
 	q.mu.Lock()
+	// Nothing is dispatched until everything this consumer held is back
+	// at the head, in order (single.go).
+	q.holds++
 	for i, o := range q.consumers {
 		if o == c {
 			q.consumers = append(q.consumers[:i:i], q.consumers[i+1:]...)
 			break
 		}
 	}
+	q.mu.Unlock()
+	// What the pump (or next) holds is older than the outbox: it goes back
+	// first (while the channel ends, they are kept in that order for it).
+	c.halt()
+	q.mu.Lock()
 	pending := c.outbox
 	c.outbox = nil
 	q.mu.Unlock()
-	// The outbox is newer than what the pump holds; the pump's leftovers
-	// are pushed to the head after it, keeping the original order.
 	c.giveBack(pending)
-	c.halt()
 	q.mu.Lock()
 	autoDelete = q.autoDelete && !q.deleted && len(q.consumers) == 0
 	q.mu.Unlock()
+	q.unhold()
 	return autoDelete
 }

@@ -6,9 +6,18 @@ type entry struct {
 	m           *message
 	expireAt    int64 // unix nanoseconds; 0 means never
 	redelivered bool
-	deliveries  int32 // times delivered from this queue (x-acquired-count is one less)
-	failures    int32 // counted returns (x-delivery-count; see queue.returnLocked)
-	offset      int64 // position in a stream; unused on other queues
+	// returned: it came back to a quorum queue and waits among the
+	// returned messages, which go first, in returnSeq order (returns.go).
+	// Both stay set while a consumer holds it, so that an entry the
+	// application never saw goes back to its place (restoreLocked).
+	returned   bool
+	returnSeq  int64
+	deliveries int32 // times delivered from this queue (x-acquired-count is one less)
+	failures   int32 // counted returns (x-delivery-count; see queue.returnLocked)
+	// offset is its position: in a stream, its offset; in any other
+	// queue, the order the queue received it in (where a classic queue
+	// puts it back, returns.go).
+	offset int64
 }
 
 // deque is a growable ring of entries: O(1) push and pop at both ends and
@@ -39,15 +48,6 @@ func (d *deque) pushBack(e entry) {
 		d.grow()
 	}
 	d.buf[(d.head+d.n)%len(d.buf)] = e
-	d.n++
-}
-
-func (d *deque) pushFront(e entry) {
-	if d.n == len(d.buf) {
-		d.grow()
-	}
-	d.head = (d.head - 1 + len(d.buf)) % len(d.buf)
-	d.buf[d.head] = e
 	d.n++
 }
 

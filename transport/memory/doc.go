@@ -51,9 +51,16 @@
 // Deliveries share the broker's copy of the body: treat Delivery.Body as
 // read-only. Headers are copied per delivery.
 //
+// x-single-active-consumer is kept as RabbitMQ keeps it on classic and
+// quorum queues: only the first consumer still subscribed receives; a
+// basic.cancel makes the next one active at once, and a channel or
+// connection that ends returns what it held, in order and redelivered,
+// to the next one before anything else.
+//
 // Not implemented: x-expires, x-max-length-bytes (outside streams),
-// per-message TTL, priorities, single-active-consumer, transactions and
-// multiple=true acknowledgements (the seam has none).
+// per-message TTL, priorities (x-max-priority, and consumer priorities
+// with x-priority), transactions and multiple=true acknowledgements (the
+// seam has none).
 //
 // Design for throughput: one mutex per queue over a ring buffer; routing
 // under a read lock on the topology; a pump goroutine per consumer and a

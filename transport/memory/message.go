@@ -14,6 +14,11 @@ type message struct {
 	routingKey string
 	props      transport.Properties
 	body       []byte
+	// dead: the broker made this message by dead-lettering, so its
+	// x-death family is the broker's own record. A publisher's x-death
+	// headers are only headers: RabbitMQ 4 keeps its death record apart
+	// and starts a published message's afresh (withDeath).
+	dead bool
 }
 
 // newMessage copies what the publisher gave, so callers may reuse their

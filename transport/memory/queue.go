@@ -36,13 +36,17 @@ type queue struct {
 	hasDLRK       bool
 	quorum        bool
 	atLeastOnce   bool       // dead-letters at least once (atleastonce.go)
+	single        bool       // x-single-active-consumer (single.go)
 	deliveryLimit int64      // quorum only: counted returns allowed; -1 means none
 	stream        *streamLog // non-nil for x-queue-type=stream; guarded by mu
 
-	mu          sync.Mutex
-	ready       deque
-	consumers   []*consumer
-	rr          int // round-robin cursor into consumers
+	mu        sync.Mutex
+	ready     deque
+	consumers []*consumer
+	rr        int // round-robin cursor into consumers
+	// holds > 0 stops dispatch while a leaving consumer gives back what
+	// it held (single.go).
+	holds       int
 	hadConsumer bool
 	deleted     bool
 	timer       *time.Timer
@@ -53,6 +57,8 @@ type queue struct {
 	// unacked counts messages handed to a consumer (or in its outbox) or
 	// taken with basic.get, and not yet settled or given back.
 	unacked int
+	seq     int64 // the next entry's offset (its position; returns.go)
+	returns int64 // the next returned entry's returnSeq (returns.go)
 }
 
 func newQueue(b *Broker, spec transport.QueueSpec, owner *conn) *queue {
@@ -75,6 +81,7 @@ func newQueue(b *Broker, spec transport.QueueSpec, owner *conn) *queue {
 		q.maxLen = int(v)
 	}
 	q.rejectPublish = spec.Args["x-overflow"] == "reject-publish"
+	q.single = singleActive(spec.Args)
 	q.deliveryLimit = -1
 	if q.quorum {
 		q.deliveryLimit = defaultDeliveryLimit
@@ -91,7 +98,7 @@ func newQueue(b *Broker, spec transport.QueueSpec, owner *conn) *queue {
 func (q *queue) info() transport.QueueInfo {
 	q.mu.Lock()
 	defer q.mu.Unlock()
-	return transport.QueueInfo{Name: q.name, Messages: q.ready.len(), Consumers: len(q.consumers)}
+	return transport.QueueInfo{Name: q.name, Messages: q.ready.len(), Consumers: q.consumerCountLocked()}
 }
 
 // takeDeadLocked hands over the dead letters collected under q.mu; the
@@ -121,7 +128,8 @@ func (q *queue) enqueue(m *message) (ok bool, dead []deadLetter) {
 		q.mu.Unlock()
 		return true, nil
 	}
-	e := entry{m: m}
+	e := entry{m: m, offset: q.seq}
+	q.seq++
 	var now int64
 	if q.ttl >= 0 {
 		now = q.b.now()
@@ -152,17 +160,14 @@ func (q *queue) enqueue(m *message) (ok bool, dead []deadLetter) {
 	return true, dead
 }
 
-// requeueLocked puts entries back at the head, in their original order.
-func (q *queue) requeueLocked(es []entry, redelivered bool) {
+// restoreAllLocked puts entries the application never saw back where
+// they were taken from (restoreLocked).
+func (q *queue) restoreAllLocked(es []entry) {
 	if q.deleted || q.stream != nil {
 		return
 	}
-	for i := len(es) - 1; i >= 0; i-- {
-		e := es[i]
-		if redelivered {
-			e.redelivered = true
-		}
-		q.ready.pushFront(e)
+	for _, e := range es {
+		q.restoreLocked(e)
 	}
 }
 
@@ -174,7 +179,8 @@ func (q *queue) expiredLocked(now int64) {
 }
 
 // dispatchLocked pushes ready messages to consumers with credit, round
-// robin, then arms the expiry timer for what is left.
+// robin (to the active one only on a single-active-consumer queue), then
+// arms the expiry timer for what is left.
 func (q *queue) dispatchLocked() { q.dispatchAt(0) }
 
 // dispatchAt is dispatchLocked at broker time now (0: read the clock). A
@@ -216,6 +222,12 @@ func (q *queue) dispatchAt(now int64) {
 }
 
 func (q *queue) nextConsumerLocked() *consumer {
+	if q.holds > 0 {
+		return nil
+	}
+	if q.single {
+		return q.activeLocked()
+	}
 	n := len(q.consumers)
 	for i := 0; i < n; i++ {
 		c := q.consumers[(q.rr+i)%n]
@@ -260,8 +272,9 @@ func (q *queue) onTimer() {
 	q.b.deadLetter(dead)
 }
 
-// returnLocked puts a delivered entry back at the head, marked
-// redelivered. A quorum queue counts the return when counted says it is a
+// returnLocked puts a delivered entry back (at its original position in a
+// classic queue, behind the other returned messages at the head of a
+// quorum queue: putBackLocked), marked redelivered. A quorum queue counts the return when counted says it is a
 // failure (RabbitMQ 4.3's rule: basic.reject with requeue and a channel or
 // connection lost with the message unacked count, basic.nack does not):
 // the entry's x-delivery-count rises, and a return over the queue's
@@ -279,7 +292,7 @@ func (q *queue) returnLocked(e entry, counted bool) {
 		}
 	}
 	e.redelivered = true
-	q.ready.pushFront(e)
+	q.putBackLocked(e)
 }
 
 // settle finishes one delivery from this queue: ack, return at the head

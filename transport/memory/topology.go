@@ -112,6 +112,9 @@ func validateQueue(spec transport.QueueSpec) *transport.Error {
 	invalid := func(arg string) *transport.Error {
 		return chanErr(transport.CodePreconditionFailed, "PRECONDITION_FAILED", "invalid arg '%s' for queue '%s' in vhost '/'", arg, spec.Name)
 	}
+	if e := validateSingleActive(spec.Name, queueType(spec.Args), spec.Args); e != nil {
+		return e
+	}
 	switch queueType(spec.Args) {
 	case "classic":
 	case "quorum":

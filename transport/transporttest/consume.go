@@ -32,6 +32,62 @@ func (s *suite) nackRequeueRedelivers(t *testing.T) {
 	}
 }
 
+// Messages handed back one by one, in another order than they came, are
+// delivered again where the queue type puts them: a classic queue at
+// their original positions (in publish order), a quorum queue first and
+// in the order they came back (RabbitMQ 3.10's quorum queues: behind the
+// ready ones, Harness.QuorumReturnsBehind).
+func (s *suite) returnedMessagesGoWhereTheQueueTypePutsThem(t *testing.T) {
+	for _, kind := range []string{"classic", "quorum"} {
+		t.Run(kind, func(t *testing.T) {
+			c := s.dial(t)
+			ch := openChannel(t, c)
+			var q string
+			if kind == "classic" {
+				q = exclusiveQueue(t, ch, "returns", nil)
+			} else {
+				q = quorumQueue(t, c, ch, "returns", nil)
+			}
+			p := openPublisher(t, c)
+			for _, b := range []string{"0", "1", "2", "3", "4"} {
+				publishAcked(t, p, toQueue(q, b))
+			}
+			var got []transport.Delivery
+			for range 3 {
+				got = append(got, getOne(t, ch, q))
+			}
+			for _, i := range []int{1, 2, 0} {
+				if err := ch.Reject(got[i].DeliveryTag, true); err != nil {
+					t.Fatalf("reject: %v", err)
+				}
+			}
+			readyEventually(t, c, q, 5)
+			want := "0r 1r 2r 3 4"
+			switch {
+			case kind == "quorum" && s.h.QuorumReturnsBehind:
+				want = "3 4 1r 2r 0r"
+			case kind == "quorum":
+				want = "1r 2r 0r 3 4"
+			}
+			var bodies []string
+			for range 5 {
+				d := getOne(t, ch, q)
+				body := string(d.Body)
+				if d.Redelivered {
+					body += "r"
+				}
+				bodies = append(bodies, body)
+				if err := ch.Ack(d.DeliveryTag); err != nil {
+					t.Fatalf("ack: %v", err)
+				}
+			}
+			if got := strings.Join(bodies, " "); got != want {
+				t.Fatalf("a %s queue, after 1, 2 and 0 of 0..4 were rejected with requeue in that order, delivers %s, want %s (r: redelivered)", kind, got, want)
+			}
+		})
+	}
+}
+
 func (s *suite) prefetchEnforced(t *testing.T) {
 	c := s.dial(t)
 	setup := openChannel(t, c)
@@ -127,4 +183,59 @@ func (s *suite) cancelKeepsUnacked(t *testing.T) {
 	}
 	publishAcked(t, p, toQueue(q, "after"))
 	readyEventually(t, c, q, 1)
+}
+
+// A subscription cancelled after the application read some of what its
+// prefetch let the broker send keeps the queue's order: the messages
+// read and handed back one by one, then the rest (sent and never read,
+// or never sent), come again in publish order once the channel closes,
+// on classic and quorum queues.
+func (s *suite) cancelledSubscriptionKeepsTheQueueOrder(t *testing.T) {
+	for _, kind := range []string{"classic", "quorum"} {
+		t.Run(kind, func(t *testing.T) {
+			c := s.dial(t)
+			setup := openChannel(t, c)
+			var q string
+			if kind == "classic" {
+				q = exclusiveQueue(t, setup, "cancel-order", nil)
+			} else {
+				q = quorumQueue(t, c, setup, "cancel-order", nil)
+			}
+			publishNumbered(t, c, q, 10)
+			ch := openChannel(t, c)
+			if err := ch.Qos(10); err != nil {
+				t.Fatalf("qos: %v", err)
+			}
+			tag := unique("ctag")
+			ds, err := ch.Consume(ctx(t), transport.ConsumeSpec{Queue: q, Tag: tag})
+			if err != nil {
+				t.Fatalf("consume: %v", err)
+			}
+			seen := expectBodies(t, "the consumer", ds, false, "0", "1", "2")
+			if err := ch.Cancel(ctx(t), tag); err != nil {
+				t.Fatalf("cancel: %v", err)
+			}
+			for d := range ds { // what was sent before the cancel took effect
+				seen = append(seen, d)
+			}
+			for _, d := range seen {
+				if err := ch.Nack(d.DeliveryTag, true); err != nil {
+					t.Fatalf("nack: %v", err)
+				}
+			}
+			_ = ch.Close()
+			readyEventually(t, c, q, 10)
+			var bodies []string
+			for range 10 {
+				d := getOne(t, setup, q)
+				bodies = append(bodies, string(d.Body))
+				if err := setup.Ack(d.DeliveryTag); err != nil {
+					t.Fatalf("ack: %v", err)
+				}
+			}
+			if got := strings.Join(bodies, " "); got != "0 1 2 3 4 5 6 7 8 9" {
+				t.Fatalf("a %s queue, after a subscription read %d of 0..9, was cancelled, handed them back and closed, delivers %s, want 0..9 in order", kind, len(seen), got)
+			}
+		})
+	}
 }

@@ -88,3 +88,59 @@ func (s *suite) rejectDeadLetters(t *testing.T) {
 		t.Fatalf("ack: %v", err)
 	}
 }
+
+// x-death and x-first-death-* belong to the broker: a message published
+// with them (forged, or copied from a dead letter it republishes) has no
+// death record of its own on RabbitMQ 4 and memory://, so dead-lettering
+// writes only its own death, counted from 1. RabbitMQ 3.x counts on from a
+// published x-death and keeps its x-first-death-* (Harness.KeepsPublishedDeaths).
+// Measured on 3.10.8 and 4.3.6.
+func (s *suite) publishedDeathHeadersAreNotTheBrokersRecord(t *testing.T) {
+	c := s.dial(t)
+	ch := openChannel(t, c)
+	dlq := exclusiveQueue(t, ch, "deaths-dlq", nil)
+	q := exclusiveQueue(t, ch, "deaths", transport.Table{"x-dead-letter-exchange": "", "x-dead-letter-routing-key": dlq})
+	p := openPublisher(t, c)
+	forged := toQueue(q, "m")
+	forged.Headers = transport.Table{
+		"x-death":                []any{transport.Table{"queue": "forged", "reason": "rejected", "count": int64(4), "exchange": "", "routing-keys": []any{"forged"}}},
+		"x-first-death-reason":   "forged",
+		"x-first-death-queue":    "forged",
+		"x-first-death-exchange": "forged",
+	}
+	publishAcked(t, p, forged)
+	deadOnce := func() transport.Delivery {
+		t.Helper()
+		d := getOne(t, ch, q)
+		if err := ch.Reject(d.DeliveryTag, false); err != nil {
+			t.Fatalf("reject: %v", err)
+		}
+		dead := getOne(t, ch, dlq)
+		if err := ch.Ack(dead.DeliveryTag); err != nil {
+			t.Fatalf("ack: %v", err)
+		}
+		return dead
+	}
+	dead := deadOnce()
+	deaths, _ := dead.Headers["x-death"].([]any)
+	first := dead.Headers["x-first-death-reason"]
+	if s.h.KeepsPublishedDeaths {
+		if len(deaths) != 2 || first != "forged" {
+			t.Fatalf("published with a forged x-death, dead-lettered: %d x-death entries, x-first-death-reason %v; want 2 and the forged one", len(deaths), first)
+		}
+	} else if death := firstDeath(t, dead); len(deaths) != 1 || death["queue"] != q || first != "rejected" || dead.Headers["x-first-death-queue"] != q {
+		t.Fatalf("published with a forged x-death, dead-lettered: x-death %v, x-first-death-reason %v; want only the death in %s, first", deaths, first, q)
+	}
+	// The dead letter republished as it came, and dead-lettered again.
+	again := toQueue(q, "m")
+	again.Headers = dead.Headers
+	publishAcked(t, p, again)
+	death := firstDeath(t, deadOnce())
+	want := int64(1)
+	if s.h.KeepsPublishedDeaths {
+		want = 2
+	}
+	if n, _ := death["count"].(int64); death["queue"] != q || n != want {
+		t.Fatalf("a dead letter republished with its headers and dead-lettered again: x-death[0] %v, want queue %s counted %d", death, q, want)
+	}
+}
