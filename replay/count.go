@@ -2,7 +2,9 @@ package replay
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"net/http"
 	"net/url"
 	"slices"
 	"strings"
@@ -75,8 +77,16 @@ func confirmedCount(ctx context.Context, ask func(context.Context) (int, error),
 	if err != nil || n != 0 || mgmt == "" {
 		return n, err
 	}
-	why, replicated := leaderless(ctx, mgmt, vhost, queue)
+	why, replicated, gone := leaderless(ctx, mgmt, vhost, queue)
 	switch {
+	case gone:
+		// The management API knows no such queue: deleted since the
+		// count (the broker's 404 then says so), or a management API on
+		// another virtual host, which confirms nothing.
+		if n, err := ask(ctx); err != nil || n != 0 {
+			return n, err
+		}
+		return 0, &CountUnknownError{Queue: queue, Why: fmt.Sprintf("RabbitMQ answered 0 messages, which it also answers while a quorum queue's leader is being elected, and the management API knows no queue %q in virtual host %q to say whether that is so (check the management URL's virtual host)", queue, vhost)}
 	case why != "":
 		return 0, &CountUnknownError{Queue: queue, Why: why}
 	case !replicated:
@@ -99,7 +109,7 @@ type queueRecord struct {
 // why a 0 from it cannot be believed ("" when it can), and whether the
 // queue is replicated (a quorum queue or a stream, whose count comes from
 // its leader).
-func leaderless(ctx context.Context, mgmt, vhost, queue string) (why string, replicated bool) {
+func leaderless(ctx context.Context, mgmt, vhost, queue string) (why string, replicated, gone bool) {
 	if vhost == "" {
 		vhost = "/"
 	}
@@ -110,7 +120,11 @@ func leaderless(ctx context.Context, mgmt, vhost, queue string) (why string, rep
 	// emitted them.
 	var q queueRecord
 	if err := getJSON(ctx, mgmt, path+"?disable_stats=true", &q); err != nil {
-		return fmt.Sprintf("RabbitMQ answered 0 messages, which it also answers while a quorum queue's leader is being elected, and whether that is so could not be learned: %s", strings.TrimSuffix(err.Error(), ".")), false
+		var status *statusError
+		if errors.As(err, &status) && status.code == http.StatusNotFound {
+			return "", false, true
+		}
+		return fmt.Sprintf("RabbitMQ answered 0 messages, which it also answers while a quorum queue's leader is being elected, and whether that is so could not be learned: %s", strings.TrimSuffix(err.Error(), ".")), false, false
 	}
 	if q.Type == "stream" && q.Leader == nil {
 		// RabbitMQ 3.x names a stream's leader in its statistics only.
@@ -119,7 +133,7 @@ func leaderless(ctx context.Context, mgmt, vhost, queue string) (why string, rep
 			q.Leader, q.Members, q.Online = s.Leader, s.Members, s.Online
 		}
 	}
-	return judgeLeader(q), q.Type == "quorum" || q.Type == "stream"
+	return judgeLeader(q), q.Type == "quorum" || q.Type == "stream", false
 }
 
 // judgeLeader says why a 0 from a queue with record q cannot be believed

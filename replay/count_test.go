@@ -113,3 +113,27 @@ func TestANonZeroCountCostsNoManagementQuestion(t *testing.T) {
 		t.Fatalf("count %d, %v without a management API; want 0", n, err)
 	}
 }
+
+// TestAQueueTheManagementAPIDoesNotKnow: a 404 for the record is a queue
+// deleted since it was counted (the broker's own 404 is then the answer,
+// as for any missing queue), or a management API on another virtual host,
+// which confirms nothing.
+func TestAQueueTheManagementAPIDoesNotKnow(t *testing.T) {
+	mgmt, _ := fakeManagement(t, http.StatusNotFound, "")
+	gone := errors.New("acemq: cannot inspect queue \"orders.dlq\": NOT_FOUND")
+	asks := 0
+	_, err := confirmedCount(context.Background(), func(context.Context) (int, error) {
+		if asks++; asks > 1 {
+			return 0, gone
+		}
+		return 0, nil
+	}, mgmt, "/", "orders.dlq")
+	if !errors.Is(err, gone) {
+		t.Fatalf("a queue deleted between the count and the record: %v; want the broker's own answer", err)
+	}
+	_, err = confirmedCount(context.Background(), func(context.Context) (int, error) { return 0, nil }, mgmt, "/", "orders.dlq")
+	var u *CountUnknownError
+	if !errors.As(err, &u) || !strings.Contains(err.Error(), "virtual host") {
+		t.Fatalf("a queue the broker counts 0 and the management API does not know: %v; want a *CountUnknownError naming the virtual host", err)
+	}
+}
