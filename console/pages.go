@@ -3,6 +3,7 @@ package console
 import (
 	"embed"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"html/template"
 	"io/fs"
@@ -149,6 +150,11 @@ func (c *Console) loginPage(w http.ResponseWriter, r *http.Request, status int, 
 func (c *Console) brokerError(w http.ResponseWriter, r *http.Request, queue string, err error) {
 	if transport.Code(err) == transport.CodeNotFound {
 		c.errorPage(w, r, http.StatusNotFound, fmt.Sprintf("Queue %s does not exist on the broker; the overview lists the dead-letter queues.", quote(queue)))
+		return
+	}
+	var unknown *replay.CountUnknownError
+	if errors.As(err, &unknown) {
+		c.errorPage(w, r, http.StatusServiceUnavailable, fmt.Sprintf("The count of %s is unknown: %s. Nothing was read; reload this page in a few seconds.", quote(queue), strings.TrimSuffix(safetext.Line(unknown.Why), ".")))
 		return
 	}
 	c.errorPage(w, r, http.StatusBadGateway, fmt.Sprintf("Cannot read %s from the broker (%s). Check that the broker is up and reachable from the console; the console reconnects by itself, so reload this page once it is back.", quote(queue), strings.TrimPrefix(safetext.Line(err.Error()), "acemq: ")))

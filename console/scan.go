@@ -138,11 +138,12 @@ func (c *Console) read(ctx context.Context, queue string, sel selection, unsafe 
 	}
 	defer c.hold(queue)()
 	var sc scan
-	info, err := c.conn.QueueInfo(ctx, queue)
+	// A 0 is confirmed with the management API (replay.Count): a quorum
+	// queue whose leader is being elected counts 0 whatever it holds.
+	sc.Depth, err = replay.Count(ctx, c.conn, queue, c.readOptions(false)...)
 	if err != nil {
 		return sc, err
 	}
-	sc.Depth = info.Messages
 	seen := map[string]int{}
 	counts := map[string]int{}
 	pos := 0
@@ -294,7 +295,8 @@ type overviewRow struct {
 // oldest message.
 const oldestEvery = 30 * time.Second
 
-// overview measures every set-aside queue: depth from the broker (exact),
+// overview measures every set-aside queue: depth from the broker (exact;
+// a 0 it cannot confirm, replay.Count, is a row whose depth is unknown),
 // growth from the depths this console saw, and the oldest message's age:
 // the earliest first-seen among the first ScanLimit messages (a replayed
 // message goes to the back, so the head is not always the oldest), read
@@ -316,13 +318,12 @@ func (c *Console) overview(ctx context.Context, req *http.Request) ([]overviewRo
 		if strings.HasSuffix(n, ".parked") {
 			r.Kind = "parked"
 		}
-		info, err := c.conn.QueueInfo(ctx, n)
+		depth, err := replay.Count(ctx, c.conn, n, c.readOptions(false)...)
 		if err != nil {
 			r.Error = depthError(err)
 			rows = append(rows, r)
 			continue
 		}
-		depth := info.Messages
 		r.Depth = &depth
 		st := c.statsFor(n)
 		c.statsMu.Lock()
@@ -377,6 +378,10 @@ func (c *Console) overview(ctx context.Context, req *http.Request) ([]overviewRo
 
 // depthError says why a queue's depth could not be read and what to do.
 func depthError(err error) string {
+	var unknown *replay.CountUnknownError
+	if errors.As(err, &unknown) {
+		return fmt.Sprintf("count unknown: %s; this page refreshes every 2 seconds", strings.TrimSuffix(safetext.Line(unknown.Why), "."))
+	}
 	if transport.Code(err) == transport.CodeNotFound {
 		return "the queue no longer exists on the broker (deleted since it was listed); it drops off at the next refresh"
 	}

@@ -86,6 +86,7 @@ func (e *UnsafeReadError) Error() string {
 // queues, which a read asks for a queue's type, arguments and policies.
 // Without it, a read on RabbitMQ is refused (UnsafeReadError) unless
 // AllowUnsafeRead, since whether it counts deliveries cannot be known.
+// With it, a count of 0 is confirmed before it is believed (Count).
 func ManagementAPI(url, vhost string) Option {
 	return func(c *config) { c.mgmtURL, c.vhost = url, vhost }
 }

@@ -43,6 +43,11 @@ func SourceOf(queue string) string {
 // read subscribes again for each further window while the earlier windows
 // stay held.
 //
+// Browse first counts the queue as Count does (with ManagementAPI, a 0
+// from a quorum queue whose leader is not shown to be online is not
+// believed): a count that cannot be confirmed is a *CountUnknownError and
+// nothing is read.
+//
 // Before it takes anything, Browse asks what handing messages back would
 // do there (Inspect): where it would move a message toward a delivery
 // limit (a quorum queue with one, on RabbitMQ before 4.3), hold it back
@@ -83,11 +88,11 @@ func Browse(ctx context.Context, conn *acemq.Conn, queue string, limit int, visi
 	for _, o := range opts {
 		o(&cfg)
 	}
-	info, err := conn.QueueInfo(ctx, queue)
+	present, err := count(ctx, conn, queue, &cfg)
 	if err != nil {
 		return 0, err
 	}
-	n := min(limit, info.Messages)
+	n := min(limit, present)
 	if n == 0 {
 		return 0, nil
 	}
@@ -108,7 +113,7 @@ func Browse(ctx context.Context, conn *acemq.Conn, queue string, limit int, visi
 		// broker counts that plus what was read, it has taken them back
 		// (a queue requeues a channel's messages in one step). Something
 		// else may have taken or added messages meanwhile, hence the cap.
-		want := info.Messages
+		want := present
 		if read > 0 {
 			if now, err := conn.QueueInfo(context.WithoutCancel(ctx), queue); err == nil {
 				want = min(want, now.Messages+read)

@@ -112,7 +112,7 @@ func getJSONOnce(ctx context.Context, base, path string, out any) (retry bool, e
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
-		return resp.StatusCode >= 500, fmt.Errorf("the RabbitMQ management API at %s answered %s to %s", redact.URL(base), resp.Status, path)
+		return resp.StatusCode >= 500, &statusError{code: resp.StatusCode, text: fmt.Sprintf("the RabbitMQ management API at %s answered %s to %s", redact.URL(base), resp.Status, path)}
 	}
 	dec := json.NewDecoder(resp.Body)
 	dec.UseNumber()
@@ -386,3 +386,11 @@ func (f *queueFacts) delays(b broker, kind string) string {
 	}
 	return ""
 }
+
+// statusError is an answer of the management API other than 200 OK.
+type statusError struct {
+	code int
+	text string
+}
+
+func (e *statusError) Error() string { return e.text }

@@ -144,6 +144,12 @@ func KeepAttempts() Option { return func(c *config) { c.keep = true } }
 // unless AllowUnsafeRead. Without a Filter every message examined is
 // moved, so nothing is handed back but a message whose move failed.
 //
+// The pass first counts source as Count does: with ManagementAPI, a 0
+// that cannot be confirmed (a quorum queue whose leader is being elected
+// answers 0) stops it with Reason Failed and a *CountUnknownError, having
+// moved nothing, rather than report an empty queue drained. Without
+// ManagementAPI a 0 is believed.
+//
 // Replaying a queue onto itself is refused. When a message cannot be moved
 // (unroutable, refused, not confirmed) it is returned to the source and the
 // pass stops with Reason Failed; the error is returned too. A cancelled ctx
@@ -226,14 +232,13 @@ func (p *pass) ctxStop(ctx context.Context) bool {
 
 func (p *pass) run(ctx context.Context) {
 	rep, cfg := p.rep, p.cfg
-	info, err := p.conn.QueueInfo(ctx, rep.Source)
+	budget, err := count(ctx, p.conn, rep.Source, cfg)
 	if err != nil {
 		if !p.ctxStop(ctx) {
 			p.stop(Failed, err)
 		}
 		return
 	}
-	budget := info.Messages
 	defer func() { rep.Left = budget - rep.Moved }()
 	puller, err := p.conn.NewPuller(ctx)
 	if err != nil {

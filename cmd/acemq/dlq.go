@@ -9,6 +9,7 @@ import (
 	"io"
 	"os"
 	"sort"
+	"strconv"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -17,10 +18,12 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/acemq-go/acemq"
+	"github.com/acemq-go/acemq/cmd/acemq/internal/queuelist"
 	"github.com/acemq-go/acemq/cmd/acemq/internal/safetext"
 	"github.com/acemq-go/acemq/crypto"
 	"github.com/acemq-go/acemq/header"
 	"github.com/acemq-go/acemq/replay"
+	"github.com/acemq-go/acemq/transport"
 )
 
 func newDLQ() *cobra.Command {
@@ -43,7 +46,9 @@ func newDLQList() *cobra.Command {
 		Use:   "list",
 		Short: "List every .dlq and .parked queue with its depth",
 		Long: "List every .dlq and .parked queue with its depth. RabbitMQ is asked through its management HTTP API " +
-			"(AMQP cannot list queues); a memory:// broker lives inside one process, so a separate process sees an empty one.",
+			"(AMQP cannot list queues) and each depth from the broker itself; a memory:// broker lives inside one process, so a separate process sees an empty one. " +
+			"A depth of 0 from a quorum queue (or stream) is shown only once the management API shows its leader online: while a leader is being elected RabbitMQ answers 0 whatever the queue holds, " +
+			"so the depth reads \"unknown\" (--json: messages null, countUnknown saying why) and the command exits 1 saying \"count unknown …; try again\".",
 		Example: `  acemq dlq list --url amqp://guest:guest@localhost:5672/
   acemq dlq list --management-url http://guest:guest@localhost:15672/ --json`,
 		Args: cobra.NoArgs,
@@ -55,15 +60,18 @@ func newDLQList() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			var dl []queueDepth
+			var dl []listedDepth
 			for _, q := range all {
 				if isSetAside(q.Name) {
-					dl = append(dl, q)
+					n := q.Messages
+					dl = append(dl, listedDepth{Name: q.Name, Messages: &n})
 				}
 			}
+			var unknown []string
 			if len(dl) > 0 && !isMemory(u) {
 				// The management API's counts lag by seconds; ask the
-				// broker itself for each queue's ready count.
+				// broker itself for each queue's ready count, and believe
+				// a 0 only once its leader is online (replay.Count).
 				ctx, cancel := context.WithTimeout(cmd.Context(), time.Minute)
 				defer cancel()
 				c, err := connect(ctx, u, "acemq-dlq")
@@ -71,13 +79,36 @@ func newDLQList() *cobra.Command {
 					return err
 				}
 				defer closeConn(c)
+				if mgmt == "" {
+					mgmt, _ = queuelist.ManagementURL(u)
+				}
+				manage := replay.ManagementAPI(mgmt, queuelist.VhostOf(u))
 				for i := range dl {
-					if info, err := c.QueueInfo(ctx, dl[i].Name); err == nil {
-						dl[i].Messages = info.Messages
+					n, err := replay.Count(ctx, c, dl[i].Name, manage)
+					var cu *replay.CountUnknownError
+					switch {
+					case errors.As(err, &cu):
+						dl[i].Messages, dl[i].Unknown = nil, strings.TrimSuffix(cu.Why, ".")+"; try again"
+						unknown = append(unknown, sentence(err))
+					case transport.Code(err) == transport.CodeNotFound:
+						// Deleted since it was listed, or a classic queue
+						// whose only node is down: no count, but no
+						// failure of the list either.
+						dl[i].Messages, dl[i].Unknown = nil, "the broker answers that it does not exist: deleted since it was listed, or its only node is down"
+					case err != nil:
+						dl[i].Messages, dl[i].Unknown = nil, "cannot count it ("+strings.TrimSuffix(sentence(err), ".")+")"
+					default:
+						dl[i].Messages = &n
 					}
 				}
 			}
-			return printDepths(cmd.OutOrStdout(), dl, asJSON)
+			if err := printDepths(cmd.OutOrStdout(), dl, asJSON); err != nil {
+				return err
+			}
+			if len(unknown) > 0 {
+				return fmt.Errorf("%s (%d of %d dead-letter queues could not be counted)", strings.TrimSuffix(unknown[0], "."), len(unknown), len(dl))
+			}
+			return nil
 		},
 	}
 	urlFlag(cmd, &u)
@@ -86,10 +117,18 @@ func newDLQList() *cobra.Command {
 	return cmd
 }
 
-func printDepths(out io.Writer, dl []queueDepth, asJSON bool) error {
+// listedDepth is one row of dlq list: Messages is null (the table says
+// "unknown") when a 0 could not be confirmed, and Unknown says why.
+type listedDepth struct {
+	Name     string `json:"name"`
+	Messages *int   `json:"messages"`
+	Unknown  string `json:"countUnknown,omitempty"`
+}
+
+func printDepths(out io.Writer, dl []listedDepth, asJSON bool) error {
 	if asJSON {
 		if dl == nil {
-			dl = []queueDepth{}
+			dl = []listedDepth{}
 		}
 		return writeJSONLine(out, dl)
 	}
@@ -100,7 +139,11 @@ func printDepths(out io.Writer, dl []queueDepth, asJSON bool) error {
 	tw := tabwriter.NewWriter(out, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "QUEUE\tDEPTH")
 	for _, q := range dl {
-		fmt.Fprintf(tw, "%s\t%d\n", safetext.Line(q.Name), q.Messages)
+		depth := "unknown"
+		if q.Messages != nil {
+			depth = strconv.Itoa(*q.Messages)
+		}
+		fmt.Fprintf(tw, "%s\t%s\n", safetext.Line(q.Name), depth)
 	}
 	return tw.Flush()
 }
@@ -316,7 +359,7 @@ func peek(ctx context.Context, c *acemq.Conn, queue string, n int, opts ...repla
 // every message it took to the queue, in order, and reads nothing where
 // that would count deliveries (opts: the management API, --unsafe-read).
 func peekWithProgress(ctx context.Context, c *acemq.Conn, queue string, n int, progressOut io.Writer, ring *crypto.Keyring, opts ...replay.Option) ([]shownMessage, error) {
-	depth, err := requireQueue(ctx, c, queue)
+	depth, err := requireQueue(ctx, c, queue, opts...)
 	if err != nil {
 		return nil, err
 	}
@@ -336,10 +379,13 @@ func peekWithProgress(ctx context.Context, c *acemq.Conn, queue string, n int, p
 		return true
 	}, opts...)
 	var unsafe *replay.UnsafeReadError
-	if errors.As(err, &unsafe) {
+	var unknown *replay.CountUnknownError
+	switch {
+	case errors.As(err, &unsafe):
 		return nil, unsafeReadError(err)
-	}
-	if err != nil {
+	case errors.As(err, &unknown):
+		return nil, errors.New(sentence(err))
+	case err != nil:
 		return nil, fmt.Errorf("cannot read %q (%s); check the connection and retry", queue, sentence(err))
 	}
 	return out, nil
@@ -363,7 +409,8 @@ func newDLQReplay() *cobra.Command {
 		Long: "Move messages from a .dlq or .parked queue back to its source queue through the default exchange. " +
 			"Each accepted message is republished with its original bytes and id (headers the Go AMQP client could not read go out as the bytes they were published as), stamped acemq-replayed-from/-at/-count, " +
 			"attempt reset to 1 and error cleared (unless --keep-attempts), confirmed, and only then removed from the dead-letter queue. " +
-			"Messages the filter declines stay where they are. Replayed messages keep their ids: a consumer without an " +
+			"Messages the filter declines stay where they are. A count of 0 that cannot be confirmed (a quorum queue whose leader is being elected answers 0) " +
+			"moves nothing and exits 1 saying \"count unknown …; try again\", never \"moved 0\". Replayed messages keep their ids: a consumer without an " +
 			"idempotency guard may process one twice if it had already handled it.\n\n" + replay.FilterHelp,
 		Example: `  acemq dlq replay orders.new.dlq
   acemq dlq replay orders.new.dlq --limit 10 --filter 'type == "OrderPlaced" && error ~ "timeout"'
@@ -398,6 +445,11 @@ func newDLQReplay() *cobra.Command {
 			var unsafe *replay.UnsafeReadError
 			if errors.As(rep.Err, &unsafe) {
 				return unsafeReadError(rep.Err)
+			}
+			var unknown *replay.CountUnknownError
+			if errors.As(rep.Err, &unknown) {
+				// Nothing was moved: an unconfirmed 0 is not "replayed 0".
+				return errors.New(sentence(rep.Err))
 			}
 			fmt.Fprintf(cmd.OutOrStdout(), "%s\n", rep)
 			if rep.Moved > 0 {

@@ -244,6 +244,22 @@ func deadLettersAfterNodeLoss(t *testing.T, nodes []clusterNode, names []string,
 	}
 	alive := nodes[(stopped+1)%3]
 	t.Logf("%s is held by node %d (%s); stopping it, asking node %d", res.dlq, stopped+1, holder, (stopped+1)%3+1)
+	// A quorum queue's count comes from its leader: RabbitMQ answers 0
+	// messages when the leader it has on record does not answer within
+	// 250 ms (rabbit_quorum_queue:stat: "Leader is not available"), so
+	// until the survivors have elected one, queue.declare counts the queue
+	// empty (one run on RabbitMQ 4.3.6 that asked at once saw 0 of 20 in
+	// list, console and replay alike). The tools confirm a 0 with the
+	// management API (replay.Count): asked again and again from before
+	// the stop until a surviving node leads the .dlq, dlq list must never
+	// print 0 for it: either 20, or "count unknown" and a non-zero exit.
+	stopWatch := make(chan struct{})
+	endWatch := sync.OnceFunc(func() { close(stopWatch) })
+	watched := make(chan listWatch, 1)
+	if layout == acemq.ReplicatedLayout {
+		go func() { watched <- watchList(stopWatch, alive, res.dlq, 20) }()
+		defer func() { endWatch(); <-watched }()
+	}
 	if _, err := nodes[stopped].run("stop_app"); err != nil {
 		t.Fatal(err)
 	}
@@ -261,29 +277,27 @@ func deadLettersAfterNodeLoss(t *testing.T, nodes []clusterNode, names []string,
 		}
 	}()
 
-	// A quorum queue's count comes from its leader: RabbitMQ answers 0
-	// messages when the leader it has on record does not answer within
-	// 250 ms (rabbit_quorum_queue:stat: "Leader is not available"), so
-	// until the survivors have elected one, queue.declare counts the queue
-	// empty, and list, console and replay, which read that count, see
-	// nothing. One run on RabbitMQ 4.3.6 that asked at once saw 0 of 20 in
-	// all three (the queue there: the console's page 200, replay exit 0).
-	// Ask once a surviving node leads it, as an operator would after the
-	// election's seconds (docs/operations.md says so).
+	// Once a surviving node leads the .dlq, ask as an operator told "try
+	// again" would (the watch above asked throughout the election).
 	if layout == acemq.ReplicatedLayout {
 		begun := time.Now()
-		at := acemqCmd(t, "", "dlq", "list", "--url", alive.amqp, "--management-url", alive.mgmt)
-		t.Logf("acemq dlq list asked at once: %s", strings.Join(strings.Fields(at.stdout+at.stderr), " "))
 		for {
 			leader, err := queueNode(alive, res.dlq)
 			if err == nil && leader != "" && leader != holder {
-				t.Logf("%s: %s leads it %s after the stop", res.dlq, leader, time.Since(begun).Round(time.Millisecond))
+				t.Logf("%s: %s leads it %s after stop_app returned", res.dlq, leader, time.Since(begun).Round(time.Millisecond))
 				break
 			}
 			if time.Since(begun) > time.Minute {
 				t.Fatalf("%s: no surviving node leads it a minute after the stop (%q, %v)", res.dlq, leader, err)
 			}
 			time.Sleep(200 * time.Millisecond) // polling the management API for the election
+		}
+		endWatch()
+		w := <-watched
+		watched <- w // for the deferred wait
+		t.Logf("dlq list asked %d times from before stop_app until a survivor led %s: %d times count unknown (non-zero exit), never 0", w.asked, res.dlq, w.unknown)
+		for _, e := range w.errs {
+			t.Error(e)
 		}
 	}
 
@@ -381,4 +395,52 @@ func firstLines(s string, n int) string {
 		lines = lines[:n]
 	}
 	return strings.Join(lines, " | ")
+}
+
+// listWatch is what dlq list said while a .dlq's leader was lost.
+type listWatch struct {
+	asked, unknown int
+	errs           []string // each answer that was neither the count nor "count unknown"
+}
+
+// watchList runs acemq dlq list --json against node until stop closes and
+// checks each answer about dlq: want messages, or no count (count unknown)
+// with a non-zero exit and the sentence on stderr. It runs no t methods
+// (it is not the test's goroutine).
+func watchList(stop <-chan struct{}, node clusterNode, dlq string, want int) listWatch {
+	var w listWatch
+	begun := time.Now()
+	for {
+		select {
+		case <-stop:
+			return w
+		default:
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+		cmd := exec.CommandContext(ctx, acemqBinary, "dlq", "list", "--url", node.amqp, "--management-url", node.mgmt, "--json")
+		var stdout, stderr strings.Builder
+		cmd.Stdout, cmd.Stderr = &stdout, &stderr
+		err := cmd.Run()
+		cancel()
+		w.asked++
+		at := time.Since(begun).Round(time.Millisecond)
+		var rows []struct {
+			Name     string `json:"name"`
+			Messages *int   `json:"messages"`
+			Unknown  string `json:"countUnknown"`
+		}
+		_ = json.Unmarshal([]byte(stdout.String()), &rows)
+		for _, r := range rows {
+			switch {
+			case r.Name != dlq:
+			case r.Messages == nil:
+				w.unknown++
+				if err == nil || !strings.Contains(stderr.String(), "count unknown") {
+					w.errs = append(w.errs, fmt.Sprintf("dlq list %s in: count unknown (%s) but %v, stderr %q", at, r.Unknown, err, stderr.String()))
+				}
+			case *r.Messages != want:
+				w.errs = append(w.errs, fmt.Sprintf("dlq list %s in printed %d for %s, which holds %d (%v, %s)", at, *r.Messages, dlq, want, err, strings.TrimSpace(stderr.String())))
+			}
+		}
+	}
 }

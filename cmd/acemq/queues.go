@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 
@@ -27,14 +28,21 @@ func isSetAside(q string) bool { return replay.IsSetAside(q) }
 func sourceOf(q string) string { return replay.SourceOf(q) }
 
 // requireQueue checks that queue exists and returns its ready count, or a
-// sentence saying it does not and what to do.
-func requireQueue(ctx context.Context, c *acemq.Conn, queue string) (int, error) {
-	info, err := c.QueueInfo(ctx, queue)
+// sentence saying it does not and what to do. With opts naming the
+// management API (readFlags.options), a 0 is confirmed first
+// (replay.Count): a quorum queue whose leader is being elected counts 0
+// whatever it holds, and then the sentence says the count is unknown.
+func requireQueue(ctx context.Context, c *acemq.Conn, queue string, opts ...replay.Option) (int, error) {
+	n, err := replay.Count(ctx, c, queue, opts...)
 	if err != nil {
-		if transport.Code(err) == transport.CodeNotFound {
+		var unknown *replay.CountUnknownError
+		switch {
+		case errors.As(err, &unknown):
+			return 0, errors.New(sentence(err))
+		case transport.Code(err) == transport.CodeNotFound:
 			return 0, fmt.Errorf("queue %q does not exist on the broker; check the name (acemq dlq list shows the dead-letter queues)", queue)
 		}
 		return 0, fmt.Errorf("cannot inspect queue %q (%s); check the connection and retry", queue, strings.TrimSuffix(sentence(err), "."))
 	}
-	return info.Messages, nil
+	return n, nil
 }

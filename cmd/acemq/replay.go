@@ -33,7 +33,7 @@ func replayQueue(ctx context.Context, c *acemq.Conn, source string, o replayOpti
 		return replay.Report{}, fmt.Errorf("%q is not a dead-letter queue; replay moves messages from QUEUE.dlq or QUEUE.parked back to QUEUE", source)
 	}
 	target := sourceOf(source)
-	present, err := requireQueue(ctx, c, source)
+	present, err := requireQueue(ctx, c, source, o.Read...)
 	if err != nil {
 		return replay.Report{}, err
 	}
