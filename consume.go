@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/acemq-go/acemq/internal/idtext"
 	"github.com/acemq-go/acemq/transport"
 )
 
@@ -453,8 +454,8 @@ func Consume[T any](ctx context.Context, c *Conn, queue string, h Handler[T], co
 func runHandler[T any](ctx context.Context, c *Conn, h Handler[T], m *Message[T]) (dec Decision) {
 	defer func() {
 		if r := recover(); r != nil {
-			c.logger.Error("acemq: the handler panicked", "queue", m.Queue, "id", m.Envelope.ID, "panic", r, "stack", string(debug.Stack()))
-			dec = Reject(Fatal(fmt.Errorf("acemq: the handler panicked on message %s: %v", m.Envelope.ID, r)))
+			c.logger.Error("acemq: the handler panicked", "queue", m.Queue, "id", idtext.Short(m.Envelope.ID), "panic", r, "stack", string(debug.Stack()))
+			dec = Reject(Fatal(fmt.Errorf("acemq: the handler panicked on message %s: %v", idtext.Short(m.Envelope.ID), r)))
 		}
 	}()
 	return h(ctx, m)

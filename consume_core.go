@@ -11,6 +11,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/acemq-go/acemq/internal/idtext"
 	"github.com/acemq-go/acemq/transport"
 )
 
@@ -208,7 +209,7 @@ func (k *consumerCore) handOff(dv *delivery) chan *delivery {
 func (k *consumerCore) keyOf(d *transport.Delivery) (key string) {
 	defer func() {
 		if r := recover(); r != nil {
-			k.env.logger.Error("acemq: the ConsumerConfig.KeyOrder key function panicked; the delivery runs unordered", "queue", k.queue, "id", d.MessageID, "panic", r)
+			k.env.logger.Error("acemq: the ConsumerConfig.KeyOrder key function panicked; the delivery runs unordered", "queue", k.queue, "id", idtext.Short(d.MessageID), "panic", r)
 			key = ""
 		}
 	}()

@@ -11,6 +11,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/acemq-go/acemq/header"
+	"github.com/acemq-go/acemq/internal/idtext"
 	"github.com/acemq-go/acemq/transport"
 )
 
@@ -178,7 +179,7 @@ func (e Envelope) Validate() error {
 		{"claim", e.Claim}, {"route id", e.RouteID}, {"reply-to", e.ReplyTo},
 	} {
 		if !utf8.ValidString(f.v) {
-			return fmt.Errorf("acemq: envelope %s %q is not UTF-8 text; headers carry UTF-8 strings only (contract §1.4), so give it as UTF-8", f.name, f.v)
+			return fmt.Errorf("acemq: envelope %s %s is not UTF-8 text; headers carry UTF-8 strings only (contract §1.4), so give it as UTF-8", f.name, idtext.Quote(f.v))
 		}
 	}
 	if e.Version < 1 {

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/acemq-go/acemq/internal/idtext"
 	"github.com/acemq-go/acemq/transport"
 )
 
@@ -52,14 +53,16 @@ type PublishError struct {
 	Err error
 }
 
-// Error renders the contract sentence for this failure.
+// Error renders the contract sentence for this failure. An id longer than
+// 64 bytes shows as its first 64 bytes and its length; MessageID keeps it
+// whole.
 func (e *PublishError) Error() string {
 	if e.Unroutable {
 		return fmt.Sprintf("acemq: message %s to exchange %s with key %s reached no queue: %s",
-			e.MessageID, strconv.Quote(e.Exchange), strconv.Quote(e.RoutingKey), e.Reason)
+			idtext.Short(e.MessageID), strconv.Quote(e.Exchange), strconv.Quote(e.RoutingKey), e.Reason)
 	}
 	return fmt.Sprintf("acemq: cannot publish message %s to exchange %s with key %s: %s",
-		e.MessageID, strconv.Quote(e.Exchange), strconv.Quote(e.RoutingKey), e.Reason)
+		idtext.Short(e.MessageID), strconv.Quote(e.Exchange), strconv.Quote(e.RoutingKey), e.Reason)
 }
 
 // Unwrap returns the cause.

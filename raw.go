@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"sync"
 
+	"github.com/acemq-go/acemq/internal/idtext"
 	"github.com/acemq-go/acemq/transport"
 )
 
@@ -178,7 +179,7 @@ func (p *Puller) Pull(ctx context.Context, queue string) (*Pulled, bool, error) 
 // visit) is refused with an error rather than a panic.
 func (m *Pulled) settle(f func(transport.Channel) error) error {
 	if m.p == nil {
-		return fmt.Errorf("acemq: message %s was not taken by a Puller, so it cannot be settled here; a message read by a browse goes back to its queue when the read ends", m.Envelope.ID)
+		return fmt.Errorf("acemq: message %s was not taken by a Puller, so it cannot be settled here; a message read by a browse goes back to its queue when the read ends", idtext.Short(m.Envelope.ID))
 	}
 	return m.p.settle(m, f)
 }
@@ -187,7 +188,7 @@ func (p *Puller) settle(m *Pulled, f func(transport.Channel) error) error {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if !p.pending[m.tag] {
-		return fmt.Errorf("acemq: message %s was already settled", m.Envelope.ID)
+		return fmt.Errorf("acemq: message %s was already settled", idtext.Short(m.Envelope.ID))
 	}
 	delete(p.pending, m.tag)
 	return f(p.ch)

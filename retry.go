@@ -8,6 +8,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/acemq-go/acemq/internal/idtext"
 )
 
 // RetryPolicy decides whether a failed delivery is tried again, after how
@@ -415,7 +417,7 @@ func (k *consumerCore) retry(dv *delivery, env Envelope, cause error, handled bo
 		}
 		if IsUnroutable(err) {
 			k.fallback(Fallback{Kind: "rung_missing", Queue: q, Target: target, Envelope: env, Err: err})
-			k.env.logger.Warn(fmt.Sprintf("acemq: %s is not on the broker, so %s will wait %s in this consumer instead; declare it (start the consumer with its retry policy, or Topology.Retries)", target, env.ID, delay), "queue", q)
+			k.env.logger.Warn(fmt.Sprintf("acemq: %s is not on the broker, so %s will wait %s in this consumer instead; declare it (start the consumer with its retry policy, or Topology.Retries)", target, idtext.Short(env.ID), delay), "queue", q)
 		} else {
 			k.putBackFailed(dv, env, target, err)
 			return
@@ -435,7 +437,7 @@ func (k *consumerCore) retry(dv *delivery, env Envelope, cause error, handled bo
 
 // putBackFailed: the retry was counted; the delivery goes back to the broker.
 func (k *consumerCore) putBackFailed(dv *delivery, env Envelope, target string, err error) {
-	k.env.logger.Warn("acemq: a retry could not be republished; handing the message back to the broker", "queue", k.queue, "id", shownID(env.ID), "target", target, "error", err)
+	k.env.logger.Warn("acemq: a retry could not be republished; handing the message back to the broker", "queue", k.queue, "id", idtext.Short(env.ID), "target", target, "error", err)
 	k.handBack(dv)
 }
 

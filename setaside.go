@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/acemq-go/acemq/header"
+	"github.com/acemq-go/acemq/internal/idtext"
 	"github.com/acemq-go/acemq/transport"
 )
 
@@ -60,7 +61,7 @@ func (k *consumerCore) setAside(dv *delivery, env Envelope, target, reason strin
 	f := Fallback{Kind: "set_aside_failed", Queue: k.queue, Target: target, Envelope: env, Err: err}
 	k.fallback(f)
 	parked := ParkedQueue(k.queue)
-	k.env.logger.Error("acemq: a message could not be set aside; a minimal copy goes to "+parked+" instead", "queue", k.queue, "id", shownID(env.ID), "target", target, "error", err)
+	k.env.logger.Error("acemq: a message could not be set aside; a minimal copy goes to "+parked+" instead", "queue", k.queue, "id", idtext.Short(env.ID), "target", target, "error", err)
 	if !dv.att.alive() || ctx.Err() != nil {
 		k.notSetAside(f)
 		k.lastResort(dv, env, err, err)
@@ -68,13 +69,13 @@ func (k *consumerCore) setAside(dv *delivery, env Envelope, target, reason strin
 	}
 	perr := k.minimalAside(ctx, dv, env, target, reason, err)
 	if perr == nil {
-		k.env.logger.Warn("acemq: set a minimal copy of a message aside; its x-acemq-error says what it leaves out", "queue", k.queue, "id", shownID(env.ID), "target", parked)
+		k.env.logger.Warn("acemq: set a minimal copy of a message aside; its x-acemq-error says what it leaves out", "queue", k.queue, "id", idtext.Short(env.ID), "target", parked)
 		k.ack(dv)
 		return
 	}
 	f = Fallback{Kind: "set_aside_failed", Queue: k.queue, Target: parked, Envelope: env, Err: perr}
 	k.fallback(f)
-	k.env.logger.Error("acemq: not even a minimal copy of a message could be set aside", "queue", k.queue, "id", shownID(env.ID), "target", parked, "error", perr)
+	k.env.logger.Error("acemq: not even a minimal copy of a message could be set aside", "queue", k.queue, "id", idtext.Short(env.ID), "target", parked, "error", perr)
 	k.notSetAside(f)
 	k.lastResort(dv, env, err, perr)
 }
@@ -97,7 +98,7 @@ func (k *consumerCore) copyAside(ctx context.Context, dv *delivery, env Envelope
 	msg := k.hopMessage(dv, cp, target)
 	err := k.host.hop(ctx, msg)
 	if le := frameLimit(err); le != nil && fitCopy(msg, le) {
-		k.env.logger.Warn("acemq: a set-aside copy was over frame_max; it leaves out headers, and its x-acemq-error says which", "queue", k.queue, "id", shownID(env.ID), "target", target, "error", le)
+		k.env.logger.Warn("acemq: a set-aside copy was over frame_max; it leaves out headers, and its x-acemq-error says which", "queue", k.queue, "id", idtext.Short(env.ID), "target", target, "error", le)
 		err = k.host.hop(ctx, msg)
 	}
 	return err
@@ -175,15 +176,6 @@ func minimalCopy(dv *delivery, env Envelope, parked, target, reason string, caus
 	}
 }
 
-// shownID is id as a log line shows it: whole up to 255 bytes, else its
-// first 255 and its length (another client may send an id of any length).
-func shownID(id string) string {
-	if len(id) <= transport.MaxShortString {
-		return id
-	}
-	return fmt.Sprintf("%s… (%d bytes)", cutText(id, transport.MaxShortString), len(id))
-}
-
 // cutText returns s cut to at most n bytes of valid UTF-8.
 func cutText(s string, n int) string {
 	if len(s) <= n {
@@ -236,8 +228,8 @@ func (k *consumerCore) lastResort(dv *delivery, env Envelope, err, perr error) {
 // and stops the deliveries prefetched after it from running, and the
 // re-subscriber attaches again after its back-off.
 func (k *consumerCore) stopReading(dv *delivery, env Envelope, cause error) {
-	k.env.logger.Error("acemq: a stream message could not be set aside, so it is not acked: the consumer stops reading and subscribes again", "queue", k.queue, "id", shownID(env.ID), "error", cause)
+	k.env.logger.Error("acemq: a stream message could not be set aside, so it is not acked: the consumer stops reading and subscribes again", "queue", k.queue, "id", idtext.Short(env.ID), "error", cause)
 	_ = dv.att.ch.Close()
 	k.release(dv)
-	k.markStalled(fmt.Errorf("acemq: message %s could not be set aside (%w), so the consumer stopped reading before it", shownID(env.ID), cause))
+	k.markStalled(fmt.Errorf("acemq: message %s could not be set aside (%w), so the consumer stopped reading before it", idtext.Short(env.ID), cause))
 }

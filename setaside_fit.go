@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/acemq-go/acemq/header"
+	"github.com/acemq-go/acemq/internal/idtext"
 	"github.com/acemq-go/acemq/transport"
 )
 
@@ -122,7 +123,7 @@ func (k *consumerCore) hopNeverWritable(dv *delivery, env Envelope, what string,
 	if cause != nil {
 		reason += ": " + cause.Error()
 	}
-	k.env.logger.Warn("acemq: a message's "+what+" can never be written; setting it aside", "queue", k.queue, "id", shownID(env.ID), "error", why)
+	k.env.logger.Warn("acemq: a message's "+what+" can never be written; setting it aside", "queue", k.queue, "id", idtext.Short(env.ID), "error", why)
 	k.setAside(dv, env, DeadLetterQueue(k.queue), reason)
 	return true
 }

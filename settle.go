@@ -4,6 +4,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/acemq-go/acemq/internal/idtext"
 	"github.com/acemq-go/acemq/transport"
 )
 
@@ -49,7 +50,7 @@ type Fallback struct {
 func (k *consumerCore) report(dv *delivery, s Settlement) {
 	dv.end(s)
 	if s.Outcome != ConsumeAcked {
-		k.env.logger.Info("acemq: settled a message", "queue", s.Queue, "id", shownID(s.Envelope.ID), "outcome", s.Outcome, "target", s.Target, "reason", s.Reason)
+		k.env.logger.Info("acemq: settled a message", "queue", s.Queue, "id", idtext.Short(s.Envelope.ID), "outcome", s.Outcome, "target", s.Target, "reason", s.Reason)
 	}
 	k.host.settled(s)
 }

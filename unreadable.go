@@ -3,6 +3,7 @@ package acemq
 import (
 	"fmt"
 
+	"github.com/acemq-go/acemq/internal/idtext"
 	"github.com/acemq-go/acemq/internal/wire"
 )
 
@@ -23,7 +24,7 @@ func (k *consumerCore) setAsideUnreadable(dv *delivery, env Envelope) bool {
 	}
 	reason := unreadableReason(limit)
 	k.env.logger.Warn("acemq: a delivery carries headers the Go AMQP client cannot read; it is parked, and the connection stays up",
-		"queue", k.queue, "id", shownID(env.ID), "reason", limit)
+		"queue", k.queue, "id", idtext.Short(env.ID), "reason", limit)
 	k.settleAside(dv, env, ParkedQueue(k.queue), reason, ConsumeParked, false, 0)
 	return true
 }

@@ -6,6 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"strconv"
+	"strings"
 	"time"
 
 	"github.com/acemq-go/acemq"
@@ -68,7 +70,7 @@ func newConfig[T any](opts []Option[T]) config[T] {
 func (c *config[T]) keyOf(m *acemq.Message[T]) (string, *acemq.Decision) {
 	k := c.key(m)
 	if k == "" {
-		d := acemq.Reject(acemq.Fatal(fmt.Errorf("acemq: message %s has no idempotency key; the guard cannot tell a duplicate without one", m.Envelope.ID)))
+		d := acemq.Reject(acemq.Fatal(fmt.Errorf("acemq: message %s has no idempotency key; the guard cannot tell a duplicate without one", shownID(m.Envelope.ID))))
 		return "", &d
 	}
 	return k, nil
@@ -254,4 +256,16 @@ func EnsureSchema(ctx context.Context, db *sql.DB, dialect sqlstore.Dialect) err
 		return err
 	}
 	return ensureSchema(ctx, db, dialect)
+}
+
+// shownID is id as an error or log line shows it: whole up to 64 bytes,
+// else its first 64 (cut back to whole UTF-8 characters) and its length,
+// so a publisher's 60,000-byte id does not make a 60 KB line. It is the
+// root module's internal/idtext.Short, which a module of its own does not
+// import.
+func shownID(id string) string {
+	if len(id) <= 64 {
+		return id
+	}
+	return strings.ToValidUTF8(id[:64], "") + "… (" + strconv.Itoa(len(id)) + " bytes)"
 }

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/acemq-go/acemq"
+	"github.com/acemq-go/acemq/internal/idtext"
 )
 
 // DefaultPrefetch is each partition consumer's prefetch (behaviour §7.10).
@@ -239,7 +240,7 @@ func partitionHandler[T any](k *Consumer, p int, cfg consumerConfig, h acemq.Han
 func run[T any](ctx context.Context, h acemq.Handler[T], m *acemq.Message[T]) (dec acemq.Decision, failure error) {
 	defer func() {
 		if r := recover(); r != nil {
-			failure = fmt.Errorf("acemq: the handler panicked on message %s: %v", m.Envelope.ID, r)
+			failure = fmt.Errorf("acemq: the handler panicked on message %s: %v", idtext.Short(m.Envelope.ID), r)
 		}
 	}()
 	dec = h(ctx, m)
@@ -300,7 +301,7 @@ func (k *Consumer) Health(ctx context.Context) acemq.HealthReport {
 	r := acemq.HealthReport{Status: acemq.StatusUp, CheckedAt: time.Now()}
 	var lines []string
 	for _, s := range k.Stopped() {
-		lines = append(lines, fmt.Sprintf("partition %s is stopped at message %s since %s: %v; fix the cause, then restart the consumer (the message runs again)", s.Queue, s.MessageID, s.Since.UTC().Format(time.RFC3339), s.Err))
+		lines = append(lines, fmt.Sprintf("partition %s is stopped at message %s since %s: %v; fix the cause, then restart the consumer (the message runs again)", s.Queue, idtext.Short(s.MessageID), s.Since.UTC().Format(time.RFC3339), s.Err))
 	}
 	for _, m := range k.members {
 		if err := m.Stalled(); err != nil {
@@ -332,7 +333,7 @@ func (k *Consumer) Close(ctx context.Context) error {
 		stopped := k.Stopped()
 		err := closeAll(ctx, k.members)
 		for _, s := range stopped {
-			err = errors.Join(err, fmt.Errorf("acemq: ordered consumer %s closed with partition %s stopped at message %s: %w; the message went back to its queue and runs again at the next start", k.name, s.Queue, s.MessageID, s.Err))
+			err = errors.Join(err, fmt.Errorf("acemq: ordered consumer %s closed with partition %s stopped at message %s: %w; the message went back to its queue and runs again at the next start", k.name, s.Queue, idtext.Short(s.MessageID), s.Err))
 		}
 		k.closeErr = err
 	})

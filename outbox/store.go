@@ -326,7 +326,7 @@ func (s *Store) Add(ctx context.Context, tx *sql.Tx, conn *acemq.Conn, exchange,
 	}
 	env = withTraceOf(ctx, conn, env)
 	if len(env.ID) > 64 {
-		return env, fmt.Errorf("acemq: outbox message id %q is longer than the 64 characters the outbox id column holds", env.ID)
+		return env, fmt.Errorf("acemq: outbox message id %q… is %d bytes, longer than the 64 the outbox id column holds; give the message a shorter id", env.ID[:64], len(env.ID))
 	}
 	if err := env.Validate(); err != nil {
 		return env, fmt.Errorf("acemq: the outbox message envelope is not valid: %w", err)

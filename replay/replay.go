@@ -21,6 +21,7 @@ import (
 
 	"github.com/acemq-go/acemq"
 	"github.com/acemq-go/acemq/header"
+	"github.com/acemq-go/acemq/internal/idtext"
 	"github.com/acemq-go/acemq/internal/wire"
 	"github.com/acemq-go/acemq/transport"
 )
@@ -310,7 +311,7 @@ func (p *pass) move(ctx context.Context, m *acemq.Pulled) bool {
 	raw.NotMandatory = false
 	if err := restoreUnreadable(raw.Headers); err != nil {
 		p.held = append(p.held, m) // handed back at the end of the pass
-		p.stop(Failed, fmt.Errorf("acemq: cannot replay message %s from %s as it was published: %w; it was returned to %s", m.Envelope.ID, rep.Source, err, rep.Source))
+		p.stop(Failed, fmt.Errorf("acemq: cannot replay message %s from %s as it was published: %w; it was returned to %s", idtext.Short(m.Envelope.ID), rep.Source, err, rep.Source))
 		return false
 	}
 	stamp(raw.Headers, m.Envelope, rep.Source, cfg.now(), cfg.keep)
@@ -320,12 +321,12 @@ func (p *pass) move(ctx context.Context, m *acemq.Pulled) bool {
 	if err != nil {
 		p.held = append(p.held, m) // handed back at the end of the pass
 		if !p.ctxStop(ctx) {
-			p.stop(Failed, fmt.Errorf("acemq: cannot replay message %s from %s to exchange %q with key %q; it was returned to %s: %w", m.Envelope.ID, rep.Source, rep.Exchange, rep.RoutingKey, rep.Source, err))
+			p.stop(Failed, fmt.Errorf("acemq: cannot replay message %s from %s to exchange %q with key %q; it was returned to %s: %w", idtext.Short(m.Envelope.ID), rep.Source, rep.Exchange, rep.RoutingKey, rep.Source, err))
 		}
 		return false
 	}
 	if err := m.Ack(); err != nil {
-		p.stop(Failed, fmt.Errorf("acemq: message %s was replayed to exchange %q with key %q but could not be removed from %s, so it may now be in both: %w", m.Envelope.ID, rep.Exchange, rep.RoutingKey, rep.Source, err))
+		p.stop(Failed, fmt.Errorf("acemq: message %s was replayed to exchange %q with key %q but could not be removed from %s, so it may now be in both: %w", idtext.Short(m.Envelope.ID), rep.Exchange, rep.RoutingKey, rep.Source, err))
 		return false
 	}
 	return true

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"time"
+
+	"github.com/acemq-go/acemq/internal/idtext"
 )
 
 // ErrRequestTimedOut is matched (errors.Is) by the error Request returns
@@ -30,7 +32,7 @@ type TimeoutError struct {
 // Error says the request may still be queued, being handled, or done: a
 // timeout is not proof that nothing happened.
 func (e *TimeoutError) Error() string {
-	return fmt.Sprintf("acemq: no reply to request %s within %s (correlation %s); it may still be queued, being handled, or done", e.ID, e.Timeout, e.CorrelationID)
+	return fmt.Sprintf("acemq: no reply to request %s within %s (correlation %s); it may still be queued, being handled, or done", idtext.Short(e.ID), e.Timeout, e.CorrelationID)
 }
 
 // Is matches ErrRequestTimedOut.
@@ -59,5 +61,5 @@ type ResponderError struct {
 
 // Error returns the responder's text with the request it answers.
 func (e *ResponderError) Error() string {
-	return fmt.Sprintf("acemq: the responder failed request %s: %s", e.ID, e.Text)
+	return fmt.Sprintf("acemq: the responder failed request %s: %s", idtext.Short(e.ID), e.Text)
 }

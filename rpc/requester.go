@@ -10,6 +10,7 @@ import (
 
 	"github.com/acemq-go/acemq"
 	"github.com/acemq-go/acemq/header"
+	"github.com/acemq-go/acemq/internal/idtext"
 	"go.opentelemetry.io/otel/metric"
 	"go.opentelemetry.io/otel/trace"
 )
@@ -164,7 +165,7 @@ func (r *Requester) onReply(_ context.Context, m *acemq.Message[reply]) acemq.De
 	r.mu.Unlock()
 	if !ok {
 		r.unmatched.Add(1)
-		r.conn.Config().Logger.Debug("acemq: dropped a reply that no request is waiting for", "queue", r.queue, "correlation", corr, "id", m.Envelope.ID)
+		r.conn.Config().Logger.Debug("acemq: dropped a reply that no request is waiting for", "queue", r.queue, "correlation", corr, "id", idtext.Short(m.Envelope.ID))
 		return acemq.Accept()
 	}
 	ch <- rep // buffered: never blocks
@@ -356,7 +357,7 @@ func Request[Req, Resp any](ctx context.Context, r *Requester, exchange, routing
 		if rep, ok := r.abandon(corr, ch); ok {
 			return settle(r, rep, sent.Envelope.ID, corr, finish)
 		}
-		return finish(OutcomeFailed, fmt.Errorf("acemq: the connection was closed while request %s waited for its reply, so no reply can arrive; the request may still be queued, being handled, or done: %w", sent.Envelope.ID, acemq.ErrClosed))
+		return finish(OutcomeFailed, fmt.Errorf("acemq: the connection was closed while request %s waited for its reply, so no reply can arrive; the request may still be queued, being handled, or done: %w", idtext.Short(sent.Envelope.ID), acemq.ErrClosed))
 	}
 }
 

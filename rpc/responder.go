@@ -7,6 +7,7 @@ import (
 
 	"github.com/acemq-go/acemq"
 	"github.com/acemq-go/acemq/header"
+	"github.com/acemq-go/acemq/internal/idtext"
 )
 
 // HandlerFunc answers one request. A nil error publishes resp as the reply;
@@ -56,7 +57,7 @@ func answer[Req, Resp any](ctx context.Context, conn *acemq.Conn, h HandlerFunc[
 		opts.Headers = map[string]any{header.ReplyError: text}
 	}
 	if _, err := conn.Publish(ctx, "", addr, payload, opts); err != nil {
-		return acemq.Retry(fmt.Errorf("acemq: cannot publish the reply to request %s to %s: %w", env.ID, addr, errors.Join(err, herr)))
+		return acemq.Retry(fmt.Errorf("acemq: cannot publish the reply to request %s to %s: %w", idtext.Short(env.ID), addr, errors.Join(err, herr)))
 	}
 	if herr != nil {
 		return acemq.Reject(herr)

@@ -520,7 +520,7 @@ func (r *Reader) Held() error {
 func run[T any](ctx context.Context, h Handler[T], m *Message[T]) (dec acemq.Decision, failure error) {
 	defer func() {
 		if p := recover(); p != nil {
-			failure = fmt.Errorf("acemq: the handler panicked on message %s at offset %d: %v", m.Envelope.ID, m.Offset, p)
+			failure = fmt.Errorf("acemq: the handler panicked on message %s at offset %d: %v", shownID(m.Envelope.ID), m.Offset, p)
 		}
 	}()
 	return h(ctx, m), nil
@@ -686,4 +686,16 @@ func ParsePosition(s string) (Position, error) {
 		return Since(d), nil
 	}
 	return Position{}, fmt.Errorf("acemq: cannot read stream position %q; use first, last, next, an offset (42), a time (2026-12-01T10:00:00Z) or how far back (90m)", s)
+}
+
+// shownID is id as an error or log line shows it: whole up to 64 bytes,
+// else its first 64 (cut back to whole UTF-8 characters) and its length,
+// so a publisher's 60,000-byte id does not make a 60 KB line. It is the
+// root module's internal/idtext.Short, which a module of its own does not
+// import.
+func shownID(id string) string {
+	if len(id) <= 64 {
+		return id
+	}
+	return strings.ToValidUTF8(id[:64], "") + "… (" + strconv.Itoa(len(id)) + " bytes)"
 }
