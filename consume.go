@@ -218,6 +218,27 @@ type ConsumerConfig struct {
 	// half and retry ladder at start, for topologies an operator owns.
 	// The queues must then exist, or set-asides fail.
 	NoDeadLetterDeclaration bool
+	// SingleActive says the queue was declared with
+	// x-single-active-consumer (the engine does not read a queue's
+	// arguments), and makes Close hand over in the queue's order. On
+	// Close the messages in hand finish and are settled, nothing further
+	// is started, and the subscription ends by closing its channel, with
+	// no basic.cancel first: the broker then returns every unsettled
+	// message (those prefetched and never started, and any a handler gave
+	// back with Release) in delivery order before it activates the next
+	// waiting consumer, which so gets them before anything newer. A
+	// basic.cancel would activate that consumer at once, with the messages
+	// the closing one never prefetched, ahead of those it hands back. A
+	// handler still running at the drain deadline (Close's context or
+	// DrainTimeout) has its context cancelled and a short grace to return,
+	// as for every consumer; then the channel closes anyway, its message
+	// goes back with the rest, and Close reports it in a
+	// *DrainTimeoutError. Until the channel closes the broker may deliver
+	// more into the prefetch window; those are not started and go back
+	// with it. It costs nothing on a queue without the argument beyond
+	// that hold; on a stream (OnStream) it is ignored. Packages ordered
+	// and group set it for their single-active-consumer queues.
+	SingleActive bool
 }
 
 type consumerConfig struct {
@@ -232,6 +253,7 @@ type consumerConfig struct {
 	stream       bool                    // see ConsumerOnStream
 	asideFailed  func(Fallback)          // see ConsumerConfig.OnSetAsideFailed
 	skipDecl     bool
+	singleActive bool // see ConsumerConfig.SingleActive
 	interceptors []ConsumeInterceptor
 	drain        *time.Duration
 	// decodeTimeout is set by ConsumerDecodeTimeout (codec_context.go).
@@ -240,7 +262,7 @@ type consumerConfig struct {
 
 // internal lays cfg over the Conn's settings.
 func (cfg ConsumerConfig) internal(c *Conn) consumerConfig {
-	k := consumerConfig{prefetch: c.cfg.prefetch, concurrency: 1, codec: cfg.Codec, tag: cfg.Tag, args: cfg.Args, argsAt: cfg.ArgsAt, orderKey: cfg.KeyOrder, stream: cfg.OnStream, asideFailed: cfg.OnSetAsideFailed, skipDecl: cfg.NoDeadLetterDeclaration, interceptors: cfg.ConsumeInterceptors}
+	k := consumerConfig{prefetch: c.cfg.prefetch, concurrency: 1, codec: cfg.Codec, tag: cfg.Tag, args: cfg.Args, argsAt: cfg.ArgsAt, orderKey: cfg.KeyOrder, stream: cfg.OnStream, asideFailed: cfg.OnSetAsideFailed, skipDecl: cfg.NoDeadLetterDeclaration, singleActive: cfg.SingleActive, interceptors: cfg.ConsumeInterceptors}
 	if cfg.Prefetch != 0 {
 		k.prefetch = cfg.Prefetch
 	}
@@ -279,8 +301,10 @@ func (k *Consumer) InFlight() int { return int(k.core.inFlight.Load()) }
 // Close stops the consumer: no new deliveries, prefetched but unstarted
 // ones go back to the broker unrun, running handlers finish within the
 // drain deadline (the consumer's drain timeout, or ctx's earlier deadline),
-// then the channel is released. It returns nil or a *DrainTimeoutError.
-// Idempotent.
+// then the channel is released. A consumer with
+// ConsumerConfig.SingleActive subscribed until its channel closes and
+// hands back by closing it, in the queue's order. It returns nil or a
+// *DrainTimeoutError. Idempotent.
 func (k *Consumer) Close(ctx context.Context) error {
 	timeout := k.core.drainTimeout
 	deadline := time.Now().Add(timeout)
@@ -356,6 +380,7 @@ func Consume[T any](ctx context.Context, c *Conn, queue string, h Handler[T], co
 	// back what it never started) by closing the whole connection (540).
 	k.argsAt, k.stream = cfg.argsAt, cfg.stream || c.decls.asStream(queue)
 	k.waitsInQueue = inQueue
+	k.singleActive = cfg.singleActive && !k.stream
 	if inQueue && k.stream {
 		k.stopWorkers()
 		return nil, configErr("RetryPolicy", "the policy holds the waits of %q in the queue, but it is read as a stream, which holds no waits; use WaitsOnRungs", queue)

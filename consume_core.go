@@ -105,6 +105,7 @@ type consumerCore struct {
 	argsAt       func() transport.Table // when set, replaces args on every attach
 	stream       bool                   // hand-backs and rejects become acks (see ConsumerConfig.OnStream)
 	waitsInQueue bool                   // retries go back to the queue, which holds the wait (retry_in_queue.go)
+	singleActive bool                   // the drain hands back by closing the channel (see ConsumerConfig.SingleActive)
 	asideFailed  func(Fallback)         // told of a message that could not be set aside (ConsumerConfig.OnSetAsideFailed)
 	drainTimeout time.Duration
 	process      func(dv *delivery)
@@ -695,6 +696,14 @@ func (k *consumerCore) ack(dv *delivery) {
 func (k *consumerCore) handBack(dv *delivery) {
 	if k.stream {
 		k.ack(dv)
+		return
+	}
+	if k.singleActive && k.drainingNow.Load() {
+		// The drain closes the channel without a cancel: the broker
+		// returns the delivery then, in order with the rest. A reject now
+		// would have it delivered straight back to this consumer, still
+		// the active one.
+		k.release(dv)
 		return
 	}
 	if dv.att.alive() {

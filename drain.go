@@ -56,8 +56,13 @@ func (k *consumerCore) drain(ctx context.Context, deadline time.Time) int {
 	k.host.left(k)
 
 	// Stop new deliveries first (§3.11: cancel, then wind down); the
-	// channel stays open for the acks to come.
-	if att != nil && att.alive() {
+	// channel stays open for the acks to come. A single-active consumer
+	// sends no cancel (ConsumerConfig.SingleActive): the cancel would
+	// activate the next consumer at once, with what this one never
+	// prefetched ahead of what it hands back. It stays subscribed, starts
+	// nothing more (draining is set), and ends by closing its channel
+	// below, which returns every unsettled delivery in order first.
+	if att != nil && att.alive() && !k.singleActive {
 		cctx, cancel := context.WithDeadline(context.Background(), deadline)
 		_ = att.ch.Cancel(cctx, k.tag)
 		cancel()
@@ -149,8 +154,14 @@ func (k *consumerCore) requeueUnstarted() {
 // handBackUnrun hands back a delivery the drain returns unrun: at once
 // once the drain's basic.cancel is done, else kept until it is (the drain
 // then hands it back), so the broker cannot deliver it to this consumer
-// again in between.
+// again in between. A single-active consumer leaves it unsettled for the
+// drain's channel close to return.
 func (k *consumerCore) handBackUnrun(dv *delivery) {
+	if k.singleActive {
+		// Left unsettled: the drain's channel close returns it, in order.
+		k.release(dv)
+		return
+	}
 	k.mu.Lock()
 	if !k.cancelled {
 		k.unrun = append(k.unrun, dv)

@@ -41,7 +41,11 @@ func Tag(queue string, i int) string {
 // Consume starts size consumers of queue, each running h with opts (the
 // same options acemq.Consume takes: prefetch, concurrency and retry apply
 // to each member; cfg.Tag is replaced by the member's
-// group tag).
+// group tag). On a queue declared with x-single-active-consumer, set
+// cfg.SingleActive: a graceful Close of the active group then hands over
+// in the queue's order (acemq.ConsumerConfig.SingleActive); without it
+// the instance that takes over may get newer messages before those the
+// closing one held.
 //
 // size must be at least 1, or Consume returns an *acemq.ConfigurationError
 // and starts nothing. If a member cannot start, the members already

@@ -99,9 +99,11 @@ func RetryInPlaceDelay(d time.Duration) ConsumerOption {
 }
 
 // WithConsumerOptions passes settings to every partition's acemq consumer
-// (codec, interceptors, drain timeout, tag …). Prefetch, concurrency and
-// retry are the ordered consumer's own and are overridden: concurrency is
-// always 1, which is what keeps a partition's order.
+// (codec, interceptors, drain timeout, tag …). Prefetch, concurrency,
+// retry and SingleActive are the ordered consumer's own and are
+// overridden: concurrency is always 1, which is what keeps a partition's
+// order, and SingleActive is always set, which keeps it across a graceful
+// handover (see Consume).
 func WithConsumerOptions(cfg acemq.ConsumerConfig) ConsumerOption {
 	return func(c *consumerConfig) { c.extra = cfg }
 }
@@ -139,6 +141,12 @@ type Stopped struct {
 // is live; if one cannot start, those started are closed and the error
 // says which partition failed. A bad option is an
 // *acemq.ConfigurationError and starts nothing.
+//
+// Every partition consumer is an acemq consumer with
+// acemq.ConsumerConfig.SingleActive: its Close lets the message in hand
+// finish, starts nothing more and closes the channel without a cancel, so
+// on queues declared with SingleActiveConsumer the instance that takes
+// over gets the unsettled messages back in order, before anything newer.
 func Consume[T any](ctx context.Context, c *acemq.Conn, name string, h acemq.Handler[T], opts ...ConsumerOption) (*Consumer, error) {
 	cfg := consumerConfig{partitions: DefaultPartitions, prefetch: DefaultPrefetch, policy: Stop, retryDelay: DefaultRetryInPlaceDelay}
 	for _, o := range opts {
@@ -160,6 +168,12 @@ func Consume[T any](ctx context.Context, c *acemq.Conn, name string, h acemq.Han
 	for p := range cfg.partitions {
 		o := cfg.extra
 		o.Prefetch, o.Concurrency, o.Retry = cfg.prefetch, 1, acemq.NoRetry()
+		// Close hands over in the partition's order: the subscription
+		// ends by closing its channel, so a single-active-consumer peer
+		// gets what this one held before anything newer. On a partition
+		// queue without the argument it only keeps the prefetched messages
+		// until the one in hand is settled, which order wants anyway.
+		o.SingleActive = true
 		m, err := acemq.Consume(ctx, c, Queue(name, p), partitionHandler(k, p, cfg, h), o)
 		if err != nil {
 			serr := fmt.Errorf("acemq: cannot start the ordered consumer of %q at partition %d of %d: %w", name, p, cfg.partitions, err)
@@ -179,13 +193,11 @@ func partitionHandler[T any](k *Consumer, p int, cfg consumerConfig, h acemq.Han
 	return func(ctx context.Context, m *acemq.Message[T]) acemq.Decision {
 		for attempt := 0; ; attempt++ {
 			// A message a worker has started is in hand: it runs even while
-			// the consumer closes (the drain hands back only what no worker
-			// started, after it cancelled the subscription). Handing it back
-			// here instead would have the broker deliver it straight back
-			// while the subscription stands (on a single-active-consumer
-			// queue, to this same consumer), each return counted, until
-			// the delivery limit dropped it. A retry does not start once
-			// closing.
+			// the consumer closes (the drain leaves what no worker started
+			// to its channel close, which returns it in order). A retry
+			// does not start once closing: the Release it returns instead
+			// is left unsettled by the drain for that same close, never
+			// rejected while the subscription stands.
 			if attempt > 0 {
 				select {
 				case <-k.closing:
@@ -215,7 +227,8 @@ func partitionHandler[T any](k *Consumer, p int, cfg consumerConfig, h acemq.Han
 			default: // Stop
 				k.setStop(Stopped{Partition: p, Queue: m.Queue, MessageID: m.Envelope.ID, Err: failure, Since: time.Now()})
 				// Held unacked until the drain deadline or the channel's end;
-				// then it goes back, after the subscription was cancelled.
+				// then it goes back with the drain's channel close, ahead of
+				// the rest of the partition.
 				<-ctx.Done()
 				return acemq.Release()
 			}

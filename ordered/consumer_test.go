@@ -203,10 +203,13 @@ func TestStopHaltsThePartitionAtTheMessageAndDegradesHealth(t *testing.T) {
 			t.Fatal(err)
 		}
 		brokertest.Eventually(t, "the partition resumes", func() bool { return len(l2.snapshot()) == 2 })
-		// Both run; the order across a Close is the broker's (see Stop's
-		// known limit): the in-process broker keeps it.
+		// Both run, the held one first: the drain left it unsettled and
+		// closed the channel (acemq.ConsumerConfig.SingleActive), which
+		// returns it ahead of its successor on every broker. A reject
+		// with requeue (the drain's hand-back before) put it behind the
+		// waiting one on RabbitMQ 3.10's quorum queue.
 		got := l2.byKey()[a]
-		if len(got) != 2 || (strings.HasPrefix(url, "memory://") && fmt.Sprint(got) != "[0 1]") {
+		if fmt.Sprint(got) != "[0 1]" {
 			t.Fatalf("after the restart key %s ran %v", a, got)
 		}
 		if h := k2.Health(context.Background()); h.Status != acemq.StatusUp {
