@@ -10,7 +10,7 @@ import (
 
 	"github.com/acemq-go/acemq"
 	"github.com/acemq-go/acemq/console"
-	"github.com/acemq-go/acemq/internal/testenv"
+	"github.com/acemq-go/acemq/console/internal/testenv"
 )
 
 // TestAnUnconfirmedZeroIsNotShownAsEmpty: RabbitMQ answers 0 messages for

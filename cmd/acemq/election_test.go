@@ -10,7 +10,7 @@ import (
 	"testing"
 
 	"github.com/acemq-go/acemq"
-	"github.com/acemq-go/acemq/internal/testenv"
+	"github.com/acemq-go/acemq/cmd/acemq/internal/testenv"
 )
 
 // TestTheDLQCommandsNeverCallAnUnconfirmedZeroEmpty: RabbitMQ answers 0

@@ -40,6 +40,13 @@ func (o *AlarmOptions) defaults() {
 	}
 }
 
+// healthLimit bounds one Health call under the alarm. Health reads local
+// state only (microseconds; health-max reports the slowest): a call that
+// waited on the blocked broker would last the alarm's hold, seconds. The
+// limit is far above scheduling noise on a loaded machine with -race (a
+// rehearsal saw 3.7 ms against the 1 ms this once was) and far below that.
+const healthLimit = 100 * time.Millisecond
+
 // sendOverrunLimit is how far past its context's deadline a Send may
 // return before the drill calls it outliving its context: scheduling
 // noise on a loaded machine, not a wait.
@@ -193,8 +200,8 @@ func alarm(ctx context.Context, env Env, o AlarmOptions, res *Result) error {
 		}
 	}
 	res.Set("health-max", slowest.Round(time.Microsecond))
-	if slowest >= time.Millisecond {
-		res.Failf("a health check took %s under the alarm, want < 1ms", ms(slowest))
+	if slowest >= healthLimit {
+		res.Failf("a health check took %s under the alarm, want < %s: it waited on the blocked broker", ms(slowest), ms(healthLimit))
 	}
 	if healthDown > 0 {
 		res.Failf("%d of 1000 health checks under the alarm did not say UP", healthDown)
