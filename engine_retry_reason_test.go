@@ -32,6 +32,12 @@ func (b *lockedBuffer) String() string {
 	return b.buf.String()
 }
 
+func (b *lockedBuffer) Reset() {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.buf.Reset()
+}
+
 // A retry's settlement and its log line carry the handler's reason, as a
 // set-aside's do: an operator reading "outcome=retried" learns why
 // (they said reason="").

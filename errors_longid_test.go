@@ -1,40 +1,14 @@
 package acemq_test
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"log/slog"
 	"strings"
-	"sync"
 	"testing"
 
 	"github.com/acemq-go/acemq"
 )
-
-// idLogBuffer is a log destination the test reads while the Conn writes.
-type idLogBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *idLogBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *idLogBuffer) Reset() {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	b.buf.Reset()
-}
-
-func (b *idLogBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
 
 // readableLine is the most a line naming a long id may take: the sentence,
 // the id's first 64 bytes and its length, with room to spare.
@@ -82,7 +56,7 @@ func TestALongIDIsShortenedInErrorStringsAndKeptWholeInTheFields(t *testing.T) {
 // (the panic, the set-aside) and the reason the copy carries name the id
 // readably; the copy keeps it whole.
 func TestALongIDIsShortenedInLogLinesAndTheSetAsideReason(t *testing.T) {
-	var logs idLogBuffer
+	var logs lockedBuffer
 	cfg := acemq.Config{Logger: slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))}
 	onEveryFrameWriter(t, func(t *testing.T, r *rig) {
 		logs.Reset()

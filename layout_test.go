@@ -1,7 +1,6 @@
 package acemq_test
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"log/slog"
@@ -236,24 +235,6 @@ func TestPlanSaysWhoIsRefusedWhenTheBrokerHoldsTheOtherLayout(t *testing.T) {
 	}
 }
 
-// syncBuffer is a log sink for a test that reads it while the Conn writes.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
 func TestAConsumerUsesTheLibraryQueueItFindsInTheOtherLayout(t *testing.T) {
 	onEveryTransport(t, func(t *testing.T, e *engine) {
 		ctx := context.Background()
@@ -270,7 +251,7 @@ func TestAConsumerUsesTheLibraryQueueItFindsInTheOtherLayout(t *testing.T) {
 		if err := old.Close(ctx); err != nil {
 			t.Fatal(err)
 		}
-		var logs syncBuffer
+		var logs lockedBuffer
 		c, _ := e.another(t, acemq.Config{Layout: acemq.ReplicatedLayout, Logger: slog.New(slog.NewTextHandler(&logs, nil))})
 		rejected := make(chan struct{}, 1)
 		k, err := acemq.Consume(ctx, c, src, func(context.Context, *acemq.Message[string]) acemq.Decision {

@@ -22,31 +22,18 @@ func (ch *channel) DeleteQueueIfEmpty(ctx context.Context, name string) (int, er
 }
 
 func (b *Broker) deleteQueueIfEmpty(name string, c *conn) (int, *transport.Error) {
-	b.mu.Lock()
-	q := b.queues[name]
-	if q == nil {
-		b.mu.Unlock()
-		return 0, nil
-	}
-	if q.exclusive && q.owner != c {
-		b.mu.Unlock()
-		return 0, errLocked(name)
-	}
-	if q.quorum {
-		b.mu.Unlock()
-		e := chanErr(transport.CodeNotImplemented, "NOT_IMPLEMENTED", "cannot delete queue '%s' in vhost '/'. queue.delete operations with if-empty flag set are not supported by quorum queues", name)
-		e.Connection = true
-		return 0, e
-	}
-	q.mu.Lock()
-	ready := q.ready.len()
-	q.mu.Unlock()
-	if ready > 0 {
-		b.mu.Unlock()
-		return 0, chanErr(transport.CodePreconditionFailed, "PRECONDITION_FAILED", "queue '%s' in vhost '/' not empty", name)
-	}
-	n, cs := b.removeLocked(q)
-	b.mu.Unlock()
-	stopConsumers(cs)
-	return n, nil
+	return b.deleteQueueChecked(name, c, func(q *queue) *transport.Error {
+		if q.quorum {
+			e := chanErr(transport.CodeNotImplemented, "NOT_IMPLEMENTED", "cannot delete queue '%s' in vhost '/'. queue.delete operations with if-empty flag set are not supported by quorum queues", name)
+			e.Connection = true
+			return e
+		}
+		q.mu.Lock()
+		ready := q.ready.len()
+		q.mu.Unlock()
+		if ready > 0 {
+			return chanErr(transport.CodePreconditionFailed, "PRECONDITION_FAILED", "queue '%s' in vhost '/' not empty", name)
+		}
+		return nil
+	})
 }

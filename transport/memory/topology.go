@@ -170,6 +170,12 @@ func (b *Broker) usableQueue(name string, c *conn) (*queue, *transport.Error) {
 
 // deleteQueue removes a queue, its bindings and its consumers.
 func (b *Broker) deleteQueue(name string, c *conn) (int, *transport.Error) {
+	return b.deleteQueueChecked(name, c, nil)
+}
+
+// deleteQueueChecked is deleteQueue with a check (when not nil) that may
+// refuse, made under b.mu after the queue's exclusivity (if-empty).
+func (b *Broker) deleteQueueChecked(name string, c *conn, check func(*queue) *transport.Error) (int, *transport.Error) {
 	b.mu.Lock()
 	q := b.queues[name]
 	if q == nil {
@@ -179,6 +185,12 @@ func (b *Broker) deleteQueue(name string, c *conn) (int, *transport.Error) {
 	if q.exclusive && q.owner != c {
 		b.mu.Unlock()
 		return 0, errLocked(name)
+	}
+	if check != nil {
+		if e := check(q); e != nil {
+			b.mu.Unlock()
+			return 0, e
+		}
 	}
 	n, cs := b.removeLocked(q)
 	b.mu.Unlock()
