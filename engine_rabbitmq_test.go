@@ -389,40 +389,63 @@ func TestRabbitLossFailsWaitingPublishesFast(t *testing.T) {
 	q := classicQueue(t, c, "engine.lossfast")
 	h := startHammer(c, q, 16, 5*time.Second)
 	h.waitOKs(t, 100, 20*time.Second)
-	type round struct {
-		lost time.Time
+	// Whether a publish is waiting for its confirm at the instant of a
+	// loss is up to the scheduler: on a loaded machine every one of the 16
+	// may be between Sends. So the connection is closed until the losses
+	// have caught at least one waiting publish (and at least three times),
+	// and the test fails only if ten losses caught none.
+	const minRounds, maxRounds = 3, 10
+	var losses []time.Time
+	waiting := func() (n int) {
+		h.mu.Lock()
+		defer h.mu.Unlock()
+		for _, r := range h.records {
+			if r.err != nil && strings.Contains(r.err.Error(), lostSentence) {
+				n++
+			}
+		}
+		return n
 	}
-	var rounds []round
-	for i := 0; i < 3; i++ {
+	for i := 0; i < maxRounds && (i < minRounds || waiting() == 0); i++ {
 		from := log.mark()
 		testenv.RabbitCtl(t, "close_all_connections", "test")
 		lost := log.wait(t, acemq.EventLost, from, 10*time.Second)
 		log.wait(t, acemq.EventRecovered, from, 30*time.Second)
-		rounds = append(rounds, round{lost: lost.At})
+		losses = append(losses, lost.At)
 		before := h.oks.Load()
 		h.waitOKs(t, before+50, 20*time.Second)
 	}
 	records := h.halt()
 	var lats []time.Duration
+	reasons := map[string]int{}
 	for _, r := range records {
-		if r.err == nil || !strings.Contains(r.err.Error(), lostSentence) {
+		if r.err == nil {
+			continue
+		}
+		var pe *acemq.PublishError
+		if errors.As(r.err, &pe) {
+			reasons[pe.Reason]++
+		} else {
+			reasons[r.err.Error()]++
+		}
+		if !strings.Contains(r.err.Error(), lostSentence) {
 			continue
 		}
 		// Attribute the failure to the closest loss before it returned.
 		var at time.Time
-		for _, rd := range rounds {
-			if !rd.lost.After(r.end.Add(time.Second)) {
-				at = rd.lost
+		for _, lost := range losses {
+			if !lost.After(r.end.Add(time.Second)) {
+				at = lost
 			}
 		}
 		lats = append(lats, r.end.Sub(at))
 	}
 	if len(lats) == 0 {
-		t.Fatal("no publish was waiting for a confirm at any of the three losses; the measurement saw nothing")
+		t.Fatalf("no publish was waiting for a confirm at any of %d losses; the measurement saw nothing (failures by reason: %v)", len(losses), reasons)
 	}
 	sort.Slice(lats, func(i, j int) bool { return lats[i] < lats[j] })
-	t.Logf("%d publishes waiting at the losses failed; after the lost event: min %s, median %s, max %s",
-		len(lats), lats[0], lats[len(lats)/2], lats[len(lats)-1])
+	t.Logf("%d losses; %d publishes waiting at them failed; after the lost event: min %s, median %s, max %s; failures by reason: %v",
+		len(losses), len(lats), lats[0], lats[len(lats)/2], lats[len(lats)-1], reasons)
 	if worst := lats[len(lats)-1]; worst > 100*time.Millisecond {
 		t.Fatalf("a publish waiting at the loss took %s after the lost event to fail, want < 100ms", worst)
 	}
