@@ -73,7 +73,8 @@ func newChannel(ch *amqp.Channel) *channel {
 // abandon a method half way: when ctx ends first, call returns ctx's error
 // at once while the method finishes in the background (it may still take
 // effect), holding callMu until the broker answers or the channel ends, so
-// the next method never reads its reply.
+// the next method never reads its reply. The caller must not read what f
+// writes unless call returned nil: an abandoned f may still be writing it.
 func (c *channel) call(ctx context.Context, f func() error) error {
 	if err := ctx.Err(); err != nil {
 		return err
@@ -163,7 +164,10 @@ func (c *channel) DeleteQueue(ctx context.Context, name string) (int, error) {
 		n, err = c.ch.QueueDelete(name, false, false, false)
 		return err
 	})
-	return n, err
+	if err != nil {
+		return 0, err // n may still be written by an abandoned call
+	}
+	return n, nil
 }
 
 // PurgeQueue removes a queue's ready messages and reports how many.
@@ -174,7 +178,10 @@ func (c *channel) PurgeQueue(ctx context.Context, name string) (int, error) {
 		n, err = c.ch.QueuePurge(name, false)
 		return err
 	})
-	return n, err
+	if err != nil {
+		return 0, err // n may still be written by an abandoned call
+	}
+	return n, nil
 }
 
 // BindQueue binds a queue to an exchange.

@@ -134,5 +134,8 @@ func (c *channel) subscribe(ctx context.Context, s transport.ConsumeSpec) (<-cha
 		in, err = c.ch.Consume(s.Queue, tag, false, s.Exclusive, false, false, toAMQPTable(s.Args))
 		return err
 	})
-	return in, tag, err
+	if err != nil {
+		return nil, "", err // in may still be written by an abandoned call
+	}
+	return in, tag, nil
 }

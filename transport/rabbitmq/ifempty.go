@@ -11,5 +11,8 @@ func (c *channel) DeleteQueueIfEmpty(ctx context.Context, name string) (int, err
 		n, err = c.ch.QueueDelete(name, false, true, false)
 		return err
 	})
-	return n, err
+	if err != nil {
+		return 0, err // n may still be written by an abandoned call
+	}
+	return n, nil
 }
