@@ -139,7 +139,9 @@ func (c *Console) read(ctx context.Context, queue string, sel selection, unsafe 
 	defer c.hold(queue)()
 	var sc scan
 	// A 0 is confirmed with the management API (replay.Count): a quorum
-	// queue whose leader is being elected counts 0 whatever it holds.
+	// queue whose leader is being elected counts 0 whatever it holds. The
+	// read takes this count (replay.Counted) rather than asking again, so
+	// the page's depth and what was read are one answer.
 	sc.Depth, err = replay.Count(ctx, c.conn, queue, c.readOptions(false)...)
 	if err != nil {
 		return sc, err
@@ -173,7 +175,7 @@ func (c *Console) read(ctx context.Context, queue string, sel selection, unsafe 
 			c.browseHook(queue, pos)
 		}
 		return true
-	}, c.readOptions(unsafe)...)
+	}, append(c.readOptions(unsafe), replay.Counted(sc.Depth))...)
 	if err != nil {
 		return sc, err
 	}

@@ -46,15 +46,16 @@ func SourceOf(queue string) string {
 // Browse first counts the queue as Count does (with ManagementAPI, a 0
 // from a quorum queue whose leader is not shown to be online is not
 // believed): a count that cannot be confirmed is a *CountUnknownError and
-// nothing is read.
+// nothing is read. With Counted it takes the caller's count instead and
+// asks none.
 //
 // Before it takes anything, Browse asks what handing messages back would
 // do there (Inspect): where it would move a message toward a delivery
 // limit (a quorum queue with one, on RabbitMQ before 4.3), hold it back
 // (delayed retry on 4.3), or where that cannot be learned (no
 // ManagementAPI on RabbitMQ), it reads nothing and returns an
-// *UnsafeReadError, unless opts hold AllowUnsafeRead. Other options have
-// no effect on Browse.
+// *UnsafeReadError, unless opts hold AllowUnsafeRead. Other options than
+// these three have no effect on Browse.
 //
 // What a look changes: every message read comes back with the
 // redelivered flag set (on a quorum queue before RabbitMQ 4.3 the return
@@ -88,7 +89,10 @@ func Browse(ctx context.Context, conn *acemq.Conn, queue string, limit int, visi
 	for _, o := range opts {
 		o(&cfg)
 	}
-	present, err := count(ctx, conn, queue, &cfg)
+	if err := checkCounted(&cfg); err != nil {
+		return 0, err
+	}
+	present, err := presentIn(ctx, conn, queue, &cfg)
 	if err != nil {
 		return 0, err
 	}

@@ -85,6 +85,7 @@ type config struct {
 	mgmtURL   string // ManagementAPI
 	vhost     string
 	unsafe    bool // AllowUnsafeRead
+	counted   *int // Counted
 }
 
 // ToQueue moves messages to queue through the default exchange instead of
@@ -119,6 +120,34 @@ func Filter(keep Predicate) Option {
 	return func(c *config) { c.filter = keep }
 }
 
+// Counted gives Browse and Queue the count the caller has just made of
+// the queue they read (with Count, and the same ManagementAPI, so a 0 was
+// confirmed): the pass takes n as the messages present at its start
+// instead of counting the queue again. One count then serves the caller
+// and the pass (the acemq command's progress bar and its replay are the
+// same answer, asked of the broker once); messages that arrive after the
+// caller's count are left for the next pass, as those arriving after a
+// pass's own count are. A negative n is refused with a
+// *acemq.ConfigurationError. Count ignores Counted.
+func Counted(n int) Option { return func(c *config) { c.counted = &n } }
+
+// presentIn is how many messages the pass takes queue to hold at its
+// start: the caller's count (Counted), else Count's.
+func presentIn(ctx context.Context, conn *acemq.Conn, queue string, cfg *config) (int, error) {
+	if cfg.counted != nil {
+		return *cfg.counted, nil
+	}
+	return count(ctx, conn, queue, cfg)
+}
+
+// checkCounted refuses a negative Counted.
+func checkCounted(cfg *config) error {
+	if cfg.counted != nil && *cfg.counted < 0 {
+		return &acemq.ConfigurationError{Option: "replay.Counted", Reason: fmt.Sprintf("count %d is negative", *cfg.counted)}
+	}
+	return nil
+}
+
 // KeepAttempts leaves the attempt number and the x-acemq-error reason as
 // they are. By default a replay resets the attempt to 1 and removes the
 // error, so the message gets a full retry budget again.
@@ -148,7 +177,8 @@ func KeepAttempts() Option { return func(c *config) { c.keep = true } }
 // that cannot be confirmed (a quorum queue whose leader is being elected
 // answers 0) stops it with Reason Failed and a *CountUnknownError, having
 // moved nothing, rather than report an empty queue drained. Without
-// ManagementAPI a 0 is believed.
+// ManagementAPI a 0 is believed. With Counted the pass takes the caller's
+// count instead and asks none.
 //
 // Replaying a queue onto itself is refused. When a message cannot be moved
 // (unroutable, refused, not confirmed) it is returned to the source and the
@@ -180,6 +210,9 @@ func Queue(ctx context.Context, conn *acemq.Conn, source string, opts ...Option)
 	}
 	if cfg.limit < 0 {
 		return rep, &acemq.ConfigurationError{Option: "replay.Limit", Reason: fmt.Sprintf("limit %d is negative", cfg.limit)}
+	}
+	if err := checkCounted(&cfg); err != nil {
+		return rep, err
 	}
 	var a Access
 	if cfg.filter != nil {
@@ -232,7 +265,7 @@ func (p *pass) ctxStop(ctx context.Context) bool {
 
 func (p *pass) run(ctx context.Context) {
 	rep, cfg := p.rep, p.cfg
-	budget, err := count(ctx, p.conn, rep.Source, cfg)
+	budget, err := presentIn(ctx, p.conn, rep.Source, cfg)
 	if err != nil {
 		if !p.ctxStop(ctx) {
 			p.stop(Failed, err)

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -216,14 +217,15 @@ func show(m *acemq.Pulled, dup bool, ring *crypto.Keyring) shownMessage {
 
 // printShown prints one message as text. Every value a publisher chose is
 // escaped by the safetext rule (safetext.Line, the body safetext.Block),
-// so nothing in a message acts on the terminal.
+// so nothing in a message acts on the terminal, and ids longer than
+// idtext.Max bytes are cut (idLine); --json shows them whole.
 func printShown(out io.Writer, s shownMessage) {
 	line := safetext.Line
-	fmt.Fprintf(out, "--- %s\n", line(s.ID))
+	fmt.Fprintf(out, "--- %s\n", idLine(s.ID))
 	fmt.Fprintf(out, "type:        %s (v%d)\n", line(s.Type), s.Version)
-	fmt.Fprintf(out, "correlation: %s\n", line(s.CorrelationID))
+	fmt.Fprintf(out, "correlation: %s\n", idLine(s.CorrelationID))
 	if s.CausationID != "" {
-		fmt.Fprintf(out, "causation:   %s\n", line(s.CausationID))
+		fmt.Fprintf(out, "causation:   %s\n", idLine(s.CausationID))
 	}
 	fmt.Fprintf(out, "attempt:     %d\n", s.Attempt)
 	if s.FirstSeen != "" {
@@ -309,7 +311,12 @@ func newDLQShow() *cobra.Command {
 				return err
 			}
 			defer closeConn(c)
-			ms, err := peekWithProgress(ctx, c, q, n, nil, ring, rf.options(u)...)
+			opts := rf.options(u)
+			depth, err := requireQueue(ctx, c, q, opts...)
+			if err != nil {
+				return err
+			}
+			ms, err := peekWithProgress(ctx, c, q, n, depth, nil, ring, opts...)
 			if err != nil {
 				return err
 			}
@@ -348,21 +355,25 @@ func newDLQShow() *cobra.Command {
 	return cmd
 }
 
-// peek takes up to n messages and returns them all to the queue.
+// peek counts queue and takes up to n messages, returning them all to the
+// queue.
 func peek(ctx context.Context, c *acemq.Conn, queue string, n int, opts ...replay.Option) ([]shownMessage, error) {
-	return peekWithProgress(ctx, c, queue, n, nil, nil, opts...)
-}
-
-// peekWithProgress is peek with a progress bar on progressOut (nil: none)
-// when more than 100 messages are to be read; ring (nil: none) shows
-// encrypted bodies decrypted. It reads with replay.Browse, which returns
-// every message it took to the queue, in order, and reads nothing where
-// that would count deliveries (opts: the management API, --unsafe-read).
-func peekWithProgress(ctx context.Context, c *acemq.Conn, queue string, n int, progressOut io.Writer, ring *crypto.Keyring, opts ...replay.Option) ([]shownMessage, error) {
 	depth, err := requireQueue(ctx, c, queue, opts...)
 	if err != nil {
 		return nil, err
 	}
+	return peekWithProgress(ctx, c, queue, n, depth, nil, nil, opts...)
+}
+
+// peekWithProgress takes up to n of the depth messages the command counted
+// in queue (requireQueue) and returns them all to the queue, with a
+// progress bar on progressOut (nil: none) when more than 100 are to be
+// read; ring (nil: none) shows encrypted bodies decrypted. It reads with
+// replay.Browse, given depth (replay.Counted) so that the queue is not
+// counted again; Browse returns every message it took to the queue, in
+// order, and reads nothing where that would count deliveries (opts: the
+// management API, --unsafe-read).
+func peekWithProgress(ctx context.Context, c *acemq.Conn, queue string, n, depth int, progressOut io.Writer, ring *crypto.Keyring, opts ...replay.Option) ([]shownMessage, error) {
 	seen := map[string]bool{}
 	var out []shownMessage
 	var bar *progress
@@ -370,21 +381,18 @@ func peekWithProgress(ctx context.Context, c *acemq.Conn, queue string, n int, p
 		bar = newProgress(progressOut, "reading "+queue, int64(total))
 		defer bar.Done()
 	}
-	_, err = replay.Browse(ctx, c, queue, n, func(m *acemq.Pulled) bool {
+	_, err := replay.Browse(ctx, c, queue, n, func(m *acemq.Pulled) bool {
 		if bar != nil {
 			bar.Add(1)
 		}
 		out = append(out, show(m, seen[m.Envelope.ID], ring))
 		seen[m.Envelope.ID] = true
 		return true
-	}, opts...)
+	}, append(slices.Clip(opts), replay.Counted(depth))...)
 	var unsafe *replay.UnsafeReadError
-	var unknown *replay.CountUnknownError
 	switch {
 	case errors.As(err, &unsafe):
 		return nil, unsafeReadError(err)
-	case errors.As(err, &unknown):
-		return nil, errors.New(sentence(err))
 	case err != nil:
 		return nil, fmt.Errorf("cannot read %q (%s); check the connection and retry", queue, sentence(err))
 	}
@@ -435,21 +443,26 @@ func newDLQReplay() *cobra.Command {
 			}
 			defer closeConn(c)
 			errOut := cmd.ErrOrStderr()
-			if dups := duplicateIDs(ctx, c, args[0], errOut, rf.options(u)...); len(dups) > 0 {
-				fmt.Fprintf(errOut, "warning: %d message id(s) appear more than once in %s (e.g. %s); replaying delivers each copy, so their consumer sees them twice unless it is idempotent\n", len(dups), safetext.Line(args[0]), safetext.Line(dups[0]))
+			// One count serves the duplicate check, the progress bar and
+			// the pass (replay.Counted): two would be two broker round
+			// trips and, under load, two answers. A 0 that cannot be
+			// confirmed stops here, having moved nothing: an unconfirmed
+			// 0 is not "moved 0".
+			read := rf.options(u)
+			present, err := requireQueue(ctx, c, args[0], read...)
+			if err != nil {
+				return err
 			}
-			rep, err := replayQueue(ctx, c, args[0], replayOptions{Limit: limit, Filter: f, KeepAttempts: keep, Progress: errOut, Read: rf.options(u)})
+			if dups := duplicateIDs(ctx, c, args[0], present, errOut, read...); len(dups) > 0 {
+				fmt.Fprintf(errOut, "warning: %d message id(s) appear more than once in %s (e.g. %s); replaying delivers each copy, so their consumer sees them twice unless it is idempotent\n", len(dups), safetext.Line(args[0]), idLine(dups[0]))
+			}
+			rep, err := replayQueue(ctx, c, args[0], replayOptions{Limit: limit, Filter: f, KeepAttempts: keep, Progress: errOut, Read: read, Present: &present})
 			if err != nil {
 				return unsafeReadError(err)
 			}
 			var unsafe *replay.UnsafeReadError
 			if errors.As(rep.Err, &unsafe) {
 				return unsafeReadError(rep.Err)
-			}
-			var unknown *replay.CountUnknownError
-			if errors.As(rep.Err, &unknown) {
-				// Nothing was moved: an unconfirmed 0 is not "replayed 0".
-				return errors.New(sentence(rep.Err))
 			}
 			fmt.Fprintf(cmd.OutOrStdout(), "%s\n", rep)
 			if rep.Moved > 0 {
@@ -470,13 +483,18 @@ func newDLQReplay() *cobra.Command {
 }
 
 func newDLQPurge() *cobra.Command {
-	var u string
+	var u, mgmt string
 	var yes bool
 	cmd := &cobra.Command{
-		Use:     "purge QUEUE --yes",
-		Short:   "Delete every message in a .dlq or .parked queue (asks for --yes)",
-		Example: `  acemq dlq purge orders.new.dlq --yes`,
-		Args:    exactQueueArg,
+		Use:   "purge QUEUE --yes",
+		Short: "Delete every message in a .dlq or .parked queue (asks for --yes)",
+		Long: "Delete every message in a .dlq or .parked queue, only with --yes; without it, say how many that would delete. " +
+			"The queue is counted first, and a 0 from a quorum queue is believed only once the management API shows its leader online " +
+			"(while a leader is being elected RabbitMQ answers 0 whatever the queue holds): when the count cannot be confirmed, " +
+			"purge deletes nothing and exits 1 saying \"count unknown …; try again\", with or without --yes.",
+		Example: `  acemq dlq purge orders.new.dlq
+  acemq dlq purge orders.new.dlq --yes`,
+		Args: exactQueueArg,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			q := args[0]
 			if !isSetAside(q) {
@@ -489,9 +507,17 @@ func newDLQPurge() *cobra.Command {
 				return err
 			}
 			defer closeConn(c)
-			depth, err := requireQueue(ctx, c, q)
-			if err != nil {
-				return err
+			// An irreversible step on a count that may be false is not
+			// taken: during a leader election a quorum queue counts 0
+			// whatever it holds, and a purge then would delete what it
+			// had just called nothing (or report "purged 0").
+			depth, err := replay.Count(ctx, c, q, managementOptions(u, mgmt)...)
+			var unknown *replay.CountUnknownError
+			switch {
+			case errors.As(err, &unknown):
+				return fmt.Errorf("nothing was purged from %s: %s", q, sentence(err))
+			case err != nil:
+				return countError(q, err)
 			}
 			if !yes {
 				return fmt.Errorf("purging would delete the %d message(s) in %s for good; run again with --yes to confirm (or replay them first)", depth, q)
@@ -505,15 +531,17 @@ func newDLQPurge() *cobra.Command {
 		},
 	}
 	urlFlag(cmd, &u)
+	cmd.Flags().StringVar(&mgmt, "management-url", os.Getenv("ACEMQ_MANAGEMENT_URL"), "RabbitMQ management API, asked whether a count of 0 can be believed (default $ACEMQ_MANAGEMENT_URL, else --url's host and credentials on port 15672)")
 	cmd.Flags().BoolVar(&yes, "yes", false, "confirm that the messages are to be deleted")
 	return cmd
 }
 
-// duplicateIDs peeks at up to 1,000 messages of queue (returning them all)
-// and lists ids that occur more than once; nil when it cannot tell (it
-// says why on progressOut: a read that would count deliveries, a failure).
-func duplicateIDs(ctx context.Context, c *acemq.Conn, queue string, progressOut io.Writer, opts ...replay.Option) []string {
-	ms, err := peekWithProgress(ctx, c, queue, 1000, progressOut, nil, opts...)
+// duplicateIDs peeks at up to 1,000 of the present messages the command
+// counted in queue (returning them all) and lists ids that occur more than
+// once; nil when it cannot tell (it says why on progressOut: a read that
+// would count deliveries, a failure).
+func duplicateIDs(ctx context.Context, c *acemq.Conn, queue string, present int, progressOut io.Writer, opts ...replay.Option) []string {
+	ms, err := peekWithProgress(ctx, c, queue, 1000, present, progressOut, nil, opts...)
 	if err != nil {
 		fmt.Fprintf(progressOut, "note: duplicate ids not checked: %s\n", safetext.Line(err.Error()))
 		return nil

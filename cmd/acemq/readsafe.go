@@ -7,7 +7,6 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/acemq-go/acemq/cmd/acemq/internal/queuelist"
 	"github.com/acemq-go/acemq/cmd/acemq/internal/safetext"
 	"github.com/acemq-go/acemq/replay"
 )
@@ -31,14 +30,7 @@ func (f *readFlags) register(cmd *cobra.Command) {
 
 // options are the replay options of a read on the broker at u.
 func (f *readFlags) options(u string) []replay.Option {
-	var opts []replay.Option
-	if !isMemory(u) {
-		mgmt := f.mgmt
-		if mgmt == "" {
-			mgmt, _ = queuelist.ManagementURL(u)
-		}
-		opts = append(opts, replay.ManagementAPI(mgmt, queuelist.VhostOf(u)))
-	}
+	opts := managementOptions(u, f.mgmt)
 	if f.unsafe {
 		opts = append(opts, replay.AllowUnsafeRead())
 	}

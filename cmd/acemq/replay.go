@@ -23,6 +23,10 @@ type replayOptions struct {
 	// Read are the options a filtered pass reads with (the management API,
 	// --unsafe-read): declined messages are handed back.
 	Read []replay.Option
+	// Present is the source's count when the command has made it
+	// (requireQueue with Read); nil: replayQueue counts. Either way the
+	// pass takes that one count (replay.Counted) rather than asking again.
+	Present *int
 }
 
 // replayQueue checks the names, then moves messages from a {q}.dlq or
@@ -33,9 +37,15 @@ func replayQueue(ctx context.Context, c *acemq.Conn, source string, o replayOpti
 		return replay.Report{}, fmt.Errorf("%q is not a dead-letter queue; replay moves messages from QUEUE.dlq or QUEUE.parked back to QUEUE", source)
 	}
 	target := sourceOf(source)
-	present, err := requireQueue(ctx, c, source, o.Read...)
-	if err != nil {
-		return replay.Report{}, err
+	var present int
+	if o.Present != nil {
+		present = *o.Present
+	} else {
+		n, err := requireQueue(ctx, c, source, o.Read...)
+		if err != nil {
+			return replay.Report{}, err
+		}
+		present = n
 	}
 	if _, err := requireQueue(ctx, c, target); err != nil {
 		return replay.Report{}, fmt.Errorf("cannot replay into %q: it does not exist; declare it first (acemq topology apply)", target)
@@ -51,6 +61,7 @@ func replayQueue(ctx context.Context, c *acemq.Conn, source string, o replayOpti
 		opts = append(opts, replay.KeepAttempts())
 	}
 	opts = append(opts, o.Read...)
+	opts = append(opts, replay.Counted(present))
 	if o.Progress != nil && present > 0 {
 		stop := watchDepth(ctx, c, source, present, newProgress(o.Progress, "replaying "+source, int64(present)))
 		defer stop()

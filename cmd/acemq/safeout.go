@@ -10,6 +10,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/acemq-go/acemq/cmd/acemq/internal/idtext"
 	"github.com/acemq-go/acemq/cmd/acemq/internal/safetext"
 )
 
@@ -19,6 +20,14 @@ import (
 // for bodies); JSON output is made terminal-safe by jsonSafe without
 // changing what it decodes to; --raw writes a body's exact bytes and is
 // refused on a terminal unless given as --raw=force.
+
+// idLine is how text output shows an id a publisher chose (a message's
+// id, correlation or causation id): escaped by the safetext rule and, past
+// idtext.Max bytes, cut to its first bytes and its length (idtext.Short),
+// so that a 60,000-byte x-acemq-id is one short line rather than a
+// terminal's worth. JSON output keeps ids whole, for the programs that
+// read it.
+func idLine(id string) string { return safetext.Line(idtext.Short(id)) }
 
 // jsonSafe rewrites encoding/json's output so that no character the
 // safetext rule escapes reaches a terminal raw, and the JSON still decodes

@@ -2,12 +2,15 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
 	"github.com/spf13/cobra"
 
 	"github.com/acemq-go/acemq"
+	"github.com/acemq-go/acemq/cmd/acemq/internal/idtext"
+	"github.com/acemq-go/acemq/cmd/acemq/internal/safetext"
 	"github.com/acemq-go/acemq/replay"
 	"github.com/acemq-go/acemq/transport"
 )
@@ -41,7 +44,9 @@ func newTail() *cobra.Command {
 			"delivery limit (a quorum queue with one before RabbitMQ 4.3; RabbitMQ 4's default is 20) or hold it back, or where that " +
 			"cannot be learned (the management API, --management-url), tail reads nothing without --ack or --unsafe-read. " +
 			"The JSON lines keep every value exact, with control characters as JSON \\u escapes, so they are safe on a terminal; " +
-			"--raw writes the bodies' bytes instead.",
+			"--raw writes the bodies' bytes instead. " +
+			"A count of 0 that cannot be confirmed (a quorum queue whose leader is being elected answers 0) is warned about on stderr " +
+			"(\"count unknown …\"); tail subscribes anyway, and if it ends having printed nothing it exits 1 with that sentence rather than 0.",
 		Example: `  acemq tail orders.new -n 10
   acemq tail orders.new.dlq --for 30s
   acemq tail orders.new --ack -n 1
@@ -68,8 +73,21 @@ func newTail() *cobra.Command {
 				return err
 			}
 			defer closeConn(c)
-			if _, err := requireQueue(ctx, c, q); err != nil {
-				return err
+			// The count says whether the queue exists, and a 0 is
+			// believed as dlq show believes it (replay.Count with the
+			// management API). A subscription shows what the queue
+			// delivers whatever the count, so an unknown one (a quorum
+			// leader being elected) does not stop tail: it warns, and a
+			// run that ends having printed nothing exits 1 saying so
+			// rather than 0, which would read as an empty queue.
+			var unknown error
+			if _, err := replay.Count(ctx, c, q, rf.options(u)...); err != nil {
+				var cu *replay.CountUnknownError
+				if !errors.As(err, &cu) {
+					return countError(q, err)
+				}
+				unknown = err
+				fmt.Fprintf(cmd.ErrOrStderr(), "warning: %s; tail subscribes anyway and prints what the queue delivers\n", safetext.Line(sentence(err)))
 			}
 			// How held messages go back (Access.ReturnByNack), and whether
 			// holding them is allowed at all without --ack.
@@ -122,12 +140,12 @@ func newTail() *cobra.Command {
 				var ok bool
 				select {
 				case <-ctx.Done():
-					return nil
+					return emptyHanded(q, got, unknown)
 				case d, ok = <-deliveries:
 				}
 				if !ok {
 					if ctx.Err() != nil {
-						return nil
+						return emptyHanded(q, got, unknown)
 					}
 					return fmt.Errorf("the broker ended tail's subscription to %q (%v); check whether the queue was deleted and run tail again", q, ch.Err())
 				}
@@ -136,7 +154,7 @@ func newTail() *cobra.Command {
 					Error: env.Error, RoutingKey: d.RoutingKey, ContentType: d.ContentType, Body: string(d.Body), Settled: "held"}
 				if ack {
 					if err := ch.Ack(d.DeliveryTag); err != nil {
-						return fmt.Errorf("cannot remove message %s from %q (%s); it stays in the queue", env.ID, q, sentence(err))
+						return fmt.Errorf("cannot remove message %s from %q (%s); it stays in the queue", idtext.Short(env.ID), q, sentence(err))
 					}
 					line.Settled = "acked"
 				}
@@ -160,4 +178,14 @@ func newTail() *cobra.Command {
 	rawFlag(cmd, &raw, "write only the bodies")
 	rf.register(cmd)
 	return cmd
+}
+
+// emptyHanded is how a tail of q that printed got messages ends: nil,
+// unless it printed none and q's count was unknown (unknown, from
+// replay.Count), which is no evidence that q is empty.
+func emptyHanded(q string, got int, unknown error) error {
+	if got > 0 || unknown == nil {
+		return nil
+	}
+	return fmt.Errorf("tail printed no message from %s, which does not show it empty: %s", q, sentence(unknown))
 }
