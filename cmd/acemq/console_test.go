@@ -13,8 +13,10 @@ import (
 	"github.com/acemq-go/acemq"
 )
 
-// consoleBanner starts serveConsole with f on a memory:// broker, returns
-// the two lines it prints, and stops it.
+// consoleBanner starts serveConsole with f on a memory:// broker, reads
+// its banner (which ends with the parenthesised line saying how to stop
+// it), stops it and returns everything it printed, the banner and anything
+// after it.
 func consoleBanner(t *testing.T, f consoleFlags) string {
 	t.Helper()
 	u := "memory://" + strings.ReplaceAll(t.Name(), "/", "-")
@@ -34,15 +36,23 @@ func consoleBanner(t *testing.T, f consoleFlags) string {
 	}()
 	sc := bufio.NewScanner(pr)
 	var lines []string
-	for len(lines) < 3 && sc.Scan() {
+	for sc.Scan() {
 		lines = append(lines, sc.Text())
+		if strings.HasPrefix(sc.Text(), "(") {
+			break
+		}
 	}
 	stop()
-	go func() { _, _ = io.Copy(io.Discard, pr) }()
+	// The rest, up to serveConsole's return (pw is closed then), so that
+	// nothing it prints is left unchecked.
+	rest, err := io.ReadAll(pr)
+	if err != nil {
+		t.Fatal(err)
+	}
 	if err := <-done; err != nil {
 		t.Fatal(err)
 	}
-	return strings.Join(lines, "\n")
+	return strings.Join(lines, "\n") + "\n" + string(rest)
 }
 
 // A token given with --token or $ACEMQ_CONSOLE_TOKEN is never printed (it
