@@ -68,37 +68,59 @@ func newChannel(ch *amqp.Channel) *channel {
 	return c
 }
 
-// call runs one synchronous AMQP method. The client matches replies to
-// requests by arrival only, so methods are serialised by callMu. AMQP cannot
-// abandon a method half way: when ctx ends first, call returns ctx's error
-// at once while the method finishes in the background (it may still take
-// effect), holding callMu until the broker answers or the channel ends, so
-// the next method never reads its reply. The caller must not read what f
-// writes unless call returned nil: an abandoned f may still be writing it.
+// call runs one synchronous AMQP method that answers nothing but an
+// error (callFor).
 func (c *channel) call(ctx context.Context, f func() error) error {
+	_, err := callFor(ctx, c, func() (struct{}, error) { return struct{}{}, f() })
+	return err
+}
+
+// callFor runs one synchronous AMQP method and returns its answer. The
+// client matches replies to requests by arrival only, so methods are
+// serialised by callMu. AMQP cannot abandon a method half way: when ctx
+// ends first, callFor returns ctx's error at once while the method
+// finishes in the background (it may still take effect), holding callMu
+// until the broker answers or the channel ends, so the next method never
+// reads its reply. The answer travels back with the error, never through
+// a variable f writes, so an abandoned method's late answer is dropped
+// rather than read while it is written.
+func callFor[T any](ctx context.Context, c *channel, f func() (T, error)) (T, error) {
+	var zero T
 	if err := ctx.Err(); err != nil {
-		return err
+		return zero, err
 	}
 	if ctx.Done() == nil {
 		c.callMu.Lock()
 		defer c.callMu.Unlock()
-		return c.cause(f())
+		v, err := f()
+		if err != nil {
+			return zero, c.cause(err)
+		}
+		return v, nil
 	}
-	res := make(chan error, 1)
+	type answer struct {
+		v   T
+		err error
+	}
+	res := make(chan answer, 1)
 	go func() {
 		c.callMu.Lock()
 		defer c.callMu.Unlock()
 		if ctx.Err() != nil {
-			res <- ctx.Err()
+			res <- answer{err: ctx.Err()}
 			return
 		}
-		res <- f()
+		v, err := f()
+		res <- answer{v, err}
 	}()
 	select {
-	case err := <-res:
-		return c.cause(err)
+	case a := <-res:
+		if a.err != nil {
+			return zero, c.cause(a.err)
+		}
+		return a.v, nil
 	case <-ctx.Done():
-		return ctx.Err()
+		return zero, ctx.Err()
 	}
 }
 
@@ -140,15 +162,11 @@ func (c *channel) DeleteExchange(ctx context.Context, name string) error {
 // DeclareQueue declares (or, when Passive, checks) a queue and reports its
 // name, ready messages and consumers.
 func (c *channel) DeclareQueue(ctx context.Context, s transport.QueueSpec) (transport.QueueInfo, error) {
-	var q amqp.Queue
-	err := c.call(ctx, func() error {
-		var err error
+	q, err := callFor(ctx, c, func() (amqp.Queue, error) {
 		if s.Passive {
-			q, err = c.ch.QueueDeclarePassive(s.Name, s.Durable, s.AutoDelete, s.Exclusive, false, toAMQPTable(s.Args))
-		} else {
-			q, err = c.ch.QueueDeclare(s.Name, s.Durable, s.AutoDelete, s.Exclusive, false, toAMQPTable(s.Args))
+			return c.ch.QueueDeclarePassive(s.Name, s.Durable, s.AutoDelete, s.Exclusive, false, toAMQPTable(s.Args))
 		}
-		return err
+		return c.ch.QueueDeclare(s.Name, s.Durable, s.AutoDelete, s.Exclusive, false, toAMQPTable(s.Args))
 	})
 	if err != nil {
 		return transport.QueueInfo{}, err
@@ -158,30 +176,12 @@ func (c *channel) DeclareQueue(ctx context.Context, s transport.QueueSpec) (tran
 
 // DeleteQueue deletes a queue and reports how many messages went with it.
 func (c *channel) DeleteQueue(ctx context.Context, name string) (int, error) {
-	var n int
-	err := c.call(ctx, func() error {
-		var err error
-		n, err = c.ch.QueueDelete(name, false, false, false)
-		return err
-	})
-	if err != nil {
-		return 0, err // n may still be written by an abandoned call
-	}
-	return n, nil
+	return callFor(ctx, c, func() (int, error) { return c.ch.QueueDelete(name, false, false, false) })
 }
 
 // PurgeQueue removes a queue's ready messages and reports how many.
 func (c *channel) PurgeQueue(ctx context.Context, name string) (int, error) {
-	var n int
-	err := c.call(ctx, func() error {
-		var err error
-		n, err = c.ch.QueuePurge(name, false)
-		return err
-	})
-	if err != nil {
-		return 0, err // n may still be written by an abandoned call
-	}
-	return n, nil
+	return callFor(ctx, c, func() (int, error) { return c.ch.QueuePurge(name, false) })
 }
 
 // BindQueue binds a queue to an exchange.

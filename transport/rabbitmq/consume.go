@@ -65,17 +65,18 @@ func (c *channel) Cancel(ctx context.Context, tag string) error {
 // Get pulls one message with manual acknowledgement; ok is false when the
 // queue is empty.
 func (c *channel) Get(ctx context.Context, queue string) (transport.Delivery, bool, error) {
-	var d amqp.Delivery
-	var ok bool
-	err := c.call(ctx, func() error {
-		var err error
-		d, ok, err = c.ch.Get(queue, false)
-		return err
+	type got struct {
+		d  amqp.Delivery
+		ok bool
+	}
+	g, err := callFor(ctx, c, func() (got, error) {
+		d, ok, err := c.ch.Get(queue, false)
+		return got{d, ok}, err
 	})
-	if err != nil || !ok {
+	if err != nil || !g.ok {
 		return transport.Delivery{}, false, err
 	}
-	return toDelivery(&d, int(d.MessageCount)), true, nil
+	return toDelivery(&g.d, int(g.d.MessageCount)), true, nil
 }
 
 func toDelivery(d *amqp.Delivery, count int) transport.Delivery {
@@ -124,18 +125,15 @@ func (c *channel) ConsumeDirect(ctx context.Context, s transport.ConsumeSpec) (f
 // subscribe starts a manual-ack subscription on the channel and returns its
 // tag: spec.Tag, or one of the client's choosing when that is empty.
 func (c *channel) subscribe(ctx context.Context, s transport.ConsumeSpec) (<-chan amqp.Delivery, string, error) {
-	var in <-chan amqp.Delivery
 	tag := s.Tag
 	if tag == "" {
 		tag = uniqueTag()
 	}
-	err := c.call(ctx, func() error {
-		var err error
-		in, err = c.ch.Consume(s.Queue, tag, false, s.Exclusive, false, false, toAMQPTable(s.Args))
-		return err
+	in, err := callFor(ctx, c, func() (<-chan amqp.Delivery, error) {
+		return c.ch.Consume(s.Queue, tag, false, s.Exclusive, false, false, toAMQPTable(s.Args))
 	})
 	if err != nil {
-		return nil, "", err // in may still be written by an abandoned call
+		return nil, "", err
 	}
 	return in, tag, nil
 }
