@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"net/http"
 	"net/http/httptest"
 	"net/http/httputil"
@@ -14,18 +15,26 @@ import (
 	"github.com/acemq-go/acemq/cmd/acemq/internal/testenv"
 )
 
-// electingManagement is a management API that answers every queue's
-// record as RabbitMQ 4 does during a leader election (the leader on record
-// is not online) and 404 to everything else.
-func electingManagement(t *testing.T) string {
+// electingManagement is a management API that lists listed (0 messages
+// each), answers every queue's record as RabbitMQ 4 does during a leader
+// election (the leader on record is not online), and 404 to everything
+// else.
+func electingManagement(t *testing.T, listed ...string) string {
 	t.Helper()
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if !strings.HasPrefix(r.URL.EscapedPath(), "/api/queues/%2F/") {
-			http.NotFound(w, r)
-			return
-		}
 		w.Header().Set("Content-Type", "application/json")
-		_, _ = w.Write([]byte(`{"type":"quorum","leader":"rabbit@lost","members":["rabbit@lost","rabbit@b","rabbit@c"],"online":["rabbit@b","rabbit@c"]}`))
+		switch p := r.URL.EscapedPath(); {
+		case p == "/api/queues/%2F":
+			rows := []map[string]any{}
+			for _, q := range listed {
+				rows = append(rows, map[string]any{"name": q, "messages": 0})
+			}
+			_ = json.NewEncoder(w).Encode(rows)
+		case strings.HasPrefix(p, "/api/queues/%2F/"):
+			_, _ = w.Write([]byte(`{"type":"quorum","leader":"rabbit@lost","members":["rabbit@lost","rabbit@b","rabbit@c"],"online":["rabbit@b","rabbit@c"]}`))
+		default:
+			http.NotFound(w, r)
+		}
 	}))
 	t.Cleanup(srv.Close)
 	return "http://guest:guest@" + strings.TrimPrefix(srv.URL, "http://") + "/"

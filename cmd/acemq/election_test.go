@@ -3,9 +3,6 @@ package main
 import (
 	"context"
 	"encoding/json"
-	"net/http"
-	"net/http/httptest"
-	"net/url"
 	"strings"
 	"testing"
 
@@ -31,19 +28,7 @@ func TestTheDLQCommandsNeverCallAnUnconfirmedZeroEmpty(t *testing.T) {
 		t.Fatal(err)
 	}
 	deleteQueues(t, c, q, dlq)
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		w.Header().Set("Content-Type", "application/json")
-		switch r.URL.EscapedPath() {
-		case "/api/queues/%2F":
-			_ = json.NewEncoder(w).Encode([]map[string]any{{"name": dlq, "messages": 0}})
-		case "/api/queues/%2F/" + url.PathEscape(dlq):
-			_, _ = w.Write([]byte(`{"type":"quorum","leader":"rabbit@lost","members":["rabbit@lost","rabbit@b","rabbit@c"],"online":["rabbit@b","rabbit@c"]}`))
-		default:
-			http.NotFound(w, r)
-		}
-	}))
-	defer srv.Close()
-	mgmt := "http://guest:guest@" + strings.TrimPrefix(srv.URL, "http://") + "/"
+	mgmt := electingManagement(t, dlq)
 
 	r := acemqCmd(t, "", "dlq", "list", "--url", amqpURL, "--management-url", mgmt, "--json")
 	mustFailWithSentence(t, r, "count unknown for \""+dlq+"\": the queue's leader is being elected")

@@ -9,7 +9,6 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/acemq-go/acemq"
-	"github.com/acemq-go/acemq/cmd/acemq/internal/idtext"
 	"github.com/acemq-go/acemq/cmd/acemq/internal/safetext"
 	"github.com/acemq-go/acemq/replay"
 	"github.com/acemq-go/acemq/transport"
@@ -154,7 +153,7 @@ func newTail() *cobra.Command {
 					Error: env.Error, RoutingKey: d.RoutingKey, ContentType: d.ContentType, Body: string(d.Body), Settled: "held"}
 				if ack {
 					if err := ch.Ack(d.DeliveryTag); err != nil {
-						return fmt.Errorf("cannot remove message %s from %q (%s); it stays in the queue", idtext.Short(env.ID), q, sentence(err))
+						return fmt.Errorf("cannot remove message %s from %q (%s); it stays in the queue", idLine(env.ID), q, sentence(err))
 					}
 					line.Settled = "acked"
 				}
